@@ -12,16 +12,9 @@
 
 static char g_dir[256];
 
-static int suite_init(void) {
-  snprintf(g_dir, sizeof(g_dir), "/tmp/hl_test_outputs_XXXXXX");
-  return mkdtemp(g_dir) ? 0 : 1;
-}
+static int suite_init(void) { return hl_test_make_dir(g_dir, sizeof(g_dir), "outputs"); }
 
-static int suite_clean(void) {
-  char cmd[300];
-  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g_dir);
-  return system(cmd) == 0 ? 0 : 1;
-}
+static int suite_clean(void) { return hl_test_remove_dir(g_dir); }
 
 static hl_literal_t *make_literal(const char *shape_text, const char *value) {
   hl_shape_t s;
@@ -123,15 +116,4 @@ static CU_TestInfo tests[] = {
     CU_TEST_INFO_NULL,
 };
 
-int main(void) {
-  if (CU_initialize_registry() != CUE_SUCCESS) return 2;
-  CU_SuiteInfo suites[] = {{"outputs", suite_init, suite_clean, NULL, NULL, tests},
-                           CU_SUITE_INFO_NULL};
-  if (CU_register_suites(suites) != CUE_SUCCESS) return 2;
-  CU_basic_set_mode(CU_BRM_VERBOSE);
-  CU_basic_run_tests();
-  unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
-  unsigned run = CU_get_number_of_tests_run();
-  CU_cleanup_registry();
-  return (failed || run == 0) ? 1 : 0;
-}
+HL_TEST_MAIN_WITH_FIXTURES("outputs", suite_init, suite_clean, tests)

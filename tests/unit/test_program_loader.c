@@ -250,25 +250,15 @@ static void test_format_names(void) {
   CU_ASSERT_STRING_EQUAL(hl_program_format_name(HL_FORMAT_SNAPSHOT), "HloSnapshot");
 }
 
-int main(void) {
-  if (CU_initialize_registry() != CUE_SUCCESS) return 2;
-  static CU_TestInfo tests[] = {
-      {"binary_hlo_proto_file", test_binary_hlo_proto_file},
-      {"gzip_loads_like_raw", test_gzip_loads_like_raw},
-      {"truncated_gzip_message", test_truncated_gzip_message},
-      {"module_and_snapshot_bytes", test_module_and_snapshot_bytes},
-      {"text_detection", test_text_detection},
-      {"not_a_program", test_not_a_program},
-      {"format_names", test_format_names},
-      CU_TEST_INFO_NULL,
-  };
-  CU_SuiteInfo suites[] = {{"program_loader", setup, teardown, NULL, NULL, tests},
-                           CU_SUITE_INFO_NULL};
-  if (CU_register_suites(suites) != CUE_SUCCESS) return 2;
-  CU_basic_set_mode(CU_BRM_VERBOSE);
-  CU_basic_run_tests();
-  unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
-  unsigned run = CU_get_number_of_tests_run();
-  CU_cleanup_registry();
-  return (failed || run == 0) ? 1 : 0;
-}
+static CU_TestInfo tests[] = {
+    {"binary_hlo_proto_file", test_binary_hlo_proto_file},
+    {"gzip_loads_like_raw", test_gzip_loads_like_raw},
+    {"truncated_gzip_message", test_truncated_gzip_message},
+    {"module_and_snapshot_bytes", test_module_and_snapshot_bytes},
+    {"text_detection", test_text_detection},
+    {"not_a_program", test_not_a_program},
+    {"format_names", test_format_names},
+    CU_TEST_INFO_NULL,
+};
+
+HL_TEST_MAIN_WITH_FIXTURES("program_loader", setup, teardown, tests)

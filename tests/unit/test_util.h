@@ -43,10 +43,13 @@
     }                                                                           \
   } while (0)
 
-#define HL_TEST_MAIN(suite_name, tests)                                     \
+#define HL_TEST_MAIN(suite_name, tests) HL_TEST_MAIN_WITH_FIXTURES(suite_name, NULL, NULL, tests)
+
+// The same, with a suite set-up and tear-down (CUnit's init / clean: 0 = ok).
+#define HL_TEST_MAIN_WITH_FIXTURES(suite_name, init, clean, tests)       \
   int main(void) {                                                          \
     if (CU_initialize_registry() != CUE_SUCCESS) return 2;                  \
-    CU_SuiteInfo suites[] = {{suite_name, NULL, NULL, NULL, NULL, tests},   \
+    CU_SuiteInfo suites[] = {{suite_name, init, clean, NULL, NULL, tests},  \
                              CU_SUITE_INFO_NULL};                           \
     if (CU_register_suites(suites) != CUE_SUCCESS) return 2;                \
     CU_basic_set_mode(CU_BRM_VERBOSE);                                      \
@@ -57,5 +60,18 @@
     CU_cleanup_registry();                                                  \
     return (failed || run == 0) ? 1 : 0;                                    \
   }
+
+// A fresh scratch directory /tmp/hl_test_<tag>_XXXXXX in `dir` (0 = ok), for
+// suites that write files; hl_test_remove_dir deletes it and its contents.
+static inline int hl_test_make_dir(char *dir, size_t size, const char *tag) {
+  snprintf(dir, size, "/tmp/hl_test_%s_XXXXXX", tag);
+  return mkdtemp(dir) ? 0 : 1;
+}
+
+static inline int hl_test_remove_dir(const char *dir) {
+  char cmd[300];
+  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+  return system(cmd) == 0 ? 0 : 1;
+}
 
 #endif  // HL_TESTS_UNIT_TEST_UTIL_H_
