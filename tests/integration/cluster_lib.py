@@ -39,20 +39,7 @@ def mpi_env(work):
 
 def run_env(argv, env, timeout, cwd=None):
     """hl_testlib.run with an environment (own process group, killed on timeout)."""
-    start = time.monotonic()
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True, env=env, cwd=cwd)
-    timed_out = False
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        kill_group(proc)
-        out, err = proc.communicate()
-    res = hl_testlib.Result(argv, proc.returncode, out.decode("utf-8", "replace"),
-                            err.decode("utf-8", "replace"), timed_out)
-    res.seconds = time.monotonic() - start
-    return res
+    return hl_testlib.run(argv, timeout=timeout, cwd=cwd, env=env)
 
 
 def kill_group(proc):

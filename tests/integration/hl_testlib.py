@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 import numpy as np
 
@@ -39,25 +40,27 @@ def require_binaries(*names):
 
 
 class Result:
-    def __init__(self, argv, returncode, stdout, stderr, timed_out):
+    def __init__(self, argv, returncode, stdout, stderr, timed_out, seconds):
         self.argv = argv
         self.returncode = returncode
         self.stdout = stdout
         self.stderr = stderr
         self.timed_out = timed_out
+        self.seconds = seconds
 
     def describe(self):
-        return "$ %s\nexit %s%s\n--- stdout ---\n%s\n--- stderr ---\n%s" % (
-            " ".join(self.argv), self.returncode,
-            " (TIMED OUT)" if self.timed_out else "", self.stdout[-4000:], self.stderr[-4000:])
+        return "$ %s\nexit %s%s after %.1f s\n--- stdout ---\n%s\n--- stderr ---\n%s" % (
+            " ".join(self.argv), self.returncode, " (TIMED OUT)" if self.timed_out else "",
+            self.seconds, self.stdout[-4000:], self.stderr[-4000:])
 
 
-def run(argv, timeout=LAUNCH_TIMEOUT_S, stdin_bytes=None, cwd=None):
+def run(argv, timeout=LAUNCH_TIMEOUT_S, stdin_bytes=None, cwd=None, env=None):
     """Runs argv in its own process group; on timeout the whole group is killed."""
+    start = time.monotonic()
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE if stdin_bytes is not None
                             else subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True, cwd=cwd)
+                            start_new_session=True, cwd=cwd, env=env)
     timed_out = False
     try:
         out, err = proc.communicate(stdin_bytes, timeout=timeout)
@@ -76,7 +79,7 @@ def run(argv, timeout=LAUNCH_TIMEOUT_S, stdin_bytes=None, cwd=None):
         else:
             out, err = b"", b""
     return Result(argv, proc.returncode, out.decode("utf-8", "replace"),
-                  err.decode("utf-8", "replace"), timed_out)
+                  err.decode("utf-8", "replace"), timed_out, time.monotonic() - start)
 
 
 def convert(src, dst, *options):

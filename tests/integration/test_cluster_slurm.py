@@ -13,7 +13,6 @@ Run by ctest (integration.cluster_slurm).
 import os
 import re
 import shutil
-import subprocess
 import sys
 import time
 

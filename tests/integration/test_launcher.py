@@ -9,13 +9,14 @@ fails the test instead of hanging it.
 
 import os
 import re
-import signal
-import subprocess
 import sys
 import tempfile
 import time
 
 import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hl_testlib import run  # noqa: E402  (the shared runner: timeout, process group)
 
 SOURCE_DIR = os.environ.get(
     "HL_SOURCE_DIR",
@@ -28,48 +29,13 @@ UNSUPPORTED = os.path.join(PROGRAMS, "launcher_unsupported.hlo")
 TIMEOUT_S = 60
 
 
-class Result:
-    def __init__(self, argv, code, out, err, seconds, timed_out):
-        self.argv, self.code, self.out, self.err = argv, code, out, err
-        self.seconds, self.timed_out = seconds, timed_out
-
-    def describe(self):
-        return "$ %s\nexit %s%s after %.1f s\n--- stdout ---\n%s\n--- stderr ---\n%s" % (
-            " ".join(self.argv), self.code, " (TIMED OUT)" if self.timed_out else "",
-            self.seconds, self.out[-3000:], self.err[-3000:])
-
-
-def run(argv, timeout=TIMEOUT_S, env=None):
-    start = time.monotonic()
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True, env=env)
-    timed_out = False
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            try:
-                os.killpg(proc.pid, sig)
-            except ProcessLookupError:
-                break
-            try:
-                out, err = proc.communicate(timeout=5)
-                break
-            except subprocess.TimeoutExpired:
-                continue
-        else:
-            out, err = b"", b""
-    return Result(argv, proc.returncode, out.decode("utf-8", "replace"),
-                  err.decode("utf-8", "replace"), time.monotonic() - start, timed_out)
-
-
 def launch(*args, **kw):
+    kw.setdefault("timeout", TIMEOUT_S)
     return run([HLO_LAUNCH] + [str(a) for a in args], **kw)
 
 
 def error_lines(res):
-    return [l for l in res.err.splitlines() if l.startswith("hlo-launch:")]
+    return [l for l in res.stderr.splitlines() if l.startswith("hlo-launch:")]
 
 
 def expect_one_error(res, pattern, code=1):
@@ -77,8 +43,8 @@ def expect_one_error(res, pattern, code=1):
     hlo-launch line that matches `pattern`."""
     if res.timed_out:
         return "hung\n" + res.describe()
-    if res.code != code:
-        return "exit %s, expected %s\n%s" % (res.code, code, res.describe())
+    if res.returncode != code:
+        return "exit %s, expected %s\n%s" % (res.returncode, code, res.describe())
     lines = error_lines(res)
     if len(lines) != 1:
         return "expected one hlo-launch error line, got %d\n%s" % (len(lines), res.describe())
@@ -126,7 +92,7 @@ def compare(what, got, want):
 # --- tests -----------------------------------------------------------------------
 def test_help_and_version():
     res = launch("--help")
-    if res.code != 0:
+    if res.returncode != 0:
         return res.describe()
     for needle in ["Usage: hlo-launch [-np N] [options] PROGRAM", "--replicas R", "--partitions P",
                    "--args A.npy,B.npy", "--args-dir DIR", "replica<r>_partition<p>/arg<i>.npy",
@@ -134,10 +100,10 @@ def test_help_and_version():
                    "--dry-run", "--mpiexec PATH", "--timeout", "r * P + p", "P = 1 and R = N",
                    "0x9E3779B97F4A7C15", "0xD1B54A32D192ED03", "Exit status", "Examples",
                    "--version"]:
-        if needle not in res.out:
-            return "--help lacks %r\n%s" % (needle, res.out)
+        if needle not in res.stdout:
+            return "--help lacks %r\n%s" % (needle, res.stdout)
     res = launch("--version")
-    if res.code != 0 or not re.match(r"hlo-launch \d+\.\d+", res.out):
+    if res.returncode != 0 or not re.match(r"hlo-launch \d+\.\d+", res.stdout):
         return res.describe()
     return None
 
@@ -151,7 +117,7 @@ def test_usage_errors():
         msg = expect_one_error(res, pattern, code=2)
         if msg:
             return msg
-        if "--help" not in res.err:
+        if "--help" not in res.stderr:
             return "usage error without a pointer to --help\n" + res.describe()
     return None
 
@@ -177,7 +143,7 @@ def test_errors_before_spawn():
             msg = expect_one_error(res, pattern)
             if msg:
                 return msg
-            if "rank" in res.err:
+            if "rank" in res.stderr:
                 return "a rank ran before the error was found\n" + res.describe()
     return None
 
@@ -185,18 +151,18 @@ def test_errors_before_spawn():
 def test_dry_run():
     res = launch("-np", 4, "--dry-run", "--mpiexec", "/opt/x/mpiexec", "--mpiexec-arg=--tag-output",
                  "--zeros", SCALE)
-    if res.code != 0:
+    if res.returncode != 0:
         return res.describe()
-    words = res.out.split()
+    words = res.stdout.split()
     want_root = ["--allow-run-as-root"] if os.geteuid() == 0 else []
     if words[:1 + len(want_root) + 3] != ["/opt/x/mpiexec"] + want_root + [
             "--oversubscribe", "--bind-to", "none"]:
-        return "unexpected mpiexec options\n" + res.out
+        return "unexpected mpiexec options\n" + res.stdout
     for needle in ["--tag-output", "-n 4", "--worker", "--zeros", SCALE]:
-        if needle not in res.out:
-            return "dry run lacks %r\n%s" % (needle, res.out)
-    if "--dry-run" in res.out:
-        return "--dry-run passed on to the ranks\n" + res.out
+        if needle not in res.stdout:
+            return "dry run lacks %r\n%s" % (needle, res.stdout)
+    if "--dry-run" in res.stdout:
+        return "--dry-run passed on to the ranks\n" + res.stdout
     return None
 
 
@@ -212,19 +178,19 @@ def scale_case(np_count):
             np.save(os.path.join(sub, "arg0.npy"), x)
             inputs[r] = x
         res = launch("-np", np_count, "--args-dir", args, "--output-dir", out, SCALE)
-        if res.code != 0 or res.timed_out:
+        if res.returncode != 0 or res.timed_out:
             return res.describe()
         for r in range(np_count):
             got = np.load(result_path(out, r, 0, 0))
             msg = compare("replica %d" % r, got, inputs[r] * np.float32(r + 1))
             if msg:
                 return msg + "\n" + res.describe()
-        headers = re.findall(r"^== replica (\d+), partition (\d+) \(rank (\d+)\) ==$", res.out,
+        headers = re.findall(r"^== replica (\d+), partition (\d+) \(rank (\d+)\) ==$", res.stdout,
                              re.M)
         want = [(str(r), "0", str(r)) for r in range(np_count)]
         if headers != want:
             return "printed headers %s, expected %s\n%s" % (headers, want, res.describe())
-        if res.err.strip():
+        if res.stderr.strip():
             return "unexpected stderr\n" + res.describe()
     return None
 
@@ -251,9 +217,9 @@ def test_output_dir_round_trip():
         np.save(nf, n)
         out = os.path.join(d, "out", "deeper")  # created by hlo-launch
         res = launch("--args", "%s,%s" % (xf, nf), "--output-dir", out, "--quiet", GRID_IDS)
-        if res.code != 0:
+        if res.returncode != 0:
             return res.describe()
-        if res.out.strip():
+        if res.stdout.strip():
             return "--quiet printed results\n" + res.describe()
         for r in range(2):
             for p in range(2):
@@ -273,7 +239,7 @@ def test_random_and_zero_inputs():
     with tempfile.TemporaryDirectory(prefix="hl-launcher-") as d:
         out = os.path.join(d, "out")
         res = launch("-np", 2, "--seed", 12345, "--output-dir", out, "-q", SCALE)
-        if res.code != 0:
+        if res.returncode != 0:
             return res.describe()
         x = random_floats(12345, 0, 6, np.float32).reshape(2, 3)
         for r in range(2):
@@ -283,7 +249,7 @@ def test_random_and_zero_inputs():
                 return msg
         # No input option: seed 0, on a grid of the program's own.
         res = launch("--output-dir", out, "-q", GRID_IDS)
-        if res.code != 0:
+        if res.returncode != 0:
             return res.describe()
         x0 = random_floats(0, 0, 4, np.float32)
         n0 = random_ints(0, 1, 2, -10, 10, np.int32)
@@ -294,7 +260,7 @@ def test_random_and_zero_inputs():
                 if msg:
                     return msg
         res = launch("-np", 1, "--zeros", "--output-dir", out, "-q", SCALE)
-        if res.code != 0:
+        if res.returncode != 0:
             return res.describe()
         return compare("zeros", np.load(result_path(out, 0, 0, 0)), np.zeros((2, 3), np.float32))
 
@@ -349,7 +315,7 @@ def test_failure_while_others_block_ends_the_job():
     res = launch("-np", 3, "--zeros", SCALE, env=env, timeout=30)
     if res.timed_out:
         return "hung\n" + res.describe()
-    if res.code == 0:
+    if res.returncode == 0:
         return "exit 0 after a failure\n" + res.describe()
     lines = error_lines(res)
     want = "hlo-launch: rank 1 (replica 1, partition 0): injected execution failure"
@@ -399,7 +365,7 @@ def test_snapshot_arguments():
     with tempfile.TemporaryDirectory(prefix="hl-launcher-") as d:
         pb = os.path.join(d, "scale.pb")
         res = run([convert, SCALE, pb])
-        if res.code != 0:
+        if res.returncode != 0:
             return res.describe()
         hlo = open(pb, "rb").read()
         x = np.array([[1.5, -2, 3], [0.25, 8, -0.5]], np.float32)
@@ -408,7 +374,7 @@ def test_snapshot_arguments():
             f.write(pb_len(1, hlo) + pb_len(2, pb_literal(x)))
         out = os.path.join(d, "out")
         res = launch("-np", 2, "--output-dir", out, "-q", snap)
-        if res.code != 0:
+        if res.returncode != 0:
             return res.describe()
         for r in range(2):
             msg = compare("snapshot replica %d" % r, np.load(result_path(out, r, 0, 0)),
@@ -417,7 +383,7 @@ def test_snapshot_arguments():
                 return msg
         # --seed overrides the snapshot's arguments.
         res = launch("-np", 1, "--seed", 4, "--output-dir", out, "-q", snap)
-        if res.code != 0:
+        if res.returncode != 0:
             return res.describe()
         msg = compare("seed over snapshot", np.load(result_path(out, 0, 0, 0)),
                       random_floats(4, 0, 6, np.float32).reshape(2, 3))
@@ -453,7 +419,7 @@ def test_started_by_mpiexec_directly():
         argv.insert(1, "--allow-run-as-root")
     with tempfile.TemporaryDirectory(prefix="hl-launcher-") as d:
         res = run(argv + [HLO_LAUNCH, "--seed", "3", "--output-dir", d, SCALE])
-        if res.code != 0:
+        if res.returncode != 0:
             return res.describe()
         x = random_floats(3, 0, 6, np.float32).reshape(2, 3)
         return compare("replica 1", np.load(result_path(d, 1, 0, 0)), x * np.float32(2))

@@ -23,7 +23,6 @@ import glob
 import math
 import os
 import re
-import struct
 import sys
 
 import numpy as np
