@@ -24,18 +24,6 @@ static const char kText[] =
     "  ROOT n = f32[2]{0} negate(p)\n"
     "}\n";
 
-static uint8_t *read_all(const char *path, size_t *size) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  uint8_t *buf = malloc(n > 0 ? (size_t)n : 1);
-  *size = fread(buf, 1, (size_t)n, f);
-  fclose(f);
-  return buf;
-}
-
 static char tmpdir[64];
 
 static int setup(void) {
@@ -75,7 +63,7 @@ static void test_binary_hlo_proto_file(void) {
 
 static void test_gzip_loads_like_raw(void) {
   size_t n = 0;
-  uint8_t *raw = read_all(FIXTURE, &n);
+  uint8_t *raw = hl_test_read_file(FIXTURE, &n);
   CU_ASSERT_PTR_NOT_NULL_FATAL(raw);
   char path[128], path2[128];
   tmp_path(path, sizeof(path), "fixture.hlo.pb.gz");
@@ -106,7 +94,7 @@ static void test_gzip_loads_like_raw(void) {
 
   // Every truncation of the gzip file gives a status.
   size_t gn = 0;
-  uint8_t *gz = read_all(path, &gn);
+  uint8_t *gz = hl_test_read_file(path, &gn);
   CU_ASSERT_PTR_NOT_NULL_FATAL(gz);
   for (size_t k = 0; k < gn; k++) {
     uint8_t *cut = malloc(k ? k : 1);
@@ -131,12 +119,12 @@ static void test_gzip_loads_like_raw(void) {
 
 static void test_truncated_gzip_message(void) {
   size_t n = 0;
-  uint8_t *raw = read_all(FIXTURE, &n);
+  uint8_t *raw = hl_test_read_file(FIXTURE, &n);
   char path[128];
   tmp_path(path, sizeof(path), "t.gz");
   write_gzip(path, raw, n);
   size_t gn = 0;
-  uint8_t *gz = read_all(path, &gn);
+  uint8_t *gz = hl_test_read_file(path, &gn);
   hl_program_t p;
   HL_ASSERT_ERROR_CONTAINS(hl_program_load_bytes(gz, gn - 12, "t.gz", &p), "truncated gzip");
   free(gz);
@@ -145,7 +133,7 @@ static void test_truncated_gzip_message(void) {
 
 static void test_module_and_snapshot_bytes(void) {
   size_t n = 0;
-  uint8_t *raw = read_all(FIXTURE, &n);
+  uint8_t *raw = hl_test_read_file(FIXTURE, &n);
   Xla__HloProto *hp = xla__hlo_proto__unpack(NULL, n, raw);
   CU_ASSERT_PTR_NOT_NULL_FATAL(hp);
   // Bare module.

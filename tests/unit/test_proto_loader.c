@@ -10,33 +10,10 @@
 #include "hlo.pb-c.h"
 #include "runtime/base/alloc.h"
 #include "runtime/proto/proto_io.h"
+#include "proto_test_util.h"
 #include "test_util.h"
 
-#define FIXTURE HL_SOURCE_DIR "/tests/programs/wire_fixture.hlo.pb"
 #define SHARED_FIXTURE HL_SOURCE_DIR "/../shared/reference/xla-encoded/wire_fixture.hlo.pb"
-
-static uint8_t *read_all(const char *path, size_t *size) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  uint8_t *buf = malloc(n > 0 ? (size_t)n : 1);
-  *size = fread(buf, 1, (size_t)n, f);
-  fclose(f);
-  return buf;
-}
-
-static hl_module_t *load_fixture(void) {
-  size_t n = 0;
-  uint8_t *d = read_all(FIXTURE, &n);
-  CU_ASSERT_PTR_NOT_NULL_FATAL(d);
-  hl_module_t *m = NULL;
-  hl_status_t st = hl_proto_decode(d, n, HL_PROTO_HLO_PROTO, "wire_fixture.hlo.pb", &m, NULL, NULL);
-  free(d);
-  HL_ASSERT_OK(st);
-  return m;
-}
 
 static hl_instruction_t *find(hl_module_t *m, const char *comp, const char *name) {
   hl_computation_t *c = hl_module_find_computation(m, comp);
@@ -201,8 +178,8 @@ static void test_fixture_constants(void) {
 
 static void test_fixture_shared_copy_matches(void) {
   size_t a_n, b_n;
-  uint8_t *a = read_all(FIXTURE, &a_n);
-  uint8_t *b = read_all(SHARED_FIXTURE, &b_n);
+  uint8_t *a = hl_test_read_file(FIXTURE, &a_n);
+  uint8_t *b = hl_test_read_file(SHARED_FIXTURE, &b_n);
   CU_ASSERT_PTR_NOT_NULL_FATAL(a);
   if (b) {  // shared/ is beside the repo in CI; skip the comparison otherwise
     CU_ASSERT_EQUAL(a_n, b_n);
@@ -632,7 +609,7 @@ static void test_snapshot_arguments(void) {
 
 static void test_detect_kinds(void) {
   size_t n = 0;
-  uint8_t *fix = read_all(FIXTURE, &n);
+  uint8_t *fix = hl_test_read_file(FIXTURE, &n);
   CU_ASSERT_PTR_NOT_NULL_FATAL(fix);
   hl_proto_kind_t kind;
   HL_ASSERT_OK(hl_proto_detect_kind(fix, n, &kind));
@@ -686,7 +663,7 @@ static void decode_any(const uint8_t *d, size_t n) {
 
 static void test_every_truncated_prefix(void) {
   size_t n = 0;
-  uint8_t *fix = read_all(FIXTURE, &n);
+  uint8_t *fix = hl_test_read_file(FIXTURE, &n);
   CU_ASSERT_PTR_NOT_NULL_FATAL(fix);
   int errors = 0;
   for (size_t len = 0; len < n; len++) {
@@ -709,7 +686,7 @@ static void test_every_truncated_prefix(void) {
 
 static void test_seeded_corruptions(void) {
   size_t n = 0;
-  uint8_t *fix = read_all(FIXTURE, &n);
+  uint8_t *fix = hl_test_read_file(FIXTURE, &n);
   CU_ASSERT_PTR_NOT_NULL_FATAL(fix);
   uint32_t seed = 12345;
   for (int iter = 0; iter < 400; iter++) {
@@ -754,7 +731,7 @@ static void test_deep_nesting_rejected(void) {
 
 static void test_allocation_failures(void) {
   size_t n = 0;
-  uint8_t *fix = read_all(FIXTURE, &n);
+  uint8_t *fix = hl_test_read_file(FIXTURE, &n);
   CU_ASSERT_PTR_NOT_NULL_FATAL(fix);
   bool succeeded = false;
   for (long k = 0; k < 5000 && !succeeded; k++) {

@@ -9,32 +9,9 @@
 #include "hlo.pb-c.h"
 #include "runtime/base/alloc.h"
 #include "runtime/proto/proto_io.h"
+#include "proto_test_util.h"
 #include "test_util.h"
 
-#define FIXTURE HL_SOURCE_DIR "/tests/programs/wire_fixture.hlo.pb"
-
-static uint8_t *read_all(const char *path, size_t *size) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  uint8_t *buf = malloc(n > 0 ? (size_t)n : 1);
-  *size = fread(buf, 1, (size_t)n, f);
-  fclose(f);
-  return buf;
-}
-
-static hl_module_t *load_fixture(void) {
-  size_t n = 0;
-  uint8_t *d = read_all(FIXTURE, &n);
-  CU_ASSERT_PTR_NOT_NULL_FATAL(d);
-  hl_module_t *m = NULL;
-  hl_status_t st = hl_proto_decode(d, n, HL_PROTO_HLO_PROTO, "fixture", &m, NULL, NULL);
-  free(d);
-  HL_ASSERT_OK(st);
-  return m;
-}
 
 static hl_module_t *round_trip(const hl_module_t *m, uint8_t **bytes, size_t *n) {
   HL_ASSERT_OK(hl_proto_encode_hlo_proto(m, bytes, n));

@@ -10,6 +10,7 @@
 
 #include <CUnit/Basic.h>
 #include <CUnit/CUnit.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +61,19 @@
     CU_cleanup_registry();                                                  \
     return (failed || run == 0) ? 1 : 0;                                    \
   }
+
+// The whole file at `path` (malloc'd, the caller frees), or NULL.
+static inline uint8_t *hl_test_read_file(const char *path, size_t *out_size) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  uint8_t *buf = malloc(n > 0 ? (size_t)n : 1);
+  *out_size = buf ? fread(buf, 1, (size_t)(n > 0 ? n : 0), f) : 0;
+  fclose(f);
+  return buf;
+}
 
 // A fresh scratch directory /tmp/hl_test_<tag>_XXXXXX in `dir` (0 = ok), for
 // suites that write files; hl_test_remove_dir deletes it and its contents.
