@@ -16,8 +16,9 @@
 // reduce-scatter: its operand; the others: both), f32 elements, one group of
 // all processes (cross_replica, R = N, P = 1). Sizes that do not split evenly
 // over the group round up to one element per process.
-// Each of --rounds rounds runs one block of iterations per path, in an order
-// that rotates from round to round; a block's time is the slowest rank's mean.
+// Each of --rounds rounds runs one block of iterations per path (after one
+// untimed call), in an order that cycles through all six from round to round;
+// a block's time is the slowest rank's mean.
 // The ratio (and delta) columns are the median over rounds of a path's block
 // against the raw block of the same round: paired, so drift on shared cores
 // cancels, and a median, so a round hit by another process's burst does not
@@ -198,6 +199,7 @@ typedef void (*path_fn)(const bench_t *, const config_t *);
 
 // Mean seconds per call of `iters` calls, the slowest rank's.
 static double block(const bench_t *b, const config_t *c, path_fn fn, int iters) {
+  fn(b, c);  // untimed: each path starts with its own buffers warm, as the others left them cold
   MPI_Barrier(b->world);
   double t0 = MPI_Wtime();
   for (int i = 0; i < iters; ++i) fn(b, c);
@@ -255,10 +257,13 @@ static void bench_one(const bench_t *b, op_t op, int64_t bytes) {
   double best[3] = {1e30, 1e30, 1e30};
   double comm_ratio[kMaxRounds], exec_ratio[kMaxRounds], exec_delta[kMaxRounds];
   for (int round = 0; round < b->rounds; ++round) {
-    // Rotate the order so no path always runs right after another.
+    // Cycle through the 6 orders, so each path runs as often before as after
+    // each other path.
+    static const int kOrders[6][3] = {{0, 1, 2}, {1, 2, 0}, {2, 0, 1},
+                                      {0, 2, 1}, {2, 1, 0}, {1, 0, 2}};
     double m[3];
     for (int k = 0; k < 3; ++k) {
-      int p = (round + k) % 3;
+      int p = kOrders[round % 6][k];
       m[p] = block(b, &c, paths[p], iters);
       if (m[p] < best[p]) best[p] = m[p];
     }
@@ -297,21 +302,21 @@ int main(int argc, char **argv) {
   // instead of page-faulting fresh mmap()ed memory on every call.
   mallopt(M_MMAP_THRESHOLD, 1 << 30);
   mallopt(M_TRIM_THRESHOLD, -1);
-  bench_t b = {.budget = 0.9, .max_iters = 5000, .rounds = 9};
+  bench_t b = {.budget = 0.9, .max_iters = 5000, .rounds = 12};
   int64_t min_bytes = 4, max_bytes = 64 << 20;
   bool ops[OP_COUNT] = {true, true, true, true, true};
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--quick")) {  // smoke test (ctest): tiny sizes, short blocks
       max_bytes = 1024;
       b.budget = 0.01;
-      b.rounds = 3;
+      b.rounds = 6;
     } else if (!strcmp(argv[i], "--max-bytes") && i + 1 < argc) max_bytes = atoll(argv[++i]);
     else if (!strcmp(argv[i], "--min-bytes") && i + 1 < argc) min_bytes = atoll(argv[++i]);
     else if (!strcmp(argv[i], "--budget") && i + 1 < argc) b.budget = atof(argv[++i]);
     else if (!strcmp(argv[i], "--max-iters") && i + 1 < argc) b.max_iters = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) {
       b.rounds = atoi(argv[++i]);
-      if (b.rounds < 1 || b.rounds > kMaxRounds) b.rounds = 9;
+      if (b.rounds < 1 || b.rounds > kMaxRounds) b.rounds = 12;
     }
     else if (!strcmp(argv[i], "--ops") && i + 1 < argc) {
       char *list = argv[++i];
