@@ -18,8 +18,13 @@ typedef struct channel_layer {
   MPI_Comm comm;                 // channel traffic only
 } channel_layer_t;
 
+// A message beyond hl_mpi_max_message_bytes() (MPI counts are int) goes as
+// consecutive chunks on the same tag, which MPI's non-overtaking rule
+// matches in order; one chunk (the usual case) uses the inline request.
 typedef struct channel_request {
-  MPI_Request mpi;
+  MPI_Request *mpi;  // inline_mpi, or owned for several chunks
+  int n;
+  MPI_Request inline_mpi[1];
   size_t bytes;
   bool is_recv;
   int peer;
@@ -27,21 +32,40 @@ typedef struct channel_request {
 
 static channel_layer_t *layer_of(hl_comm_t *comm) { return (channel_layer_t *)comm->vtable; }
 
+static void request_free(channel_request_t *r) {
+  if (r->mpi != r->inline_mpi) hl_free(r->mpi);
+  hl_free(r);
+}
+
 static hl_status_t start(hl_comm_t *comm, bool is_recv, int peer, int64_t tag, void *data,
                          size_t bytes, hl_comm_request_t **out_request) {
   *out_request = NULL;
-  if (bytes > INT_MAX)
-    return HL_UNIMPL("a channel message of %zu bytes (at most %d)", bytes, INT_MAX);
+  size_t cb = hl_mpi_max_message_bytes();
+  size_t chunks = bytes == 0 ? 1 : (bytes - 1) / cb + 1;
+  if (chunks > INT_MAX)
+    return HL_UNIMPL("a channel message of %zu bytes (%zu chunks)", bytes, chunks);
   channel_request_t *r = hl_calloc(1, sizeof(*r));
   if (!r) return HL_OOM();
+  r->mpi = chunks == 1 ? r->inline_mpi : hl_malloc(chunks * sizeof(MPI_Request));
+  if (!r->mpi) {
+    hl_free(r);
+    return HL_OOM();
+  }
   r->bytes = bytes;
   r->is_recv = is_recv;
   r->peer = peer;
   MPI_Comm c = layer_of(comm)->comm;
-  int err = is_recv ? MPI_Irecv(data, (int)bytes, MPI_BYTE, peer, (int)tag, c, &r->mpi)
-                    : MPI_Isend(data, (int)bytes, MPI_BYTE, peer, (int)tag, c, &r->mpi);
+  int err = MPI_SUCCESS;
+  for (size_t i = 0, a = 0; i < chunks && err == MPI_SUCCESS; i++, a += cb) {
+    int n = (int)(bytes - a < cb ? bytes - a : cb);
+    char *at = (char *)data + a;
+    err = is_recv ? MPI_Irecv(at, n, MPI_BYTE, peer, (int)tag, c, &r->mpi[i])
+                  : MPI_Isend(at, n, MPI_BYTE, peer, (int)tag, c, &r->mpi[i]);
+    if (err == MPI_SUCCESS) r->n++;
+  }
   if (err != MPI_SUCCESS) {
-    hl_free(r);
+    // Chunks already posted stay with MPI; their buffers are the caller's.
+    request_free(r);
     return hl_mpi_status(err, is_recv ? "MPI_Irecv" : "MPI_Isend");
   }
   *out_request = (hl_comm_request_t *)r;
@@ -61,19 +85,32 @@ static hl_status_t channel_recv(hl_comm_t *comm, int peer, int64_t tag, void *da
 static hl_status_t channel_wait(hl_comm_t *comm, hl_comm_request_t *request) {
   channel_request_t *r = (channel_request_t *)request;
   if (!r) return NULL;
-  MPI_Status status;
-  int err = MPI_Wait(&r->mpi, &status);
   hl_status_t st = NULL;
-  if (err != MPI_SUCCESS) {
-    st = hl_mpi_status(err, r->is_recv ? "waiting for a receive" : "waiting for a send");
-  } else if (r->is_recv) {
-    int got = 0;
-    MPI_Get_count(&status, MPI_BYTE, &got);
-    if ((size_t)got != r->bytes)
-      st = HL_INVALID("received %d bytes from process %d, expected %zu (shape mismatch)", got,
-                      r->peer, r->bytes);
+  size_t got = 0, cb = hl_mpi_max_message_bytes();
+  for (int i = 0; i < r->n && !st; i++) {
+    MPI_Status status;
+    int err = MPI_Wait(&r->mpi[i], &status);
+    if (err != MPI_SUCCESS) {
+      st = hl_mpi_status(err, r->is_recv ? "waiting for a receive" : "waiting for a send");
+    } else if (r->is_recv) {
+      int n = 0;
+      MPI_Get_count(&status, MPI_BYTE, &n);
+      got += (size_t)n;
+      // A short chunk before the last: the sender had fewer bytes, so the
+      // remaining chunk receives would never match; withdraw them.
+      if ((size_t)n < cb && i + 1 < r->n) {
+        for (int k = i + 1; k < r->n; k++) {
+          MPI_Cancel(&r->mpi[k]);
+          MPI_Wait(&r->mpi[k], MPI_STATUS_IGNORE);
+        }
+        break;
+      }
+    }
   }
-  hl_free(r);
+  if (!st && r->is_recv && got != r->bytes)
+    st = HL_INVALID("received %zu bytes from process %d, expected %zu (shape mismatch)", got,
+                    r->peer, r->bytes);
+  request_free(r);
   return st;
 }
 

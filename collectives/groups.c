@@ -20,7 +20,7 @@ bool hl_opcode_is_collective(hl_opcode_t opcode) {
     case HL_OP_ALL_GATHER: case HL_OP_ALL_GATHER_START:
     case HL_OP_REDUCE_SCATTER: case HL_OP_ALL_TO_ALL: case HL_OP_RAGGED_ALL_TO_ALL:
     case HL_OP_COLLECTIVE_PERMUTE: case HL_OP_COLLECTIVE_PERMUTE_START:
-    case HL_OP_COLLECTIVE_BROADCAST:
+    case HL_OP_COLLECTIVE_BROADCAST: case HL_OP_COLLECTIVE_REDUCE:
       return true;
     default:
       return false;
@@ -30,7 +30,8 @@ bool hl_opcode_is_collective(hl_opcode_t opcode) {
 // The ops whose mode also depends on use_global_device_ids.
 static bool uses_global_ids(hl_opcode_t op) {
   return op == HL_OP_ALL_REDUCE || op == HL_OP_ALL_REDUCE_START || op == HL_OP_ALL_GATHER ||
-         op == HL_OP_ALL_GATHER_START || op == HL_OP_REDUCE_SCATTER;
+         op == HL_OP_ALL_GATHER_START || op == HL_OP_REDUCE_SCATTER ||
+         op == HL_OP_COLLECTIVE_REDUCE;
 }
 
 static bool is_permute(hl_opcode_t op) {
@@ -104,6 +105,16 @@ static hl_status_t add_rank(builder_t *b, int64_t rank) {
   return NULL;
 }
 
+int hl_permute_slot_count(const hl_instruction_t *inst) {
+  if (inst->attrs.dynamic_slice_sizes.n == 0 || inst->operand_count != 4) return 1;
+  const hl_shape_t *e = &inst->operands[2]->shape;
+  if (inst->operands[0]->shape.dtype == HL_TUPLE && e->dtype == HL_TUPLE && e->tuple_count > 0)
+    e = &e->tuple[0];
+  if (e->dtype == HL_TUPLE && e->tuple_count > 0 && e->tuple[0].dtype == HL_TUPLE)
+    return e->tuple_count;
+  return 1;
+}
+
 static hl_status_t resolve_permute(const hl_instruction_t *inst, int64_t R, int64_t P,
                                    builder_t *b) {
   hl_process_groups_t *g = b->g;
@@ -111,10 +122,21 @@ static hl_status_t resolve_permute(const hl_instruction_t *inst, int64_t R, int6
   const char *what = g->mode == HL_GROUP_CROSS_REPLICA ? "replica" : "partition";
   int count = inst->attrs.source_target_count;
   const hl_source_target_t *pairs = inst->attrs.source_target_pairs;
+  // The combined form with several slices per buffer: the pairs split into
+  // `slots` equal consecutive parts, each a permutation of its own.
+  int slots = hl_permute_slot_count(inst);
+  if (slots < 1 || count % slots != 0)
+    return HL_INVALID("%s: %d source_target_pairs do not split into %d equal parts (one per "
+                      "slice of its start indices)", hl_instruction_location(inst), count, slots);
+  int per = count / slots;
   bool *seen_src = hl_calloc((size_t)n, sizeof(bool)), *seen_dst = hl_calloc((size_t)n, 1);
   hl_status_t st = NULL;
   if (!seen_src || !seen_dst) st = HL_OOM();
   for (int i = 0; i < count && !st; i++) {
+    if (per > 0 && i % per == 0) {
+      memset(seen_src, 0, (size_t)n * sizeof(bool));
+      memset(seen_dst, 0, (size_t)n);
+    }
     int64_t s = pairs[i].source, t = pairs[i].target;
     if (s < 0 || s >= n || t < 0 || t >= n)
       st = HL_INVALID("%s: source_target_pairs[%d] = {%lld,%lld} is out of range: the grid has "
@@ -132,9 +154,11 @@ static hl_status_t resolve_permute(const hl_instruction_t *inst, int64_t R, int6
   hl_free(seen_src);
   hl_free(seen_dst);
   if (st) return st;
+  // Part-major order: part k's groups are the k-th of `slots` equal runs.
   int64_t outer = g->mode == HL_GROUP_CROSS_REPLICA ? P : R;
-  for (int64_t o = 0; o < outer; o++)
-    for (int i = 0; i < count; i++) {
+  for (int64_t ko = 0; ko < slots * outer; ko++) {
+    int64_t k = ko / outer, o = ko % outer;
+    for (int64_t i = k * per; i < (k + 1) * per; i++) {
       int64_t s = pairs[i].source, t = pairs[i].target;
       HL_RETURN_IF_ERROR(begin_group(b));
       if (g->mode == HL_GROUP_CROSS_REPLICA) {
@@ -145,6 +169,7 @@ static hl_status_t resolve_permute(const hl_instruction_t *inst, int64_t R, int6
         HL_RETURN_IF_ERROR(add_rank(b, o * P + t));
       }
     }
+  }
   return NULL;
 }
 

@@ -64,12 +64,30 @@ void hl_mpi_coll_deinit(hl_mpi_coll_t *coll) {
 hl_status_t hl_mpi_request_new(hl_comm_request_t **out) {
   *out = hl_calloc(1, sizeof(**out));
   if (!*out) return HL_OOM();
+  (*out)->reqs = (*out)->inline_reqs;
+  (*out)->cap = 2;
   (*out)->reqs[0] = (*out)->reqs[1] = MPI_REQUEST_NULL;
+  return NULL;
+}
+
+hl_status_t hl_mpi_request_next(hl_comm_request_t *r, MPI_Request **out) {
+  if (r->n == r->cap) {
+    int cap = r->cap * 2;
+    MPI_Request *grown = hl_malloc((size_t)cap * sizeof(*grown));
+    if (!grown) return HL_OOM();
+    memcpy(grown, r->reqs, (size_t)r->n * sizeof(*grown));
+    if (r->reqs != r->inline_reqs) hl_free(r->reqs);
+    r->reqs = grown;
+    r->cap = cap;
+  }
+  r->reqs[r->n] = MPI_REQUEST_NULL;
+  *out = &r->reqs[r->n++];
   return NULL;
 }
 
 static void request_free(hl_comm_request_t *r) {
   if (!r) return;
+  if (r->reqs != r->inline_reqs) hl_free(r->reqs);
   if (r->reduction) {
     hl_status_free(hl_mpi_reduction_end(r->reduction));
     hl_free(r->reduction);
@@ -242,7 +260,7 @@ static hl_status_t unite_sets(hl_mpi_comm_t *m) {
       buf[at++] = nr;
       memcpy(buf + at, g->offsets, (size_t)(g->group_count + 1) * sizeof(int));
       at += g->group_count + 1;
-      memcpy(buf + at, g->ranks, (size_t)nr * sizeof(int));
+      if (nr) memcpy(buf + at, g->ranks, (size_t)nr * sizeof(int));  // no pairs: ranks NULL
       at += nr;
     }
     err = MPI_Allgatherv(buf, mine, MPI_INT, all, lens, displs, MPI_INT, m->comm);
@@ -393,12 +411,23 @@ hl_status_t hl_mpi_group_of(hl_comm_t *base, const hl_instruction_t *inst, int *
 //===----------------------------------------------------------------------===//
 // The operations
 //===----------------------------------------------------------------------===//
+//
+// Messages of any size: MPI counts are int, so one call moves at most
+// INT_MAX elements. What exceeds hl_mpi_max_message_bytes() is split into
+// chunks: reductions into element ranges (each chunk a complete reduction
+// of whole elements, so user ops and executor reducers stay correct),
+// byte collectives into byte ranges of every member's block (a resized
+// datatype places the chunk of block j at j * block), point-to-point into
+// consecutive messages, which MPI's non-overtaking rule matches in order. A
+// non-blocking call posts every chunk into its one request. Messages within
+// the limit take the single-call path (no extra allocation or copy).
 
-static hl_status_t check_int(const hl_instruction_t *inst, int64_t n, const char *what) {
-  if (n > INT_MAX)
-    return HL_UNIMPL("%s: %s of %lld is beyond what one MPI call moves (INT_MAX)",
-                     hl_instruction_location(inst), what, (long long)n);
-  return NULL;
+// Units of `unit` bytes per chunk: within the byte limit and INT_MAX.
+static int64_t chunk_units(size_t unit) {
+  size_t m = hl_mpi_max_message_bytes() / (unit ? unit : 1);
+  if (m < 1) m = 1;
+  if (m > INT_MAX) m = INT_MAX;
+  return (int64_t)m;
 }
 
 // With differing programs (check_calls), the group first agrees on what it
@@ -476,11 +505,12 @@ static hl_status_t member_set(hl_comm_t *base, const hl_instruction_t *inst,
 }
 
 // Finishes a call: blocking -> report; non-blocking -> hand the request out.
-static hl_status_t finish_in(hl_comm_t *base, int err, const char *what, hl_comm_request_t *r,
-                             hl_comm_request_t **out_request) {
-  if (err != MPI_SUCCESS) {
+// `st` is an error met while posting (it wins over `err`).
+static hl_status_t finish_in(hl_comm_t *base, hl_status_t st, int err, const char *what,
+                             hl_comm_request_t *r, hl_comm_request_t **out_request) {
+  if (st || err != MPI_SUCCESS) {
     request_free(r);
-    return hl_mpi_status(err, what);
+    return st ? st : hl_mpi_status(err, what);
   }
   if (out_request) {
     if (base) hl_mpi_progress_add(((hl_mpi_comm_t *)base)->coll.progress, r);
@@ -488,7 +518,6 @@ static hl_status_t finish_in(hl_comm_t *base, int err, const char *what, hl_comm
     return NULL;
   }
   r->n = 0;
-  hl_status_t st = NULL;
   if (r->reduction) {
     st = hl_mpi_reduction_end(r->reduction);
     hl_free(r->reduction);
@@ -496,6 +525,15 @@ static hl_status_t finish_in(hl_comm_t *base, int err, const char *what, hl_comm
   }
   request_free(r);
   return st;
+}
+
+// The next request slot of r into *q (NULL when r is NULL: a blocking
+// call); false after setting *st when that fails.
+static bool next_slot(hl_comm_request_t *r, MPI_Request **q, hl_status_t *st) {
+  *q = NULL;
+  if (!r) return true;
+  *st = hl_mpi_request_next(r, q);
+  return *st == NULL;
 }
 
 static hl_status_t reduce_common(hl_comm_t *base, const hl_instruction_t *inst,
@@ -506,7 +544,6 @@ static hl_status_t reduce_common(hl_comm_t *base, const hl_instruction_t *inst,
   if (out_request) *out_request = NULL;
   hl_mpi_group_set_t *s;
   HL_RETURN_IF_ERROR(member_set(base, inst, &s));
-  HL_RETURN_IF_ERROR(check_int(inst, scatter ? count * s->my_size : count, "element count"));
   HL_RETURN_IF_ERROR(check_call(m, s, inst, dtype * 16 + reducer->op,
                                 count * (int64_t)hl_dtype_size(dtype)));
   hl_comm_request_t *r;
@@ -525,27 +562,57 @@ static hl_status_t reduce_common(hl_comm_t *base, const hl_instruction_t *inst,
   }
   // The executor's reducer cannot run while MPI progresses another frame.
   bool blocking = !out_request || r->reduction->calls_executor;
-  const void *sb = send == recv ? MPI_IN_PLACE : send;
+  hl_comm_request_t *q_of = blocking ? NULL : r;  // where chunks' requests go
   hl_mpi_reduction_t *red = r->reduction;
-  int err;
-  if (!scatter) {
-    err = blocking ? MPI_Allreduce(sb, recv, (int)count, red->type, red->op, s->comm)
-                   : MPI_Iallreduce(sb, recv, (int)count, red->type, red->op, s->comm,
-                                    &r->reqs[0]);
+  size_t es = hl_dtype_size(dtype);
+  int64_t ce = chunk_units(es);
+  int err = MPI_SUCCESS;
+  MPI_Request *q = NULL;
+  if (count <= ce && (!scatter || count * s->my_size <= ce)) {
+    const void *sb = send == recv ? MPI_IN_PLACE : send;
+    if (!next_slot(q_of, &q, &st)) {
+      // st says why
+    } else if (!scatter) {
+      err = blocking ? MPI_Allreduce(sb, recv, (int)count, red->type, red->op, s->comm)
+                     : MPI_Iallreduce(sb, recv, (int)count, red->type, red->op, s->comm, q);
+    } else {
+      err = blocking ? MPI_Reduce_scatter_block(send, recv, (int)count, red->type, red->op,
+                                                s->comm)
+                     : MPI_Ireduce_scatter_block(send, recv, (int)count, red->type, red->op,
+                                                 s->comm, q);
+    }
+  } else if (!scatter) {
+    for (int64_t a = 0; a < count && !st && err == MPI_SUCCESS; a += ce) {
+      int c = (int)(count - a < ce ? count - a : ce);
+      char *rb = (char *)recv + (size_t)a * es;
+      const void *sb = send == recv ? MPI_IN_PLACE : (const char *)send + (size_t)a * es;
+      if (!next_slot(q_of, &q, &st)) break;
+      err = blocking ? MPI_Allreduce(sb, rb, c, red->type, red->op, s->comm)
+                     : MPI_Iallreduce(sb, rb, c, red->type, red->op, s->comm, q);
+    }
   } else {
-    err = blocking ? MPI_Reduce_scatter_block(send, recv, (int)count, red->type, red->op,
-                                              s->comm)
-                   : MPI_Ireduce_scatter_block(send, recv, (int)count, red->type, red->op,
-                                               s->comm, &r->reqs[0]);
+    // Chunk [a, a + c) of every member's block: one reduce per member, rooted
+    // there (contiguous on both sides, no packing; rank order as
+    // reduce-scatter for non-commutative reducers).
+    for (int64_t a = 0; a < count && !st && err == MPI_SUCCESS; a += ce) {
+      int c = (int)(count - a < ce ? count - a : ce);
+      for (int k = 0; k < s->my_size && !st && err == MPI_SUCCESS; k++) {
+        const char *sb = (const char *)send + ((size_t)k * (size_t)count + (size_t)a) * es;
+        void *rb = k == s->my_index ? (char *)recv + (size_t)a * es : NULL;
+        if (!next_slot(q_of, &q, &st)) break;
+        err = blocking ? MPI_Reduce(sb, rb, c, red->type, red->op, k, s->comm)
+                       : MPI_Ireduce(sb, rb, c, red->type, red->op, k, s->comm, q);
+      }
+    }
   }
-  if (!blocking) r->n = 1;
-  if (blocking && out_request && err == MPI_SUCCESS) {
+  if (blocking && out_request && !st && err == MPI_SUCCESS) {
     // Completed already: the request only reports the reducer's status.
     r->deferred = hl_mpi_reduction_end(r->reduction);
     hl_free(r->reduction);
     r->reduction = NULL;
   }
-  return finish_in(base, err, scatter ? "MPI reduce-scatter" : "MPI all-reduce", r, out_request);
+  return finish_in(base, st, err, scatter ? "MPI reduce-scatter" : "MPI all-reduce", r,
+                   out_request);
 }
 
 hl_status_t hl_mpi_all_reduce(hl_comm_t *base, const hl_instruction_t *inst, hl_dtype_t dtype,
@@ -561,22 +628,73 @@ hl_status_t hl_mpi_reduce_scatter(hl_comm_t *base, const hl_instruction_t *inst,
   return reduce_common(base, inst, dtype, send, recv, count, reducer, true, out_request);
 }
 
+// `c` bytes at the start of every `extent`-byte block: one element of it per
+// member places the chunk of member j at j * extent.
+static int block_chunk_type(size_t c, size_t extent, MPI_Datatype *out) {
+  MPI_Datatype t = MPI_DATATYPE_NULL;
+  int err = MPI_Type_contiguous((int)c, MPI_BYTE, &t);
+  if (err == MPI_SUCCESS) err = MPI_Type_create_resized(t, 0, (MPI_Aint)extent, out);
+  if (err == MPI_SUCCESS) err = MPI_Type_commit(out);
+  if (t != MPI_DATATYPE_NULL) MPI_Type_free(&t);
+  return err;
+}
+
+// All-gather (gather == true) or all-to-all of `bytes`-byte blocks in chunks.
+// Datatypes are freed once posted: MPI keeps them until the transfers end.
+static hl_status_t blocks_chunked(hl_comm_request_t *r, bool gather, const void *send,
+                                  void *recv, size_t bytes, bool in_place, MPI_Comm comm,
+                                  int *out_err) {
+  size_t cb = (size_t)chunk_units(1);
+  MPI_Datatype types[2] = {MPI_DATATYPE_NULL, MPI_DATATYPE_NULL};  // full, remainder
+  hl_status_t st = NULL;
+  int err = MPI_SUCCESS;
+  MPI_Request *q = NULL;
+  for (size_t a = 0; a < bytes && !st && err == MPI_SUCCESS; a += cb) {
+    size_t c = bytes - a < cb ? bytes - a : cb;
+    MPI_Datatype *t = &types[c == cb ? 0 : 1];
+    if (*t == MPI_DATATYPE_NULL && (err = block_chunk_type(c, bytes, t)) != MPI_SUCCESS) break;
+    if (!next_slot(r, &q, &st)) break;
+    char *rb = (char *)recv + a;
+    const char *sb = (const char *)send + a;
+    if (gather) {
+      const void *s0 = in_place ? MPI_IN_PLACE : sb;
+      err = r ? MPI_Iallgather(s0, (int)c, MPI_BYTE, rb, 1, *t, comm, q)
+              : MPI_Allgather(s0, (int)c, MPI_BYTE, rb, 1, *t, comm);
+    } else {
+      err = r ? MPI_Ialltoall(sb, 1, *t, rb, 1, *t, comm, q)
+              : MPI_Alltoall(sb, 1, *t, rb, 1, *t, comm);
+    }
+  }
+  for (int i = 0; i < 2; i++)
+    if (types[i] != MPI_DATATYPE_NULL) MPI_Type_free(&types[i]);
+  *out_err = err;
+  return st;
+}
+
 hl_status_t hl_mpi_all_gather(hl_comm_t *base, const hl_instruction_t *inst, const void *send,
                               void *recv, size_t bytes, hl_comm_request_t **out_request) {
   if (out_request) *out_request = NULL;
   hl_mpi_group_set_t *s;
   HL_RETURN_IF_ERROR(member_set(base, inst, &s));
-  HL_RETURN_IF_ERROR(check_int(inst, (int64_t)bytes, "message size"));
   HL_RETURN_IF_ERROR(check_call((hl_mpi_comm_t *)base, s, inst, 0, (int64_t)bytes));
   hl_comm_request_t *r;
   HL_RETURN_IF_ERROR(hl_mpi_request_new(&r));
   // In place when the caller already put its block at its own slot.
-  const void *sb = send == (const char *)recv + (size_t)s->my_index * bytes ? MPI_IN_PLACE : send;
-  int n = (int)bytes;
-  int err = out_request ? MPI_Iallgather(sb, n, MPI_BYTE, recv, n, MPI_BYTE, s->comm, &r->reqs[0])
-                        : MPI_Allgather(sb, n, MPI_BYTE, recv, n, MPI_BYTE, s->comm);
-  if (out_request) r->n = 1;
-  return finish_in(base, err, "MPI all-gather", r, out_request);
+  bool in_place = send == (const char *)recv + (size_t)s->my_index * bytes;
+  int err = MPI_SUCCESS;
+  hl_status_t st = NULL;
+  if (bytes <= (size_t)chunk_units(1)) {
+    const void *sb = in_place ? MPI_IN_PLACE : send;
+    int n = (int)bytes;
+    MPI_Request *q = NULL;
+    if (out_request && (st = hl_mpi_request_next(r, &q)) == NULL)
+      err = MPI_Iallgather(sb, n, MPI_BYTE, recv, n, MPI_BYTE, s->comm, q);
+    else if (!out_request)
+      err = MPI_Allgather(sb, n, MPI_BYTE, recv, n, MPI_BYTE, s->comm);
+  } else {
+    st = blocks_chunked(out_request ? r : NULL, true, send, recv, bytes, in_place, s->comm, &err);
+  }
+  return finish_in(base, st, err, "MPI all-gather", r, out_request);
 }
 
 hl_status_t hl_mpi_all_to_all(hl_comm_t *base, const hl_instruction_t *inst, const void *send,
@@ -584,15 +702,41 @@ hl_status_t hl_mpi_all_to_all(hl_comm_t *base, const hl_instruction_t *inst, con
   if (out_request) *out_request = NULL;
   hl_mpi_group_set_t *s;
   HL_RETURN_IF_ERROR(member_set(base, inst, &s));
-  HL_RETURN_IF_ERROR(check_int(inst, (int64_t)bytes, "message size"));
   HL_RETURN_IF_ERROR(check_call((hl_mpi_comm_t *)base, s, inst, 0, (int64_t)bytes));
   hl_comm_request_t *r;
   HL_RETURN_IF_ERROR(hl_mpi_request_new(&r));
-  int n = (int)bytes;
-  int err = out_request ? MPI_Ialltoall(send, n, MPI_BYTE, recv, n, MPI_BYTE, s->comm, &r->reqs[0])
-                        : MPI_Alltoall(send, n, MPI_BYTE, recv, n, MPI_BYTE, s->comm);
-  if (out_request) r->n = 1;
-  return finish_in(base, err, "MPI all-to-all", r, out_request);
+  int err = MPI_SUCCESS;
+  hl_status_t st = NULL;
+  if (bytes <= (size_t)chunk_units(1)) {
+    int n = (int)bytes;
+    MPI_Request *q = NULL;
+    if (out_request && (st = hl_mpi_request_next(r, &q)) == NULL)
+      err = MPI_Ialltoall(send, n, MPI_BYTE, recv, n, MPI_BYTE, s->comm, q);
+    else if (!out_request)
+      err = MPI_Alltoall(send, n, MPI_BYTE, recv, n, MPI_BYTE, s->comm);
+  } else {
+    st = blocks_chunked(out_request ? r : NULL, false, send, recv, bytes, false, s->comm, &err);
+  }
+  return finish_in(base, st, err, "MPI all-to-all", r, out_request);
+}
+
+// Posts `bytes` from / into buf as consecutive messages of at most the
+// message limit (at least one message, so empty transfers still match).
+static hl_status_t post_p2p(hl_comm_request_t *r, bool is_recv, void *buf, size_t bytes,
+                            int peer, int tag, MPI_Comm comm, int *out_err) {
+  size_t cb = (size_t)chunk_units(1), a = 0;
+  hl_status_t st = NULL;
+  int err = MPI_SUCCESS;
+  do {
+    size_t c = bytes - a < cb ? bytes - a : cb;
+    MPI_Request *q;
+    if ((st = hl_mpi_request_next(r, &q)) != NULL) break;
+    err = is_recv ? MPI_Irecv((char *)buf + a, (int)c, MPI_BYTE, peer, tag, comm, q)
+                  : MPI_Isend((char *)buf + a, (int)c, MPI_BYTE, peer, tag, comm, q);
+    a += c;
+  } while (a < bytes && err == MPI_SUCCESS);
+  *out_err = err;
+  return st;
 }
 
 // Permute traffic of one instruction never matches another's: the tag is
@@ -601,32 +745,63 @@ static int permute_tag(const hl_instruction_t *inst) {
   return (int)(((uint64_t)inst->id * 2654435761u) % 32000u);
 }
 
-hl_status_t hl_mpi_collective_permute(hl_comm_t *base, const hl_instruction_t *inst,
-                                      const void *send, void *recv, size_t bytes,
-                                      hl_comm_request_t **out_request) {
+// The source sending to / the target of `me` among pair groups [lo, hi).
+static void permute_peers(const hl_process_groups_t *g, int lo, int hi, int me, int *out_src,
+                          int *out_dst) {
+  *out_src = *out_dst = -1;
+  for (int k = lo; k < hi; k++) {
+    const int *p = g->ranks + g->offsets[k];
+    if (p[1] == me) *out_src = p[0];
+    if (p[0] == me) *out_dst = p[1];
+  }
+}
+
+// The pairs [lo, hi) of the instruction's groups; `zero_fill`: a process
+// without a source gets zeros (otherwise recv is left as it is).
+static hl_status_t permute_range(hl_comm_t *base, const hl_instruction_t *inst, int slot,
+                                 int slots, const void *send, void *recv, size_t bytes,
+                                 bool zero_fill, int *out_source,
+                                 hl_comm_request_t **out_request) {
   hl_mpi_comm_t *m = (hl_mpi_comm_t *)base;
   if (out_request) *out_request = NULL;
   hl_status_t st;
   hl_mpi_group_set_t *s = lookup(m, inst, &st);
   if (!s) return st;
-  HL_RETURN_IF_ERROR(check_int(inst, (int64_t)bytes, "message size"));
-  int me = base->rank;
-  int src = hl_process_groups_permute_source(&s->groups, me);
-  int dst = hl_process_groups_permute_target(&s->groups, me);
+  int gc = s->groups.group_count;
+  if (slots < 1 || slot < 0 || slot >= slots || gc % slots != 0)
+    return HL_INTERNAL_ERROR("%s: part %d of %d of its %d source-target pairs",
+                             hl_instruction_location(inst), slot, slots, gc);
+  int me = base->rank, src, dst;
+  permute_peers(&s->groups, slot * (gc / slots), (slot + 1) * (gc / slots), me, &src, &dst);
+  if (out_source) *out_source = src;
   hl_comm_request_t *r;
   HL_RETURN_IF_ERROR(hl_mpi_request_new(&r));
-  int tag = permute_tag(inst), err = MPI_SUCCESS, n = (int)bytes;
-  if (src < 0) memset(recv, 0, bytes);
+  int tag = permute_tag(inst), err = MPI_SUCCESS;
+  if (src < 0 && zero_fill) memset(recv, 0, bytes);
   if (src == me && dst == me) {
     if (recv != send) memmove(recv, send, bytes);
   } else {
-    if (src >= 0) err = MPI_Irecv(recv, n, MPI_BYTE, src, tag, m->coll.p2p, &r->reqs[r->n++]);
-    if (err == MPI_SUCCESS && dst >= 0)
-      err = MPI_Isend(send, n, MPI_BYTE, dst, tag, m->coll.p2p, &r->reqs[r->n++]);
-    if (err == MPI_SUCCESS && !out_request && r->n)
+    if (src >= 0) st = post_p2p(r, true, recv, bytes, src, tag, m->coll.p2p, &err);
+    if (!st && err == MPI_SUCCESS && dst >= 0)
+      st = post_p2p(r, false, (void *)send, bytes, dst, tag, m->coll.p2p, &err);
+    if (!st && err == MPI_SUCCESS && !out_request && r->n)
       err = MPI_Waitall(r->n, r->reqs, MPI_STATUSES_IGNORE);
   }
-  return finish_in(base, err, "MPI collective-permute", r, out_request);
+  return finish_in(base, st, err, "MPI collective-permute", r, out_request);
+}
+
+hl_status_t hl_mpi_collective_permute(hl_comm_t *base, const hl_instruction_t *inst,
+                                      const void *send, void *recv, size_t bytes,
+                                      hl_comm_request_t **out_request) {
+  return permute_range(base, inst, 0, 1, send, recv, bytes, true, NULL, out_request);
+}
+
+hl_status_t hl_mpi_collective_permute_slot(hl_comm_t *base, const hl_instruction_t *inst,
+                                           int slot, int slots, const void *send, void *recv,
+                                           size_t bytes, int *out_source,
+                                           hl_comm_request_t **out_request) {
+  return permute_range(base, inst, slot, slots, send, recv, bytes, false, out_source,
+                       out_request);
 }
 
 hl_status_t hl_mpi_collective_broadcast(hl_comm_t *base, const hl_instruction_t *inst,
@@ -636,12 +811,11 @@ hl_status_t hl_mpi_collective_broadcast(hl_comm_t *base, const hl_instruction_t 
   hl_status_t st;
   hl_mpi_group_set_t *s = lookup((hl_mpi_comm_t *)base, inst, &st);
   if (!s) return st;
-  HL_RETURN_IF_ERROR(check_int(inst, (int64_t)bytes, "message size"));
   hl_comm_request_t *r;
   HL_RETURN_IF_ERROR(hl_mpi_request_new(&r));
   if (s->comm == MPI_COMM_NULL) {  // in no group: zeros
     memset(recv, 0, bytes);
-    return finish_in(base, MPI_SUCCESS, "", r, out_request);
+    return finish_in(base, NULL, MPI_SUCCESS, "", r, out_request);
   }
   hl_status_t chk = check_call((hl_mpi_comm_t *)base, s, inst, 0, (int64_t)bytes);
   if (chk) {
@@ -649,11 +823,45 @@ hl_status_t hl_mpi_collective_broadcast(hl_comm_t *base, const hl_instruction_t 
     return chk;
   }
   if (s->my_index == 0 && recv != send) memcpy(recv, send, bytes);
-  int n = (int)bytes;
-  int err = out_request ? MPI_Ibcast(recv, n, MPI_BYTE, 0, s->comm, &r->reqs[0])
-                        : MPI_Bcast(recv, n, MPI_BYTE, 0, s->comm);
-  if (out_request) r->n = 1;
-  return finish_in(base, err, "MPI collective-broadcast", r, out_request);
+  size_t cb = (size_t)chunk_units(1), a = 0;
+  int err = MPI_SUCCESS;
+  do {
+    size_t c = bytes - a < cb ? bytes - a : cb;
+    MPI_Request *q = NULL;
+    if (out_request && (st = hl_mpi_request_next(r, &q)) != NULL) break;
+    err = out_request ? MPI_Ibcast((char *)recv + a, (int)c, MPI_BYTE, 0, s->comm, q)
+                      : MPI_Bcast((char *)recv + a, (int)c, MPI_BYTE, 0, s->comm);
+    a += c;
+  } while (a < bytes && err == MPI_SUCCESS);
+  return finish_in(base, st, err, "MPI collective-broadcast", r, out_request);
+}
+
+// Ragged exchanges beyond int counts / offsets or the message limit go
+// point-to-point on the group's communicator (which no other
+// point-to-point traffic uses), each piece chunked; MPI's non-overtaking
+// order keeps a peer's chunks in sequence.
+static hl_status_t ragged_p2p(hl_mpi_group_set_t *s, const void *send,
+                              const int64_t *send_offsets, const int64_t *send_bytes,
+                              void *recv, const int64_t *recv_offsets,
+                              const int64_t *recv_bytes, int *out_err) {
+  hl_comm_request_t *r;
+  HL_RETURN_IF_ERROR(hl_mpi_request_new(&r));
+  hl_status_t st = NULL;
+  int err = MPI_SUCCESS;
+  enum { kRaggedTag = 1 };
+  for (int j = 0; j < s->my_size && !st && err == MPI_SUCCESS; j++)
+    if (recv_bytes[j] > 0)
+      st = post_p2p(r, true, (char *)recv + recv_offsets[j], (size_t)recv_bytes[j], j, kRaggedTag,
+                    s->comm, &err);
+  for (int j = 0; j < s->my_size && !st && err == MPI_SUCCESS; j++)
+    if (send_bytes[j] > 0)
+      st = post_p2p(r, false, (char *)send + send_offsets[j], (size_t)send_bytes[j], j,
+                    kRaggedTag, s->comm, &err);
+  if (!st && err == MPI_SUCCESS && r->n) err = MPI_Waitall(r->n, r->reqs, MPI_STATUSES_IGNORE);
+  *out_err = err;
+  r->n = 0;
+  request_free(r);
+  return st;
 }
 
 hl_status_t hl_mpi_ragged_all_to_all(hl_comm_t *base, const hl_instruction_t *inst,
@@ -665,31 +873,42 @@ hl_status_t hl_mpi_ragged_all_to_all(hl_comm_t *base, const hl_instruction_t *in
   hl_mpi_group_set_t *s;
   HL_RETURN_IF_ERROR(member_set(base, inst, &s));
   int g = s->my_size;
-  int *ints = hl_malloc((size_t)4 * (size_t)g * sizeof(int));
-  if (!ints) return HL_OOM();
-  int *sc = ints, *sd = ints + g, *rc = ints + 2 * g, *rd = ints + 3 * g;
-  hl_status_t st = NULL;
-  for (int j = 0; j < g && !st; j++) {
+  int64_t cb = chunk_units(1);
+  bool small = true;
+  for (int j = 0; j < g; j++) {
     const int64_t v[4] = {send_bytes[j], send_offsets[j], recv_bytes[j], recv_offsets[j]};
-    for (int k = 0; k < 4 && !st; k++) {
-      if (v[k] < 0 || v[k] > INT_MAX)
-        st = HL_UNIMPL("%s: ragged sizes / offsets beyond INT_MAX bytes",
-                       hl_instruction_location(inst));
+    for (int k = 0; k < 4; k++)
+      if (v[k] < 0)
+        return HL_INVALID("%s: negative ragged size or offset", hl_instruction_location(inst));
+    if (v[1] > INT_MAX || v[3] > INT_MAX || v[0] > cb || v[2] > cb) small = false;
+  }
+  int err = MPI_SUCCESS;
+  hl_status_t st = NULL;
+  if (small) {
+    int *ints = hl_malloc((size_t)4 * (size_t)g * sizeof(int));
+    if (!ints) return HL_OOM();
+    int *sc = ints, *sd = ints + g, *rc = ints + 2 * g, *rd = ints + 3 * g;
+    for (int j = 0; j < g; j++) {
+      sc[j] = (int)send_bytes[j];
+      sd[j] = (int)send_offsets[j];
+      rc[j] = (int)recv_bytes[j];
+      rd[j] = (int)recv_offsets[j];
     }
-    sc[j] = (int)v[0];
-    sd[j] = (int)v[1];
-    rc[j] = (int)v[2];
-    rd[j] = (int)v[3];
-  }
-  if (st) {
+    // Ialltoallv may read the count arrays until completion, so the
+    // non-blocking form completes here too (ragged exchanges are small).
+    err = MPI_Alltoallv(send, sc, sd, MPI_BYTE, recv, rc, rd, MPI_BYTE, s->comm);
     hl_free(ints);
-    return st;
+  } else {
+    st = ragged_p2p(s, send, send_offsets, send_bytes, recv, recv_offsets, recv_bytes, &err);
   }
-  // Ialltoallv may read the count arrays until completion, so the
-  // non-blocking form completes here too (ragged exchanges are small).
-  int err = MPI_Alltoallv(send, sc, sd, MPI_BYTE, recv, rc, rd, MPI_BYTE, s->comm);
-  hl_free(ints);
-  hl_comm_request_t *r;
-  HL_RETURN_IF_ERROR(hl_mpi_request_new(&r));
-  return finish_in(base, err, "MPI ragged all-to-all", r, out_request);
+  hl_comm_request_t *r = NULL;
+  if (!st) st = hl_mpi_request_new(&r);
+  if (st) return st;
+  return finish_in(base, NULL, err, "MPI ragged all-to-all", r, out_request);
+}
+
+hl_status_t hl_mpi_member_set_checked(hl_comm_t *base, const hl_instruction_t *inst,
+                                      int64_t what, int64_t bytes, hl_mpi_group_set_t **out) {
+  HL_RETURN_IF_ERROR(member_set(base, inst, out));
+  return check_call((hl_mpi_comm_t *)base, *out, inst, what, bytes);
 }

@@ -1,5 +1,8 @@
 #include "collectives/mpi_comm.h"
 
+#include <limits.h>
+#include <stdlib.h>
+
 #include "collectives/mpi_internal.h"
 #include "runtime/base/alloc.h"
 
@@ -16,8 +19,25 @@ hl_status_t hl_mpi_status(int mpi_error, const char *what) {
   return HL_ERROR(HL_COMM_ERROR, "%s: %s", what, len ? text : "MPI error");
 }
 
+static size_t g_max_message_bytes;  // 0: not read yet
+
+size_t hl_mpi_max_message_bytes(void) {
+  if (g_max_message_bytes == 0) {
+    size_t v = INT_MAX;
+    const char *e = getenv("HL_MPI_MAX_MESSAGE_BYTES");
+    if (e && *e) {
+      char *end = NULL;
+      unsigned long long x = strtoull(e, &end, 10);
+      if (end != e && *end == '\0' && x >= 1 && x < INT_MAX) v = (size_t)x;
+    }
+    g_max_message_bytes = v;
+  }
+  return g_max_message_bytes;
+}
+
 hl_status_t hl_mpi_comm_create(MPI_Comm world, hl_comm_t **out_comm) {
   *out_comm = NULL;
+  (void)hl_mpi_max_message_bytes();  // read before any progress thread runs
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) return HL_INTERNAL_ERROR("hl_mpi_comm_create called before MPI_Init");
@@ -63,6 +83,8 @@ static const hl_comm_vtable_t kMpiCommVtable = {
     .reduce_scatter = hl_mpi_reduce_scatter,
     .all_to_all = hl_mpi_all_to_all,
     .collective_permute = hl_mpi_collective_permute,
+    .collective_permute_slot = hl_mpi_collective_permute_slot,
     .collective_broadcast = hl_mpi_collective_broadcast,
+    .reduce = hl_mpi_reduce,
     .ragged_all_to_all = hl_mpi_ragged_all_to_all,
 };

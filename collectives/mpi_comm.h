@@ -23,4 +23,11 @@ hl_status_t hl_mpi_comm_create(MPI_Comm world, hl_comm_t **out_comm);
 // A status for a failed MPI call: "<what>: <MPI error string>".
 hl_status_t hl_mpi_status(int mpi_error, const char *what);
 
+// The most bytes one MPI message carries (MPI counts are int): INT_MAX, or
+// HL_MPI_MAX_MESSAGE_BYTES from the environment when smaller (at least 1;
+// read once, at the first call). Collectives and channel messages larger
+// than this are split into several MPI calls (element-aligned for
+// reductions), so any size works; tests set it small to exercise that.
+size_t hl_mpi_max_message_bytes(void);
+
 #endif  // HL_COLLECTIVES_MPI_COMM_H_

@@ -46,11 +46,13 @@ typedef struct hl_mpi_comm {
   hl_mpi_coll_t coll;   // collectives state (mpi_collectives.c)
 } hl_mpi_comm_t;
 
-// A pending operation: up to two MPI requests, plus what to release and
-// report once they completed. Freed by wait.
+// A pending operation: its MPI requests (two inline; a message split into
+// chunks (hl_mpi_max_message_bytes) needs more, then `reqs` is grown on the
+// heap), plus what to release and report once they completed. Freed by wait.
 struct hl_comm_request {
-  MPI_Request reqs[2];
-  int n;
+  MPI_Request *reqs;  // inline_reqs, or owned when grown
+  int n, cap;
+  MPI_Request inline_reqs[2];
   struct hl_mpi_reduction *reduction;  // owned; NULL when none
   hl_status_t deferred;                // error to report at wait (owned)
   struct hl_mpi_progress *progress;    // registered with this progress thread
@@ -65,6 +67,8 @@ void hl_mpi_progress_add(hl_mpi_progress_t *progress, hl_comm_request_t *request
 void hl_mpi_progress_remove(hl_mpi_progress_t *progress, hl_comm_request_t *request);
 
 hl_status_t hl_mpi_request_new(hl_comm_request_t **out_request);
+// The next free MPI_Request of r (grown as needed); r->n counts it.
+hl_status_t hl_mpi_request_next(hl_comm_request_t *r, MPI_Request **out);
 hl_status_t hl_mpi_wait(hl_comm_t *comm, hl_comm_request_t *request);
 
 // Collectives entry points (mpi_collectives.c), installed in the vtable.
@@ -88,6 +92,10 @@ hl_status_t hl_mpi_all_to_all(hl_comm_t *comm, const hl_instruction_t *inst, con
 hl_status_t hl_mpi_collective_permute(hl_comm_t *comm, const hl_instruction_t *inst,
                                       const void *send, void *recv, size_t bytes,
                                       hl_comm_request_t **out_request);
+hl_status_t hl_mpi_collective_permute_slot(hl_comm_t *comm, const hl_instruction_t *inst,
+                                           int slot, int slots, const void *send, void *recv,
+                                           size_t bytes, int *out_source,
+                                           hl_comm_request_t **out_request);
 hl_status_t hl_mpi_collective_broadcast(hl_comm_t *comm, const hl_instruction_t *inst,
                                         const void *send, void *recv, size_t bytes,
                                         hl_comm_request_t **out_request);
@@ -96,6 +104,17 @@ hl_status_t hl_mpi_ragged_all_to_all(hl_comm_t *comm, const hl_instruction_t *in
                                      const int64_t *send_bytes, void *recv,
                                      const int64_t *recv_offsets, const int64_t *recv_bytes,
                                      hl_comm_request_t **out_request);
+
+// For collectives implemented outside mpi_collectives.c (mpi_reduce.c): the
+// group set of `inst` this process is a member of, after the per-call
+// agreement on (opcode, what, bytes) that differing programs need.
+hl_status_t hl_mpi_member_set_checked(hl_comm_t *comm, const hl_instruction_t *inst,
+                                      int64_t what, int64_t bytes,
+                                      hl_mpi_group_set_t **out_set);
+// collective-reduce (mpi_reduce.c).
+hl_status_t hl_mpi_reduce(hl_comm_t *comm, const hl_instruction_t *inst, hl_dtype_t dtype,
+                          const void *send, void *recv, int64_t count, int root,
+                          const hl_comm_reducer_t *reducer, hl_comm_request_t **out_request);
 
 // Reductions (mpi_reduce_ops.c): the MPI datatype and op for reducing
 // `dtype` with `reducer`: built-in ones where MPI has them, otherwise a user

@@ -47,6 +47,12 @@ static void explain_one(const hl_instruction_t *inst, const hl_process_groups_t 
     append_process(out, (int)r, P);
   }
   if (missing) hl_strbuf_append(out, "\n");
+  if (inst->opcode == HL_OP_COLLECTIVE_REDUCE)
+    hl_strbuf_append(out, inst->attrs.has_dynamic_root
+                              ? "  root: the group position its roots operand holds (at run "
+                                "time); the other members receive zeros\n"
+                              : "  root: each group's first member; the other members receive "
+                                "zeros\n");
   hl_strbuf_append(out, "\n");  // a blank line ends each collective's block
 }
 

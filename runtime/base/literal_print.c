@@ -6,88 +6,44 @@
 #include <string.h>
 
 #include "runtime/base/literal.h"
+#include "runtime/base/minifloat.h"
 
 //===----------------------------------------------------------------------===//
 // Floating point elements
 //===----------------------------------------------------------------------===//
 
-// Narrow float formats that have no C type. bias is the exponent bias;
-// `nan_kind` says how NaN (and infinity) are encoded.
-typedef enum minifloat_nan {
-  MF_IEEE,       // exponent all ones: inf (mantissa 0) or NaN
-  MF_FN,         // no inf; exponent and mantissa all ones is NaN
-  MF_FNUZ,       // no inf, no -0; the bit pattern 1000...0 is NaN
-  MF_NONE,       // finite only (f4e2m1fn)
-  MF_E8M0,       // unsigned exponent only; all ones is NaN
-} minifloat_nan_t;
-
-typedef struct minifloat {
-  int exponent_bits, mantissa_bits, bias;
-  minifloat_nan_t nan_kind;
+// Narrow float formats that have no C type: values come from the shared
+// decoders (hl_f16_to_f32 / hl_bf16_to_f32 in dtype.h, minifloat.h); only
+// how XLA prints them lives here.
+typedef struct narrow_print {
   int max_digits10;  // std::numeric_limits<T>::max_digits10 of the ml_dtypes type
-  bool nan_payload;  // XLA appends "(0x<payload>)" to non-canonical NaNs
-} minifloat_t;
+  int payload_bits;  // mantissa bits of a NaN payload XLA prints; 0: never printed
+} narrow_print_t;
 
-static bool minifloat_of(hl_dtype_t t, minifloat_t *out) {
+static bool narrow_print_of(hl_dtype_t t, narrow_print_t *out) {
+  int digits;
   switch (t) {
-    case HL_F16: *out = (minifloat_t){5, 10, 15, MF_IEEE, 5, true}; return true;
-    case HL_BF16: *out = (minifloat_t){8, 7, 127, MF_IEEE, 4, true}; return true;
-    case HL_F8E5M2: *out = (minifloat_t){5, 2, 15, MF_IEEE, 2, true}; return true;
-    case HL_F8E4M3: *out = (minifloat_t){4, 3, 7, MF_IEEE, 3, true}; return true;
-    case HL_F8E3M4: *out = (minifloat_t){3, 4, 3, MF_IEEE, 3, true}; return true;
-    case HL_F8E4M3FN: *out = (minifloat_t){4, 3, 7, MF_FN, 3, false}; return true;
-    case HL_F8E4M3B11FNUZ: *out = (minifloat_t){4, 3, 11, MF_FNUZ, 3, false}; return true;
-    case HL_F8E5M2FNUZ: *out = (minifloat_t){5, 2, 16, MF_FNUZ, 2, false}; return true;
-    case HL_F8E4M3FNUZ: *out = (minifloat_t){4, 3, 8, MF_FNUZ, 3, false}; return true;
-    case HL_F4E2M1FN: *out = (minifloat_t){2, 1, 1, MF_NONE, 2, false}; return true;
-    case HL_F8E8M0FNU: *out = (minifloat_t){8, 0, 127, MF_E8M0, 2, false}; return true;
+    case HL_F16: *out = (narrow_print_t){5, 10}; return true;
+    case HL_BF16: *out = (narrow_print_t){4, 7}; return true;
+    case HL_F8E5M2: case HL_F8E5M2FNUZ: case HL_F4E2M1FN: case HL_F8E8M0FNU: digits = 2; break;
+    case HL_F8E4M3: case HL_F8E3M4: case HL_F8E4M3FN: case HL_F8E4M3B11FNUZ:
+    case HL_F8E4M3FNUZ: digits = 3; break;
     default: return false;
   }
+  // Only the IEEE-like formats have NaN payloads (fn/fnuz have one NaN).
+  *out = (narrow_print_t){digits, hl_minifloat_ieee_mantissa_bits(t)};
+  return true;
 }
 
-// Decodes `bits` of a narrow float; sets *is_nan and *payload for NaNs.
-static double minifloat_decode(const minifloat_t *f, uint32_t bits, bool *is_nan,
-                               uint32_t *payload) {
-  *is_nan = false;
-  *payload = 0;
-  int mbits = f->mantissa_bits, ebits = f->exponent_bits;
-  uint32_t mant = bits & ((1u << mbits) - 1);
-  uint32_t exp = (bits >> mbits) & ((1u << ebits) - 1);
-  uint32_t exp_max = (1u << ebits) - 1;
-  bool negative = f->nan_kind != MF_E8M0 && ((bits >> (mbits + ebits)) & 1u);
-  switch (f->nan_kind) {
-    case MF_IEEE:
-      if (exp == exp_max) {
-        if (mant == 0) return negative ? -INFINITY : INFINITY;
-        *is_nan = true;
-        *payload = mant;
-        return negative ? -NAN : NAN;
-      }
-      break;
-    case MF_FN:
-      if (exp == exp_max && mant == (1u << mbits) - 1) {
-        *is_nan = true;
-        return negative ? -NAN : NAN;
-      }
-      break;
-    case MF_FNUZ:
-      if (negative && exp == 0 && mant == 0) {
-        *is_nan = true;
-        return -NAN;
-      }
-      break;
-    case MF_E8M0:
-      if (exp == exp_max) {
-        *is_nan = true;
-        return NAN;
-      }
-      return ldexp(1.0, (int)exp - f->bias);
-    case MF_NONE:
-      break;
-  }
-  double magnitude = exp == 0 ? ldexp((double)mant, 1 - f->bias - mbits)
-                              : ldexp((double)(mant | (1u << mbits)), (int)exp - f->bias - mbits);
-  return negative ? -magnitude : magnitude;
+// The element's value as XLA prints it: through float, whose NaN takes the
+// format's sign bit. minifloat.h gives the fnuz NaN (0x80) no sign, but
+// ml_dtypes' conversion reads bit 7, so XLA prints it as "-nan".
+static double narrow_value(hl_dtype_t t, uint32_t bits) {
+  if (t == HL_F16) return hl_f16_to_f32((uint16_t)bits);
+  if (t == HL_BF16) return hl_bf16_to_f32((uint16_t)bits);
+  double v = hl_minifloat_to_f64(t, (uint8_t)bits);
+  bool sign = t != HL_F8E8M0FNU && ((bits >> (hl_dtype_bit_width(t) - 1)) & 1u);
+  return isnan(v) ? (sign ? -NAN : NAN) : v;
 }
 
 // XLA's RoundTripNanPayload: a NaN whose payload is not the plain quiet bit
@@ -123,12 +79,12 @@ static void append_f64(double v, hl_strbuf_t *out) {
   }
 }
 
-static void append_minifloat(const minifloat_t *f, uint32_t bits, hl_strbuf_t *out) {
-  bool is_nan;
-  uint32_t payload;
-  double v = minifloat_decode(f, bits, &is_nan, &payload);
+static void append_narrow(hl_dtype_t t, const narrow_print_t *f, uint32_t bits,
+                          hl_strbuf_t *out) {
+  double v = narrow_value(t, bits);
   hl_strbuf_appendf(out, "%.*g", f->max_digits10, v);
-  if (is_nan && f->nan_payload) append_nan_payload(payload, f->mantissa_bits, out);
+  if (isnan(v) && f->payload_bits > 0)
+    append_nan_payload(bits & ((1u << f->payload_bits) - 1), f->payload_bits, out);
 }
 
 //===----------------------------------------------------------------------===//
@@ -139,7 +95,7 @@ static void append_minifloat(const minifloat_t *f, uint32_t bits, hl_strbuf_t *o
 
 void hl_literal_print_element(const hl_literal_t *lit, int64_t i, hl_strbuf_t *out) {
   hl_dtype_t t = lit->shape.dtype;
-  minifloat_t mf;
+  narrow_print_t np;
   if (!lit->data || i < 0 || i >= hl_shape_element_count(&lit->shape)) {
     hl_strbuf_append(out, "?");
     return;
@@ -177,9 +133,9 @@ void hl_literal_print_element(const hl_literal_t *lit, int64_t i, hl_strbuf_t *o
     default:
       break;
   }
-  if (minifloat_of(t, &mf)) {
+  if (narrow_print_of(t, &np)) {
     uint32_t bits = hl_dtype_size(t) == 2 ? LOAD(uint16_t, i) : LOAD(uint8_t, i);
-    append_minifloat(&mf, bits, out);
+    append_narrow(t, &np, bits, out);
     return;
   }
   hl_strbuf_append(out, "?");

@@ -84,10 +84,27 @@ typedef struct hl_comm_vtable {
   hl_status_t (*collective_permute)(hl_comm_t *comm, const hl_instruction_t *inst,
                                     const void *send, void *recv, size_t bytes,
                                     hl_comm_request_t **out_request);
+  // Combined (in-place) collective-permute: the source_target_pairs split
+  // into `slots` equal consecutive parts, each a permutation; part `slot`
+  // alone moves `bytes`: send goes to this process's target in that part,
+  // recv gets its source's bytes, *out_source = that source's flattened id
+  // (-1: none, and recv is left untouched). Parts are called in the same
+  // order on every process.
+  hl_status_t (*collective_permute_slot)(hl_comm_t *comm, const hl_instruction_t *inst,
+                                         int slot, int slots, const void *send, void *recv,
+                                         size_t bytes, int *out_source,
+                                         hl_comm_request_t **out_request);
   // recv = send of the group's first member (zeros outside every group).
   hl_status_t (*collective_broadcast)(hl_comm_t *comm, const hl_instruction_t *inst,
                                       const void *send, void *recv, size_t bytes,
                                       hl_comm_request_t **out_request);
+  // collective-reduce: the group member at position `root` of the group
+  // gets recv = reduce over the group of send (count elements of dtype);
+  // the other members only send (their recv is not written and may be
+  // NULL). send == recv on the root runs in place.
+  hl_status_t (*reduce)(hl_comm_t *comm, const hl_instruction_t *inst, hl_dtype_t dtype,
+                        const void *send, void *recv, int64_t count, int root,
+                        const hl_comm_reducer_t *reducer, hl_comm_request_t **out_request);
   // Ragged all-to-all: this process sends send_bytes[j] bytes from
   // send + send_offsets[j] to member j, and receives recv_bytes[j] bytes
   // from member j at recv + recv_offsets[j] (arrays of group size).

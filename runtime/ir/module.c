@@ -82,6 +82,8 @@ static void conv_dims_deinit(hl_conv_dims_t *d) {
 
 void hl_attrs_deinit(hl_attrs_t *a) {
   hl_literal_release(a->literal);
+  hl_literal_release(a->shuffle_indices);
+  hl_i64_list_deinit(&a->shuffle_shifts);
   hl_free(a->fusion_kind);
   hl_i64_list_deinit(&a->dimensions);
   hl_free(a->window.dims);

@@ -147,6 +147,11 @@ typedef struct hl_sharding {
   int tuple_count;
 } hl_sharding_t;
 
+// shuffle's mode (newest XLA's xla/shuffle.h ShuffleMode; text `mode=`).
+typedef enum hl_shuffle_mode {
+  HL_SHUFFLE_NONE = 0, HL_SHUFFLE_ROTATE = 1, HL_SHUFFLE_PERMUTE = 2,
+} hl_shuffle_mode_t;
+
 typedef enum hl_triangular_transpose {
   HL_TRANSPOSE_INVALID = 0, HL_NO_TRANSPOSE = 1, HL_TRANSPOSE = 2, HL_ADJOINT = 3,
 } hl_triangular_transpose_t;
@@ -222,6 +227,14 @@ typedef struct hl_attrs {
   int64_t k;                            // 81
   bool largest;                         // 85
   bool is_composite;                    // 89
+  bool is_reverse;                      // 94: scan
+  int64_t num_carries;                  // 95: scan
+  int is_associative;                   // 96: scan; TriState UNSPECIFIED=0, TRUE=1, FALSE=2
+  // Newest XLA only, text form only (their proto fields are not known here):
+  bool has_dynamic_root;                // collective-reduce / -broadcast: last operand = roots
+  hl_shuffle_mode_t shuffle_mode;       // shuffle: mode=rotate|permute
+  hl_i64_list_t shuffle_shifts;         // shuffle mode=rotate: shifts={...}
+  hl_literal_t *shuffle_indices;        // shuffle mode=permute: indices=<literal> (owned ref)
   hl_metadata_t metadata;               // 7
 } hl_attrs_t;
 

@@ -1007,20 +1007,22 @@ hl_status_t hl_kernel_ragged_all_to_all(hl_kernel_context_t *ctx, const hl_instr
     return HL_INVALID("%s: ragged-all-to-all takes (input, output, input_offsets, send_sizes, "
                       "output_offsets, recv_sizes) with input and output of one rank and type",
                       hl_instruction_location(inst));
+  // Offsets and sizes: rank 1 or 2, all of one shape (XLA's verifier). With
+  // several updates per peer (G*m entries, e.g. s32[G,m]), update u of peer
+  // j is entry j*m + u in row-major order, as XLA's GPU kernel indexes them.
   for (int k = 2; k < 6; k++) {
     const hl_literal_t *l = operands[k];
-    if (l->shape.rank != 1 || !hl_dtype_is_integer(l->shape.dtype) ||
-        l->shape.dims[0] % size != 0 || l->shape.dims[0] == 0)
-      return HL_INVALID("%s: operand %d must be a 1-d integer array with a multiple of the group "
-                        "size (%d) entries", hl_instruction_location(inst), k, size);
+    int64_t n = l->shape.dtype == HL_TUPLE ? 0 : hl_literal_element_count(l);
+    if ((l->shape.rank != 1 && l->shape.rank != 2) || !hl_dtype_is_integer(l->shape.dtype) ||
+        n % size != 0 || n == 0)
+      return HL_INVALID("%s: operand %d must be a 1-d or 2-d integer array with a multiple of the "
+                        "group size (%d) entries", hl_instruction_location(inst), k, size);
+    if (k > 2 && !hl_shape_equal(&l->shape, &operands[2]->shape))
+      return HL_INVALID("%s: offsets and sizes must all have one shape (%s, operand %d is %s)",
+                        hl_instruction_location(inst), HL_SHAPE_STR(&operands[2]->shape), k,
+                        HL_SHAPE_STR(&l->shape));
   }
-  // With several updates per peer (sizes of length G*m), update u of peer j
-  // is entry j*m + u.
-  int64_t m = operands[2]->shape.dims[0] / size;
-  for (int k = 3; k < 6; k++)
-    if (operands[k]->shape.dims[0] != m * size)
-      return HL_INVALID("%s: offsets and sizes must all have %lld entries",
-                        hl_instruction_location(inst), (long long)(m * size));
+  int64_t m = hl_literal_element_count(operands[2]) / size;
   int64_t row_in = (int64_t)in->byte_size / (in->shape.dims[0] ? in->shape.dims[0] : 1);
   int64_t row_out = (int64_t)outp->byte_size / (outp->shape.dims[0] ? outp->shape.dims[0] : 1);
   if (in->shape.dims[0] == 0) row_in = row_out;

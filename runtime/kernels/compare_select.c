@@ -5,7 +5,8 @@
 // (hl_comparison_type_default). FLOAT is IEEE-754 quiet comparison (NaN is
 // unordered: only NE holds). TOTALORDER orders floats as XLA does:
 // -NaN < -Inf < -finite < -0 < +0 < +finite < +Inf < +NaN, on the bits, so
-// -0 != +0 and a NaN equals a NaN with the same bits. SIGNED/UNSIGNED read
+// -0 != +0 and a NaN equals a NaN with the same bits (total_order.h has the
+// fnuz and f8e8m0fnu cases). SIGNED/UNSIGNED read
 // integer bits as two's complement or unsigned of the operand width.
 // Complex operands support EQ/NE (both parts compared as floats).
 #include <math.h>
@@ -17,6 +18,7 @@
 #include "runtime/base/float_minmax.h"
 #include "runtime/kernels/element_access.h"
 #include "runtime/kernels/kernel.h"
+#include "runtime/kernels/total_order.h"
 
 //===----------------------------------------------------------------------===//
 // compare
@@ -34,24 +36,6 @@
     case HL_CMP_LT: for (int64_t i = 0; i < m; i++) r[i] = u[i] < v[i]; break;  \
     default: break;                                                             \
   }
-
-// Total-order key of a float's bits: negative values have their magnitude
-// bits flipped so that signed integer order equals the float total order.
-static void total_order_keys(hl_dtype_t t, const void *data, int64_t base, int64_t m,
-                             int64_t *keys) {
-  int bits = hl_dtype_bit_width(t);
-  uint64_t raw[HL_ELEM_BLOCK];
-  for (int64_t i = 0; i < m; i++) {
-    raw[i] = 0;
-    size_t es = hl_dtype_size(t);  // f4e2m1fn: 4 bits in a byte
-    memcpy(&raw[i], (const char *)data + (size_t)(base + i) * es,
-           es);  // little-endian: the low bytes of raw[i]
-  }
-  for (int64_t i = 0; i < m; i++) {
-    int64_t s = hl_elem_sext(raw[i], bits);
-    keys[i] = s < 0 ? (int64_t)((uint64_t)s ^ (hl_elem_mask(bits) >> 1)) : s;
-  }
-}
 
 static hl_status_t compare_complex(const hl_instruction_t *inst, hl_comparison_direction_t dir,
                                    const hl_literal_t *a, const hl_literal_t *b,
@@ -116,8 +100,8 @@ hl_status_t hl_kernel_compare(hl_kernel_context_t *ctx, const hl_instruction_t *
       HL_CMP_BLOCK_(dir, u, v, m, rb)
     } else if (type == HL_CMPTYPE_TOTALORDER) {
       int64_t u[HL_ELEM_BLOCK], v[HL_ELEM_BLOCK];
-      total_order_keys(t, a->data, base, m, u);
-      total_order_keys(t, b->data, base, m, v);
+      hl_total_order_keys(t, a->data, base, m, u);
+      hl_total_order_keys(t, b->data, base, m, v);
       HL_CMP_BLOCK_(dir, u, v, m, rb)
     } else {
       int64_t u[HL_ELEM_BLOCK], v[HL_ELEM_BLOCK];

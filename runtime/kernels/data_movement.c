@@ -5,167 +5,30 @@
 //
 // Broadcast, transpose and slice are one operation underneath: the result,
 // written in row-major order, reads the operand at an affine offset with a
-// stride per result dimension (0 for broadcast dimensions). strided_gather
-// merges dimensions that are contiguous in both, then copies whole runs with
-// memcpy, fills broadcast runs, or tiles when the operand's unit-stride
-// dimension is not the innermost (a transpose).
+// stride per result dimension (0 for broadcast dimensions), copied by the
+// kernels' one strided copy engine (strided_copy.h: merged runs copied with
+// memcpy, broadcast runs filled, transposes tiled).
 #include <string.h>
 
 #include "runtime/base/alloc.h"
 #include "runtime/exec/plan.h"
 #include "runtime/kernels/kernel.h"
+#include "runtime/kernels/strided_copy.h"
 
 //===----------------------------------------------------------------------===//
 // Strided copy engine
 //===----------------------------------------------------------------------===//
 
-// Writes n copies of the es-byte element at `elem` to dst: typed stores for
-// the common sizes, otherwise doubling the copied span with each memcpy.
-#define HL_FILL_LOOP_(T)                                  \
-  do {                                                    \
-    T v_;                                                 \
-    memcpy(&v_, elem, sizeof(T));                         \
-    T *d_ = (T *)(void *)dst;                             \
-    for (int64_t i_ = 0; i_ < n; i_++) d_[i_] = v_;       \
-  } while (0)
-
-static void fill_elements(char *dst, const char *elem, size_t es, int64_t n) {
-  if (n <= 0) return;
-  switch (es) {
-    case 1: memset(dst, (unsigned char)elem[0], (size_t)n); return;
-    case 2: HL_FILL_LOOP_(uint16_t); return;
-    case 4: HL_FILL_LOOP_(uint32_t); return;
-    case 8: HL_FILL_LOOP_(uint64_t); return;
-    default: break;
-  }
-  size_t total = (size_t)n * es, done = es;
-  memcpy(dst, elem, es);
-  while (done < total) {
-    size_t chunk = done < total - done ? done : total - done;
-    memcpy(dst + done, dst, chunk);
-    done += chunk;
-  }
-}
-
-#define HL_STRIDED_LOOP_(T)                                           \
-  do {                                                                \
-    T *d_ = (T *)(void *)dst;                                         \
-    const T *s_ = (const T *)(const void *)src;                       \
-    for (int64_t i_ = 0; i_ < n; i_++) d_[i_] = s_[i_ * stride];      \
-  } while (0)
-
-// dst[i] = src[i * stride] for i < n, elements of es bytes.
-static void copy_run(char *dst, const char *src, size_t es, int64_t n, int64_t stride) {
-  if (stride == 1) {
-    memcpy(dst, src, (size_t)n * es);
-    return;
-  }
-  if (stride == 0) {
-    fill_elements(dst, src, es, n);
-    return;
-  }
-  switch (es) {
-    case 1: HL_STRIDED_LOOP_(uint8_t); break;
-    case 2: HL_STRIDED_LOOP_(uint16_t); break;
-    case 4: HL_STRIDED_LOOP_(uint32_t); break;
-    case 8: HL_STRIDED_LOOP_(uint64_t); break;
-    default:
-      for (int64_t i = 0; i < n; i++) memcpy(dst + i * es, src + i * stride * es, es);
-  }
-}
-
-enum { kTile = 32 };
-
-#define HL_TILE_LOOP_(T)                                                              \
-  do {                                                                                \
-    T *d_ = (T *)(void *)dst;                                                         \
-    const T *s_ = (const T *)(const void *)src;                                       \
-    for (int64_t a0 = 0; a0 < A; a0 += kTile)                                         \
-      for (int64_t b0 = 0; b0 < B; b0 += kTile) {                                     \
-        int64_t ae = a0 + kTile < A ? a0 + kTile : A, be = b0 + kTile < B ? b0 + kTile : B; \
-        for (int64_t a = a0; a < ae; a++)                                             \
-          for (int64_t b = b0; b < be; b++) d_[a * dst_a + b] = s_[a + b * src_b];    \
-      }                                                                               \
-  } while (0)
-
-// A 2-d transpose block: dst[a * dst_a + b] = src[a + b * src_b], tiled so
-// both sides stay in cache.
-static void copy_tile(char *dst, const char *src, size_t es, int64_t A, int64_t B, int64_t dst_a,
-                      int64_t src_b) {
-  switch (es) {
-    case 1: HL_TILE_LOOP_(uint8_t); break;
-    case 2: HL_TILE_LOOP_(uint16_t); break;
-    case 4: HL_TILE_LOOP_(uint32_t); break;
-    case 8: HL_TILE_LOOP_(uint64_t); break;
-    default:
-      for (int64_t a = 0; a < A; a++)
-        for (int64_t b = 0; b < B; b++)
-          memcpy(dst + (a * dst_a + b) * es, src + (a + b * src_b) * es, es);
-  }
-}
-
-// Fills dst (row-major over dims_in) with src[sum_d index[d] * strides_in[d]].
+// Fills dst (row-major over dims) with src[sum_d index[d] * strides[d]].
 // Strides are in elements; 0 repeats (broadcast).
-static void strided_gather(void *dst_v, const void *src_v, size_t es, int rank,
-                           const int64_t *dims_in, const int64_t *strides_in) {
-  char *dst = dst_v;
-  const char *src = src_v;
-  int64_t dims[HL_MAX_RANK], str[HL_MAX_RANK];
-  int r = 0;
-  for (int d = 0; d < rank; d++) {
-    if (dims_in[d] == 0) return;
-    if (dims_in[d] == 1) continue;
-    if (r > 0 && str[r - 1] == strides_in[d] * dims_in[d]) {
-      dims[r - 1] *= dims_in[d];
-      str[r - 1] = strides_in[d];
-    } else {
-      dims[r] = dims_in[d];
-      str[r] = strides_in[d];
-      r++;
-    }
-  }
-  if (r == 0) {
-    memcpy(dst, src, es);
-    return;
-  }
-  int64_t n = dims[r - 1], s = str[r - 1];
-  // dst strides (row-major over the merged dims) for the tiled path.
-  int64_t dstr[HL_MAX_RANK];
-  int64_t acc = 1;
-  for (int d = r - 1; d >= 0; d--) {
+static void strided_gather(void *dst, const void *src, size_t es, int rank, const int64_t *dims,
+                           const int64_t *strides) {
+  int64_t dstr[HL_MAX_RANK], acc = 1;
+  for (int d = rank - 1; d >= 0; d--) {
     dstr[d] = acc;
     acc *= dims[d];
   }
-  int j = -1;
-  if (s > 1 && n >= 8)
-    for (int d = r - 2; d >= 0; d--)
-      if (str[d] == 1 && dims[d] >= 8) {
-        j = d;
-        break;
-      }
-  // Odometer over the dims the inner copy does not cover.
-  int outer_dims[HL_MAX_RANK], no = 0;
-  for (int d = 0; d < r - 1; d++)
-    if (d != j) outer_dims[no++] = d;
-  int64_t idx[HL_MAX_RANK] = {0};
-  int64_t src_off = 0, dst_off = 0;
-  for (;;) {
-    if (j >= 0)
-      copy_tile(dst + dst_off * es, src + src_off * es, es, dims[j], n, dstr[j], s);
-    else
-      copy_run(dst + dst_off * es, src + src_off * es, es, n, s);
-    int k = no - 1;
-    for (; k >= 0; k--) {
-      int d = outer_dims[k];
-      src_off += str[d];
-      dst_off += dstr[d];
-      if (++idx[k] < dims[d]) break;
-      src_off -= str[d] * dims[d];
-      dst_off -= dstr[d] * dims[d];
-      idx[k] = 0;
-    }
-    if (k < 0) break;
-  }
+  hl_strided_copy(dst, dstr, src, strides, rank, dims, es);
 }
 
 //===----------------------------------------------------------------------===//
@@ -417,7 +280,7 @@ hl_status_t hl_kernel_iota(hl_kernel_context_t *ctx, const hl_instruction_t *ins
   for (int64_t i = 0; i < n; i++) {
     unsigned char elem[16];
     encode_number(rs->dtype, i, elem);
-    fill_elements(dst + (size_t)(i * inner) * es, (const char *)elem, es, inner);
+    hl_fill_elements(dst + (size_t)(i * inner) * es, elem, es, inner);
   }
   size_t block = (size_t)(n * inner) * es;
   for (int64_t o = 1; o < outer; o++) memcpy(dst + (size_t)o * block, dst, block);

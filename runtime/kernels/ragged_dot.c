@@ -11,13 +11,23 @@
 // Positions past the total of group_sizes belong to no group and give 0
 // (modes 1 and 3), as the masked reference definition in JAX does.
 //
-// Only group_sizes of shape [g] (the form XLA broadcasts) is run; the
-// [b..., x..., g] forms return UNIMPLEMENTED. Elements are read as double and
-// accumulated in double: float element types only (integer ragged-dot is
-// rare and would need wrap-around semantics).
+// group_sizes has shape [g] or [b..., x..., g] (stablehlo ChloOps.cpp
+// checkRaggedDotConstraints, which XLA's InferRaggedDotOpShape mirrors):
+// b... are all lhs batch dimensions (in lhs_batch_dims order; mode 3: only
+// those listed before the ragged one), x... are the lhs non-contracting
+// dimensions before the ragged one (mode 1), the lhs contracting dimensions
+// listed before it (mode 2), or nothing (mode 3). Each such prefix index
+// has its own row of g sizes; a [g] group_sizes is broadcast to every row.
+//
+// Element types: a floating-point result is accumulated in double (any real
+// operands). An integer or pred result is computed as dot does for integers:
+// operands sign- or zero-extended per their own type, products and sums in
+// 64 bits with wrap-around, the low bits kept (pred: sum != 0) - the same
+// bits as XLA's arithmetic in the result type.
 #include <string.h>
 
 #include "runtime/base/alloc.h"
+#include "runtime/kernels/element_access.h"
 #include "runtime/kernels/kernel.h"
 
 typedef struct {
@@ -27,6 +37,8 @@ typedef struct {
   int nb, nc, nlf, nrf;         // batch, contracting, lhs free, rhs free counts
   int lb[HL_MAX_RANK], rb[HL_MAX_RANK], lc[HL_MAX_RANK], rc[HL_MAX_RANK];
   int lf[HL_MAX_RANK], rf[HL_MAX_RANK];
+  int nprefix;                  // group_sizes prefix dimensions (see above)
+  int prefix[HL_MAX_RANK];      // ... as lhs dimensions
 } ragged_plan_t;
 
 static bool in_list(const hl_i64_list_t *l, int d) {
@@ -103,6 +115,17 @@ static hl_status_t plan_ragged(const hl_instruction_t *inst, const hl_shape_t *l
     if (!in_list(&d->rhs_batch_dimensions, i) && !in_list(&d->rhs_contracting_dimensions, i) &&
         i != p->group_dim)
       p->rf[p->nrf++] = i;
+  // group_sizes prefix [b..., x...] as lhs dimensions.
+  for (int i = 0; i < p->nb; i++) {
+    if (p->mode == 3 && p->lb[i] == p->ragged) break;
+    p->prefix[p->nprefix++] = p->lb[i];
+  }
+  if (p->mode == 2)
+    for (int i = 0; i < p->nc && p->lc[i] != p->ragged; i++) p->prefix[p->nprefix++] = p->lc[i];
+  if (p->mode == 1)
+    for (int i = 0; i < p->ragged; i++)
+      if (!in_list(&d->lhs_batch_dimensions, i) && !in_list(&d->lhs_contracting_dimensions, i))
+        p->prefix[p->nprefix++] = i;
   // Expected result: [g if mode 2] + batch + lhs free + rhs free.
   int64_t want[HL_MAX_RANK * 3];
   int n = 0;
@@ -119,7 +142,8 @@ static hl_status_t plan_ragged(const hl_instruction_t *inst, const hl_shape_t *l
   return NULL;
 }
 
-// Group of position `pos` along the ragged dimension; -1 when past the total.
+// Group of position `pos` along the ragged dimension given one row of
+// cumulative group ends; -1 when past the total.
 static int64_t group_of(const int64_t *ends, int64_t groups, int64_t pos) {
   for (int64_t j = 0; j < groups; j++)
     if (pos < ends[j]) return j;
@@ -132,6 +156,64 @@ static int64_t offset_of(const int64_t *idx, const int64_t *strides, int rank) {
   return o;
 }
 
+// Checks group_sizes' shape ([g] or [prefix..., g]) and returns its rows of
+// cumulative ends (*out_ends: rows * g entries).
+static hl_status_t group_ends(const hl_instruction_t *inst, const hl_literal_t *gs,
+                              const hl_shape_t *ls, const ragged_plan_t *p, int64_t groups,
+                              int64_t **out_ends) {
+  *out_ends = NULL;
+  const hl_shape_t *g = &gs->shape;
+  if (g->rank != 1) {
+    bool ok = g->rank == p->nprefix + 1;
+    for (int i = 0; ok && i < p->nprefix; i++) ok = g->dims[i] == ls->dims[p->prefix[i]];
+    if (!ok) {
+      char want[256];
+      int n = 0;
+      for (int i = 0; i < p->nprefix && n < (int)sizeof(want) - 32; i++)
+        n += snprintf(want + n, sizeof(want) - (size_t)n, "%lld, ",
+                      (long long)ls->dims[p->prefix[i]]);
+      snprintf(want + n, sizeof(want) - (size_t)n, "%lld", (long long)groups);
+      return HL_INVALID("ragged-dot %s: group_sizes (operand 2) is %s; mode %d expects [%s] "
+                        "(lhs batch dims, then the %s dims before the ragged one, then g) "
+                        "or [%lld]",
+                        inst->name, HL_SHAPE_STR(g), p->mode, want,
+                        p->mode == 2 ? "contracting" : "non-contracting", (long long)groups);
+    }
+  }
+  int64_t count = hl_shape_element_count(g);
+  int64_t *ends = hl_calloc((size_t)(count > 0 ? count : 1), sizeof(int64_t));
+  if (!ends) return HL_OOM();
+  for (int64_t at = 0; at < count; at += groups) {
+    int64_t total = 0;
+    for (int64_t j = 0; j < groups; j++) {
+      int64_t s;
+      hl_elem_load_int(g->dtype, gs->data, at + j, 1, &s);
+      if (hl_dtype_is_unsigned_int(g->dtype) && hl_dtype_bit_width(g->dtype) == 64 && s < 0)
+        s = INT64_MAX;  // beyond any dimension: the rest of the row is one group
+      if (s < 0) {
+        hl_free(ends);
+        return g->rank == 1
+                   ? HL_INVALID("ragged-dot %s: group_sizes[%lld] = %lld is negative",
+                                inst->name, (long long)j, (long long)s)
+                   : HL_INVALID("ragged-dot %s: group_sizes element %lld = %lld is negative",
+                                inst->name, (long long)(at + j), (long long)s);
+      }
+      total = s > INT64_MAX - total ? INT64_MAX : total + s;
+      ends[at + j] = total;
+    }
+  }
+  *out_ends = ends;
+  return NULL;
+}
+
+// Row of group_sizes that lhs index li belongs to (0 for a [g] group_sizes).
+static int64_t group_row(const ragged_plan_t *p, const hl_shape_t *gs, const int64_t *li) {
+  if (gs->rank == 1) return 0;
+  int64_t row = 0;
+  for (int i = 0; i < p->nprefix; i++) row = row * gs->dims[i] + li[p->prefix[i]];
+  return row;
+}
+
 hl_status_t hl_kernel_ragged_dot(hl_kernel_context_t *ctx, const hl_instruction_t *inst,
                                  hl_literal_t *const *operands, hl_literal_t **out) {
   (void)ctx;
@@ -139,33 +221,27 @@ hl_status_t hl_kernel_ragged_dot(hl_kernel_context_t *ctx, const hl_instruction_
   const hl_shape_t *ls = &lhs->shape, *rs = &rhs->shape, *os = &inst->shape;
   if (!hl_shape_is_array(ls) || !hl_shape_is_array(rs) || !hl_shape_is_array(os))
     return HL_INVALID("ragged-dot %s: lhs, rhs and result must be arrays", inst->name);
-  if (!hl_dtype_is_float(os->dtype) || !hl_dtype_is_float(ls->dtype) ||
-      !hl_dtype_is_float(rs->dtype))
-    return HL_UNIMPL("ragged-dot %s: element type %s (only floating-point types are supported)",
-                     inst->name, hl_dtype_name(os->dtype));
-  if (!hl_shape_is_array(&gs->shape) || !hl_dtype_is_integer(gs->shape.dtype))
-    return HL_INVALID("ragged-dot %s: group_sizes (operand 2) must be an integer array",
-                      inst->name);
-  if (gs->shape.rank != 1)
-    return HL_UNIMPL("ragged-dot %s: group_sizes of rank %d (only shape [g] is supported)",
-                     inst->name, gs->shape.rank);
-  int64_t groups = gs->shape.dims[0];
+  bool float_result = hl_dtype_is_float(os->dtype);
+  bool int_result = hl_dtype_is_integer(os->dtype) || os->dtype == HL_PRED;
+  bool ok_types = float_result
+                      ? hl_elem_is_real_or_int(ls->dtype) && hl_elem_is_real_or_int(rs->dtype)
+                      : int_result && (hl_dtype_is_integer(ls->dtype) || ls->dtype == HL_PRED) &&
+                            (hl_dtype_is_integer(rs->dtype) || rs->dtype == HL_PRED);
+  if (!ok_types)
+    return HL_UNIMPL("ragged-dot %s: element types %s x %s -> %s (supported: a floating-point "
+                     "result from real operands, or an integer / pred result from integer / "
+                     "pred operands)",
+                     inst->name, hl_dtype_name(ls->dtype), hl_dtype_name(rs->dtype),
+                     hl_dtype_name(os->dtype));
+  if (!hl_shape_is_array(&gs->shape) || !hl_dtype_is_integer(gs->shape.dtype) ||
+      gs->shape.rank < 1)
+    return HL_INVALID("ragged-dot %s: group_sizes (operand 2) must be an integer array of "
+                      "rank >= 1", inst->name);
+  int64_t groups = gs->shape.dims[gs->shape.rank - 1];
   ragged_plan_t p;
   HL_RETURN_IF_ERROR(plan_ragged(inst, ls, rs, groups, &p));
-
-  int64_t *ends = hl_calloc((size_t)(groups > 0 ? groups : 1), sizeof(int64_t));
-  if (!ends) return HL_OOM();
-  int64_t total = 0;
-  for (int64_t j = 0; j < groups; j++) {
-    int64_t s = hl_literal_get_s64(gs, j);
-    if (s < 0) {
-      hl_free(ends);
-      return HL_INVALID("ragged-dot %s: group_sizes[%lld] = %lld is negative", inst->name,
-                        (long long)j, (long long)s);
-    }
-    total += s;
-    ends[j] = total;
-  }
+  int64_t *ends;
+  HL_RETURN_IF_ERROR(group_ends(inst, gs, ls, &p, groups, &ends));
   hl_status_t st = hl_literal_create(os, out);
   if (st) {
     hl_free(ends);
@@ -193,9 +269,12 @@ hl_status_t hl_kernel_ragged_dot(hl_kernel_context_t *ctx, const hl_instruction_
     for (int i = 0; i < p.nlf; i++, at++) li[p.lf[i]] = oidx[at];
     for (int i = 0; i < p.nrf; i++, at++) ri[p.rf[i]] = oidx[at];
     double acc = 0;
+    uint64_t iacc = 0;
     bool active = true;
     if (p.mode != 2) {
-      int64_t g = group_of(ends, groups, li[p.ragged]);
+      // Modes 1 and 3: the prefix dims are batch / free dims, fixed here.
+      int64_t g = group_of(ends + group_row(&p, &gs->shape, li) * groups, groups,
+                           li[p.ragged]);
       active = g >= 0;
       if (p.mode == 1 && active) ri[p.group_dim] = g;
     }
@@ -206,11 +285,28 @@ hl_status_t hl_kernel_ragged_dot(hl_kernel_context_t *ctx, const hl_instruction_
         li[p.lc[i]] = ri[p.rc[i]] = krem % dsz;
         krem /= dsz;
       }
-      if (p.mode == 2 && group_of(ends, groups, li[p.ragged]) != want_group) continue;
-      acc += hl_literal_get_f64(lhs, offset_of(li, lstr, ls->rank)) *
-             hl_literal_get_f64(rhs, offset_of(ri, rstr, rs->rank));
+      if (p.mode == 2 && group_of(ends + group_row(&p, &gs->shape, li) * groups, groups,
+                                  li[p.ragged]) != want_group)
+        continue;
+      int64_t lo = offset_of(li, lstr, ls->rank), ro = offset_of(ri, rstr, rs->rank);
+      if (float_result) {
+        double a, b;
+        hl_elem_load_f64(ls->dtype, lhs->data, lo, 1, &a);
+        hl_elem_load_f64(rs->dtype, rhs->data, ro, 1, &b);
+        acc += a * b;
+      } else {
+        int64_t a, b;
+        hl_elem_load_int(ls->dtype, lhs->data, lo, 1, &a);
+        hl_elem_load_int(rs->dtype, rhs->data, ro, 1, &b);
+        iacc += (uint64_t)a * (uint64_t)b;
+      }
     }
-    hl_literal_set_f64(*out, e, acc);
+    if (float_result) {
+      hl_elem_store_f64(os->dtype, (*out)->data, e, 1, &acc);
+    } else {
+      int64_t v = os->dtype == HL_PRED ? iacc != 0 : (int64_t)iacc;
+      hl_elem_store_int(os->dtype, (*out)->data, e, 1, &v);
+    }
   }
   hl_free(ends);
   return NULL;

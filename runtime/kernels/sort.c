@@ -13,6 +13,7 @@
 #include "runtime/kernels/kernel.h"
 #include "runtime/kernels/scalar_call.h"
 #include "runtime/kernels/strided_copy.h"
+#include "runtime/kernels/total_order.h"
 
 typedef enum { kKeyCall, kKeyDouble, kKeySigned, kKeyUnsigned } key_kind_t;
 
@@ -26,13 +27,6 @@ typedef struct sort_ctx {
   int64_t base, stride;
   hl_scalar_call_t call;
 } sort_ctx_t;
-
-// Key of a float under TOTALORDER: -NaN < -inf < ... < -0 < +0 < ... < +NaN.
-static int64_t total_order_key(double v) {
-  int64_t b;
-  memcpy(&b, &v, sizeof(b));
-  return b ^ (int64_t)(((uint64_t)(b >> 63)) >> 1);
-}
 
 // Chooses the fast path for comparator `c` over operand type t, if any.
 static key_kind_t classify_comparator(const hl_computation_t *c, hl_dtype_t t, int n,
@@ -121,11 +115,10 @@ static void load_keys(sort_ctx_t *s, const hl_literal_t *op, bool total_order, i
   hl_dtype_t t = op->shape.dtype;
   for (int64_t x = 0; x < len; x++) {
     int64_t at = s->base + x * s->stride;
-    if (s->kind == kKeyDouble || total_order) {
-      double v;
-      hl_elem_load_f64(t, op->data, at, 1, &v);
-      if (total_order) s->keys[x].s = total_order_key(v);
-      else s->keys[x].f = v;
+    if (total_order) {
+      hl_total_order_keys(t, op->data, at, 1, &s->keys[x].s);
+    } else if (s->kind == kKeyDouble) {
+      hl_elem_load_f64(t, op->data, at, 1, &s->keys[x].f);
     } else {
       int64_t v;
       hl_elem_load_int(t, op->data, at, 1, &v);
@@ -222,16 +215,27 @@ hl_status_t hl_kernel_sort(hl_kernel_context_t *ctx, const hl_instruction_t *ins
 }
 
 // topk: the k largest (or smallest) elements of each last-dimension row, in
-// order, with their s32 indices. Floats compare in total order (NaN above
-// +inf; -NaN below -inf); equal values keep the lower index first.
+// order, with their s32 indices. Floats compare in XLA's total order
+// (total_order.h: NaN above +inf, -NaN below -inf; the fnuz NaN lowest of
+// all), as XLA's TopK comparator does; equal values keep the lower index
+// first (XLA's sort is stable).
 hl_status_t hl_kernel_topk(hl_kernel_context_t *ctx, const hl_instruction_t *inst,
                            hl_literal_t *const *operands, hl_literal_t **out) {
   const hl_literal_t *op = operands[0];
   const hl_shape_t *os = &op->shape, *rs = &inst->shape;
   if (!hl_shape_is_array(os) || os->rank < 1)
     return HL_INVALID("operand %s must be an array of rank >= 1", hl_shape_debug_string(os));
+  // XLA lowers TopK to a stable sort with CreateScalarGtComputation
+  // (xla/hlo/builder/lib/sorting.cc), a GT compare; XLA defines GT only on
+  // real types (complex compares support EQ/NE alone), so complex operands
+  // are an error there too rather than a missing feature here.
+  if (hl_dtype_is_complex(os->dtype))
+    return HL_INVALID("%s: topk is not defined on complex element type %s: it ranks with a "
+                      "greater-than compare, which complex numbers do not have",
+                      hl_instruction_location(inst), hl_dtype_name(os->dtype));
   if (!hl_elem_is_real_or_int(os->dtype))
-    return HL_UNIMPL("topk of element type %s", hl_dtype_name(os->dtype));
+    return HL_UNIMPL("%s: topk of element type %s", hl_instruction_location(inst),
+                     hl_dtype_name(os->dtype));
   int64_t k = inst->attrs.k, len = os->dims[os->rank - 1];
   if (k < 0 || k > len)
     return HL_INVALID("k = %lld out of range for a last dimension of %lld", (long long)k,

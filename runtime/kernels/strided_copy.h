@@ -1,10 +1,16 @@
-// A copy between two strided views of the same element size, for the
-// indexing kernels (pad, reverse, dynamic-slice, dynamic-update-slice,
-// gather): both source and destination have a stride per dimension (in
-// elements, negative allowed), so one routine places a block into a larger
-// array, reads a block out of one, or walks a dimension backwards.
-// data_movement.c's strided gather only handles a dense destination, which is
-// why this one exists.
+// The strided copy engine of the kernels: a copy between two strided views
+// of the same element size. Both source and destination have a stride per
+// dimension (in elements; negative walks backwards, a source stride of 0
+// repeats an element), so one routine serves broadcast / transpose / slice
+// (data_movement.c: dense destination) and pad, reverse, dynamic-slice,
+// dynamic-update-slice and gather (a block placed into or read out of a
+// larger array).
+//
+// Dimensions contiguous on both sides are merged so the inner run is as long
+// as possible; a run is a memcpy, a fill (source stride 0), or a typed loop
+// specialised for a dense destination. A transpose (dense destination whose
+// inner source stride is not 1 while an outer dimension has source stride 1)
+// is copied in cache-sized tiles.
 //
 // Private to runtime/kernels; header-only so callers inline the typed runs.
 #ifndef HL_RUNTIME_KERNELS_STRIDED_COPY_H_
@@ -16,6 +22,44 @@
 
 #include "runtime/base/shape.h"
 
+// Writes n copies of the es-byte element `elem` to dst: typed stores for
+// the common sizes, otherwise doubling the copied span with each memcpy.
+#define HL_SC_FILL_(T)                                    \
+  do {                                                    \
+    T v_;                                                 \
+    memcpy(&v_, elem, sizeof(T));                         \
+    T *d_ = (T *)(void *)dst;                             \
+    for (int64_t i_ = 0; i_ < n; i_++) d_[i_] = v_;       \
+  } while (0)
+
+static inline void hl_fill_elements(void *dst_v, const void *elem, size_t es, int64_t n) {
+  char *dst = dst_v;
+  if (n <= 0) return;
+  switch (es) {
+    case 1: memset(dst, *(const unsigned char *)elem, (size_t)n); return;
+    case 2: HL_SC_FILL_(uint16_t); return;
+    case 4: HL_SC_FILL_(uint32_t); return;
+    case 8: HL_SC_FILL_(uint64_t); return;
+    default: break;
+  }
+  size_t total = (size_t)n * es, done = es;
+  memcpy(dst, elem, es);
+  while (done < total) {
+    size_t chunk = done < total - done ? done : total - done;
+    memcpy(dst + done, dst, chunk);
+    done += chunk;
+  }
+}
+#undef HL_SC_FILL_
+
+// The dense-destination loop is its own case: it is the hot path of
+// broadcast / transpose / slice and vectorises better without a dst stride.
+#define HL_SC_DENSE_(T)                                                      \
+  do {                                                                       \
+    T *d_ = (T *)(void *)dst;                                                \
+    const T *s_ = (const T *)(const void *)src;                              \
+    for (int64_t i_ = 0; i_ < n; i_++) d_[i_] = s_[i_ * ss];                 \
+  } while (0)
 #define HL_SC_RUN_(T)                                                        \
   do {                                                                       \
     T *d_ = (T *)(void *)dst;                                                \
@@ -26,9 +70,24 @@
 // dst[i * ds] = src[i * ss] for i < n, es-byte elements.
 static inline void hl_sc_run(char *dst, int64_t ds, const char *src, int64_t ss, size_t es,
                              int64_t n) {
-  if (ds == 1 && ss == 1) {
-    memcpy(dst, src, (size_t)n * es);
-    return;
+  if (ds == 1) {
+    if (ss == 1) {
+      memcpy(dst, src, (size_t)n * es);
+      return;
+    }
+    if (ss == 0) {
+      hl_fill_elements(dst, src, es, n);
+      return;
+    }
+    switch (es) {
+      case 1: HL_SC_DENSE_(uint8_t); return;
+      case 2: HL_SC_DENSE_(uint16_t); return;
+      case 4: HL_SC_DENSE_(uint32_t); return;
+      case 8: HL_SC_DENSE_(uint64_t); return;
+      default:
+        for (int64_t i = 0; i < n; i++) memcpy(dst + i * (int64_t)es, src + i * ss * (int64_t)es, es);
+        return;
+    }
   }
   switch (es) {
     case 1: HL_SC_RUN_(uint8_t); break;
@@ -40,12 +99,44 @@ static inline void hl_sc_run(char *dst, int64_t ds, const char *src, int64_t ss,
         memcpy(dst + i * ds * (int64_t)es, src + i * ss * (int64_t)es, es);
   }
 }
+#undef HL_SC_DENSE_
 #undef HL_SC_RUN_
+
+enum { kHlScTile = 32 };
+
+#define HL_SC_TILE_(T)                                                                    \
+  do {                                                                                    \
+    T *d_ = (T *)(void *)dst;                                                             \
+    const T *s_ = (const T *)(const void *)src;                                           \
+    for (int64_t a0 = 0; a0 < A; a0 += kHlScTile)                                         \
+      for (int64_t b0 = 0; b0 < B; b0 += kHlScTile) {                                     \
+        int64_t ae = a0 + kHlScTile < A ? a0 + kHlScTile : A;                             \
+        int64_t be = b0 + kHlScTile < B ? b0 + kHlScTile : B;                             \
+        for (int64_t a = a0; a < ae; a++)                                                 \
+          for (int64_t b = b0; b < be; b++) d_[a * dst_a + b] = s_[a + b * src_b];        \
+      }                                                                                   \
+  } while (0)
+
+// A 2-d transpose block: dst[a * dst_a + b] = src[a + b * src_b], tiled so
+// both sides stay in cache.
+static inline void hl_sc_tile(char *dst, const char *src, size_t es, int64_t A, int64_t B,
+                              int64_t dst_a, int64_t src_b) {
+  switch (es) {
+    case 1: HL_SC_TILE_(uint8_t); break;
+    case 2: HL_SC_TILE_(uint16_t); break;
+    case 4: HL_SC_TILE_(uint32_t); break;
+    case 8: HL_SC_TILE_(uint64_t); break;
+    default:
+      for (int64_t a = 0; a < A; a++)
+        for (int64_t b = 0; b < B; b++)
+          memcpy(dst + (a * dst_a + b) * (int64_t)es, src + (a + b * src_b) * (int64_t)es, es);
+  }
+}
+#undef HL_SC_TILE_
 
 // For every index I of `dims` (rank dimensions):
 //   dst[sum I[d] * dst_strides[d]] = src[sum I[d] * src_strides[d]]
-// (pointers already at the block origins). Dimensions contiguous on both
-// sides are merged so the inner run is as long as possible.
+// (pointers already at the block origins).
 static inline void hl_strided_copy(void *dst_v, const int64_t *dst_strides, const void *src_v,
                                    const int64_t *src_strides, int rank, const int64_t *dims_in,
                                    size_t es) {
@@ -72,37 +163,37 @@ static inline void hl_strided_copy(void *dst_v, const int64_t *dst_strides, cons
     memcpy(dst, src, es);
     return;
   }
+  int64_t n = dims[r - 1], ds = dstr[r - 1], ss = sstr[r - 1], ies = (int64_t)es;
+  // Tiled transpose: the outer dimension j that is unit-stride in the source.
+  int j = -1;
+  if (ds == 1 && ss > 1 && n >= 8)
+    for (int d = r - 2; d >= 0; d--)
+      if (sstr[d] == 1 && dims[d] >= 8) {
+        j = d;
+        break;
+      }
+  // Odometer over the dimensions the inner copy does not cover.
+  int outer[HL_MAX_RANK], no = 0;
+  for (int d = 0; d < r - 1; d++)
+    if (d != j) outer[no++] = d;
   int64_t idx[HL_MAX_RANK] = {0};
-  int64_t doff = 0, soff = 0, ies = (int64_t)es;
+  int64_t doff = 0, soff = 0;
   for (;;) {
-    hl_sc_run(dst + doff * ies, dstr[r - 1], src + soff * ies, sstr[r - 1], es, dims[r - 1]);
-    int k = r - 2;
+    if (j >= 0)
+      hl_sc_tile(dst + doff * ies, src + soff * ies, es, dims[j], n, dstr[j], ss);
+    else
+      hl_sc_run(dst + doff * ies, ds, src + soff * ies, ss, es, n);
+    int k = no - 1;
     for (; k >= 0; k--) {
-      doff += dstr[k];
-      soff += sstr[k];
-      if (++idx[k] < dims[k]) break;
-      doff -= dstr[k] * dims[k];
-      soff -= sstr[k] * dims[k];
+      int d = outer[k];
+      doff += dstr[d];
+      soff += sstr[d];
+      if (++idx[k] < dims[d]) break;
+      doff -= dstr[d] * dims[d];
+      soff -= sstr[d] * dims[d];
       idx[k] = 0;
     }
     if (k < 0) break;
-  }
-}
-
-// Writes n copies of the es-byte element `elem` to dst.
-static inline void hl_fill_elements(void *dst_v, const void *elem, size_t es, int64_t n) {
-  char *dst = dst_v;
-  if (n <= 0) return;
-  if (es == 1) {
-    memset(dst, *(const unsigned char *)elem, (size_t)n);
-    return;
-  }
-  size_t total = (size_t)n * es, done = es;
-  memcpy(dst, elem, es);
-  while (done < total) {
-    size_t chunk = done < total - done ? done : total - done;
-    memcpy(dst + done, dst, chunk);
-    done += chunk;
   }
 }
 

@@ -443,6 +443,9 @@ static hl_status_t attrs_from_message(const Xla__HloInstructionProto *p, hl_inst
   a->k = p->k;
   a->largest = p->largest;
   a->is_composite = p->is_composite;
+  a->is_reverse = p->is_reverse;
+  a->num_carries = p->num_carries;
+  a->is_associative = (int)p->is_associative;
   return NULL;
 }
 

@@ -137,6 +137,14 @@ static void replica_groups_msg(writer_t *w, const hl_replica_groups_t *g,
 static hl_status_t instruction_msg(writer_t *w, const hl_instruction_t *inst,
                                    Xla__HloInstructionProto **out) {
   const hl_attrs_t *a = &inst->attrs;
+  // The newest XLA's shuffle mode and has_dynamic_root have no field in
+  // proto/hlo.proto (their numbers are not known here): refuse rather than
+  // write a proto that silently loses them.
+  if (a->shuffle_mode != HL_SHUFFLE_NONE || a->has_dynamic_root)
+    return HL_UNIMPL("%s: %s cannot be written as a proto (this runtime's hlo.proto has no "
+                     "field for it); keep the program as HLO text",
+                     hl_instruction_location(inst),
+                     a->has_dynamic_root ? "has_dynamic_root" : "the shuffle mode");
   Xla__HloInstructionProto *p = w_alloc(w, sizeof(*p));
   if (!p) return HL_OOM();
   xla__hlo_instruction_proto__init(p);
@@ -404,6 +412,9 @@ static hl_status_t instruction_msg(writer_t *w, const hl_instruction_t *inst,
   p->k = a->k;
   p->largest = a->largest;
   p->is_composite = a->is_composite;
+  p->is_reverse = a->is_reverse;
+  p->num_carries = a->num_carries;
+  p->is_associative = (Xla__TriState)a->is_associative;
   return w->oom ? HL_OOM() : NULL;
 }
 

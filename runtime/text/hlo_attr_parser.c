@@ -194,6 +194,50 @@ ATTR_FN(attr_unique_indices) { return parse_bool(LX, &A->unique_indices); }
 ATTR_FN(attr_is_composite) { return parse_bool(LX, &A->is_composite); }
 ATTR_FN(attr_has_side_effect) { return parse_bool(LX, &A->custom_call_has_side_effect); }
 ATTR_FN(attr_largest) { return parse_bool(LX, &A->largest); }
+ATTR_FN(attr_is_reverse) { return parse_bool(LX, &A->is_reverse); }
+ATTR_FN(attr_num_carries) { return hl_parse_int64(LX, &A->num_carries); }
+ATTR_FN(attr_is_associative) {  // proto TriState: TRUE=1, FALSE=2 (0: not given)
+  bool v = false;
+  HL_RETURN_IF_ERROR(parse_bool(LX, &v));
+  A->is_associative = v ? 1 : 2;
+  return NULL;
+}
+ATTR_FN(attr_has_dynamic_root) { return parse_bool(LX, &A->has_dynamic_root); }
+
+// shuffle's mode=, shifts= and indices= (newest XLA's shuffle_expander_test.cc
+// spelling). Other ops' `mode` (an all-reduce attribute XLA parses and
+// ignores), `shifts` and `indices` are skipped as before.
+ATTR_FN(attr_mode) {
+  if (inst->opcode != HL_OP_SHUFFLE) return hl_skip_attribute_value(LX, name->line);
+  if (hl_tok_is_word(&LX->tok, "rotate")) {
+    A->shuffle_mode = HL_SHUFFLE_ROTATE;
+  } else if (hl_tok_is_word(&LX->tok, "permute")) {
+    A->shuffle_mode = HL_SHUFFLE_PERMUTE;
+  } else {
+    return hl_lexer_error(LX, NULL, "unsupported shuffle mode (supported: rotate, permute)");
+  }
+  hl_lexer_next(LX);
+  return NULL;
+}
+
+ATTR_FN(attr_shifts) {
+  if (inst->opcode != HL_OP_SHUFFLE) return hl_skip_attribute_value(LX, name->line);
+  return hl_parse_i64_list(LX, &A->shuffle_shifts);
+}
+
+ATTR_FN(attr_indices) {  // a literal with its shape: s32[3,1]{1,0} { {2}, {0}, {1} }
+  if (inst->opcode != HL_OP_SHUFFLE) return hl_skip_attribute_value(LX, name->line);
+  hl_shape_t shape;
+  HL_RETURN_IF_ERROR(hl_parse_shape_tokens(LX, &shape));
+  hl_literal_t *lit = NULL;
+  hl_status_t st = hl_parse_literal_tokens(LX, &shape, &lit);
+  hl_shape_deinit(&shape);
+  if (st) return st;
+  hl_literal_release(A->shuffle_indices);
+  A->shuffle_indices = lit;
+  return NULL;
+}
+
 ATTR_FN(attr_left_side) { return parse_bool(LX, &A->triangular_left_side); }
 ATTR_FN(attr_unit_diagonal) { return parse_bool(LX, &A->triangular_unit_diagonal); }
 ATTR_FN(attr_lower) {  // cholesky and triangular-solve both spell it lower=
@@ -992,6 +1036,13 @@ static const struct {
     {"is_composite", attr_is_composite},
     {"custom_call_has_side_effect", attr_has_side_effect},
     {"largest", attr_largest},
+    {"is_reverse", attr_is_reverse},
+    {"num_carries", attr_num_carries},
+    {"is_associative", attr_is_associative},
+    {"has_dynamic_root", attr_has_dynamic_root},
+    {"mode", attr_mode},
+    {"shifts", attr_shifts},
+    {"indices", attr_indices},
     {"left_side", attr_left_side},
     {"lower", attr_lower},
     {"unit_diagonal", attr_unit_diagonal},

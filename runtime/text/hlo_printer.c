@@ -289,18 +289,26 @@ static void attr_source_target_pairs(sb_t *out, const hl_attrs_t *a) {
 }
 
 // Combined collective-permute keeps all slice sizes flattened; each group
-// has one entry per dimension of the input (operand 0).
+// has one entry per dimension of its buffer: the input (operand 0), or for
+// a tuple input its elements in order, each with the same number of slices
+// (XLA's proto loader groups them the same way).
 static void attr_permute_slice_sizes(sb_t *out, const hl_instruction_t *inst) {
   const hl_i64_list_t *s = &inst->attrs.dynamic_slice_sizes;
   if (s->n == 0 || inst->operand_count < 1 || !inst->operands[0]) return;
-  int rank = inst->operands[0]->shape.rank;
-  if (rank <= 0 || s->n % rank != 0) return;
+  const hl_shape_t *in = &inst->operands[0]->shape;
+  int nb = in->dtype == HL_TUPLE ? in->tuple_count : 1, per_slice = 0;
+  for (int b = 0; b < nb; b++) per_slice += in->dtype == HL_TUPLE ? in->tuple[b].rank : in->rank;
+  if (per_slice <= 0 || s->n % per_slice != 0) return;
+  int slots = s->n / per_slice, at = 0;
   hl_strbuf_append(out, ", slice_sizes={");
-  for (int i = 0; i < s->n; i += rank) {
-    if (i) hl_strbuf_append_char(out, ',');
-    hl_strbuf_append_char(out, '{');
-    append_i64s(out, s->v + i, rank, ",");
-    hl_strbuf_append_char(out, '}');
+  for (int b = 0; b < nb; b++) {
+    int rank = in->dtype == HL_TUPLE ? in->tuple[b].rank : in->rank;
+    for (int k = 0; k < slots; k++, at += rank) {
+      if (at) hl_strbuf_append_char(out, ',');
+      hl_strbuf_append_char(out, '{');
+      append_i64s(out, s->v + at, rank, ",");
+      hl_strbuf_append_char(out, '}');
+    }
   }
   hl_strbuf_append_char(out, '}');
 }
@@ -467,13 +475,21 @@ static void print_op_attributes(const hl_instruction_t *inst, sb_t *out) {
          op == HL_OP_ALL_TO_ALL))
       attr_list(out, "dimensions", &a->dimensions);
     attr_true(out, "use_global_device_ids", a->use_global_device_ids);
+    attr_true(out, "has_dynamic_root", a->has_dynamic_root);
     return;
   }
   switch (op) {
     case HL_OP_BROADCAST: case HL_OP_TRANSPOSE: case HL_OP_REVERSE: case HL_OP_REDUCE:
     case HL_OP_MAP: case HL_OP_CONCATENATE: case HL_OP_GET_DIMENSION_SIZE:
-    case HL_OP_SET_DIMENSION_SIZE: case HL_OP_SCAN:
+    case HL_OP_SET_DIMENSION_SIZE:
       attr_list(out, "dimensions", &a->dimensions);
+      break;
+    case HL_OP_SCAN:
+      attr_list(out, "dimensions", &a->dimensions);
+      hl_strbuf_appendf(out, ", num_carries=%lld", (long long)a->num_carries);
+      attr_true(out, "is_reverse", a->is_reverse);
+      if (a->is_associative == 1 || a->is_associative == 2)
+        hl_strbuf_appendf(out, ", is_associative=%s", a->is_associative == 1 ? "true" : "false");
       break;
     case HL_OP_SORT:
       attr_list(out, "dimensions", &a->dimensions);
@@ -507,6 +523,7 @@ static void print_op_attributes(const hl_instruction_t *inst, sb_t *out) {
     }
     case HL_OP_DOT:
     case HL_OP_RAGGED_DOT:
+    case HL_OP_SCALED_DOT:
       attr_dot_dims(out, a);
       attr_precision(out, a);
       break;
@@ -527,6 +544,30 @@ static void print_op_attributes(const hl_instruction_t *inst, sb_t *out) {
       break;
     case HL_OP_DYNAMIC_SLICE:
       attr_list(out, "dynamic_slice_sizes", &a->dynamic_slice_sizes);
+      break;
+    case HL_OP_SHUFFLE:
+      attr_list(out, "dimensions", &a->dimensions);
+      if (a->shuffle_mode == HL_SHUFFLE_ROTATE) {
+        hl_strbuf_append(out, ", mode=rotate");
+        attr_list(out, "shifts", &a->shuffle_shifts);
+      } else if (a->shuffle_mode == HL_SHUFFLE_PERMUTE) {
+        hl_strbuf_append(out, ", mode=permute");
+        if (a->shuffle_indices) {
+          hl_strbuf_append(out, ", indices=");
+          // The value's '{' would read back as a layout, so the shape always
+          // carries one.
+          const hl_shape_t *is = &a->shuffle_indices->shape;
+          hl_shape_print(is, true, out);
+          if (!is->has_layout && is->rank > 0) {
+            hl_strbuf_append_char(out, '{');
+            for (int d = is->rank - 1; d >= 0; d--)
+              hl_strbuf_appendf(out, d == is->rank - 1 ? "%d" : ",%d", d);
+            hl_strbuf_append_char(out, '}');
+          }
+          hl_strbuf_append_char(out, ' ');
+          hl_literal_print_value(a->shuffle_indices, out);
+        }
+      }
       break;
     case HL_OP_COLLECTIVE_PERMUTE: case HL_OP_COLLECTIVE_PERMUTE_START:
       attr_channel_id(out, a);

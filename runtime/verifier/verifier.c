@@ -607,8 +607,9 @@ static void check_dims_in_range(check_t *k, const char *field, const hl_i64_list
 
 static void check_dot(check_t *k) {
   const hl_instruction_t *inst = k->inst;
-  if (inst->operand_count != 2) {
-    report(k, "expects 2 operands, has %d", inst->operand_count);
+  int want_operands = inst->opcode == HL_OP_SCALED_DOT ? 4 : 2;  // scaled-dot: + 2 scales
+  if (inst->operand_count != want_operands) {
+    report(k, "expects %d operands, has %d", want_operands, inst->operand_count);
     return;
   }
   const hl_shape_t *a = operand_shape(inst, 0), *b = operand_shape(inst, 1);
@@ -657,6 +658,123 @@ static void check_dot(check_t *k) {
   if (!hl_shape_same_dims(r, &want))
     report(k, "result shape %s does not match dot shape %s", shape_str(r, 0),
            shape_str(&want, 1));
+}
+
+// scaled-dot (lhs, rhs, lhs_scale, rhs_scale): each scale has its operand's
+// rank and dimensions that divide the operand's (one scale per block), or is
+// rank 0 (XLA's ScaledDotRewriter leaves that operand unscaled). The dot
+// itself is checked as a dot of lhs and rhs.
+static void check_scaled_dot(check_t *k) {
+  const hl_instruction_t *inst = k->inst;
+  if (inst->operand_count == 4) {
+    static const char *const side[2] = {"lhs", "rhs"};
+    for (int i = 0; i < 2; i++) {
+      const hl_shape_t *x = operand_shape(inst, i), *s = operand_shape(inst, i + 2);
+      if (!hl_shape_is_array(x) || !expect_array(k, s, i ? "rhs_scale" : "lhs_scale")) return;
+      if (s->rank == 0) continue;
+      if (s->rank != x->rank) {
+        report(k, "%s_scale %s must have the rank of %s %s", side[i], shape_str(s, 0), side[i],
+               shape_str(x, 1));
+        return;
+      }
+      for (int d = 0; d < x->rank; d++)
+        if (s->dims[d] == 0 ? x->dims[d] != 0 : x->dims[d] % s->dims[d] != 0) {
+          report(k, "%s_scale dimension %d (%lld) does not divide %s dimension %d (%lld)",
+                 side[i], d, (long long)s->dims[d], side[i], d, (long long)x->dims[d]);
+          return;
+        }
+    }
+  }
+  check_dot(k);
+}
+
+// scan (inputs..., inits...): see runtime/kernels/scan.c for the semantics.
+static void check_scan(check_t *k) {
+  const hl_instruction_t *inst = k->inst;
+  int n = inst->operand_count;
+  int64_t c = inst->attrs.num_carries;
+  if (inst->called_count != 1) {
+    report(k, "expects one to_apply computation, has %d", inst->called_count);
+    return;
+  }
+  if (c < 0 || c > n) {
+    report(k, "attribute num_carries=%lld must be between 0 and the operand count %d",
+           (long long)c, n);
+    return;
+  }
+  int ni = n - (int)c;
+  if (ni < 1) {
+    report(k, "scan needs at least one input before its %lld carries", (long long)c);
+    return;
+  }
+  if (n > 64) {
+    report(k, "expects at most 64 operands, has %d", n);
+    return;
+  }
+  const hl_i64_list_t *dl = &inst->attrs.dimensions;
+  const hl_shape_t *x0 = operand_shape(inst, 0);
+  if (!expect_array(k, x0, "input 0")) return;
+  if (dl->n != 1 || dl->v[0] < 0 || dl->v[0] >= x0->rank) {
+    report(k, "attribute dimensions must name one dimension below rank %d", x0->rank);
+    return;
+  }
+  int d = (int)dl->v[0];
+  int64_t len = x0->dims[d];
+  hl_shape_t slices[64];
+  const hl_shape_t *params[64];
+  for (int i = 0; i < n; i++) {
+    const hl_shape_t *x = operand_shape(inst, i);
+    params[i] = x;
+    if (i >= ni) continue;
+    if (!expect_array(k, x, "input")) return;
+    if (x->rank <= d || x->dims[d] != len) {
+      report(k, "input %d %s does not have %lld elements along dimension %d like input 0 %s", i,
+             shape_str(x, 0), (long long)len, d, shape_str(x0, 1));
+      return;
+    }
+    slices[i] = hl_shape_scalar(x->dtype);
+    for (int j = 0; j < x->rank; j++)
+      if (j != d) slices[i].dims[slices[i].rank++] = x->dims[j];
+    params[i] = &slices[i];
+  }
+  const hl_computation_t *body = inst->called_computations[0];
+  if (!check_callee_parameters(k, body, "to_apply", params, n)) return;
+  const hl_shape_t *r = &inst->shape, *root = &body->root->shape;
+  int results = hl_shape_is_tuple(r) ? r->tuple_count : 1;
+  int roots = hl_shape_is_tuple(root) ? root->tuple_count : 1;
+  if (results < c || roots != results) {
+    report(k, "result %s and to_apply '%s' root %s must both hold the outputs and %lld carries",
+           shape_str(r, 0), body->name, shape_str(root, 1), (long long)c);
+    return;
+  }
+  for (int j = 0; j < results; j++) {
+    const hl_shape_t *rj = hl_shape_is_tuple(r) ? &r->tuple[j] : r;
+    const hl_shape_t *bj = hl_shape_is_tuple(root) ? &root->tuple[j] : root;
+    if (j >= results - c) {  // a carry: the init's shape throughout
+      int carry = j - (results - (int)c);
+      const hl_shape_t *init = operand_shape(inst, ni + carry);
+      if (!hl_shape_equal(rj, init)) {
+        report(k, "carry %d of the result is %s, its init is %s", carry, shape_str(rj, 0),
+               shape_str(init, 1));
+        return;
+      }
+      if (!hl_shape_equal(bj, init)) {
+        report(k, "to_apply carry %d is %s, expected %s (its init's shape)", carry,
+               shape_str(bj, 0), shape_str(init, 1));
+        return;
+      }
+      continue;
+    }
+    bool ok = hl_shape_is_array(rj) && hl_shape_is_array(bj) && rj->dtype == bj->dtype &&
+              rj->rank == bj->rank + 1 && d < rj->rank && rj->dims[d] == len;
+    for (int a = 0, b = 0; ok && a < rj->rank; a++)
+      if (a != d) ok = rj->dims[a] == bj->dims[b++];
+    if (!ok) {
+      report(k, "output %d %s must be to_apply's output %s with %lld inserted at dimension %d", j,
+             shape_str(rj, 0), shape_str(bj, 1), (long long)len, d);
+      return;
+    }
+  }
 }
 
 static void check_call_like(check_t *k, const char *role) {
@@ -1371,6 +1489,59 @@ static void check_collective(check_t *k) {
   }
 }
 
+// collective-reduce (newest XLA; runtime/kernels/collective_reduce.c): the
+// data operands' shapes are the result's (a tuple for several); with
+// has_dynamic_root the last operand is s32[number of data operands].
+static void check_collective_reduce(check_t *k) {
+  const hl_instruction_t *inst = k->inst;
+  if (!hl_instruction_to_apply(inst)) {
+    report(k, "needs a reducer computation (to_apply)");
+    return;
+  }
+  int n = inst->operand_count, data = inst->attrs.has_dynamic_root ? n - 1 : n;
+  if (data < 1) {
+    report(k, "needs at least one operand to reduce%s",
+           inst->attrs.has_dynamic_root ? " besides the roots operand" : "");
+    return;
+  }
+  if (inst->attrs.has_dynamic_root) {
+    const hl_shape_t *r = operand_shape(inst, n - 1);
+    if (r->dtype != HL_S32 || r->rank != 1 || r->dims[0] != data)
+      report(k, "with has_dynamic_root=true the last operand %s must be s32[%d] (one root per "
+             "reduced operand)", shape_str(r, 0), data);
+  }
+  for (int i = 0; i < data; i++) {
+    const hl_shape_t *x = operand_shape(inst, i);
+    const hl_shape_t *y = collective_result(k, &inst->shape, i, data);
+    if (!y || !expect_array(k, x, "operand")) return;
+    if (!hl_shape_equal(x, y)) {
+      report(k, "result %s differs from operand %d %s", shape_str(y, 0), i, shape_str(x, 1));
+      return;
+    }
+  }
+}
+
+// shuffle (newest XLA; runtime/kernels/shuffle.c): result = operand shape,
+// distinct in-range dimensions, a mode with its attribute.
+static void check_shuffle(check_t *k) {
+  const hl_instruction_t *inst = k->inst;
+  const hl_attrs_t *a = &inst->attrs;
+  if (inst->operand_count != 1) return;
+  const hl_shape_t *x = operand_shape(inst, 0);
+  if (!expect_array(k, x, "operand")) return;
+  expect_result(k, x, "operand shape");
+  if (!check_dim_set(k, "dimensions", &a->dimensions, x->rank, NULL)) return;
+  if (a->shuffle_mode == HL_SHUFFLE_ROTATE) {
+    if (a->shuffle_shifts.n != a->dimensions.n)
+      report(k, "mode=rotate needs one shift per dimension (%d), has %d", a->dimensions.n,
+             a->shuffle_shifts.n);
+  } else if (a->shuffle_mode == HL_SHUFFLE_PERMUTE) {
+    if (!a->shuffle_indices) report(k, "mode=permute needs indices=<literal>");
+  } else {
+    report(k, "needs mode=rotate or mode=permute");
+  }
+}
+
 // complex, reduce-precision, stochastic-convert, rng, rng-bit-generator,
 // rng-get-and-update-state (runtime/kernels/complex.c, precision.c, rng.c).
 static void check_complex_op(check_t *k) {
@@ -1647,6 +1818,8 @@ static void check_op(check_t *k) {
     case HL_OP_REDUCE: check_reduce(k); break;
     case HL_OP_DOT: check_dot(k); break;
     case HL_OP_RAGGED_DOT: check_ragged_dot(k); break;
+    case HL_OP_SCALED_DOT: check_scaled_dot(k); break;
+    case HL_OP_SCAN: check_scan(k); break;
     case HL_OP_CALL: check_call_like(k, "called"); break;
     case HL_OP_FUSION: check_call_like(k, "fused"); break;
     case HL_OP_WHILE: check_while(k); break;
@@ -1683,11 +1856,19 @@ static void check_op(check_t *k) {
     case HL_OP_ALL_REDUCE: case HL_OP_ALL_REDUCE_START: case HL_OP_ALL_GATHER:
     case HL_OP_ALL_GATHER_START: case HL_OP_REDUCE_SCATTER: case HL_OP_ALL_TO_ALL:
     case HL_OP_COLLECTIVE_BROADCAST:
+      if (k->inst->opcode == HL_OP_COLLECTIVE_BROADCAST && k->inst->attrs.has_dynamic_root) {
+        report(k, "has_dynamic_root=true is not supported for collective-broadcast (only "
+               "collective-reduce)");
+        break;
+      }
       check_collective(k);
       break;
+    case HL_OP_COLLECTIVE_REDUCE: check_collective_reduce(k); break;
+    case HL_OP_SHUFFLE: check_shuffle(k); break;
     case HL_OP_COLLECTIVE_PERMUTE: case HL_OP_COLLECTIVE_PERMUTE_START:
-      if (k->inst->attrs.dynamic_slice_sizes.n == 0 && k->inst->operand_count != 4)
-        check_collective(k);
+      // slice_sizes marks XLA's combined (in-place) form, checked by its
+      // kernel; without it any operand count is the variadic form.
+      if (k->inst->attrs.dynamic_slice_sizes.n == 0) check_collective(k);
       break;
     case HL_OP_ALL_REDUCE_DONE:
       if (k->inst->operand_count == 1) expect_result(k, operand_shape(k->inst, 0), "start");

@@ -79,6 +79,60 @@ static void test_ragged_single(void) {
   hl_literal_release(out);
 }
 
+// Combined (in-place) permute without communicator, hand-worked on
+// c = {{1,2,3},{4,5,6}} into o = 9s (s32[3,3]): with pair {0,0} the 1x2
+// slice at (1,1) = {5,6} lands at output (2, clamp(5, 0, 1) = 1); without
+// a source nothing changes (no zeros: an update in place).
+static void test_combined_permute(void) {
+  const char *body =
+      "  o = s32[3,3] constant({{9, 9, 9}, {9, 9, 9}, {9, 9, 9}})\n"
+      "  c1 = s32[] constant(1)\n  c2 = s32[] constant(2)\n  c5 = s32[] constant(5)\n"
+      "  ii = (s32[], s32[]) tuple(c1, c1)\n  oi = (s32[], s32[]) tuple(c2, c5)\n"
+      "  ROOT r = s32[3,3] collective-permute(c, o, ii, oi), source_target_pairs=%s, "
+      "slice_sizes={{1,2}}";
+  char text[1024];
+  snprintf(text, sizeof(text), body, "{{0,0}}");
+  const int32_t moved[9] = {9, 9, 9, 9, 9, 9, 9, 5, 6};
+  expect_s32(text, moved, 9);
+  snprintf(text, sizeof(text), body, "{}");
+  const int32_t kept[9] = {9, 9, 9, 9, 9, 9, 9, 9, 9};
+  expect_s32(text, kept, 9);
+  // Variadic: two operands -> a tuple, each permuted ({0,0}: itself).
+  hl_literal_t *out;
+  HL_ASSERT_OK(run("  d = s32[2] constant({7, 8})\n"
+                   "  ROOT r = (s32[2,3], s32[2]) collective-permute(c, d), "
+                   "source_target_pairs={{0,0}}",
+                   1, &out));
+  CU_ASSERT_EQUAL_FATAL(out->shape.dtype, HL_TUPLE);
+  CU_ASSERT_EQUAL(((int32_t *)out->elements[0]->data)[5], 6);
+  CU_ASSERT_EQUAL(((int32_t *)out->elements[1]->data)[1], 8);
+  hl_literal_release(out);
+  // slice_sizes larger than the input is an error naming the field.
+  HL_ASSERT_ERROR_CONTAINS(
+      run("  o = s32[3,3] constant({{9, 9, 9}, {9, 9, 9}, {9, 9, 9}})\n"
+          "  c0 = s32[] constant(0)\n  t = (s32[], s32[]) tuple(c0, c0)\n"
+          "  ROOT r = s32[3,3] collective-permute(c, o, t, t), source_target_pairs={{0,0}}, "
+          "slice_sizes={{3,3}}",
+          1, &out),
+      "slice_sizes entry 0");
+}
+
+// ragged with 2-d offsets (one peer, two updates): rows {10,20,30}; update 0
+// sends row 0 to output row 3, update 1 rows 1-2 to output rows 0-1.
+static void test_ragged_2d_single(void) {
+  hl_literal_t *out;
+  HL_ASSERT_OK(run("  in = s32[3] constant({10, 20, 30})\n"
+                   "  o = s32[4] constant({7, 7, 7, 7})\n"
+                   "  io = s32[1,2] constant({{0, 1}})\n  ss = s32[1,2] constant({{1, 2}})\n"
+                   "  oo = s32[1,2] constant({{3, 0}})\n  rs = s32[1,2] constant({{1, 2}})\n"
+                   "  ROOT r = s32[4] ragged-all-to-all(in, o, io, ss, oo, rs), "
+                   "replica_groups={{0}}",
+                   1, &out));
+  const int32_t want[4] = {20, 30, 7, 10};
+  for (int i = 0; i < 4; i++) CU_ASSERT_EQUAL(((int32_t *)out->data)[i], want[i]);
+  hl_literal_release(out);
+}
+
 static void test_errors(void) {
   hl_literal_t *out;
   HL_ASSERT_ERROR_CONTAINS(run("  ROOT r = s32[2,3] all-reduce(c), replica_groups={}, "
@@ -100,6 +154,8 @@ static CU_TestInfo tests[] = {
     {"single-process identities", test_single_process_identities},
     {"async pairs", test_async_pairs},
     {"ragged-all-to-all single", test_ragged_single},
+    {"combined and variadic permute", test_combined_permute},
+    {"ragged-all-to-all 2-d offsets", test_ragged_2d_single},
     {"errors", test_errors},
     CU_TEST_INFO_NULL,
 };

@@ -82,6 +82,38 @@ static void test_compare_total_order(void) {
   hl_literal_release(lb);
 }
 
+// XLA's total order on the fnuz types (xla/util.h ToSignMagnitude): no -0,
+// the one NaN 0x80 below every number; and on unsigned f8e8m0fnu: the bits'
+// unsigned order, NaN 0xff on top. Worked on the bit patterns.
+static void test_compare_total_order_f8_special(void) {
+  kt_reset();
+  int64_t dims[1] = {6};
+  // 0x80 NaN vs 0xff (-max); NaN vs 0x81 (-denorm_min); 0x81 vs 0x00;
+  // 0x00 vs 0x01; 0xff vs 0xfe (-max < -(max-1)); NaN vs NaN.
+  uint64_t a[6] = {0x80, 0x80, 0x81, 0x00, 0xff, 0x80};
+  uint64_t b[6] = {0xff, 0x81, 0x00, 0x01, 0xfe, 0x80};
+  const uint8_t lt[6] = {1, 1, 1, 1, 1, 0}, eq[6] = {0, 0, 0, 0, 0, 1};
+  hl_dtype_t fnuz[3] = {HL_F8E4M3FNUZ, HL_F8E5M2FNUZ, HL_F8E4M3B11FNUZ};
+  for (int t = 0; t < 3; t++) {
+    hl_literal_t *la = kt_lit_bits(fnuz[t], 1, dims, a), *lb = kt_lit_bits(fnuz[t], 1, dims, b);
+    check_cmp(HL_CMP_LT, HL_CMPTYPE_TOTALORDER, la, lb, lt);
+    check_cmp(HL_CMP_EQ, HL_CMPTYPE_TOTALORDER, la, lb, eq);
+    hl_literal_release(la);
+    hl_literal_release(lb);
+  }
+  // e8m0fnu: 0x80 (2) vs 0x7f (1); 0xff NaN vs 0xfe (2^127); 0x00 (2^-127)
+  // vs 0x01; 0x7f vs 0x80; NaN vs 0x00; NaN vs NaN.
+  uint64_t c[6] = {0x80, 0xff, 0x00, 0x7f, 0xff, 0xff};
+  uint64_t d[6] = {0x7f, 0xfe, 0x01, 0x80, 0x00, 0xff};
+  const uint8_t gt8[6] = {1, 1, 0, 0, 1, 0}, eq8[6] = {0, 0, 0, 0, 0, 1};
+  hl_literal_t *lc = kt_lit_bits(HL_F8E8M0FNU, 1, dims, c);
+  hl_literal_t *ld = kt_lit_bits(HL_F8E8M0FNU, 1, dims, d);
+  check_cmp(HL_CMP_GT, HL_CMPTYPE_TOTALORDER, lc, ld, gt8);
+  check_cmp(HL_CMP_EQ, HL_CMPTYPE_TOTALORDER, lc, ld, eq8);
+  hl_literal_release(lc);
+  hl_literal_release(ld);
+}
+
 static void test_compare_int(void) {
   kt_reset();
   int64_t dims[1] = {3};
@@ -246,6 +278,7 @@ static void test_clamp(void) {
 static CU_TestInfo tests[] = {
     {"compare_float", test_compare_float},
     {"compare_total_order", test_compare_total_order},
+    {"compare_total_order_f8_special", test_compare_total_order_f8_special},
     {"compare_int", test_compare_int},
     {"compare_complex_and_errors", test_compare_complex_and_errors},
     {"select", test_select},

@@ -370,9 +370,12 @@ static void test_unimplemented_op_error_names_instruction_once(void) {
   hl_status_t st = hl_execute(m, NULL, &x, 1, &out);
   CU_ASSERT_EQUAL(hl_status_code(st), HL_UNIMPLEMENTED);
   const char *msg = hl_status_message(st);
+  // Every opcode has a kernel now; a shuffle without a mode (as a proto
+  // loads it) is the remaining unsupported form.
   CU_ASSERT_STRING_EQUAL(msg,
-                         "instruction 'shuffle.7' (shuffle) in computation 'main': opcode "
-                         "'shuffle' is not supported by this executor yet");
+                         "instruction 'shuffle.7' (shuffle) in computation 'main': shuffle "
+                         "needs mode=rotate or mode=permute (a proto-loaded shuffle carries no "
+                         "mode here)");
   hl_status_free(st);
   CU_ASSERT_PTR_NULL(out);
   CU_ASSERT_EQUAL(hl_exec_stats().live_values, 0);  // the error path released everything
@@ -403,8 +406,9 @@ static void test_nested_error_context(void) {
   hl_status_t st = hl_execute(m, NULL, &x, 1, &out);
   const char *msg = hl_status_message(st);
   CU_ASSERT_STRING_EQUAL(msg,
-                         "instruction 'bad.1' (shuffle) in computation 'inner': opcode "
-                         "'shuffle' is not supported by this executor yet; in call from "
+                         "instruction 'bad.1' (shuffle) in computation 'inner': shuffle "
+                         "needs mode=rotate or mode=permute (a proto-loaded shuffle carries no "
+                         "mode here); in call from "
                          "instruction 'call.1' (call) in computation 'mid'; in call from "
                          "instruction 'call.2' (call) in computation 'main'");
   CU_ASSERT_EQUAL(count_occurrences(msg, "bad.1"), 1);

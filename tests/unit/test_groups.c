@@ -174,6 +174,57 @@ static void test_permute(void) {
 
 // Spec collective_broadcast example: groups [[2,1]] on 4 replicas; 0 and 3
 // are in no group (they get zeros), 2 is the root.
+// Combined collective-permute with two slices per buffer (the pairs of
+// XLA's CollectivePermuteInPlaceUpdateMultipleReadWrite parser test): the
+// pairs split into two parts of three; a source or target may repeat across
+// parts but not within one. Groups come part-major; expected lists worked out
+// by hand (cross_replica on R x P: rank = replica * P + partition).
+static const hl_instruction_t *parse_combined(const char *pairs) {
+  char text[1024];
+  snprintf(text, sizeof(text),
+           "HloModule m\nENTRY e {\n  x = f32[4,2] parameter(0)\n  c0 = s32[] constant(0)\n"
+           "  t = (s32[], s32[]) tuple(c0, c0)\n"
+           "  tt = ((s32[], s32[]), (s32[], s32[])) tuple(t, t)\n"
+           "  ROOT cp = f32[4,2] collective-permute(x, x, tt, tt), source_target_pairs=%s, "
+           "slice_sizes={{1,2},{1,2}}\n}\n",
+           pairs);
+  hl_module_destroy(g_module);
+  g_module = NULL;
+  hl_status_t st = hl_parse_hlo_module(text, strlen(text), "test", &g_module);
+  if (st) {
+    fprintf(stderr, "\nparse failed: %s\n%s\n", hl_status_message(st), text);
+    hl_status_free(st);
+    return NULL;
+  }
+  return g_module->entry->root;
+}
+
+static void test_permute_combined_parts(void) {
+  const hl_instruction_t *i = parse_combined("{{0,1},{1,2},{2,3},{0,3},{2,1},{3,2}}");
+  CU_ASSERT_PTR_NOT_NULL_FATAL(i);
+  CU_ASSERT_EQUAL(hl_permute_slot_count(i), 2);
+  hl_process_groups_t g;
+  HL_ASSERT_OK(hl_process_groups_resolve(i, 4, 2, &g));
+  static const int want[12][2] = {{0, 2}, {2, 4}, {4, 6}, {1, 3}, {3, 5}, {5, 7},
+                                  {0, 6}, {4, 2}, {6, 4}, {1, 7}, {5, 3}, {7, 5}};
+  CU_ASSERT_EQUAL_FATAL(g.group_count, 12);
+  for (int k = 0; k < 12; k++) {
+    CU_ASSERT_EQUAL(g.ranks[g.offsets[k]], want[k][0]);
+    CU_ASSERT_EQUAL(g.ranks[g.offsets[k] + 1], want[k][1]);
+  }
+  hl_process_groups_deinit(&g);
+  i = parse_combined("{{0,1},{0,2},{2,3},{3,0}}");
+  CU_ASSERT_PTR_NOT_NULL_FATAL(i);
+  HL_ASSERT_ERROR_CONTAINS(hl_process_groups_resolve(i, 4, 1, &g), "source 0 appears twice");
+  i = parse_combined("{{0,1},{1,2},{2,3}}");
+  CU_ASSERT_PTR_NOT_NULL_FATAL(i);
+  HL_ASSERT_ERROR_CONTAINS(hl_process_groups_resolve(i, 4, 1, &g), "equal parts");
+  // The plain form has one part.
+  i = parse_inst("s32[8] collective-permute(p), source_target_pairs={{0,1},{1,2}}");
+  CU_ASSERT_PTR_NOT_NULL_FATAL(i);
+  CU_ASSERT_EQUAL(hl_permute_slot_count(i), 1);
+}
+
 static void test_broadcast_partial(void) {
   const hl_instruction_t *i =
       parse_inst("s32[8] collective-broadcast(p), replica_groups={{2,1}}");
@@ -226,6 +277,7 @@ static CU_TestInfo tests[] = {
     {"iota groups", test_iota},
     {"empty groups", test_empty_groups},
     {"collective-permute pairs", test_permute},
+    {"combined collective-permute parts", test_permute_combined_parts},
     {"collective-broadcast partial groups", test_broadcast_partial},
     {"validation errors", test_errors},
     CU_TEST_INFO_NULL,

@@ -43,6 +43,38 @@ static void test_mode3_batch(void) {
             "f32[3,1,1]", "{{{2}}, {{18}}, {{0}}}");
 }
 
+// numpy: (l[m] @ r[j]).astype(np.int8) per row: s8 wraps (100 * 2 = 200 -> -56).
+static void test_integer_wrap(void) {
+  hr_expect("HloModule m\nENTRY e {\n"
+            "  l = s8[2,2] constant({{100, 0}, {-3, 4}})\n"
+            "  r = s8[2,2,2] constant({{{2, 1}, {0, 1}}, {{1, 0}, {0, -1}}})\n"
+            "  g = u32[2] constant({1, 1})\n"
+            "  ROOT o = s8[2,2] ragged-dot(l, r, g), lhs_contracting_dims={1}, "
+            "rhs_contracting_dims={1}, lhs_ragged_dims={0}, rhs_group_dims={0}\n}\n",
+            "s8[2,2]", "{{-56, 100}, {-3, -4}}");
+}
+
+// group_sizes [b, g]: batch 0 splits m as {2, 0}, batch 1 as {0, 1} (row 1
+// of batch 1 is past the total). numpy: o[b, m] = L[b, m] @ R[group, b].
+static void test_group_sizes_per_batch(void) {
+  hr_expect("HloModule m\nENTRY e {\n"
+            "  l = f32[2,2,1] constant({{{1}, {2}}, {{3}, {4}}})\n"
+            "  r = f32[2,2,1,1] constant({{{{10}}, {{20}}}, {{{30}}, {{40}}}})\n"
+            "  g = s32[2,2] constant({{2, 0}, {0, 1}})\n"
+            "  ROOT o = f32[2,2,1] ragged-dot(l, r, g), lhs_batch_dims={0}, "
+            "lhs_contracting_dims={2}, rhs_batch_dims={1}, rhs_contracting_dims={2}, "
+            "lhs_ragged_dims={1}, rhs_group_dims={0}\n}\n",
+            "f32[2,2,1]", "{{{10}, {20}}, {{120}, {0}}}");
+  hr_expect_error("HloModule m\nENTRY e {\n"
+                  "  l = f32[2,2,1] constant({{{1}, {2}}, {{3}, {4}}})\n"
+                  "  r = f32[2,2,1,1] constant({{{{10}}, {{20}}}, {{{30}}, {{40}}}})\n"
+                  "  g = s32[2,2] constant({{2, 0}, {0, -1}})\n"
+                  "  ROOT o = f32[2,2,1] ragged-dot(l, r, g), lhs_batch_dims={0}, "
+                  "lhs_contracting_dims={2}, rhs_batch_dims={1}, rhs_contracting_dims={2}, "
+                  "lhs_ragged_dims={1}, rhs_group_dims={0}\n}\n",
+                  "group_sizes element 3 = -1 is negative");
+}
+
 static void test_errors(void) {
   hr_expect_error("HloModule m\nENTRY e {\n" M1_INPUTS
                   "  g = s64[3] constant({2, -1, 2})\n"
@@ -80,6 +112,8 @@ static CU_TestInfo tests[] = {
     {"mode1_non_contracting", test_mode1_non_contracting},
     {"mode2_contracting", test_mode2_contracting},
     {"mode3_batch", test_mode3_batch},
+    {"integer_wrap", test_integer_wrap},
+    {"group_sizes_per_batch", test_group_sizes_per_batch},
     {"errors", test_errors},
     CU_TEST_INFO_NULL,
 };
