@@ -30,10 +30,24 @@ hl_kernel_fn_t hl_exec_kernel_for_opcode(hl_opcode_t opcode) { return kDispatch[
 // Kernel context
 //===----------------------------------------------------------------------===//
 
+// Scalar programs of the computations called through
+// hl_kernel_call_computation (program NULL: it did not compile).
+struct scalar_entry {
+  const hl_computation_t *computation;
+  hl_scalar_program_t *program;
+};
+
+struct hl_executable {
+  const hl_module_t *module;
+  hl_plan_cache_t *plans;
+  struct scalar_entry *scalars;
+  int scalar_count, scalar_cap;
+};
+
 struct hl_kernel_context {
   const hl_module_t *module;
   hl_exec_options_t options;  // num_replicas / num_partitions normalised to >= 1
-  hl_plan_cache_t *plans;
+  hl_executable_t *exe;       // plans and scalar programs, kept across runs
   hl_literal_t *const *args;  // the running frame's arguments
   int arg_count;
   const hl_plan_t *plan;      // the running frame's plan and position in it
@@ -50,13 +64,6 @@ struct hl_kernel_context {
     void (*discard)(void *state);
   } *pending;
   int pending_count, pending_cap;
-  // Scalar programs of the computations called through
-  // hl_kernel_call_computation (program NULL: it did not compile).
-  struct scalar_entry {
-    const hl_computation_t *computation;
-    hl_scalar_program_t *program;
-  } *scalars;
-  int scalar_count, scalar_cap;
 };
 
 hl_status_t hl_kernel_pending_put(hl_kernel_context_t *ctx, const hl_instruction_t *start,
@@ -196,7 +203,7 @@ static hl_status_t run_computation(hl_kernel_context_t *ctx, const hl_computatio
                                    hl_literal_t **out) {
   *out = NULL;
   hl_plan_t *plan;
-  HL_RETURN_IF_ERROR(hl_plan_cache_get(ctx->plans, c, &plan));
+  HL_RETURN_IF_ERROR(hl_plan_cache_get(ctx->exe->plans, c, &plan));
   if (plan->active)
     return HL_INVALID("computation '%s' calls itself (recursion is not allowed in HLO)", c->name);
   plan->active = true;
@@ -270,21 +277,22 @@ static hl_status_t run_computation(hl_kernel_context_t *ctx, const hl_computatio
 static hl_status_t scalar_program_for(hl_kernel_context_t *ctx, const hl_computation_t *c,
                                       hl_scalar_program_t **out) {
   *out = NULL;
-  for (int i = 0; i < ctx->scalar_count; i++)
-    if (ctx->scalars[i].computation == c) {
-      *out = ctx->scalars[i].program;
+  hl_executable_t *exe = ctx->exe;
+  for (int i = 0; i < exe->scalar_count; i++)
+    if (exe->scalars[i].computation == c) {
+      *out = exe->scalars[i].program;
       return NULL;
     }
-  if (ctx->scalar_count == ctx->scalar_cap) {
-    int cap = ctx->scalar_cap ? 2 * ctx->scalar_cap : 4;
-    struct scalar_entry *e = hl_realloc(ctx->scalars, (size_t)cap * sizeof(*e));
+  if (exe->scalar_count == exe->scalar_cap) {
+    int cap = exe->scalar_cap ? 2 * exe->scalar_cap : 4;
+    struct scalar_entry *e = hl_realloc(exe->scalars, (size_t)cap * sizeof(*e));
     if (!e) return HL_OOM();
-    ctx->scalars = e;
-    ctx->scalar_cap = cap;
+    exe->scalars = e;
+    exe->scalar_cap = cap;
   }
   hl_scalar_program_t *p = NULL;
   HL_RETURN_IF_ERROR(hl_scalar_program_compile(c, &p));
-  ctx->scalars[ctx->scalar_count++] = (struct scalar_entry){c, p};
+  exe->scalars[exe->scalar_count++] = (struct scalar_entry){c, p};
   *out = p;
   return NULL;
 }
@@ -306,31 +314,63 @@ hl_status_t hl_kernel_call_computation(hl_kernel_context_t *ctx,
   return st;
 }
 
-hl_status_t hl_execute(const hl_module_t *module, const hl_exec_options_t *options,
-                       hl_literal_t *const *args, int arg_count, hl_literal_t **out_result) {
+hl_status_t hl_executable_create(const hl_module_t *module, hl_executable_t **out_executable) {
+  *out_executable = NULL;
+  if (!module || !module->entry) return HL_INVALID("module has no entry computation");
+  hl_executable_t *exe = hl_calloc(1, sizeof(*exe));
+  if (!exe) return HL_OOM();
+  exe->module = module;
+  hl_status_t st = hl_plan_cache_create(module->computation_count, &exe->plans);
+  if (st) {
+    hl_free(exe);
+    return st;
+  }
+  *out_executable = exe;
+  return NULL;
+}
+
+void hl_executable_destroy(hl_executable_t *exe) {
+  if (!exe) return;
+  for (int i = 0; i < exe->scalar_count; i++) hl_scalar_program_destroy(exe->scalars[i].program);
+  hl_free(exe->scalars);
+  hl_plan_cache_destroy(exe->plans);
+  hl_free(exe);
+}
+
+hl_status_t hl_executable_run(hl_executable_t *exe, const hl_exec_options_t *options,
+                              hl_literal_t *const *args, int arg_count,
+                              hl_literal_t **out_result) {
   if (!out_result) return HL_INVALID("hl_execute: out_result is NULL");
   *out_result = NULL;
-  if (!module || !module->entry) return HL_INVALID("module has no entry computation");
+  if (!exe) return HL_INVALID("hl_executable_run: no executable");
   if (arg_count < 0 || (arg_count > 0 && !args))
     return HL_INVALID("hl_execute: bad argument array");
+  const hl_module_t *module = exe->module;
   const hl_computation_t *entry = module->entry;
   HL_RETURN_IF_ERROR_CTX(check_arguments(entry, args, arg_count), "entry computation '%s'",
                          entry->name);
-  hl_kernel_context_t ctx = {.module = module};
+  hl_kernel_context_t ctx = {.module = module, .exe = exe};
   if (options) ctx.options = *options;
   if (ctx.options.num_replicas <= 0) ctx.options.num_replicas = 1;
   if (ctx.options.num_partitions <= 0) ctx.options.num_partitions = 1;
-  HL_RETURN_IF_ERROR(hl_plan_cache_create(module->computation_count, &ctx.plans));
   hl_status_t st = run_computation(&ctx, entry, args, arg_count, out_result);
   for (int i = 0; i < ctx.pending_count; i++) ctx.pending[i].discard(ctx.pending[i].state);
   hl_free(ctx.pending);
-  for (int i = 0; i < ctx.scalar_count; i++) hl_scalar_program_destroy(ctx.scalars[i].program);
-  hl_free(ctx.scalars);
   st = hl_channel_pending_finish(ctx.options.comm, ctx.channel_pending, st);
   if (st) {
     hl_literal_release(*out_result);
     *out_result = NULL;
   }
-  hl_plan_cache_destroy(ctx.plans);
+  return st;
+}
+
+hl_status_t hl_execute(const hl_module_t *module, const hl_exec_options_t *options,
+                       hl_literal_t *const *args, int arg_count, hl_literal_t **out_result) {
+  if (!out_result) return HL_INVALID("hl_execute: out_result is NULL");
+  *out_result = NULL;
+  hl_executable_t *exe;
+  HL_RETURN_IF_ERROR(hl_executable_create(module, &exe));
+  hl_status_t st = hl_executable_run(exe, options, args, arg_count, out_result);
+  hl_executable_destroy(exe);
   return st;
 }

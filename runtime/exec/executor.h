@@ -7,6 +7,15 @@
 //
 // The executor plans each computation once (operand order, last use of every
 // value so buffers are released as soon as they are dead), then walks it.
+//
+// A program run many times (replays, benchmarks, a launcher loop) keeps its
+// plans and compiled scalar reducers in an executable instead, as XLA
+// separates compile from execute:
+//
+//   hl_executable_t *exe;
+//   HL_RETURN_IF_ERROR(hl_executable_create(module, &exe));
+//   for (...) HL_RETURN_IF_ERROR(hl_executable_run(exe, &opts, args, nargs, &result));
+//   hl_executable_destroy(exe);
 #ifndef HL_RUNTIME_EXEC_EXECUTOR_H_
 #define HL_RUNTIME_EXEC_EXECUTOR_H_
 
@@ -31,5 +40,17 @@ typedef struct hl_exec_options {
 // Errors name the instruction that failed.
 hl_status_t hl_execute(const hl_module_t *module, const hl_exec_options_t *options,
                        hl_literal_t *const *args, int arg_count, hl_literal_t **out_result);
+
+// The module's plans and scalar programs, built on first use and kept for
+// later runs. The module must outlive the executable. Not thread-safe: one
+// run at a time per executable.
+typedef struct hl_executable hl_executable_t;
+
+hl_status_t hl_executable_create(const hl_module_t *module, hl_executable_t **out_executable);
+void hl_executable_destroy(hl_executable_t *executable);  // NULL-safe
+// hl_execute on the executable's module, reusing what earlier runs built.
+hl_status_t hl_executable_run(hl_executable_t *executable, const hl_exec_options_t *options,
+                              hl_literal_t *const *args, int arg_count,
+                              hl_literal_t **out_result);
 
 #endif  // HL_RUNTIME_EXEC_EXECUTOR_H_

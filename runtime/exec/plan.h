@@ -53,7 +53,7 @@ void hl_plan_destroy(hl_plan_t *plan);  // NULL-safe
 // when unused; -1 for the root, which is never released). For tests.
 int hl_plan_last_use(const hl_plan_t *plan, int slot);
 
-// A small map computation -> plan, filled lazily; one per hl_execute call.
+// A small map computation -> plan, filled lazily; one per executable.
 typedef struct hl_plan_cache hl_plan_cache_t;
 
 hl_status_t hl_plan_cache_create(int capacity_hint, hl_plan_cache_t **out_cache);

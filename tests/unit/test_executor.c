@@ -785,6 +785,60 @@ static void test_text_while_factorial(void) {
   hl_module_destroy(m);
 }
 
+// One executable, many runs: plans and compiled reducers are kept, and a run
+// that fails half-way (branch 1 reaches an unknown custom-call) leaves
+// nothing behind for the next run. Sums worked by hand.
+static void test_executable_reused_across_runs(void) {
+  hl_module_t *m = parse(
+      "HloModule m\n"
+      "add {\n"
+      "  a = s32[] parameter(0)\n"
+      "  b = s32[] parameter(1)\n"
+      "  ROOT s = s32[] add(a, b)\n"
+      "}\n"
+      "ok {\n"
+      "  x = s32[3] parameter(0)\n"
+      "  z = s32[] constant(0)\n"
+      "  ROOT r = s32[] reduce(x, z), dimensions={0}, to_apply=add\n"
+      "}\n"
+      "bad {\n"
+      "  x = s32[3] parameter(0)\n"
+      "  ROOT r = s32[] custom-call(x), custom_call_target=\"no_such_target\"\n"
+      "}\n"
+      "ENTRY main {\n"
+      "  i = s32[] parameter(0)\n"
+      "  x = s32[3] parameter(1)\n"
+      "  ROOT c = s32[] conditional(i, x, x), branch_computations={ok, bad}\n"
+      "}\n");
+  hl_executable_t *exe = NULL;
+  HL_ASSERT_OK(hl_executable_create(m, &exe));
+  int64_t three = 3;
+  hl_shape_t vec = hl_shape_array(HL_S32, 1, &three), scalar = hl_shape_scalar(HL_S32);
+  hl_literal_t *args[2];
+  HL_ASSERT_OK(hl_literal_create(&scalar, &args[0]));
+  HL_ASSERT_OK(hl_literal_create(&vec, &args[1]));
+  const int64_t branch[4] = {0, 1, 0, 0};
+  for (int run = 0; run < 4; run++) {
+    ((int32_t *)args[0]->data)[0] = (int32_t)branch[run];
+    for (int k = 0; k < 3; k++) ((int32_t *)args[1]->data)[k] = 10 * run + k;  // sum 30 run + 3
+    hl_literal_t *out = NULL;
+    hl_status_t st = hl_executable_run(exe, NULL, args, 2, &out);
+    if (branch[run] == 1) {
+      HL_ASSERT_ERROR_CONTAINS(st, "no_such_target");
+      CU_ASSERT_PTR_NULL(out);
+      continue;
+    }
+    HL_ASSERT_OK(st);
+    CU_ASSERT_EQUAL(hl_literal_get_s64(out, 0), 30 * run + 3);
+    hl_literal_release(out);
+  }
+  CU_ASSERT_EQUAL(hl_exec_stats().live_values, 0);
+  hl_literal_release(args[0]);
+  hl_literal_release(args[1]);
+  hl_executable_destroy(exe);
+  hl_module_destroy(m);
+}
+
 // branch_computations: index 1 -> b1; 7 and -2 are out of range -> last (b2).
 static void test_text_conditional_branches(void) {
   hl_module_t *m = parse(
@@ -940,6 +994,7 @@ static CU_TestInfo tests[] = {
     {"while_condition_must_return_pred", test_while_condition_must_return_pred},
     {"conditional", test_conditional},
     {"text_while_factorial", test_text_while_factorial},
+    {"executable_reused_across_runs", test_executable_reused_across_runs},
     {"text_conditional_branches", test_text_conditional_branches},
     {"text_data_movement_pipeline", test_text_data_movement_pipeline},
     {"text_error_has_source_position", test_text_error_has_source_position},
