@@ -28,81 +28,9 @@
 
 #include "runtime/base/alloc.h"
 #include "runtime/exec/plan.h"
+#include "runtime/kernels/collective_support.h"
 #include "runtime/kernels/element_access.h"
 #include "runtime/kernels/kernel.h"
-#include "runtime/kernels/reducer_match.h"
-
-static hl_status_t group_of(hl_kernel_context_t *ctx, const hl_instruction_t *inst, int *size,
-                            int *index) {
-  const hl_exec_options_t *o = hl_kernel_options(ctx);
-  if (!o->comm) {
-    if (o->num_replicas * o->num_partitions > 1)
-      return HL_INVALID("%s: a %lldx%lld grid needs a communicator (run it with hlo-launch)",
-                        hl_instruction_location(inst), (long long)o->num_replicas,
-                        (long long)o->num_partitions);
-    *size = 1;
-    *index = 0;
-    return NULL;
-  }
-  return o->comm->vtable->group_of(o->comm, inst, size, index);
-}
-
-//===----------------------------------------------------------------------===//
-// Reducers
-//===----------------------------------------------------------------------===//
-
-typedef struct reducer_state {
-  hl_kernel_context_t *ctx;
-  const hl_computation_t *computation;
-} reducer_state_t;
-
-// inout[i] = computation(in[i], inout[i]), through the executor.
-static hl_status_t run_reducer(void *state, hl_dtype_t dtype, const void *in, void *inout,
-                               int64_t count) {
-  reducer_state_t *s = state;
-  hl_shape_t scalar = hl_shape_scalar(dtype);
-  size_t es = hl_dtype_size(dtype);
-  hl_status_t st = NULL;
-  for (int64_t i = 0; i < count && !st; i++) {
-    hl_literal_t *a = NULL, *b = NULL, *res = NULL;
-    st = hl_literal_create_uninitialized(&scalar, &a);
-    if (!st) st = hl_literal_create_uninitialized(&scalar, &b);
-    if (!st) {
-      memcpy(a->data, (const char *)in + (size_t)i * es, es);
-      memcpy(b->data, (char *)inout + (size_t)i * es, es);
-      hl_literal_t *args[2] = {a, b};
-      st = hl_kernel_call_computation(s->ctx, s->computation, args, 2, &res);
-    }
-    if (!st && (res->shape.dtype != dtype || res->shape.rank != 0))
-      st = HL_INVALID("reducer '%s' returned %s, expected %s[]", s->computation->name,
-                      hl_shape_debug_string(&res->shape), hl_dtype_name(dtype));
-    if (!st) memcpy((char *)inout + (size_t)i * es, res->data, es);
-    hl_literal_release(res);
-    hl_literal_release(a);
-    hl_literal_release(b);
-  }
-  return st;
-}
-
-// A plain reducer (one add / multiply / ... of the two parameters) lets the
-// backend use a native reduction; run_reducer stays the reference.
-static void make_reducer(hl_kernel_context_t *ctx, const hl_computation_t *c, hl_dtype_t dtype,
-                         reducer_state_t *state, hl_comm_reducer_t *out) {
-  state->ctx = ctx;
-  state->computation = c;
-  out->combine = run_reducer;
-  out->state = state;
-  switch (hl_simple_reducer_op(c, dtype)) {
-    case HL_OP_ADD: out->op = HL_COMM_REDUCE_ADD; break;
-    case HL_OP_MULTIPLY: out->op = HL_COMM_REDUCE_MUL; break;
-    case HL_OP_MINIMUM: out->op = HL_COMM_REDUCE_MIN; break;
-    case HL_OP_MAXIMUM: out->op = HL_COMM_REDUCE_MAX; break;
-    case HL_OP_AND: out->op = HL_COMM_REDUCE_AND; break;
-    case HL_OP_OR: out->op = HL_COMM_REDUCE_OR; break;
-    case HL_OP_XOR: out->op = HL_COMM_REDUCE_XOR; break;
-    default: out->op = HL_COMM_REDUCE_CUSTOM; break;
-  }
-}
 
 // The root agreement's reference combine: element-wise s32 maximum.
 static hl_status_t max_s32(void *state, hl_dtype_t dtype, const void *in, void *inout,
@@ -187,7 +115,7 @@ hl_status_t hl_kernel_collective_reduce(hl_kernel_context_t *ctx, const hl_instr
                         HL_SHAPE_STR(&operands[k]->shape), HL_SHAPE_STR(want));
   }
   int size, index;
-  HL_RETURN_IF_ERROR(group_of(ctx, inst, &size, &index));
+  HL_RETURN_IF_ERROR(hl_collective_group_of(ctx, inst, &size, &index));
   int32_t *roots = hl_malloc((size_t)data * sizeof(*roots));
   hl_literal_t **res = hl_calloc((size_t)data, sizeof(*res));
   hl_status_t st = roots && res ? NULL : HL_OOM();
@@ -200,9 +128,9 @@ hl_status_t hl_kernel_collective_reduce(hl_kernel_context_t *ctx, const hl_instr
       res[k] = hl_literal_retain(operands[k]);
       continue;
     }
-    reducer_state_t rstate;
+    hl_collective_reducer_state_t rstate;
     hl_comm_reducer_t reducer;
-    make_reducer(ctx, to_apply, x->shape.dtype, &rstate, &reducer);
+    hl_collective_make_reducer(ctx, to_apply, x->shape.dtype, &rstate, &reducer);
     int64_t count = hl_literal_element_count(x);
     if (index != roots[k]) {
       // The other members send; their result is zeros (see above).

@@ -22,6 +22,7 @@
 
 #include "runtime/base/alloc.h"
 #include "runtime/exec/plan.h"
+#include "runtime/kernels/collective_support.h"
 #include "runtime/kernels/element_access.h"
 #include "runtime/kernels/kernel.h"
 #include "runtime/kernels/strided_copy.h"
@@ -183,23 +184,8 @@ static void pack_blocks(const char *src, char *dst, int64_t outer, int64_t n_tot
 }
 
 //===----------------------------------------------------------------------===//
-// Groups
+// Results
 //===----------------------------------------------------------------------===//
-
-static hl_status_t group_of(hl_kernel_context_t *ctx, const hl_instruction_t *inst, int *size,
-                            int *index) {
-  const hl_exec_options_t *o = hl_kernel_options(ctx);
-  if (!o->comm) {
-    if (o->num_replicas * o->num_partitions != 1)
-      return HL_INVALID("%s: a %lldx%lld grid needs a communicator (run it with hlo-launch)",
-                        hl_instruction_location(inst), (long long)o->num_replicas,
-                        (long long)o->num_partitions);
-    *size = 1;
-    *index = 0;
-    return NULL;
-  }
-  return o->comm->vtable->group_of(o->comm, inst, size, index);
-}
 
 // operands of a variadic collective: either the array operands themselves,
 // and the result one array or a tuple of them.
@@ -224,74 +210,12 @@ static void release_all(hl_literal_t **elems, int n) {
 // Reducers
 //===----------------------------------------------------------------------===//
 
-typedef struct reducer_state {
-  hl_kernel_context_t *ctx;
-  const hl_computation_t *computation;
-} reducer_state_t;
-
-// inout[i] = computation(in[i], inout[i]), through the executor.
-static hl_status_t run_reducer(void *state, hl_dtype_t dtype, const void *in, void *inout,
-                               int64_t count) {
-  reducer_state_t *s = state;
-  hl_shape_t scalar = hl_shape_scalar(dtype);
-  size_t es = hl_dtype_size(dtype);
-  hl_literal_t *a = NULL, *b = NULL;
-  hl_status_t st = NULL;
-  for (int64_t i = 0; i < count && !st; i++) {
-    if (!a || a->refcount > 1) {
-      hl_literal_release(a);
-      a = NULL;
-      st = hl_literal_create_uninitialized(&scalar, &a);
-    }
-    if (!st && (!b || b->refcount > 1)) {
-      hl_literal_release(b);
-      b = NULL;
-      st = hl_literal_create_uninitialized(&scalar, &b);
-    }
-    if (st) break;
-    memcpy(a->data, (const char *)in + (size_t)i * es, es);
-    memcpy(b->data, (char *)inout + (size_t)i * es, es);
-    hl_literal_t *args[2] = {a, b}, *res = NULL;
-    st = hl_kernel_call_computation(s->ctx, s->computation, args, 2, &res);
-    if (!st && (res->shape.dtype != dtype || res->shape.rank != 0))
-      st = HL_INVALID("reducer '%s' returned %s, expected %s[]", s->computation->name,
-                      hl_shape_debug_string(&res->shape), hl_dtype_name(dtype));
-    if (!st) memcpy((char *)inout + (size_t)i * es, res->data, es);
-    hl_literal_release(res);
-  }
-  hl_literal_release(a);
-  hl_literal_release(b);
-  return st;
-}
-
-// The reducer of an all-reduce / reduce-scatter: a plain op when to_apply is
-// one add / multiply / minimum / maximum / and / or / xor of its parameters.
+// The reducer of an all-reduce / reduce-scatter: its to_apply.
 static hl_status_t make_reducer(hl_kernel_context_t *ctx, const hl_instruction_t *inst,
-                                reducer_state_t *state, hl_comm_reducer_t *out) {
+                                hl_collective_reducer_state_t *state, hl_comm_reducer_t *out) {
   const hl_computation_t *c = hl_instruction_to_apply(inst);
   if (!c) return HL_INVALID("%s: no reducer computation (to_apply)", hl_instruction_location(inst));
-  state->ctx = ctx;
-  state->computation = c;
-  out->op = HL_COMM_REDUCE_CUSTOM;
-  out->combine = run_reducer;
-  out->state = state;
-  const hl_instruction_t *r = c->root;
-  if (c->parameter_count != 2 || !r || r->operand_count != 2 || r->shape.rank != 0 ||
-      r->shape.dtype == HL_TUPLE)
-    return NULL;
-  const hl_instruction_t *x = r->operands[0], *y = r->operands[1];
-  if (x->opcode != HL_OP_PARAMETER || y->opcode != HL_OP_PARAMETER || x == y) return NULL;
-  if (x->shape.dtype != r->shape.dtype || y->shape.dtype != r->shape.dtype) return NULL;
-  switch (r->opcode) {
-    case HL_OP_ADD: out->op = HL_COMM_REDUCE_ADD; break;
-    case HL_OP_MULTIPLY: out->op = HL_COMM_REDUCE_MUL; break;
-    case HL_OP_MINIMUM: out->op = HL_COMM_REDUCE_MIN; break;
-    case HL_OP_MAXIMUM: out->op = HL_COMM_REDUCE_MAX; break;
-    case HL_OP_AND: out->op = HL_COMM_REDUCE_AND; break;
-    case HL_OP_OR: out->op = HL_COMM_REDUCE_OR; break;
-    case HL_OP_XOR: out->op = HL_COMM_REDUCE_XOR; break;
-    default: break;
-  }
+  hl_collective_make_reducer(ctx, c, c->root ? c->root->shape.dtype : HL_TUPLE, state, out);
   return NULL;
 }
 
@@ -302,8 +226,8 @@ static hl_status_t make_reducer(hl_kernel_context_t *ctx, const hl_instruction_t
 static hl_status_t all_reduce(hl_kernel_context_t *ctx, const hl_instruction_t *inst,
                               hl_literal_t *const *operands, bool async, hl_literal_t **out) {
   int n = inst->operand_count, size, index;
-  HL_RETURN_IF_ERROR(group_of(ctx, inst, &size, &index));
-  reducer_state_t rstate;
+  HL_RETURN_IF_ERROR(hl_collective_group_of(ctx, inst, &size, &index));
+  hl_collective_reducer_state_t rstate;
   hl_comm_reducer_t reducer;
   HL_RETURN_IF_ERROR(make_reducer(ctx, inst, &rstate, &reducer));
   hl_literal_t **res = hl_calloc((size_t)n, sizeof(*res));
@@ -416,7 +340,7 @@ static hl_status_t gather_one(hl_kernel_context_t *ctx, job_t *j, const hl_instr
 static hl_status_t all_gather(hl_kernel_context_t *ctx, const hl_instruction_t *inst,
                               hl_literal_t *const *operands, bool async, hl_literal_t **out) {
   int n = inst->operand_count, size, index;
-  HL_RETURN_IF_ERROR(group_of(ctx, inst, &size, &index));
+  HL_RETURN_IF_ERROR(hl_collective_group_of(ctx, inst, &size, &index));
   const hl_shape_t *rshape = &inst->shape;
   if (async) {
     if (inst->shape.dtype != HL_TUPLE || inst->shape.tuple_count != 2)
@@ -474,11 +398,11 @@ hl_status_t hl_kernel_all_gather_done(hl_kernel_context_t *ctx, const hl_instruc
 hl_status_t hl_kernel_reduce_scatter(hl_kernel_context_t *ctx, const hl_instruction_t *inst,
                                      hl_literal_t *const *operands, hl_literal_t **out) {
   int n = inst->operand_count, size, index;
-  HL_RETURN_IF_ERROR(group_of(ctx, inst, &size, &index));
+  HL_RETURN_IF_ERROR(hl_collective_group_of(ctx, inst, &size, &index));
   if (inst->attrs.dimensions.n != 1)
     return HL_INVALID("%s: reduce-scatter needs dimensions={d}", hl_instruction_location(inst));
   int d = (int)inst->attrs.dimensions.v[0];
-  reducer_state_t rstate;
+  hl_collective_reducer_state_t rstate;
   hl_comm_reducer_t reducer;
   HL_RETURN_IF_ERROR(make_reducer(ctx, inst, &rstate, &reducer));
   hl_comm_t *comm = hl_kernel_options(ctx)->comm;
@@ -566,7 +490,7 @@ static hl_status_t all_to_all_tuple(hl_kernel_context_t *ctx, const hl_instructi
 hl_status_t hl_kernel_all_to_all(hl_kernel_context_t *ctx, const hl_instruction_t *inst,
                                  hl_literal_t *const *operands, hl_literal_t **out) {
   int size, index;
-  HL_RETURN_IF_ERROR(group_of(ctx, inst, &size, &index));
+  HL_RETURN_IF_ERROR(hl_collective_group_of(ctx, inst, &size, &index));
   if (inst->attrs.dimensions.n == 0) return all_to_all_tuple(ctx, inst, operands, size, out);
   // Array form: dimensions={split_dim}; XLA's all-to-all splits and
   // concatenates along the same dimension.
@@ -951,7 +875,7 @@ hl_status_t hl_kernel_collective_broadcast(hl_kernel_context_t *ctx,
                                            const hl_instruction_t *inst,
                                            hl_literal_t *const *operands, hl_literal_t **out) {
   int n = inst->operand_count, size, index;
-  HL_RETURN_IF_ERROR(group_of(ctx, inst, &size, &index));
+  HL_RETURN_IF_ERROR(hl_collective_group_of(ctx, inst, &size, &index));
   hl_comm_t *comm = hl_kernel_options(ctx)->comm;
   hl_literal_t **res = hl_calloc((size_t)n, sizeof(*res));
   hl_status_t st = res ? NULL : HL_OOM();
@@ -1000,7 +924,7 @@ static int64_t read_index(const hl_literal_t *l, int64_t i) { return hl_literal_
 hl_status_t hl_kernel_ragged_all_to_all(hl_kernel_context_t *ctx, const hl_instruction_t *inst,
                                         hl_literal_t *const *operands, hl_literal_t **out) {
   int size, index;
-  HL_RETURN_IF_ERROR(group_of(ctx, inst, &size, &index));
+  HL_RETURN_IF_ERROR(hl_collective_group_of(ctx, inst, &size, &index));
   const hl_literal_t *in = operands[0], *outp = operands[1];
   if (inst->operand_count != 6 || in->shape.rank < 1 || outp->shape.rank != in->shape.rank ||
       outp->shape.dtype != in->shape.dtype || !hl_shape_equal(&inst->shape, &outp->shape))
