@@ -3,12 +3,15 @@
 # our collectives (communicator interface and hl_execute of a one-op module)
 # vs the raw MPI call on the same buffers. Usage:
 #   bench/run_collectives.sh [BUILD_DIR] [-- bench options, e.g. --max-bytes 1048576]
+# Without bench options it runs the settings of collectives/README.md's table
+# (--budget 2 --fresh-results).
 # Environment: NPS="2 8" (process counts), JOBS=2 (build parallelism).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build-bench}
 [[ $# -gt 0 ]] && shift
 [[ ${1:-} == "--" ]] && shift
+[[ $# -eq 0 ]] && set -- --budget 2 --fresh-results
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release > /dev/null
 cmake --build "$build" --target bench_collectives -j"${JOBS:-2}" > /dev/null
 mpi_args=(--oversubscribe --bind-to none)
