@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds bench_collectives (Release) and runs it on 2 and 8 MPI processes:
-# our collectives (communicator interface and hl_execute of a one-op module)
+# our collectives (communicator interface and a one-op module run by the executor)
 # vs the raw MPI call on the same buffers. Usage:
 #   bench/run_collectives.sh [BUILD_DIR] [-- bench options, e.g. --max-bytes 1048576]
 # Without bench options it runs the settings of collectives/README.md's table
