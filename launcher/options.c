@@ -71,6 +71,15 @@ static const char kHelp[] =
     "                        it as one global array (a shard dimension times its\n"
     "                        tiles: padding of uneven splits is kept)\n"
     "\n"
+    "Timing:\n"
+    "  --repeat N            run the program N times on the same inputs (plans are\n"
+    "                        built once) and have rank 0 print to stderr the first\n"
+    "                        run's time and min / median / max of the others; a\n"
+    "                        run's time is the slowest process's, measured between\n"
+    "                        a barrier and that process's end. Results are the last\n"
+    "                        run's. Not with --infeed / --infeed-dir / --outfeed-dir\n"
+    "                        (a run consumes its feeds).\n"
+    "\n"
     "Channels and host transfers:\n"
     "  --infeed A.npy,B.npy  infeed and host recv (is_host_transfer=true) take these\n"
     "                        files in order (one per array; the same files for every\n"
@@ -181,6 +190,7 @@ enum {
   OPT_OUTFEED_DIR,
   OPT_MPMD_PROGRAM,
   OPT_EXPLAIN_GROUPS,
+  OPT_REPEAT,
 };
 
 static const struct option kLongOptions[] = {
@@ -213,6 +223,7 @@ static const struct option kLongOptions[] = {
     {"outfeed-dir", required_argument, NULL, OPT_OUTFEED_DIR},
     {"mpmd-program", required_argument, NULL, OPT_MPMD_PROGRAM},
     {"explain-groups", no_argument, NULL, OPT_EXPLAIN_GROUPS},
+    {"repeat", required_argument, NULL, OPT_REPEAT},
     {NULL, 0, NULL, 0},
 };
 
@@ -418,6 +429,7 @@ static hl_status_t parse_into(int argc, char **argv, hl_launch_options_t *o) {
       case OPT_OUTFEED_DIR: o->outfeed_dir = optarg; break;
       case OPT_MPMD_PROGRAM: mpmd_program = optarg; break;
       case OPT_EXPLAIN_GROUPS: o->explain_groups = true; break;
+      case OPT_REPEAT: HL_RETURN_IF_ERROR(parse_count("--repeat", optarg, &o->repeat)); break;
       case ':': {
         const char *flag = argv[optind - 1];
         return HL_INVALID("%s needs a value", flag);
@@ -443,6 +455,9 @@ static hl_status_t parse_into(int argc, char **argv, hl_launch_options_t *o) {
   if (o->args_dir && !*o->args_dir) return HL_INVALID("--args-dir is empty");
   if (o->global_output && !*o->global_output) return HL_INVALID("--global-output is empty");
   if (o->hosts && o->hostfile) return HL_INVALID("-H and --hostfile both name the hosts; give one");
+  if (o->repeat > 1 && (o->infeed_files || o->infeed_dir || o->outfeed_dir))
+    return HL_INVALID("--repeat cannot be combined with --infeed, --infeed-dir or --outfeed-dir: "
+                      "each run would consume the feeds again");
   return NULL;
 }
 

@@ -18,6 +18,7 @@
 #include "launcher/grid.h"
 #include "launcher/inputs.h"
 #include "launcher/outputs.h"
+#include "launcher/timing.h"
 #include "runtime/base/alloc.h"
 #include "runtime/exec/executor.h"
 #include "runtime/proto/program_loader.h"
@@ -242,7 +243,7 @@ static void print_results(const worker_t *w, const char *text, size_t length) {
   if (w->rank == 0) fflush(stdout);
 }
 
-static hl_status_t execute(const worker_t *w, hl_comm_t *comm, const hl_program_t *program,
+static hl_status_t execute(const worker_t *w, hl_comm_t *comm, hl_executable_t *exe,
                            const hl_inputs_t *inputs, hl_literal_t **out_result) {
   hl_exec_options_t opts = {
       .replica_id = w->replica,
@@ -260,7 +261,43 @@ static hl_status_t execute(const worker_t *w, hl_comm_t *comm, const hl_program_
       return HL_INVALID("injected execution failure (HL_TEST_EXEC_FAIL_RANK)");
     return comm->vtable->barrier(comm);
   }
-  return hl_execute(program->module, &opts, inputs->args, inputs->count, out_result);
+  return hl_executable_run(exe, &opts, inputs->args, inputs->count, out_result);
+}
+
+// Runs the program once, or --repeat times with the timing report on rank
+// 0's stderr. Every run ends with an agreement, so a rank that fails in run k
+// ends the job instead of leaving the others in run k + 1.
+static bool execute_runs(worker_t *w, hl_comm_t *comm, const hl_program_t *program,
+                         const hl_inputs_t *inputs, hl_literal_t **result) {
+  bool timed = w->options->repeat > 0;
+  int64_t runs = timed ? w->options->repeat : 1;
+  hl_executable_t *exe = NULL;
+  double *seconds = hl_calloc((size_t)runs, sizeof(double));
+  hl_status_t st = seconds ? hl_executable_create(program->module, &exe) : HL_OOM();
+  bool ok = agree(w, st, false);
+  for (int64_t i = 0; ok && i < runs; i++) {
+    hl_literal_release(*result);
+    *result = NULL;
+    if (timed) MPI_Barrier(MPI_COMM_WORLD);
+    double start = MPI_Wtime();
+    st = execute(w, comm, exe, inputs, result);
+    double mine = MPI_Wtime() - start;
+    ok = agree(w, st, true);
+    if (ok && timed)
+      MPI_Reduce(&mine, &seconds[i], 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+  }
+  if (ok && timed && w->rank == 0) {
+    hl_strbuf_t line;
+    hl_strbuf_init(&line);
+    hl_status_t fmt = hl_timing_format(seconds, runs, w->size, &line);
+    if (fmt) hl_status_free(fmt);
+    else fprintf(stderr, "hlo-launch: %s\n", hl_strbuf_cstr(&line));
+    fflush(stderr);
+    hl_strbuf_deinit(&line);
+  }
+  hl_executable_destroy(exe);
+  hl_free(seconds);
+  return ok;
 }
 
 // Pairs the program's channels with every other rank's (collective: every
@@ -319,7 +356,7 @@ static bool run(worker_t *w) {
   if (!agree(w, setup_channels(w, comm, &program), false)) goto done;
   // Freed only after the agreement, which a failed rank may end with
   // MPI_Abort: freeing is collective too, and the others may never get there.
-  if (!agree(w, execute(w, comm, &program, &inputs, &result), true)) goto done;
+  if (!execute_runs(w, comm, &program, &inputs, &result)) goto done;
   if (o->output_dir &&
       !agree(w, hl_outputs_write(o->output_dir, result, w->replica, w->partition, &inputs), false))
     goto done;

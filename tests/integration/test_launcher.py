@@ -326,6 +326,43 @@ def test_failure_while_others_block_ends_the_job():
     return None
 
 
+REPEAT_LINE = re.compile(r"^hlo-launch: 3 runs on 2 processes: first ([0-9.]+) ms; runs 2-3: "
+                         r"min ([0-9.]+) ms, median ([0-9.]+) ms, max ([0-9.]+) ms$")
+
+
+def test_repeat_times_runs_and_keeps_last_result():
+    """--repeat 3: one report line on stderr, ordered figures, correct results."""
+    with tempfile.TemporaryDirectory(prefix="hl-launcher-") as d:
+        x = np.arange(6, dtype=np.float32).reshape(2, 3) - 2.5
+        xf, out = os.path.join(d, "x.npy"), os.path.join(d, "out")
+        np.save(xf, x)
+        res = launch("-np", 2, "--repeat", 3, "--args", xf, "--output-dir", out, "-q", SCALE)
+        if res.returncode != 0 or res.timed_out:
+            return res.describe()
+        lines = [l for l in res.stderr.splitlines() if l.strip()]
+        m = REPEAT_LINE.match(lines[0]) if len(lines) == 1 else None
+        if not m:
+            return "expected one timing line\n" + res.describe()
+        lo, med, hi = (float(m.group(i)) for i in (2, 3, 4))
+        if not lo <= med <= hi:
+            return "min %g, median %g, max %g are not ordered" % (lo, med, hi)
+        for r in range(2):
+            msg = compare("replica %d" % r, np.load(result_path(out, r, 0, 0)),
+                          x * np.float32(r + 1))
+            if msg:
+                return msg
+    return None
+
+
+def test_repeat_failure_ends_the_job():
+    """A rank failing in a repeated run ends the job like a single run does."""
+    env = dict(os.environ, HL_TEST_EXEC_FAIL_RANK="1")
+    res = launch("-np", 2, "--repeat", 5, "--zeros", SCALE, env=env, timeout=30)
+    if res.timed_out or res.returncode == 0:
+        return "no failure or hung\n" + res.describe()
+    return expect_one_error(res, r"^hlo-launch: rank 1 \(replica 1, partition 0\): injected")
+
+
 # --- a hand-encoded HloSnapshot (protobuf wire format) ------------------------
 def pb_varint(v):
     out = bytearray()

@@ -82,6 +82,15 @@ static void test_usage_errors(void) {
   HL_ASSERT_ERROR_CONTAINS(PARSE(&o, "--args", "a.npy,,b.npy", "p.hlo"), "empty file name");
   HL_ASSERT_ERROR_CONTAINS(PARSE(&o, "--seed", "-3", "p.hlo"), "--seed needs a non-negative");
   HL_ASSERT_ERROR_CONTAINS(PARSE(&o, "--timeout", "0", "p.hlo"), "--timeout needs a positive");
+  HL_ASSERT_ERROR_CONTAINS(PARSE(&o, "--repeat", "0", "p.hlo"), "--repeat needs a positive");
+  HL_ASSERT_ERROR_CONTAINS(PARSE(&o, "--repeat", "3", "--infeed-dir", "d", "p.hlo"),
+                           "--repeat cannot be combined with --infeed");
+  HL_ASSERT_OK(PARSE(&o, "--repeat", "5", "p.hlo"));
+  CU_ASSERT_EQUAL(o.repeat, 5);
+  hl_launch_options_deinit(&o);
+  HL_ASSERT_OK(PARSE(&o, "p.hlo"));
+  CU_ASSERT_EQUAL(o.repeat, 0);  // not given: one untimed run
+  hl_launch_options_deinit(&o);
 }
 
 static void test_cluster_options(void) {
