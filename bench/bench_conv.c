@@ -77,15 +77,16 @@ static void run_case(const conv_case_t *c, int reps) {
   double flops = 2.0 * c->groups * (double)m * n * k;
   hl_bench_execute(mod, args, 2);
   best_time_gemm(f32, c->groups, m, n, k, ga, gb, gc, 1);
-  double t_exec = 1e30, t_gemm = 1e30;
-  for (int round = 0; round < 3; round++) {
-    double te = best_time_execute(mod, args, reps);
-    double tg = best_time_gemm(f32, c->groups, m, n, k, ga, gb, gc, reps);
-    if (te < t_exec) t_exec = te;
-    if (tg < t_gemm) t_gemm = tg;
+  // Paired rounds, the median round reported (bench_util.h).
+  int rounds = reps > 1 ? 7 : 1;
+  double t_exec[HL_BENCH_MAX_ROUNDS], t_gemm[HL_BENCH_MAX_ROUNDS];
+  for (int round = 0; round < rounds; round++) {
+    t_exec[round] = best_time_execute(mod, args, reps);
+    t_gemm[round] = best_time_gemm(f32, c->groups, m, n, k, ga, gb, gc, reps);
   }
-  hl_bench_report(c->name, flops / t_exec * 1e-9, "GFLOP/s", "cblas_gemm_MNK",
-                  flops / t_gemm * 1e-9, true, 0.6);
+  int med = hl_bench_median_round(t_exec, t_gemm, rounds);
+  hl_bench_report(c->name, flops / t_exec[med] * 1e-9, "GFLOP/s", "cblas_gemm_MNK",
+                  flops / t_gemm[med] * 1e-9, true, 0.6);
   hl_free(ga);
   hl_free(gb);
   hl_free(gc);

@@ -97,6 +97,26 @@ static inline bool hl_bench_report(const char *name, double figure, const char *
   return pass;
 }
 
+// The round whose time ratio ours[i] / baseline[i] is the median (the lower
+// one for an even count). Taking both times from one round pairs them: on
+// shared or throttled cores the baseline's best and ours may otherwise come
+// from different moments (BLAS's own speed moved by 1.5x between runs here).
+enum { HL_BENCH_MAX_ROUNDS = 32 };
+
+static inline int hl_bench_median_round(const double *ours, const double *baseline, int n) {
+  int order[HL_BENCH_MAX_ROUNDS];
+  if (n > HL_BENCH_MAX_ROUNDS) n = HL_BENCH_MAX_ROUNDS;
+  for (int i = 0; i < n; i++) order[i] = i;
+  for (int i = 1; i < n; i++)  // insertion sort by ratio: a handful of rounds
+    for (int j = i; j > 0 && ours[order[j]] / baseline[order[j]] <
+                                 ours[order[j - 1]] / baseline[order[j - 1]]; j--) {
+      int t = order[j];
+      order[j] = order[j - 1];
+      order[j - 1] = t;
+    }
+  return order[(n - 1) / 2];
+}
+
 // True when the benchmark was started with --quick (tiny sizes, one
 // repetition: the ctest smoke run).
 static inline bool hl_bench_quick(int argc, char **argv) {
