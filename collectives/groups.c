@@ -105,16 +105,6 @@ static hl_status_t add_rank(builder_t *b, int64_t rank) {
   return NULL;
 }
 
-int hl_permute_slot_count(const hl_instruction_t *inst) {
-  if (inst->attrs.dynamic_slice_sizes.n == 0 || inst->operand_count != 4) return 1;
-  const hl_shape_t *e = &inst->operands[2]->shape;
-  if (inst->operands[0]->shape.dtype == HL_TUPLE && e->dtype == HL_TUPLE && e->tuple_count > 0)
-    e = &e->tuple[0];
-  if (e->dtype == HL_TUPLE && e->tuple_count > 0 && e->tuple[0].dtype == HL_TUPLE)
-    return e->tuple_count;
-  return 1;
-}
-
 static hl_status_t resolve_permute(const hl_instruction_t *inst, int64_t R, int64_t P,
                                    builder_t *b) {
   hl_process_groups_t *g = b->g;
@@ -124,7 +114,7 @@ static hl_status_t resolve_permute(const hl_instruction_t *inst, int64_t R, int6
   const hl_source_target_t *pairs = inst->attrs.source_target_pairs;
   // The combined form with several slices per buffer: the pairs split into
   // `slots` equal consecutive parts, each a permutation of its own.
-  int slots = hl_permute_slot_count(inst);
+  int slots = hl_instruction_permute_slot_count(inst);
   if (slots < 1 || count % slots != 0)
     return HL_INVALID("%s: %d source_target_pairs do not split into %d equal parts (one per "
                       "slice of its start indices)", hl_instruction_location(inst), count, slots);

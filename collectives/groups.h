@@ -73,11 +73,6 @@ static inline int hl_process_groups_size(const hl_process_groups_t *g, int group
 // The group holding `rank` (-1 when none) and rank's position in it. For
 // permute pairs, use the source/target lookups instead.
 int hl_process_groups_find(const hl_process_groups_t *g, int rank, int *out_index);
-// Combined (in-place) collective-permute with K slices per buffer (start
-// indices given as a tuple of K index tuples): its source_target_pairs split
-// into K equal consecutive parts, part k moving slice k. 1 otherwise. The
-// permute groups are ordered part-major (K equal runs).
-int hl_permute_slot_count(const hl_instruction_t *inst);
 // Permute: the source sending to `rank` / the target `rank` sends to (-1: none).
 int hl_process_groups_permute_source(const hl_process_groups_t *g, int rank);
 int hl_process_groups_permute_target(const hl_process_groups_t *g, int rank);

@@ -289,6 +289,16 @@ hl_computation_t *hl_instruction_while_condition(const hl_instruction_t *inst) {
   return inst->called_count > 1 ? inst->called_computations[1] : NULL;
 }
 
+int hl_instruction_permute_slot_count(const hl_instruction_t *inst) {
+  if (inst->attrs.dynamic_slice_sizes.n == 0 || inst->operand_count != 4) return 1;
+  const hl_shape_t *e = &inst->operands[2]->shape;
+  if (inst->operands[0]->shape.dtype == HL_TUPLE && e->dtype == HL_TUPLE && e->tuple_count > 0)
+    e = &e->tuple[0];
+  if (e->dtype == HL_TUPLE && e->tuple_count > 0 && e->tuple[0].dtype == HL_TUPLE)
+    return e->tuple_count;
+  return 1;
+}
+
 const char *hl_instruction_frontend_attribute(const hl_instruction_t *inst, const char *key) {
   const hl_frontend_attributes_t *fa = &inst->attrs.frontend_attributes;
   for (int i = 0; i < fa->n; i++)

@@ -321,6 +321,10 @@ hl_status_t hl_instruction_set_control_predecessors(hl_instruction_t *inst,
 hl_computation_t *hl_instruction_to_apply(const hl_instruction_t *inst);   // call/reduce/fusion/...
 hl_computation_t *hl_instruction_while_body(const hl_instruction_t *inst);
 hl_computation_t *hl_instruction_while_condition(const hl_instruction_t *inst);
+// Combined (in-place) collective-permute with K slices per buffer (start
+// indices given as a tuple of K index tuples): its source_target_pairs split
+// into K equal consecutive parts, part k moving slice k. 1 otherwise.
+int hl_instruction_permute_slot_count(const hl_instruction_t *inst);
 // Looks up a frontend attribute; NULL when absent.
 const char *hl_instruction_frontend_attribute(const hl_instruction_t *inst, const char *key);
 

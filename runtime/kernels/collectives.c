@@ -573,17 +573,6 @@ static bool self_pair(const hl_instruction_t *inst) {
 // nobody writes keep the output operand's values (no zeros: it is an
 // update in place).
 
-// K slices per buffer (see hl_permute_slot_count in collectives/groups.h,
-// which the communicator uses; kernels do not link the backend).
-static int permute_slots(const hl_instruction_t *inst) {
-  const hl_shape_t *e = &inst->operands[2]->shape;
-  if (inst->operands[0]->shape.dtype == HL_TUPLE && e->dtype == HL_TUPLE && e->tuple_count > 0)
-    e = &e->tuple[0];
-  if (e->dtype == HL_TUPLE && e->tuple_count > 0 && e->tuple[0].dtype == HL_TUPLE)
-    return e->tuple_count;
-  return 1;
-}
-
 // Start index of slice k (of `slots`) of a buffer of `rank` from its start
 // indices `e`, clamped to [0, dims - sizes].
 static hl_status_t slice_starts(const hl_instruction_t *inst, const hl_literal_t *e, int k,
@@ -725,7 +714,7 @@ static hl_status_t permute_combined(hl_kernel_context_t *ctx, const hl_instructi
     return HL_INVALID("%s: result %s is not the output operand's shape %s",
                       hl_instruction_location(inst), HL_SHAPE_STR(rshape),
                       HL_SHAPE_STR(&outp->shape));
-  int slots = permute_slots(inst);
+  int slots = hl_instruction_permute_slot_count(inst);
   const hl_i64_list_t *sz = &inst->attrs.dynamic_slice_sizes;
   int64_t want = 0;
   for (int b = 0; b < nb; b++) want += (int64_t)slots * (tup ? in->elements[b] : in)->shape.rank;

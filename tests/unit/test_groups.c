@@ -202,7 +202,7 @@ static const hl_instruction_t *parse_combined(const char *pairs) {
 static void test_permute_combined_parts(void) {
   const hl_instruction_t *i = parse_combined("{{0,1},{1,2},{2,3},{0,3},{2,1},{3,2}}");
   CU_ASSERT_PTR_NOT_NULL_FATAL(i);
-  CU_ASSERT_EQUAL(hl_permute_slot_count(i), 2);
+  CU_ASSERT_EQUAL(hl_instruction_permute_slot_count(i), 2);
   hl_process_groups_t g;
   HL_ASSERT_OK(hl_process_groups_resolve(i, 4, 2, &g));
   static const int want[12][2] = {{0, 2}, {2, 4}, {4, 6}, {1, 3}, {3, 5}, {5, 7},
@@ -222,7 +222,7 @@ static void test_permute_combined_parts(void) {
   // The plain form has one part.
   i = parse_inst("s32[8] collective-permute(p), source_target_pairs={{0,1},{1,2}}");
   CU_ASSERT_PTR_NOT_NULL_FATAL(i);
-  CU_ASSERT_EQUAL(hl_permute_slot_count(i), 1);
+  CU_ASSERT_EQUAL(hl_instruction_permute_slot_count(i), 1);
 }
 
 static void test_broadcast_partial(void) {
