@@ -671,16 +671,19 @@ static hl_status_t blocks_chunked(hl_comm_request_t *r, bool gather, const void 
   return st;
 }
 
-hl_status_t hl_mpi_all_gather(hl_comm_t *base, const hl_instruction_t *inst, const void *send,
-                              void *recv, size_t bytes, hl_comm_request_t **out_request) {
+// all-gather (`gather`) or all-to-all of `bytes`-sized blocks: one MPI call,
+// or blocks_chunked past the message limit.
+static hl_status_t exchange_blocks(hl_comm_t *base, const hl_instruction_t *inst, bool gather,
+                                   const void *send, void *recv, size_t bytes,
+                                   hl_comm_request_t **out_request) {
   if (out_request) *out_request = NULL;
   hl_mpi_group_set_t *s;
   HL_RETURN_IF_ERROR(member_set(base, inst, &s));
   HL_RETURN_IF_ERROR(check_call((hl_mpi_comm_t *)base, s, inst, 0, (int64_t)bytes));
   hl_comm_request_t *r;
   HL_RETURN_IF_ERROR(hl_mpi_request_new(&r));
-  // In place when the caller already put its block at its own slot.
-  bool in_place = send == (const char *)recv + (size_t)s->my_index * bytes;
+  // all-gather is in place when the caller already put its block at its own slot.
+  bool in_place = gather && send == (const char *)recv + (size_t)s->my_index * bytes;
   int err = MPI_SUCCESS;
   hl_status_t st = NULL;
   if (bytes <= (size_t)chunk_units(1)) {
@@ -688,36 +691,26 @@ hl_status_t hl_mpi_all_gather(hl_comm_t *base, const hl_instruction_t *inst, con
     int n = (int)bytes;
     MPI_Request *q = NULL;
     if (out_request && (st = hl_mpi_request_next(r, &q)) == NULL)
-      err = MPI_Iallgather(sb, n, MPI_BYTE, recv, n, MPI_BYTE, s->comm, q);
+      err = gather ? MPI_Iallgather(sb, n, MPI_BYTE, recv, n, MPI_BYTE, s->comm, q)
+                   : MPI_Ialltoall(sb, n, MPI_BYTE, recv, n, MPI_BYTE, s->comm, q);
     else if (!out_request)
-      err = MPI_Allgather(sb, n, MPI_BYTE, recv, n, MPI_BYTE, s->comm);
+      err = gather ? MPI_Allgather(sb, n, MPI_BYTE, recv, n, MPI_BYTE, s->comm)
+                   : MPI_Alltoall(sb, n, MPI_BYTE, recv, n, MPI_BYTE, s->comm);
   } else {
-    st = blocks_chunked(out_request ? r : NULL, true, send, recv, bytes, in_place, s->comm, &err);
+    st = blocks_chunked(out_request ? r : NULL, gather, send, recv, bytes, in_place, s->comm,
+                        &err);
   }
-  return finish_in(base, st, err, "MPI all-gather", r, out_request);
+  return finish_in(base, st, err, gather ? "MPI all-gather" : "MPI all-to-all", r, out_request);
+}
+
+hl_status_t hl_mpi_all_gather(hl_comm_t *base, const hl_instruction_t *inst, const void *send,
+                              void *recv, size_t bytes, hl_comm_request_t **out_request) {
+  return exchange_blocks(base, inst, true, send, recv, bytes, out_request);
 }
 
 hl_status_t hl_mpi_all_to_all(hl_comm_t *base, const hl_instruction_t *inst, const void *send,
                               void *recv, size_t bytes, hl_comm_request_t **out_request) {
-  if (out_request) *out_request = NULL;
-  hl_mpi_group_set_t *s;
-  HL_RETURN_IF_ERROR(member_set(base, inst, &s));
-  HL_RETURN_IF_ERROR(check_call((hl_mpi_comm_t *)base, s, inst, 0, (int64_t)bytes));
-  hl_comm_request_t *r;
-  HL_RETURN_IF_ERROR(hl_mpi_request_new(&r));
-  int err = MPI_SUCCESS;
-  hl_status_t st = NULL;
-  if (bytes <= (size_t)chunk_units(1)) {
-    int n = (int)bytes;
-    MPI_Request *q = NULL;
-    if (out_request && (st = hl_mpi_request_next(r, &q)) == NULL)
-      err = MPI_Ialltoall(send, n, MPI_BYTE, recv, n, MPI_BYTE, s->comm, q);
-    else if (!out_request)
-      err = MPI_Alltoall(send, n, MPI_BYTE, recv, n, MPI_BYTE, s->comm);
-  } else {
-    st = blocks_chunked(out_request ? r : NULL, false, send, recv, bytes, false, s->comm, &err);
-  }
-  return finish_in(base, st, err, "MPI all-to-all", r, out_request);
+  return exchange_blocks(base, inst, false, send, recv, bytes, out_request);
 }
 
 // Posts `bytes` from / into buf as consecutive messages of at most the
