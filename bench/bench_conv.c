@@ -18,17 +18,6 @@ typedef struct conv_case {
 
 static int out_dim(int in, int k, int stride, int pad) { return (in + 2 * pad - k) / stride + 1; }
 
-static double best_time_execute(const hl_module_t *mod, hl_literal_t *const *args, int reps) {
-  double best = 1e30;
-  for (int r = 0; r < reps; r++) {
-    double t0 = hl_bench_now();
-    hl_bench_execute(mod, args, 2);
-    double t = hl_bench_now() - t0;
-    if (t < best) best = t;
-  }
-  return best;
-}
-
 static double best_time_gemm(bool f32, int groups, int m, int n, int k, const void *a,
                              const void *b, void *c, int reps) {
   double best = 1e30;
@@ -81,7 +70,7 @@ static void run_case(const conv_case_t *c, int reps) {
   int rounds = reps > 1 ? 7 : 1;
   double t_exec[HL_BENCH_MAX_ROUNDS], t_gemm[HL_BENCH_MAX_ROUNDS];
   for (int round = 0; round < rounds; round++) {
-    t_exec[round] = best_time_execute(mod, args, reps);
+    t_exec[round] = hl_bench_best_execute(mod, args, 2, reps);
     t_gemm[round] = best_time_gemm(f32, c->groups, m, n, k, ga, gb, gc, reps);
   }
   int med = hl_bench_median_round(t_exec, t_gemm, rounds);

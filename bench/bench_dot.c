@@ -12,17 +12,6 @@ typedef struct dot_case {
   int batch, m, k, n;
 } dot_case_t;
 
-static double best_time_execute(const hl_module_t *mod, hl_literal_t *const *args, int reps) {
-  double best = 1e30;
-  for (int r = 0; r < reps; r++) {
-    double t0 = hl_bench_now();
-    hl_bench_execute(mod, args, 2);
-    double t = hl_bench_now() - t0;
-    if (t < best) best = t;
-  }
-  return best;
-}
-
 static double best_time_blas(const dot_case_t *c, const void *a, const void *b, void *y,
                              int reps) {
   bool f32 = strcmp(c->dtype, "f32") == 0;
@@ -81,7 +70,7 @@ static bool run_case(const dot_case_t *c, int reps) {
   int rounds = reps > 1 ? 7 : 1;
   double t_exec[HL_BENCH_MAX_ROUNDS], t_blas[HL_BENCH_MAX_ROUNDS];
   for (int round = 0; round < rounds; round++) {
-    t_exec[round] = best_time_execute(mod, args, reps);
+    t_exec[round] = hl_bench_best_execute(mod, args, 2, reps);
     t_blas[round] = best_time_blas(c, args[0]->data, args[1]->data, y->data, reps);
   }
   int med = hl_bench_median_round(t_exec, t_blas, rounds);

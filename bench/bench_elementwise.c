@@ -9,17 +9,6 @@
 // benchmark does the same unless run with --no-mallopt.
 #include "bench/bench_util.h"
 
-static double best_exec(const hl_module_t *mod, hl_literal_t *const *args, int nargs, int reps) {
-  double best = 1e30;
-  for (int r = 0; r < reps; r++) {
-    double t0 = hl_bench_now();
-    hl_bench_execute(mod, args, nargs);
-    double t = hl_bench_now() - t0;
-    if (t < best) best = t;
-  }
-  return best;
-}
-
 static double best_memcpy(void *dst, const void *src, size_t bytes, int reps) {
   double best = 1e30;
   for (int r = 0; r < reps; r++) {
@@ -80,12 +69,12 @@ int main(int argc, char **argv) {
     double t = best_memcpy(dst->data, args[0]->data, bytes, reps);
     if (t < t_copy) t_copy = t;
     for (int i = 0; i < 2; i++) {
-      t = best_exec(mods[i], args, 2, reps);
+      t = hl_bench_best_execute(mods[i], args, 2, reps);
       if (t < t_op[i]) t_op[i] = t;
     }
-    t = best_exec(chain, args, 2, reps);
+    t = hl_bench_best_execute(chain, args, 2, reps);
     if (t < t_chain) t_chain = t;
-    t = best_exec(red, args, 1, reps);
+    t = hl_bench_best_execute(red, args, 1, reps);
     if (t < t_red) t_red = t;
   }
   double gb = (double)bytes * 1e-9;

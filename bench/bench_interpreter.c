@@ -6,17 +6,6 @@
 #include "bench/bench_util.h"
 #include "runtime/base/strbuf.h"
 
-static double best_exec(const hl_module_t *mod, hl_literal_t *const *args, int nargs, int reps) {
-  double best = 1e30;
-  for (int r = 0; r < reps; r++) {
-    double t0 = hl_bench_now();
-    hl_bench_execute(mod, args, nargs);
-    double t = hl_bench_now() - t0;
-    if (t < best) best = t;
-  }
-  return best;
-}
-
 int main(int argc, char **argv) {
   bool quick = hl_bench_quick(argc, argv);
   int count = quick ? 100 : 10000, reps = quick ? 1 : 20;
@@ -31,7 +20,7 @@ int main(int argc, char **argv) {
   hl_strbuf_deinit(&sb);
   hl_literal_t *p = hl_bench_literal("f32[]", 1);
   hl_bench_execute(mod, &p, 1);
-  double t = best_exec(mod, &p, 1, reps);
+  double t = hl_bench_best_execute(mod, &p, 1, reps);
   // Baseline: the same dependent chain in C.
   volatile float pv = 0.5f;
   double tb = 1e30;
@@ -61,7 +50,7 @@ int main(int argc, char **argv) {
   char shape[64];
   snprintf(shape, sizeof shape, "f32[%ld]", n);
   hl_literal_t *x = hl_bench_literal(shape, 2);
-  t = best_exec(mod, &x, 1, quick ? 1 : 3);
+  t = hl_bench_best_execute(mod, &x, 1, quick ? 1 : 3);
   double tc = 1e30;
   for (int r = 0; r < (quick ? 1 : 3); r++) {
     double t0 = hl_bench_now();

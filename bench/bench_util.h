@@ -66,6 +66,19 @@ static inline void hl_bench_execute(const hl_module_t *module, hl_literal_t *con
   hl_literal_release(out);
 }
 
+// The fastest of `reps` runs of `module`, in seconds.
+static inline double hl_bench_best_execute(const hl_module_t *module, hl_literal_t *const *args,
+                                           int nargs, int reps) {
+  double best = 1e30;
+  for (int r = 0; r < reps; r++) {
+    double t0 = hl_bench_now();
+    hl_bench_execute(module, args, nargs);
+    double t = hl_bench_now() - t0;
+    if (t < best) best = t;
+  }
+  return best;
+}
+
 // The settings hlo-launch's worker applies at start-up (launcher/worker.c):
 // large blocks come from the heap and freed memory stays mapped, so a
 // program that frees and reallocates big buffers does not page-fault
