@@ -10,6 +10,7 @@
 #include "runtime/base/strbuf.h"
 #include "runtime/exec/executor.h"
 #include "runtime/text/hlo_parser.h"
+#include "runtime/text/hlo_printer.h"
 #include "runtime/verifier/verifier.h"
 #include "tests/unit/test_util.h"
 
@@ -23,6 +24,14 @@ static inline hl_status_t hr_run(const char *hlo, hl_literal_t **out) {
   if (!st) st = hl_execute(m, NULL, NULL, 0, out);
   hl_module_destroy(m);
   return st;
+}
+
+// The module printed as HLO text (the caller hl_free()s it).
+static inline char *hr_print_module(const hl_module_t *m) {
+  hl_strbuf_t sb;
+  hl_strbuf_init(&sb);
+  HL_ASSERT_OK(hl_print_hlo_module(m, &sb));
+  return hl_strbuf_take(&sb);
 }
 
 static inline void hr_print(const char *what, const hl_literal_t *lit) {

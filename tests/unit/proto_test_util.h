@@ -1,8 +1,12 @@
-// The wire fixture tests/programs/wire_fixture.hlo.pb, decoded, for the
-// proto loader and writer suites.
+// Helpers for suites that check protos: the wire fixture
+// tests/programs/wire_fixture.hlo.pb, decoded, and instruction lookup in an
+// unpacked HloModuleProto.
 #ifndef HL_TESTS_UNIT_PROTO_TEST_UTIL_H_
 #define HL_TESTS_UNIT_PROTO_TEST_UTIL_H_
 
+#include <string.h>
+
+#include "hlo.pb-c.h"
 #include "runtime/proto/proto_io.h"
 #include "test_util.h"
 
@@ -17,6 +21,16 @@ static inline hl_module_t *load_fixture(void) {
   free(d);
   HL_ASSERT_OK(st);
   return m;
+}
+
+// The instruction called `name` in any computation of `m`, or NULL.
+static inline const Xla__HloInstructionProto *hl_test_find_instruction_proto(
+    const Xla__HloModuleProto *m, const char *name) {
+  for (size_t c = 0; c < m->n_computations; c++)
+    for (size_t i = 0; i < m->computations[c]->n_instructions; i++)
+      if (strcmp(m->computations[c]->instructions[i]->name, name) == 0)
+        return m->computations[c]->instructions[i];
+  return NULL;
 }
 
 #endif  // HL_TESTS_UNIT_PROTO_TEST_UTIL_H_

@@ -10,6 +10,7 @@
 #include "runtime/text/hlo_printer.h"
 #include "runtime/verifier/verifier.h"
 #include "test_util.h"
+#include "tests/unit/hlo_run_util.h"
 #include "tests/unit/ir_build_util.h"
 
 // Row-major array shape with its layout, as loaders store it.
@@ -35,13 +36,6 @@ static void expect_line(const hl_instruction_t *inst, const char *want) {
     CU_FAIL("instruction text");
   }
   hl_strbuf_deinit(&sb);
-}
-
-static char *print_module(const hl_module_t *m) {
-  hl_strbuf_t sb;
-  hl_strbuf_init(&sb);
-  HL_ASSERT_OK(hl_print_hlo_module(m, &sb));
-  return hl_strbuf_take(&sb);
 }
 
 // A reducer `add` (f32[], f32[]) -> f32[].
@@ -100,7 +94,7 @@ static hl_module_t *build_reference_module(void) {
 
 static void test_module_text(void) {
   hl_module_t *m = build_reference_module();
-  char *text = print_module(m);
+  char *text = hr_print_module(m);
   CU_ASSERT_STRING_EQUAL(text, kModuleText);
   if (strcmp(text, kModuleText) != 0) fprintf(stderr, "\n%s\n", text);
   hl_free(text);
@@ -108,7 +102,7 @@ static void test_module_text(void) {
   m->replica_count = 1;
   m->num_partitions = 0;
   m->computations[0]->execution_thread = hl_strdup("host");
-  text = print_module(m);
+  text = hr_print_module(m);
   CU_ASSERT_PTR_NOT_NULL(strstr(text, "HloModule test, is_scheduled=true\n\nadd {"));
   CU_ASSERT_PTR_NOT_NULL(strstr(text, "}, execution_thread=\"host\"\n"));
   hl_free(text);
@@ -479,11 +473,11 @@ static void test_misc_ops(void) {
 // print -> parse -> print is a fixed point (needs the text parser).
 static void test_fixed_point(void) {
   hl_module_t *m = build_reference_module();
-  char *first = print_module(m);
+  char *first = hr_print_module(m);
   hl_module_destroy(m);
   hl_module_t *parsed = NULL;
   HL_ASSERT_OK(hl_parse_hlo_module(first, strlen(first), "first.hlo", &parsed));
-  char *second = print_module(parsed);
+  char *second = hr_print_module(parsed);
   CU_ASSERT_STRING_EQUAL(second, first);
   hl_module_destroy(parsed);
   hl_free(first);
@@ -600,7 +594,7 @@ static void test_fixed_point_realistic(void) {
   hl_module_t *m = NULL;
   HL_ASSERT_OK(hl_parse_hlo_module(kRealisticText, strlen(kRealisticText), "real.hlo", &m));
   HL_ASSERT_OK(hl_verify_module(m));
-  char *text = print_module(m);
+  char *text = hr_print_module(m);
   CU_ASSERT_STRING_EQUAL(text, kRealisticText);
   if (strcmp(text, kRealisticText) != 0) fprintf(stderr, "\n%s\n", text);
   hl_module_destroy(m);
@@ -610,7 +604,7 @@ static void test_fixed_point_realistic(void) {
 static void test_fixed_point_attributes(void) {
   hl_module_t *m = NULL;
   HL_ASSERT_OK(hl_parse_hlo_module(kAttributeZooText, strlen(kAttributeZooText), "zoo.hlo", &m));
-  char *text = print_module(m);
+  char *text = hr_print_module(m);
   CU_ASSERT_STRING_EQUAL(text, kAttributeZooText);
   if (strcmp(text, kAttributeZooText) != 0) fprintf(stderr, "\n%s\n", text);
   hl_module_destroy(m);

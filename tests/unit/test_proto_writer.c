@@ -20,14 +20,6 @@ static hl_module_t *round_trip(const hl_module_t *m, uint8_t **bytes, size_t *n)
   return back;
 }
 
-static const Xla__HloInstructionProto *find_proto(const Xla__HloModuleProto *m, const char *name) {
-  for (size_t c = 0; c < m->n_computations; c++)
-    for (size_t i = 0; i < m->computations[c]->n_instructions; i++)
-      if (strcmp(m->computations[c]->instructions[i]->name, name) == 0)
-        return m->computations[c]->instructions[i];
-  return NULL;
-}
-
 static void test_fixture_round_trip_is_stable(void) {
   hl_module_t *m = load_fixture();
   uint8_t *a, *b, *c;
@@ -105,7 +97,7 @@ static void test_fixture_encoding_at_wire_level(void) {
   CU_ASSERT_EQUAL(mp->computations[1]->root_id, 116);
   CU_ASSERT_EQUAL(mp->computations[0]->program_shape->n_parameters, 2);
   // The column-major constant is written row-major with the default layout.
-  const Xla__HloInstructionProto *cs = find_proto(mp, "c_s32");
+  const Xla__HloInstructionProto *cs = hl_test_find_instruction_proto(mp, "c_s32");
   CU_ASSERT_PTR_NOT_NULL_FATAL(cs);
   CU_ASSERT_PTR_NOT_NULL_FATAL(cs->literal);
   const Xla__LiteralProto *lit = cs->literal;
@@ -116,24 +108,24 @@ static void test_fixture_encoding_at_wire_level(void) {
   // The instruction shape keeps its own layout.
   CU_ASSERT(cs->shape->layout->minor_to_major[0] == 0);
   // bf16 in a bytes field, little-endian.
-  const Xla__HloInstructionProto *cb = find_proto(mp, "c_bf16");
+  const Xla__HloInstructionProto *cb = hl_test_find_instruction_proto(mp, "c_bf16");
   CU_ASSERT_EQUAL_FATAL(cb->literal->bf16s.len, 6);
   CU_ASSERT(memcmp(cb->literal->bf16s.data, "\x80\x3f\x20\xc0\x20\x3e", 6) == 0);
   // preds as repeated bools.
-  const Xla__HloInstructionProto *cp = find_proto(mp, "c_pred");
+  const Xla__HloInstructionProto *cp = hl_test_find_instruction_proto(mp, "c_pred");
   CU_ASSERT(cp->literal->n_preds == 3 && cp->literal->preds[0] && !cp->literal->preds[1]);
   // Scalar literal shapes carry an (empty) layout; explicit groups go to 49,
   // iota groups into 87.2, operands by id.
-  const Xla__HloInstructionProto *ar = find_proto(mp, "ar_old");
+  const Xla__HloInstructionProto *ar = hl_test_find_instruction_proto(mp, "ar_old");
   CU_ASSERT_EQUAL(ar->n_replica_groups, 1);
   CU_ASSERT_PTR_NULL(ar->collective_device_list);
   CU_ASSERT_EQUAL(ar->n_called_computation_ids, 1);
   CU_ASSERT_EQUAL(ar->called_computation_ids[0], 1);
-  const Xla__HloInstructionProto *ai = find_proto(mp, "ar_iota");
+  const Xla__HloInstructionProto *ai = hl_test_find_instruction_proto(mp, "ar_iota");
   CU_ASSERT_PTR_NOT_NULL_FATAL(ai->collective_device_list);
   CU_ASSERT_PTR_NOT_NULL_FATAL(ai->collective_device_list->iota_replica_group_list);
   CU_ASSERT_EQUAL(ai->collective_device_list->iota_replica_group_list->num_devices_per_group, 2);
-  const Xla__HloInstructionProto *add1 = find_proto(mp, "add1");
+  const Xla__HloInstructionProto *add1 = hl_test_find_instruction_proto(mp, "add1");
   CU_ASSERT(add1->n_operand_ids == 2 && add1->operand_ids[0] == 107 && add1->operand_ids[1] == 110);
   CU_ASSERT_PTR_NOT_NULL_FATAL(add1->frontend_attributes);
   CU_ASSERT_STRING_EQUAL(add1->frontend_attributes->map[0]->key, "_example_key");

@@ -11,6 +11,7 @@
 #include "runtime/text/hlo_printer.h"
 #include "tests/unit/hlo_run_util.h"
 #include "tests/unit/kernel_test_util.h"
+#include "tests/unit/proto_test_util.h"
 
 #define ADD_F32                                  \
   "add {\n  x = f32[] parameter(0)\n"            \
@@ -130,23 +131,6 @@ static void test_kernel_errors(void) {
   hl_literal_release(ops[1]);
 }
 
-static char *print_module(const hl_module_t *m) {
-  hl_strbuf_t sb;
-  hl_strbuf_init(&sb);
-  HL_ASSERT_OK(hl_print_hlo_module(m, &sb));
-  char *s = hl_strdup(hl_strbuf_cstr(&sb));
-  hl_strbuf_deinit(&sb);
-  return s;
-}
-
-static const Xla__HloInstructionProto *find_proto(const Xla__HloModuleProto *m, const char *name) {
-  for (size_t c = 0; c < m->n_computations; c++)
-    for (size_t i = 0; i < m->computations[c]->n_instructions; i++)
-      if (strcmp(m->computations[c]->instructions[i]->name, name) == 0)
-        return m->computations[c]->instructions[i];
-  return NULL;
-}
-
 static void test_text_and_proto_round_trip(void) {
   const char *text =
       "HloModule m\n" ADD_F32
@@ -167,14 +151,14 @@ static void test_text_and_proto_round_trip(void) {
   CU_ASSERT_FALSE(u->attrs.is_reverse);
   CU_ASSERT_EQUAL(u->attrs.is_associative, 1);  // TRI_STATE_TRUE
 
-  char *printed = print_module(m);
+  char *printed = hr_print_module(m);
   CU_ASSERT_PTR_NOT_NULL(strstr(printed, "num_carries=1, is_reverse=true, is_associative=false"));
   CU_ASSERT_PTR_NOT_NULL(strstr(printed, "dimensions={0}, num_carries=1, is_associative=true"));
 
   // text -> module -> text is stable.
   hl_module_t *again = NULL;
   HL_ASSERT_OK(hl_parse_hlo_module(printed, strlen(printed), "printed.hlo", &again));
-  char *printed2 = print_module(again);
+  char *printed2 = hr_print_module(again);
   CU_ASSERT_STRING_EQUAL(printed, printed2);
 
   // module -> HloProto: fields 94 / 95 / 96 as XLA names them ...
@@ -183,8 +167,8 @@ static void test_text_and_proto_round_trip(void) {
   HL_ASSERT_OK(hl_proto_encode_hlo_proto(m, &bytes, &n));
   Xla__HloProto *hp = xla__hlo_proto__unpack(NULL, n, bytes);
   CU_ASSERT_PTR_NOT_NULL_FATAL(hp);
-  const Xla__HloInstructionProto *ps = find_proto(hp->hlo_module, "sc_rev");
-  const Xla__HloInstructionProto *pu = find_proto(hp->hlo_module, "sc_fwd");
+  const Xla__HloInstructionProto *ps = hl_test_find_instruction_proto(hp->hlo_module, "sc_rev");
+  const Xla__HloInstructionProto *pu = hl_test_find_instruction_proto(hp->hlo_module, "sc_fwd");
   CU_ASSERT_FATAL(ps != NULL && pu != NULL);
   CU_ASSERT_TRUE(ps->is_reverse);
   CU_ASSERT_EQUAL(ps->num_carries, 1);
@@ -196,7 +180,7 @@ static void test_text_and_proto_round_trip(void) {
   // ... and back: proto -> module -> text gives the same text.
   hl_module_t *from_proto = NULL;
   HL_ASSERT_OK(hl_proto_decode(bytes, n, HL_PROTO_HLO_PROTO, "rt", &from_proto, NULL, NULL));
-  char *printed3 = print_module(from_proto);
+  char *printed3 = hr_print_module(from_proto);
   CU_ASSERT_STRING_EQUAL(printed, printed3);
 
   hl_free(bytes);
