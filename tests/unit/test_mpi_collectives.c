@@ -14,6 +14,7 @@
 #include "runtime/base/alloc.h"
 #include "runtime/base/strbuf.h"
 #include "runtime/text/hlo_parser.h"
+#include "tests/unit/mpi_test_util.h"
 #include "tests/unit/test_util.h"
 
 static int g_rank, g_size;
@@ -71,14 +72,7 @@ static bool setup(fixture_t *f) {
   f->m = make_module(false);
   f->c = NULL;
   if (!f->m) return false;
-  hl_status_t st = hl_mpi_comm_create(MPI_COMM_WORLD, &f->c);
-  if (!st) st = f->c->vtable->prepare(f->c, f->m, g_size, 1);
-  if (st) {
-    fprintf(stderr, "setup: %s\n", hl_status_message(st));
-    hl_status_free(st);
-    return false;
-  }
-  return true;
+  return hl_mpi_test_comm(f->m, g_size, &f->c);
 }
 
 static void teardown(fixture_t *f) {
@@ -332,20 +326,5 @@ int main(int argc, char **argv) {
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_size);
-  int failed = 1;
-  if (CU_initialize_registry() == CUE_SUCCESS) {
-    CU_SuiteInfo suites[] = {{"mpi_collectives", NULL, NULL, NULL, NULL, tests},
-                             CU_SUITE_INFO_NULL};
-    if (CU_register_suites(suites) == CUE_SUCCESS) {
-      CU_basic_set_mode(CU_BRM_NORMAL);
-      CU_basic_run_tests();
-      failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed() != 0 ||
-               CU_get_number_of_tests_run() == 0;
-    }
-    CU_cleanup_registry();
-  }
-  int any = 0;
-  MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  MPI_Finalize();
-  return any ? 1 : 0;
+  return hl_mpi_test_run("mpi_collectives", tests);
 }

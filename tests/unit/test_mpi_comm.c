@@ -5,6 +5,7 @@
 
 #include <mpi.h>
 
+#include "tests/unit/mpi_test_util.h"
 #include "tests/unit/test_util.h"
 
 static void test_rank_size_barrier(void) {
@@ -45,20 +46,5 @@ static CU_TestInfo tests[] = {
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
-  int failed = 1;
-  if (CU_initialize_registry() == CUE_SUCCESS) {
-    CU_SuiteInfo suites[] = {{"mpi_comm", NULL, NULL, NULL, NULL, tests}, CU_SUITE_INFO_NULL};
-    if (CU_register_suites(suites) == CUE_SUCCESS) {
-      CU_basic_set_mode(CU_BRM_NORMAL);
-      CU_basic_run_tests();
-      failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed() != 0 ||
-               CU_get_number_of_tests_run() == 0;
-    }
-    CU_cleanup_registry();
-  }
-  // Every rank's verdict counts.
-  int any = 0;
-  MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  MPI_Finalize();
-  return any ? 1 : 0;
+  return hl_mpi_test_run("mpi_comm", tests);
 }
