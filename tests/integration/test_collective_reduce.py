@@ -22,7 +22,6 @@ backend's unit test (tests/unit/test_mpi_reduce.c) runs on 2 and 3 ranks.
 
 import os
 import re
-import time
 
 import numpy as np
 
@@ -220,24 +219,6 @@ ERROR_CASES = [
 ]
 
 
-def error_test(name, R, P, patterns):
-    program = os.path.join(ERR_DIR, name + ".hlo")
-    with hl.tempdir("cr-err") as tmp:
-        args_dir = os.path.join(tmp, "args")
-        hl.write_args(args_dir, [np.arange(4, dtype=np.int32)])
-        t0 = time.time()
-        res = hl.run([hl.HLO_LAUNCH, "-np", str(R * P), "--replicas", str(R), "--partitions",
-                      str(P), "--timeout", "40", "--args-dir", args_dir, "--quiet", program],
-                     timeout=60)
-        msg = tc.expect_failure(res, *patterns)
-        if msg:
-            return msg
-        if time.time() - t0 > 30:
-            return "took %.1f s (a rank waited for the others?)\n%s" % (time.time() - t0,
-                                                                       res.describe())
-        return tc.every_rank_or_before_launch(res, R * P)
-
-
 def explain_groups():
     res = hl.run([hl.HLO_LAUNCH, "-np", "4", "--explain-groups",
                   os.path.join(CR_DIR, "global_ids.hlo")])
@@ -270,7 +251,8 @@ def backend_unit_test(n):
 def main():
     hl.require_binaries("hlo-launch")
     tests = runs()
-    tests += [("error: %s %dx%d" % (n, r, p), lambda n=n, r=r, p=p, pat=pat: error_test(n, r, p, pat))
+    tests += [("error: %s %dx%d" % (n, r, p),
+               lambda n=n, r=r, p=p, pat=pat: tc.error_test(n, r, p, pat, ERR_DIR))
               for n, r, p, pat in ERROR_CASES]
     tests.append(("--explain-groups lists collective-reduce and its roots", explain_groups))
     tests += [("backend: test_mpi_reduce on %d ranks" % n, lambda n=n: backend_unit_test(n))

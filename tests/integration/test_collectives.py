@@ -702,8 +702,10 @@ ERROR_CASES = [
 ]
 
 
-def error_test(name, R, P, patterns):
-    program = os.path.join(ERRORS_DIR, name + ".hlo")
+def error_test(name, R, P, patterns, errors_dir=ERRORS_DIR):
+    """errors_dir/name.hlo on an R x P grid fails on every rank, in time, with a
+    message matching every pattern (also used by test_collective_reduce.py)."""
+    program = os.path.join(errors_dir, name + ".hlo")
     with hl.tempdir("coll-err") as tmp:
         args_dir = os.path.join(tmp, "args")
         hl.write_args(args_dir, [np.arange(4, dtype=np.int32)])
