@@ -340,15 +340,7 @@ static hl_status_t check_reduce(const hl_instruction_t *inst, hl_literal_t *cons
                                 int n, bool *reduced) {
   const char *loc = hl_instruction_location(inst);
   const hl_shape_t *xs = &operands[0]->shape;
-  for (int k = 0; k < n; k++) {
-    const hl_shape_t *s = &operands[k]->shape, *init = &operands[n + k]->shape;
-    if (!hl_shape_is_array(s) || !hl_shape_same_dims(s, xs))
-      return HL_INVALID("%s: input %d is %s, expected the dimensions of %s", loc, k,
-                        HL_SHAPE_STR(s), HL_SHAPE_STR(xs));
-    if (!hl_shape_is_array(init) || init->rank != 0 || init->dtype != s->dtype)
-      return HL_INVALID("%s: init value %d is %s, expected a %s scalar", loc, k,
-                        HL_SHAPE_STR(init), hl_dtype_name(s->dtype));
-  }
+  HL_RETURN_IF_ERROR(hl_check_reducer_inputs(loc, operands, n));
   memset(reduced, 0, sizeof(bool) * HL_MAX_RANK);
   const hl_i64_list_t *dims = &inst->attrs.dimensions;
   for (int i = 0; i < dims->n; i++) {

@@ -336,14 +336,9 @@ hl_status_t hl_kernel_reduce_window(hl_kernel_context_t *ctx, const hl_instructi
                       loc, count);
   int n = count / 2;
   const hl_shape_t *xs = &operands[0]->shape;
+  HL_RETURN_IF_ERROR(hl_check_reducer_inputs(loc, operands, n));
   for (int k = 0; k < n; k++) {
-    const hl_shape_t *s = &operands[k]->shape, *init = &operands[n + k]->shape;
-    if (!hl_shape_is_array(s) || !hl_shape_same_dims(s, xs))
-      return HL_INVALID("%s: input %d is %s, expected the dimensions of %s", loc, k,
-                        HL_SHAPE_STR(s), HL_SHAPE_STR(xs));
-    if (!hl_shape_is_array(init) || init->rank != 0 || init->dtype != s->dtype)
-      return HL_INVALID("%s: init value %d is %s, expected a %s scalar", loc, k,
-                        HL_SHAPE_STR(init), hl_dtype_name(s->dtype));
+    const hl_shape_t *s = &operands[k]->shape;
     const hl_shape_t *rs = n == 1 ? &inst->shape
                            : (inst->shape.dtype == HL_TUPLE && inst->shape.tuple_count == n)
                                ? &inst->shape.tuple[k]
