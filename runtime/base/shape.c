@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "runtime/base/alloc.h"
+#include "runtime/base/layout.h"
 
 hl_shape_t hl_shape_array(hl_dtype_t dtype, int rank, const int64_t *dims) {
   hl_shape_t s;
@@ -40,6 +41,8 @@ hl_status_t hl_shape_copy(const hl_shape_t *src, hl_shape_t *out) {
   *out = *src;
   out->tuple = NULL;
   out->tuple_count = 0;
+  out->layout_ext = NULL;
+  HL_RETURN_IF_ERROR(hl_layout_ext_copy(src->layout_ext, &out->layout_ext));
   if (src->tuple_count == 0) return NULL;
   out->tuple = hl_calloc((size_t)src->tuple_count, sizeof(hl_shape_t));
   if (!out->tuple) return HL_OOM();
@@ -57,6 +60,7 @@ hl_status_t hl_shape_copy(const hl_shape_t *src, hl_shape_t *out) {
 void hl_shape_deinit(hl_shape_t *s) {
   for (int i = 0; i < s->tuple_count; i++) hl_shape_deinit(&s->tuple[i]);
   hl_free(s->tuple);
+  hl_layout_ext_free(s->layout_ext);
   memset(s, 0, sizeof(*s));
 }
 
@@ -131,17 +135,12 @@ void hl_shape_print(const hl_shape_t *s, bool with_layout, hl_strbuf_t *out) {
     }
   }
   hl_strbuf_append_char(out, ']');
-  if (with_layout && s->has_layout && s->rank > 0) {
-    hl_strbuf_append_char(out, '{');
-    for (int i = 0; i < s->rank; i++) {
-      if (i) hl_strbuf_append_char(out, ',');
-      hl_strbuf_appendf(out, "%lld", (long long)s->minor_to_major[i]);
-    }
-    hl_strbuf_append_char(out, '}');
-  }
+  // As XLA: a scalar's layout is printed only when it says more than "{}".
+  if (with_layout && s->has_layout && (s->rank > 0 || hl_layout_has_suffix(s)))
+    hl_layout_print(s, out);
 }
 
-const char *hl_shape_debug_string(const hl_shape_t *s) {
+static const char *debug_string(const hl_shape_t *s, bool with_layout) {
   // A few rotating buffers so one message may show several shapes.
   static _Thread_local char bufs[4][512];
   static _Thread_local int next;
@@ -149,8 +148,11 @@ const char *hl_shape_debug_string(const hl_shape_t *s) {
   next = (next + 1) % 4;
   hl_strbuf_t sb;
   hl_strbuf_init(&sb);
-  hl_shape_print(s, false, &sb);
+  hl_shape_print(s, with_layout, &sb);
   snprintf(buf, sizeof(bufs[0]), "%s", hl_strbuf_cstr(&sb));
   hl_strbuf_deinit(&sb);
   return buf;
 }
+
+const char *hl_shape_debug_string(const hl_shape_t *s) { return debug_string(s, false); }
+const char *hl_shape_layout_debug_string(const hl_shape_t *s) { return debug_string(s, true); }

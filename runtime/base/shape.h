@@ -1,7 +1,8 @@
 // Shapes: an array shape (element type, dimensions, optional layout) or a
-// tuple of shapes. Layouts are kept for printing and for decoding proto
-// literals (whose data follows the layout); all buffers in memory are dense
-// row-major whatever the layout says, so kernels ignore it.
+// tuple of shapes. All buffers in memory are dense row-major whatever the
+// layout says, so kernels ignore layouts; the layout is the *physical* order
+// XLA would store the array in, which only `bitcast` and proto literals look
+// at (runtime/base/layout.h, docs/LAYOUTS.md).
 #ifndef HL_RUNTIME_BASE_SHAPE_H_
 #define HL_RUNTIME_BASE_SHAPE_H_
 
@@ -21,6 +22,10 @@ typedef struct hl_shape {
   uint32_t dynamic_mask;     // bit i set: dimension i is dynamic ("<=N" or "?")
   bool has_layout;           // minor_to_major is meaningful
   int64_t minor_to_major[HL_MAX_RANK];
+  int64_t element_size_in_bits;  // layout E(n); 0: the element type's own size
+  int64_t memory_space;          // layout S(n); 0: default memory
+  struct hl_layout_ext *layout_ext;  // owned; the rarer layout parts (tiles, sparse
+                                     // levels, ...: runtime/base/layout.h); NULL if none
   int tuple_count;
   struct hl_shape *tuple;    // owned array of tuple_count element shapes
 } hl_shape_t;
@@ -54,5 +59,7 @@ void hl_shape_print(const hl_shape_t *s, bool with_layout, hl_strbuf_t *out);
 // Convenience for error messages: a thread-local buffer that stays valid for
 // the next three calls too, so one message may show up to four shapes.
 const char *hl_shape_debug_string(const hl_shape_t *s);
+// The same with the layout ("f32[2,3]{0,1}"), for messages about layouts.
+const char *hl_shape_layout_debug_string(const hl_shape_t *s);
 
 #endif  // HL_RUNTIME_BASE_SHAPE_H_

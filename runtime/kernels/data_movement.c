@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "runtime/base/alloc.h"
+#include "runtime/base/layout.h"
 #include "runtime/exec/plan.h"
 #include "runtime/kernels/kernel.h"
 #include "runtime/kernels/strided_copy.h"
@@ -287,29 +288,79 @@ hl_status_t hl_kernel_iota(hl_kernel_context_t *ctx, const hl_instruction_t *ins
   return NULL;
 }
 
-// copy: the operand itself. Literals are immutable once shared and every
-// buffer is row-major whatever the layout, so a layout-changing copy is the
-// identity here and needs no new buffer.
+// copy: the operand itself. A copy to another layout changes only how XLA
+// stores the array, never its logical values, and every buffer here is
+// logical row-major, so it is the identity and needs no new buffer.
 hl_status_t hl_kernel_copy(hl_kernel_context_t *ctx, const hl_instruction_t *inst,
                            hl_literal_t *const *operands, hl_literal_t **out) {
   *out = hl_literal_retain(operands[0]);
   return NULL;
 }
 
-// bitcast: same bytes, new shape. In XLA the meaning depends on the physical
-// layouts of operand and result (a bitcast may stand for a transpose between
-// layouts). Our buffers are always row-major and layouts are ignored, so this
-// reinterprets the row-major bytes in the result shape; equal byte sizes are
-// required (the element type may change along with the dimensions).
+// bitcast: XLA reinterprets the operand's physical bytes (docs/LAYOUTS.md).
+// The operand's elements, read in its layout's major-to-minor order, are the
+// bytes the result's layout order reads back. Buffers here are logical
+// row-major, so this is: operand -> physical stream (a transpose by its
+// layout) -> result in its physical order -> logical row-major (the inverse
+// transpose). Layouts are the instructions' own (the program's), not the
+// literals'. When both physical orders are row-major it is a reshape.
+static void to_physical(void *dst, const void *src, const hl_shape_t *s, size_t es) {
+  int64_t mtm[HL_MAX_RANK], dims[HL_MAX_RANK], rstr[HL_MAX_RANK], str[HL_MAX_RANK];
+  hl_layout_major_to_minor(s, mtm);
+  hl_shape_strides(s, rstr);
+  for (int k = 0; k < s->rank; k++) {
+    dims[k] = s->dims[mtm[k]];
+    str[k] = rstr[mtm[k]];
+  }
+  strided_gather(dst, src, es, s->rank, dims, str);
+}
+
+static void from_physical(void *dst, const void *src, const hl_shape_t *s, size_t es) {
+  int64_t mtm[HL_MAX_RANK], pstr[HL_MAX_RANK], str[HL_MAX_RANK], acc = 1;
+  hl_layout_major_to_minor(s, mtm);
+  for (int k = s->rank - 1; k >= 0; k--) {
+    pstr[k] = acc;
+    acc *= s->dims[mtm[k]];
+  }
+  for (int k = 0; k < s->rank; k++) str[mtm[k]] = pstr[k];
+  strided_gather(dst, src, es, s->rank, s->dims, str);
+}
+
 hl_status_t hl_kernel_bitcast(hl_kernel_context_t *ctx, const hl_instruction_t *inst,
                               hl_literal_t *const *operands, hl_literal_t **out) {
-  const hl_literal_t *op = operands[0];
+  hl_literal_t *op = operands[0];
   HL_RETURN_IF_ERROR(require_array(&op->shape, "operand"));
   HL_RETURN_IF_ERROR(require_array(&inst->shape, "result"));
-  int64_t bytes = hl_shape_byte_size(&inst->shape);
+  const hl_shape_t *os = inst->operand_count > 0 && inst->operands[0]
+                             ? &inst->operands[0]->shape : &op->shape;
+  const hl_shape_t *rs = &inst->shape;
+  if (!hl_shape_same_dims(os, &op->shape) || os->dtype != op->shape.dtype)
+    return HL_INTERNAL_ERROR("operand value %s does not have the operand's shape %s",
+                             hl_shape_debug_string(&op->shape), hl_shape_debug_string(os));
+  HL_RETURN_IF_ERROR(hl_layout_check_bitcast(os, rs));
+  int64_t bytes = hl_shape_byte_size(rs);
   if (bytes != (int64_t)op->byte_size)
-    return HL_INVALID("operand %s has %zu bytes, result %s has %lld",
-                      hl_shape_debug_string(&op->shape), op->byte_size,
-                      hl_dtype_name(inst->shape.dtype), (long long)bytes);
-  return same_bytes_result(ctx, inst, operands[0], out);
+    return HL_INVALID("operand %s has %zu bytes in memory, result %s has %lld",
+                      hl_shape_debug_string(os), op->byte_size, hl_shape_debug_string(rs),
+                      (long long)bytes);
+  if (hl_layout_is_row_major_order(os) && hl_layout_is_row_major_order(rs))
+    return same_bytes_result(ctx, inst, op, out);
+  size_t oes = hl_dtype_size(os->dtype), res = hl_dtype_size(rs->dtype);
+  void *phys = NULL;
+  const void *stream = op->data;
+  if (!hl_layout_is_row_major_order(os)) {
+    phys = hl_malloc(op->byte_size ? op->byte_size : 1);
+    if (!phys) return HL_OOM();
+    to_physical(phys, op->data, os, oes);
+    stream = phys;
+  }
+  hl_status_t st = hl_literal_create_uninitialized(rs, out);
+  if (!st && bytes > 0) {
+    if (hl_layout_is_row_major_order(rs))
+      memcpy((*out)->data, stream, (size_t)bytes);
+    else
+      from_physical((*out)->data, stream, rs, res);
+  }
+  hl_free(phys);
+  return st;
 }

@@ -73,27 +73,20 @@ static hl_status_t shape_from_message(const Xla__ShapeProto *m, hl_shape_t *out,
                         hl_dtype_name(out->dtype));
     product *= out->dims[i];
   }
-  if (m->layout && hl_dtype_is_array(out->dtype)) {
-    const Xla__LayoutProto *l = m->layout;
-    bool seen[HL_MAX_RANK] = {false};
-    bool ok = l->n_minor_to_major == (size_t)out->rank;
-    for (size_t i = 0; ok && i < l->n_minor_to_major; i++) {
-      int64_t d = l->minor_to_major[i];
-      ok = d >= 0 && d < out->rank && !seen[d];
-      if (ok) seen[d] = true;
-    }
-    if (!ok)
-      return HL_INVALID("layout minor_to_major (%zu entries) is not a permutation of the %d "
-                        "dimensions",
-                        l->n_minor_to_major, out->rank);
-    out->has_layout = true;
-    for (int i = 0; i < out->rank; i++) out->minor_to_major[i] = l->minor_to_major[i];
-  }
+  if (m->layout && hl_dtype_is_array(out->dtype))
+    HL_RETURN_IF_ERROR(hl_proto_layout_from_message(m->layout, out, depth));
   return NULL;
 }
 
 hl_status_t hl_proto_shape_from_message(const Xla__ShapeProto *m, hl_shape_t *out) {
-  return shape_from_message(m, out, 0);
+  return hl_proto_shape_from_message_at_depth(m, out, 0);
+}
+
+hl_status_t hl_proto_shape_from_message_at_depth(const Xla__ShapeProto *m, hl_shape_t *out,
+                                                 int depth) {
+  hl_status_t st = shape_from_message(m, out, depth);
+  if (st) hl_shape_deinit(out);
+  return st;
 }
 
 static hl_status_t shape_to_message(hl_proto_arena_t *a, const hl_shape_t *s, bool force_layout,
@@ -114,7 +107,6 @@ static hl_status_t shape_to_message(hl_proto_arena_t *a, const hl_shape_t *s, bo
     *out = m;
     return NULL;
   }
-  bool oom = false;
   if (s->rank > 0) {
     m->dimensions = hl_proto_arena_alloc(a, (size_t)s->rank * sizeof(int64_t));
     if (!m->dimensions) return HL_OOM();
@@ -134,12 +126,7 @@ static hl_status_t shape_to_message(hl_proto_arena_t *a, const hl_shape_t *s, bo
     Xla__LayoutProto *l = hl_proto_arena_alloc(a, sizeof(*l));
     if (!l) return HL_OOM();
     xla__layout_proto__init(l);
-    int64_t m2m[HL_MAX_RANK];
-    for (int i = 0; i < s->rank; i++)
-      m2m[i] = s->has_layout ? s->minor_to_major[i] : s->rank - 1 - i;
-    l->minor_to_major = hl_proto_arena_i64(a, m2m, (size_t)s->rank, &oom);
-    if (oom) return HL_OOM();
-    l->n_minor_to_major = (size_t)s->rank;
+    HL_RETURN_IF_ERROR(hl_proto_layout_to_message(a, s, l));
     m->layout = l;
   }
   *out = m;

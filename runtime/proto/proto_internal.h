@@ -67,6 +67,13 @@ hl_status_t hl_proto_pack(const ProtobufCMessage *msg, uint8_t **out_data, size_
 // location; callers add it.
 hl_status_t hl_proto_shape_from_message(const Xla__ShapeProto *msg, hl_shape_t *out_shape);
 // hl_shape_t -> ShapeProto (layout written only when the shape has one).
+// The same, for a shape nested `depth` deep (a layout's physical shape).
+hl_status_t hl_proto_shape_from_message_at_depth(const Xla__ShapeProto *msg, hl_shape_t *out_shape,
+                                                 int depth);
+// A LayoutProto into `out`'s layout fields (its rank already set) and back.
+hl_status_t hl_proto_layout_from_message(const Xla__LayoutProto *msg, hl_shape_t *out, int depth);
+hl_status_t hl_proto_layout_to_message(hl_proto_arena_t *arena, const hl_shape_t *shape,
+                                       Xla__LayoutProto *msg);
 hl_status_t hl_proto_shape_to_message(hl_proto_arena_t *arena, const hl_shape_t *shape,
                                       Xla__ShapeProto **out_msg);
 // Same, but arrays always get a layout (the default row-major one when the

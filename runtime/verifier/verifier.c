@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include "runtime/base/layout.h"
 #include "runtime/base/strbuf.h"
 
 typedef struct verifier {
@@ -85,7 +86,7 @@ static bool shape_valid(const hl_shape_t *s, int depth) {
   if (s->rank < 0 || s->rank > HL_MAX_RANK) return false;
   for (int i = 0; i < s->rank; i++)
     if (s->dims[i] < 0 && !(s->dynamic_mask & (1u << i))) return false;
-  return true;
+  return hl_layout_is_permutation(s);
 }
 
 // Number of computations an op must call; -1 when any count (or none) is fine.
@@ -124,7 +125,8 @@ static bool check_generic(check_t *k) {
     return false;
   }
   if (!shape_valid(&inst->shape, 0)) {
-    report(k, "result shape has an unsupported element type or bad dimensions");
+    report(k, "result shape has an unsupported element type, bad dimensions or a layout that "
+           "is not a permutation of its dimensions");
     ok = false;
   }
   int arity = hl_opcode_arity(inst->opcode);
@@ -1765,8 +1767,17 @@ static void check_fft(check_t *k) {
            shape_str(x, 1));
 }
 
+// bitcast reinterprets physical bytes (runtime/base/layout.h): equal byte
+// sizes and layouts whose physical meaning is implemented.
+static void check_bitcast(check_t *k) {
+  hl_status_t st = hl_layout_check_bitcast(operand_shape(k->inst, 0), &k->inst->shape);
+  if (st) report(k, "%s", hl_status_message(st));
+  hl_status_free(st);
+}
+
 static void check_op(check_t *k) {
   switch (k->inst->opcode) {
+    case HL_OP_BITCAST: check_bitcast(k); break;
     case HL_OP_CONVOLUTION: check_convolution(k); break;
     case HL_OP_REDUCE_WINDOW: check_reduce_window(k); break;
     case HL_OP_SELECT_AND_SCATTER: check_select_and_scatter(k); break;

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 
 #include "runtime/base/alloc.h"
+#include "runtime/base/layout.h"
 #include "runtime/base/literal.h"
 #include "runtime/exec/executor.h"
 #include "runtime/ir/module.h"
@@ -383,7 +384,65 @@ static void test_bitcast(void) {
   expect_values(&k, (double[]){0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, 12);
   end_case(&k);
   make_case(&k, HL_OP_BITCAST, shp(HL_F32, 1, 3), 1, arange(shp(HL_F32, 1, 2)));
-  expect_error(&k, "has 8 bytes, result f32 has 12");
+  expect_error(&k, "operand f32[2] has 8 bytes, result f32[3] has 12");
+  end_case(&k);
+}
+
+static void set_layout(hl_shape_t *s, int n, ...) {
+  va_list ap;
+  va_start(ap, n);
+  for (int i = 0; i < n; i++) s->minor_to_major[i] = va_arg(ap, int);
+  va_end(ap);
+  s->has_layout = true;
+}
+
+// The physical reinterpretation of XLA's bitcast (docs/LAYOUTS.md). Expected
+// values from NumPy: the operand's elements in its physical order,
+// x.transpose(major_to_minor).ravel(), laid into the result's physical
+// order and transposed back.
+static void test_bitcast_layouts(void) {
+  case_t k;
+  // The example: f32[2,3]{1,0} [[0,1,2],[3,4,5]] -> f32[3,2]{0,1}
+  // = np.arange(6).reshape(2,3).ravel().reshape(2,3).T
+  hl_instruction_t *b = make_case(&k, HL_OP_BITCAST, shp(HL_F32, 2, 3, 2), 1,
+                                  arange(shp(HL_F32, 2, 2, 3)));
+  set_layout(&b->shape, 2, 0, 1);
+  expect_values(&k, (double[]){0, 3, 1, 4, 2, 5}, 6);
+  end_case(&k);
+  // s16[2,3,4]{0,2,1} -> s16[4,6]{1,0}: physical order is x.transpose(1,2,0).ravel()
+  // = np.arange(24).reshape(2,3,4).transpose(1,2,0).ravel()
+  b = make_case(&k, HL_OP_BITCAST, shp(HL_S16, 2, 4, 6), 1, arange(shp(HL_S16, 3, 2, 3, 4)));
+  set_layout(&k.m->computations[0]->parameters[0]->shape, 3, 0, 2, 1);
+  expect_values(&k, (double[]){0, 12, 1, 13, 2, 14, 3, 15, 4, 16, 5, 17,
+                               6, 18, 7, 19, 8, 20, 9, 21, 10, 22, 11, 23}, 24);
+  end_case(&k);
+  // Width change with layouts: f32[2]{0} [1.0, 2.0] -> u16[2,2]{0,1}:
+  // physical u16 stream [0, 16256, 0, 16384], laid out column-major.
+  b = make_case(&k, HL_OP_BITCAST, shp(HL_U16, 2, 2, 2), 1, arange(shp(HL_F32, 1, 2)));
+  ((float *)k.args[0]->data)[0] = 1.0f;
+  ((float *)k.args[0]->data)[1] = 2.0f;
+  set_layout(&b->shape, 2, 0, 1);
+  expect_values(&k, (double[]){0, 0, 16256, 16384}, 4);
+  end_case(&k);
+  // Same physical order (size-1 dimensions moved) is a reshape.
+  b = make_case(&k, HL_OP_BITCAST, shp(HL_S8, 3, 1, 2, 3), 1, arange(shp(HL_S8, 2, 2, 3)));
+  set_layout(&b->shape, 3, 2, 0, 1);
+  expect_values(&k, (double[]){0, 1, 2, 3, 4, 5}, 6);
+  end_case(&k);
+  // Tiles have no implemented meaning: an error, never a guess.
+  b = make_case(&k, HL_OP_BITCAST, shp(HL_F32, 2, 3, 2), 1, arange(shp(HL_F32, 2, 2, 3)));
+  hl_layout_ext_t *e;
+  HL_ASSERT_OK(hl_layout_ext_ensure(&b->shape, &e));
+  e->tile_count = 1;
+  e->tiles[0].rank = 1;
+  e->tiles[0].dims[0] = 128;
+  set_layout(&b->shape, 2, 1, 0);
+  expect_error(&k, "bitcast with a tiled layout (T(...)) on its result");
+  end_case(&k);
+  // Packed s4 only between equal types.
+  b = make_case(&k, HL_OP_BITCAST, shp(HL_U8, 1, 2), 1, arange(shp(HL_S4, 1, 4)));
+  k.m->computations[0]->parameters[0]->shape.element_size_in_bits = 4;
+  expect_error(&k, "packed sub-byte storage");
   end_case(&k);
 }
 
@@ -560,6 +619,7 @@ static CU_TestInfo tests[] = {
     {"reshape", test_reshape},
     {"copy", test_copy},
     {"bitcast", test_bitcast},
+    {"bitcast_layouts", test_bitcast_layouts},
     {"slice", test_slice},
     {"slice_errors", test_slice_errors},
     {"concatenate", test_concatenate},
