@@ -162,6 +162,18 @@ S32_SH = np.array([0, 1, 4, 31, 3, 2, 30, 16], np.int32)
 U8_X = np.array([250, 3, 0, 128, 17, 255, 100, 9], np.uint8)
 U8_Y = np.array([10, 5, 1, 2, 4, 255, 7, 3], np.uint8)
 
+def layout_transpose(x, q, m, r, p):
+    # XLA's layout rules (docs/LAYOUTS.md): a copy to another layout keeps the
+    # values; a bitcast reads the operand's physical order. copy to {1,0,2}
+    # then bitcast = transpose (2,0,1); {0,2,1} = transpose (1,2,0); a
+    # column-major f32[3,2]{0,1} bitcast to row-major [2,3] is its transpose.
+    s = m.astype(np.int64)
+    for _ in range(3):
+        s = s.T * s + 1
+    return [x.transpose(2, 0, 1), x.transpose(1, 2, 0), q.T,
+            np.array([[1, 2, 3], [4, 5, 6]], np.float32), q, s.astype(np.int32)]
+
+
 # name -> (inputs, oracle[, tolerance override])
 CASES = {
     "elementwise_f32": ([normal(2, 3), away_from_zero(2, 3)], elementwise_f32),
@@ -186,6 +198,8 @@ CASES = {
     "replica_partition_id": ([normal(3)], replica_partition_id),
     "dump_style": ([normal(2, 2), normal(2, 2)], dump_style, (1e-5, 1e-6)),
     "old_style": ([normal(4), normal(4)], old_style, (1e-5, 1e-6)),
+    "layout_transpose": ([normal(2, 3, 4), normal(3, 2),
+                          rng.integers(-5, 5, (3, 3)).astype(np.int32)], layout_transpose),
 }
 
 
