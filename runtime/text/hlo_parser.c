@@ -912,6 +912,10 @@ static hl_status_t parse_header(hl_parser_t *p) {
       HL_RETURN_IF_ERROR(parse_bool_value(lx, &p->module->is_scheduled));
     } else if (hl_tok_text_equals(&attr, "frontend_attributes")) {
       HL_RETURN_IF_ERROR(parse_module_frontend_attributes(p));
+    } else if (hl_tok_text_equals(&attr, "entry_computation_layout")) {
+      p->has_entry_layout = true;
+      p->entry_layout = *lx;
+      HL_RETURN_IF_ERROR(hl_skip_attribute_value(lx, attr.line));
     } else {
       HL_RETURN_IF_ERROR(hl_skip_attribute_value(lx, attr.line));
     }
@@ -976,6 +980,53 @@ static hl_status_t order_computations(hl_module_t *m) {
   return NULL;
 }
 
+// entry_computation_layout={(f32[2]{0}, s32[])->f32[2]{0}}: the entry's
+// signature with the layouts its caller stores the arrays in. Values stay
+// logical whatever those layouts are (.npy files are row-major), so the
+// shapes must only agree with the entry's parameters and root; the layouts
+// are parsed like any other (every part, runtime/base/layout.h).
+static hl_status_t check_entry_layout(hl_parser_t *p) {
+  hl_lexer_t lx = p->entry_layout;
+  const hl_computation_t *e = p->module->entry;
+  HL_RETURN_IF_ERROR(hl_expect(&lx, HL_TOK_LBRACE, "'{' to open entry_computation_layout"));
+  HL_RETURN_IF_ERROR(hl_expect(&lx, HL_TOK_LPAREN, "'(' before the parameter layouts"));
+  int n = 0;
+  hl_status_t st = NULL;
+  while (!st && lx.tok.kind != HL_TOK_RPAREN) {
+    hl_token_t at = lx.tok;
+    hl_shape_t s;
+    HL_RETURN_IF_ERROR(hl_parse_shape_tokens(&lx, &s));
+    const hl_instruction_t *param = n < e->parameter_count ? e->parameters[n] : NULL;
+    if (!param)
+      st = hl_lexer_error(&lx, &at, "entry_computation_layout has more parameters than "
+                          "computation '%s' (%d)", e->name, e->parameter_count);
+    else if (!hl_shape_equal(&s, &param->shape))
+      st = hl_lexer_error(&lx, &at, "entry_computation_layout gives parameter %d the shape %s, "
+                          "but parameter '%s' is %s", n, hl_shape_debug_string(&s), param->name,
+                          hl_shape_debug_string(&param->shape));
+    hl_shape_deinit(&s);
+    n++;
+    if (lx.tok.kind != HL_TOK_COMMA) break;
+    hl_lexer_next(&lx);
+  }
+  if (st) return st;
+  if (n != e->parameter_count)
+    return hl_lexer_error(&lx, NULL, "entry_computation_layout has %d parameters, computation "
+                          "'%s' has %d", n, e->name, e->parameter_count);
+  HL_RETURN_IF_ERROR(hl_expect(&lx, HL_TOK_RPAREN, "')' after the parameter layouts"));
+  HL_RETURN_IF_ERROR(hl_expect(&lx, HL_TOK_ARROW, "'->' before the result layout"));
+  hl_token_t at = lx.tok;
+  hl_shape_t r;
+  HL_RETURN_IF_ERROR(hl_parse_shape_tokens(&lx, &r));
+  if (e->root && !hl_shape_equal(&r, &e->root->shape))
+    st = hl_lexer_error(&lx, &at, "entry_computation_layout gives the result the shape %s, but "
+                        "the root '%s' is %s", hl_shape_debug_string(&r), e->root->name,
+                        hl_shape_debug_string(&e->root->shape));
+  hl_shape_deinit(&r);
+  if (st) return st;
+  return hl_expect(&lx, HL_TOK_RBRACE, "'}' to close entry_computation_layout");
+}
+
 static hl_status_t parse_module(hl_parser_t *p) {
   hl_lexer_t *lx = &p->lx;
   bool has_header = hl_tok_is_word(&lx->tok, "HloModule");
@@ -1000,6 +1051,7 @@ static hl_status_t parse_module(hl_parser_t *p) {
   }
   if (!last) return hl_lexer_error(lx, NULL, "expected a computation");
   p->module->entry = entry ? entry : last;
+  if (p->has_entry_layout) HL_RETURN_IF_ERROR(check_entry_layout(p));
   if (!has_header) {
     size_t n = strlen(p->module->entry->name) + 8;
     char *name = hl_malloc(n);

@@ -32,6 +32,8 @@ typedef struct hl_parser {
   int64_t next_instruction_id;
   int depth;  // nesting of inline computations / anonymous operands
   struct name_map *names;  // instructions of the computation being parsed
+  bool has_entry_layout;   // the header's entry_computation_layout, checked
+  hl_lexer_t entry_layout; // once the entry is parsed (lexer at its '{')
 } hl_parser_t;
 
 // Called computations as the attributes name them; assembled into

@@ -498,6 +498,28 @@ static void parse_any(const char *text, size_t n) {
   }
 }
 
+// entry_computation_layout: every layout part parses; the shapes must agree
+// with the entry's parameters and root (the layouts may differ: values are
+// logical).
+static void test_entry_computation_layout(void) {
+  hl_module_t *m = parse_ok(
+      "HloModule l, entry_computation_layout={(f32[2,3]{0,1:T(2,128)S(1)}, s4[4]{0:E(4)})"
+      "->(f32[2,3]{1,0}, s4[4]{0})}\n\n"
+      "ENTRY e {\n  a = f32[2,3]{1,0} parameter(0)\n  b = s4[4]{0} parameter(1)\n"
+      "  ROOT t = (f32[2,3]{1,0}, s4[4]{0}) tuple(a, b)\n}\n");
+  hl_module_destroy(m);
+  expect_error("HloModule l, entry_computation_layout={(f32[3,2]{1,0})->f32[2,3]{1,0}}\n\n"
+               "ENTRY e {\n  ROOT a = f32[2,3]{1,0} parameter(0)\n}\n",
+               "t.hlo:1:41: entry_computation_layout gives parameter 0 the shape f32[3,2], but "
+               "parameter 'a' is f32[2,3]");
+  expect_error("HloModule l, entry_computation_layout={()->f32[2,3]{1,0}}\n\n"
+               "ENTRY e {\n  ROOT a = f32[2,3]{1,0} parameter(0)\n}\n",
+               "entry_computation_layout has 0 parameters, computation 'e' has 1");
+  expect_error("HloModule l, entry_computation_layout={(f32[2,3]{1,0})->s32[2,3]{1,0}}\n\n"
+               "ENTRY e {\n  ROOT a = f32[2,3]{1,0} parameter(0)\n}\n",
+               "gives the result the shape s32[2,3], but the root 'a' is f32[2,3]");
+}
+
 static void test_truncated_prefixes(void) {
   const char *inputs[] = {kDump, kOldStyle, kCollectives};
   for (int k = 0; k < 3; k++) {
@@ -562,6 +584,7 @@ static CU_TestInfo tests[] = {
     {"execution_thread_and_signature", test_execution_thread_and_signature},
     {"type_words_as_names", test_type_words_as_names},
     {"errors_with_positions", test_errors_with_positions},
+    {"entry_computation_layout", test_entry_computation_layout},
     {"truncated_prefixes", test_truncated_prefixes},
     {"random_byte_flips", test_random_byte_flips},
     {"allocation_failures", test_allocation_failures},

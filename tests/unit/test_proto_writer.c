@@ -1,7 +1,7 @@
 // Module IR -> HloProto (runtime/proto/proto_writer.c). The encoded bytes are
 // checked with protobuf-c's own unpacker (independent of the loader) and by
 // round trips through the loader.
-// hl-test-libs: hl_proto
+// hl-test-libs: hl_proto hl_text
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +9,8 @@
 #include "hlo.pb-c.h"
 #include "runtime/base/alloc.h"
 #include "runtime/proto/proto_io.h"
+#include "runtime/text/hlo_parser.h"
+#include "runtime/text/hlo_printer.h"
 #include "proto_test_util.h"
 #include "test_util.h"
 
@@ -446,6 +448,59 @@ static void test_every_attribute_round_trips(void) {
   hl_module_destroy(m);
 }
 
+// Every layout part XLA's Layout::ToProto writes goes into LayoutProto
+// (checked with protobuf-c's unpacker) and back, so text -> proto -> text is
+// unchanged.
+static void test_layout_parts_round_trip(void) {
+  static const char kText[] =
+      "HloModule lay\n\n"
+      "ENTRY main {\n"
+      "  p = s4[8,128]{1,0:E(4)} parameter(0)\n"
+      "  c = s4[8,128]{0,1:D(D,C+~)T(8,128)(2,*)L(4)#(s32)*(u64)E(4)S(1)SC(0:1,2)(1:3)"
+      "P(s4[1024]{0})M(8)} copy(p)\n"
+      "  ROOT s = f32[]{:S(2)} constant(1)\n"
+      "}\n";
+  hl_module_t *m = NULL;
+  HL_ASSERT_OK(hl_parse_hlo_module(kText, strlen(kText), "lay.hlo", &m));
+  uint8_t *bytes;
+  size_t n;
+  hl_module_t *back = round_trip(m, &bytes, &n);
+  Xla__HloProto *hp = xla__hlo_proto__unpack(NULL, n, bytes);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(hp);
+  const Xla__HloInstructionProto *c = hl_test_find_instruction_proto(hp->hlo_module, "c");
+  CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+  const Xla__LayoutProto *l = c->shape->layout;
+  CU_ASSERT_PTR_NOT_NULL_FATAL(l);
+  CU_ASSERT(l->n_minor_to_major == 2 && l->minor_to_major[0] == 0);
+  CU_ASSERT(l->n_dim_level_types == 2 && l->dim_level_types[1] == XLA__DIM_LEVEL_TYPE__DIM_COMPRESSED);
+  CU_ASSERT(l->n_dim_unique == 2 && !l->dim_unique[1] && l->dim_unique[0]);
+  CU_ASSERT(l->n_tiles == 2 && l->tiles[0]->dimensions[1] == 128);
+  CU_ASSERT(l->tiles[1]->n_dimensions == 2 && l->tiles[1]->dimensions[1] == INT64_MIN);
+  CU_ASSERT_EQUAL(l->tail_padding_alignment_in_elements, 4);
+  CU_ASSERT_EQUAL(l->index_primitive_type, XLA__PRIMITIVE_TYPE__S32);
+  CU_ASSERT_EQUAL(l->pointer_primitive_type, XLA__PRIMITIVE_TYPE__U64);
+  CU_ASSERT_EQUAL(l->element_size_in_bits, 4);
+  CU_ASSERT_EQUAL(l->memory_space, 1);
+  CU_ASSERT(l->n_split_configs == 2 && l->split_configs[0]->n_split_indices == 2);
+  CU_ASSERT(l->physical_shape && l->physical_shape->dimensions[0] == 1024);
+  CU_ASSERT_EQUAL(l->dynamic_shape_metadata_prefix_bytes, 8);
+  const Xla__HloInstructionProto *s = hl_test_find_instruction_proto(hp->hlo_module, "s");
+  CU_ASSERT(s->shape->layout && s->shape->layout->memory_space == 2);
+  xla__hlo_proto__free_unpacked(hp, NULL);
+  hl_strbuf_t a, b;
+  hl_strbuf_init(&a);
+  hl_strbuf_init(&b);
+  HL_ASSERT_OK(hl_print_hlo_module(m, &a));
+  HL_ASSERT_OK(hl_print_hlo_module(back, &b));
+  CU_ASSERT_STRING_EQUAL(hl_strbuf_cstr(&a), hl_strbuf_cstr(&b));
+  CU_ASSERT_PTR_NOT_NULL(strstr(hl_strbuf_cstr(&b), "P(s4[1024]{0})M(8)}"));
+  hl_strbuf_deinit(&a);
+  hl_strbuf_deinit(&b);
+  hl_module_destroy(back);
+  hl_module_destroy(m);
+  free(bytes);
+}
+
 static void test_encode_allocation_failures(void) {
   hl_module_t *m = build_rich_module();
   bool ok = false;
@@ -473,6 +528,7 @@ static CU_TestInfo tests[] = {
     {"fixture_encoding_at_wire_level", test_fixture_encoding_at_wire_level},
     {"device_assignment", test_device_assignment},
     {"every_attribute_round_trips", test_every_attribute_round_trips},
+    {"layout_parts_round_trip", test_layout_parts_round_trip},
     {"encode_allocation_failures", test_encode_allocation_failures},
     CU_TEST_INFO_NULL,
 };
