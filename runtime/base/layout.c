@@ -180,9 +180,7 @@ bool hl_layout_is_row_major_order(const hl_shape_t *s) {
 // Bitcast
 //===----------------------------------------------------------------------===//
 
-// The first layout part whose physical meaning bitcast does not implement,
-// or NULL. Memory space never changes the bytes.
-static const char *unimplemented_part(const hl_shape_t *s) {
+const char *hl_layout_unimplemented_part(const hl_shape_t *s) {
   const hl_layout_ext_t *e = s->layout_ext;
   if (!e) return NULL;
   if (e->tile_count) return "a tiled layout (T(...))";
@@ -208,7 +206,7 @@ hl_status_t hl_layout_check_bitcast(const hl_shape_t *x, const hl_shape_t *r) {
     return HL_INVALID("bitcast layouts must be permutations of the dimensions");
   for (int side = 0; side < 2; side++) {
     const hl_shape_t *s = side ? r : x;
-    const char *what = unimplemented_part(s);
+    const char *what = hl_layout_unimplemented_part(s);
     if (what)
       return HL_UNIMPL("bitcast with %s on its %s (%s) is not supported: only dense "
                        "minor_to_major layouts, E(n) and S(n) are reinterpreted",

@@ -87,6 +87,12 @@ int64_t hl_layout_physical_byte_size(const hl_shape_t *s);
 // Physical order equals logical row-major order (size-1 dimensions ignored).
 bool hl_layout_is_row_major_order(const hl_shape_t *s);
 
+// The first layout part whose physical order this runtime does not
+// implement (tiles, sparse levels, tail padding, split configs, a physical
+// shape, dynamic metadata), described for a message; NULL when none.
+// Memory space and E(n) never reorder elements.
+const char *hl_layout_unimplemented_part(const hl_shape_t *s);
+
 // Whether `bitcast` from `operand` to `result` is defined and implemented:
 // equal physical byte sizes, layouts this runtime reinterprets exactly
 // (no tiles, sparse levels, ...), packed elements only between equal types.

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "runtime/base/alloc.h"
+#include "runtime/base/layout.h"
 #include "runtime/proto/proto_internal.h"
 #include "runtime/proto/proto_io.h"
 
@@ -248,6 +249,11 @@ static void relayout_to_row_major(const uint8_t *phys, uint8_t *out, const hl_sh
 
 static hl_status_t array_from_message(const Xla__LiteralProto *m, const hl_shape_t *shape,
                                       hl_literal_t **out) {
+  const char *layout_part = hl_layout_unimplemented_part(shape);
+  if (layout_part)
+    return HL_UNIMPL("literal of shape %s has %s; only dense minor_to_major literal data is "
+                     "supported",
+                     hl_shape_layout_debug_string(shape), layout_part);
   int64_t count = 0;
   HL_RETURN_IF_ERROR(element_count(shape, &count));
   size_t esize = hl_dtype_size(shape->dtype);
@@ -374,6 +380,11 @@ hl_status_t hl_proto_literal_to_message(hl_proto_arena_t *a, const hl_literal_t 
   }
   shape = lit->shape;  // shallow: arrays and tokens own no children
   shape.has_layout = false;
+  // The data is dense, one element per slot (sub-byte ones a byte each, as
+  // XLA's literals hold them): no tiles, packing or memory space.
+  shape.element_size_in_bits = 0;
+  shape.memory_space = 0;
+  shape.layout_ext = NULL;
   HL_RETURN_IF_ERROR(hl_proto_shape_to_message_with_layout(a, &shape, &m->shape));
   if (!hl_dtype_is_array(shape.dtype)) {
     *out = m;
