@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""Hostile and careless input files (issue 10, section 3): each case once made
+hlo-launch or hlo-convert crash, hang, exhaust memory or succeed silently.
+Every one must now stop quickly with a message that says what is wrong.
+
+Run by ctest (integration.hostile_inputs), which sets HLO_LAUNCH.
+"""
+
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hl_testlib as hl  # noqa: E402
+
+# Each case is small and must finish in seconds; a hang or a runaway
+# allocation fails at this bound.
+QUICK_S = 30
+
+
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def launch(*args, **kw):
+    kw.setdefault("timeout", QUICK_S)
+    return hl.run([hl.HLO_LAUNCH] + [str(a) for a in args], **kw)
+
+
+def expect_error(res, code, *needles):
+    """Failed with `code` (not a signal, not a hang); stderr holds every needle."""
+    if res.timed_out:
+        return "hung\n" + res.describe()
+    if res.returncode != code:
+        return "exit %s, expected %s\n%s" % (res.returncode, code, res.describe())
+    for n in needles:
+        if n not in res.stderr:
+            return "stderr lacks %r\n%s" % (n, res.describe())
+    return None
+
+
+def test_shape_overflow_in_text():
+    # 2^62+1 rows of 4 elements: 2^64+4 elements. A slice of it used to segfault.
+    with hl.tempdir("overflow") as d:
+        prog = write(os.path.join(d, "big.hlo"), """HloModule big
+
+ENTRY main {
+  p = f32[4611686018427387905,4] parameter(0)
+  ROOT s = f32[1,4] slice(p), slice={[0:1], [0:4]}
+}
+""")
+        return expect_error(launch("-np", 1, prog), 1, "big.hlo:4:", "too large",
+                            "overflows int64")
+
+
+def test_zero_size_huge_outer_dim_prints_fast():
+    with hl.tempdir("zerosize") as d:
+        prog = write(os.path.join(d, "z.hlo"), """HloModule z
+
+ENTRY main {
+  ROOT c = f32[1000000000000,0] constant({})
+}
+""")
+        res = launch("-np", 1, prog)
+        if res.timed_out or res.returncode != 0:
+            return res.describe()
+        if "f32[1000000000000,0] {}" not in res.stdout:
+            return "result not printed as '{}'\n" + res.describe()
+        # The same constant through a binary proto (about 115 bytes) and back.
+        pb = os.path.join(d, "z.pb")
+        res = hl.run([hl.HLO_CONVERT, prog, pb], timeout=QUICK_S)
+        if res.returncode != 0 or os.path.getsize(pb) > 200:
+            return res.describe()
+        back = os.path.join(d, "back.hlo")
+        res = hl.run([hl.HLO_CONVERT, pb, back], timeout=QUICK_S)
+        if res.timed_out or res.returncode != 0:
+            return res.describe()
+        with open(back) as f:
+            if "f32[1000000000000,0] constant({})" not in f.read():
+                return "converted text lacks the constant"
+    return None
+
+
+TESTS = [
+    ("shape_overflow_in_text", test_shape_overflow_in_text),
+    ("zero_size_huge_outer_dim_prints_fast", test_zero_size_huge_outer_dim_prints_fast),
+]
+
+if __name__ == "__main__":
+    hl.require_binaries("hlo-launch", "hlo-convert")
+    hl.main(TESTS)
