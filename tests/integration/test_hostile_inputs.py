@@ -25,9 +25,22 @@ def write(path, text):
     return path
 
 
-def launch(*args, **kw):
+def sanitized_build():
+    """ASan reserves terabytes of shadow address space: no ulimit -v there."""
+    cache = os.path.join(os.environ.get("HL_BINARY_DIR", ""), "CMakeCache.txt")
+    try:
+        with open(cache) as f:
+            return "HL_SANITIZE:BOOL=ON" in f.read()
+    except OSError:
+        return False
+
+
+def launch(*args, limit_as_kib=None, **kw):
     kw.setdefault("timeout", QUICK_S)
-    return hl.run([hl.HLO_LAUNCH] + [str(a) for a in args], **kw)
+    argv = [hl.HLO_LAUNCH] + [str(a) for a in args]
+    if limit_as_kib and not sanitized_build():
+        argv = ["/bin/sh", "-c", 'ulimit -v %d && exec "$@"' % limit_as_kib, "sh"] + argv
+    return hl.run(argv, **kw)
 
 
 def expect_error(res, code, *needles):
@@ -84,7 +97,30 @@ ENTRY main {
     return None
 
 
+def test_npy_truncated_huge_declared_shape():
+    # 128 bytes that declare 15 GB of float32: "truncated data", no allocation.
+    with hl.tempdir("npy") as d:
+        prog = write(os.path.join(d, "p.hlo"), """HloModule p
+
+ENTRY main {
+  p = f32[3750000000] parameter(0)
+  ROOT s = f32[2] slice(p), slice={[0:2]}
+}
+""")
+        args = os.path.join(d, "args")
+        os.makedirs(args)
+        h = b"{'descr': '<f4', 'fortran_order': False, 'shape': (3750000000,), }"
+        h = h + b" " * (117 - len(h)) + b"\n"
+        with open(os.path.join(args, "arg0.npy"), "wb") as f:
+            f.write(b"\x93NUMPY\x01\x00" + bytes([len(h), 0]) + h)
+        # Under a 4 GB address-space limit an attempt to allocate the 15 GB
+        # fails as "out of memory" instead of passing unnoticed.
+        res = launch("-np", 1, "--args-dir", args, prog, limit_as_kib=4000000)
+        return expect_error(res, 1, "arg0.npy", "truncated data", "needs 15000000000 bytes")
+
+
 TESTS = [
+    ("npy_truncated_huge_declared_shape", test_npy_truncated_huge_declared_shape),
     ("shape_overflow_in_text", test_shape_overflow_in_text),
     ("zero_size_huge_outer_dim_prints_fast", test_zero_size_huge_outer_dim_prints_fast),
 ]
