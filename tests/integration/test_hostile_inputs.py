@@ -119,7 +119,21 @@ ENTRY main {
         return expect_error(res, 1, "arg0.npy", "truncated data", "needs 15000000000 bytes")
 
 
+def test_constant_counted_before_allocating():
+    with hl.tempdir("const") as d:
+        prog = write(os.path.join(d, "c.hlo"), """HloModule c
+
+ENTRY main {
+  ROOT c = f32[100000000000] constant({1, 2})
+}
+""")
+        res = launch("-np", 1, prog, limit_as_kib=4000000)
+        return expect_error(res, 1, "c.hlo:4:", "expected 100000000000 elements",
+                            "but found 2")
+
+
 TESTS = [
+    ("constant_counted_before_allocating", test_constant_counted_before_allocating),
     ("npy_truncated_huge_declared_shape", test_npy_truncated_huge_declared_shape),
     ("shape_overflow_in_text", test_shape_overflow_in_text),
     ("zero_size_huge_outer_dim_prints_fast", test_zero_size_huge_outer_dim_prints_fast),
