@@ -331,7 +331,8 @@ int hl_spawn_main(const hl_launch_options_t *o, int argc, char **argv) {
   // The program is checked here once, so a bad file or grid stops before any
   // rank starts, with one message.
   hl_program_t program;
-  hl_status_t st = hl_program_load_file(o->program, &program);
+  hl_status_t st = hl_program_load_file_with(
+      o->program, &(hl_program_load_options_t){o->max_inflated_bytes}, &program);
   if (st) return fail_status(st);
   st = hl_verify_module(program.module);
   hl_grid_t grid;

@@ -6,6 +6,7 @@ Every one must now stop quickly with a message that says what is wrong.
 Run by ctest (integration.hostile_inputs), which sets HLO_LAUNCH.
 """
 
+import gzip
 import os
 import sys
 
@@ -132,7 +133,39 @@ ENTRY main {
                             "but found 2")
 
 
+def test_gzip_bomb_capped():
+    # A valid program followed by 8 MiB of blanks, gzip'd to a few KiB.
+    text = ("HloModule pad\n\nENTRY main {\n  p = s32[3] parameter(0)\n"
+            "  ROOT n = s32[3] negate(p)\n}\n")
+    with hl.tempdir("gzip") as d:
+        bomb = os.path.join(d, "bomb.hlo.gz")
+        with open(bomb, "wb") as f:
+            f.write(gzip.compress(text.encode() + b" " * (8 << 20)))
+        res = launch("-np", 1, "--max-inflated-size", "4M", bomb)
+        msg = expect_error(res, 1, "bomb.hlo.gz: the gzip data inflates to more than 4.0 MiB",
+                           "--max-inflated-size")
+        if msg:
+            return msg
+        res = hl.run([hl.HLO_CONVERT, "--max-inflated-size=1K", bomb, os.path.join(d, "o.hlo")],
+                     timeout=QUICK_S)
+        msg = expect_error(res, 1, "inflates to more than 1.0 KiB")
+        if msg:
+            return msg
+        res = launch("-np", 1, "--max-inflated-size", "lots", bomb)
+        msg = expect_error(res, 2, "--max-inflated-size needs a positive size")
+        if msg:
+            return msg
+        # Under a limit it fits in, the program runs: -[1 2 3] from --args.
+        args = os.path.join(d, "x.npy")
+        np.save(args, np.array([1, 2, 3], np.int32))
+        res = launch("-np", 1, "--max-inflated-size", "9M", "--args", args, bomb)
+        if res.returncode != 0 or "{-1, -2, -3}" not in res.stdout:
+            return res.describe()
+    return None
+
+
 TESTS = [
+    ("gzip_bomb_capped", test_gzip_bomb_capped),
     ("constant_counted_before_allocating", test_constant_counted_before_allocating),
     ("npy_truncated_huge_declared_shape", test_npy_truncated_huge_declared_shape),
     ("shape_overflow_in_text", test_shape_overflow_in_text),
