@@ -157,6 +157,8 @@ static const char kHelp[] =
     "       the rank, replica and partition)\n"
     "  2    a usage error (bad options)\n"
     "  124  --timeout expired\n"
+    "  130, 143, 129  SIGINT (Ctrl-C), SIGTERM or SIGHUP reached hlo-launch: the job\n"
+    "       was stopped (128 + the signal number, as shells report it)\n"
     "  other  mpiexec's own status when the job ended another way (a signal, ...)\n"
     "\n"
     "Examples:\n"

@@ -8,7 +8,10 @@ Run by ctest (integration.hostile_inputs), which sets HLO_LAUNCH.
 
 import gzip
 import os
+import signal
+import subprocess
 import sys
+import time
 
 import numpy as np
 
@@ -164,7 +167,88 @@ def test_gzip_bomb_capped():
     return None
 
 
+SPIN = """HloModule spin
+
+cond {
+  c = s32[] parameter(0)
+  ROOT t = pred[] constant(true)
+}
+
+body {
+  b = s32[] parameter(0)
+  one = s32[] constant(1)
+  ROOT a = s32[] add(b, one)
+}
+
+ENTRY main {
+  z = s32[] constant(0)
+  ROOT w = s32[] while(z), condition=cond, body=body
+}
+"""
+
+
+def worker_running(marker):
+    """A rank (hlo-launch --worker) whose command line holds `marker` exists."""
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if b"--worker" in argv and any(marker.encode() in a for a in argv):
+            return True
+    return False
+
+
+def stop_with(sig, want_code, want_text):
+    with hl.tempdir("signal") as d:
+        prog = write(os.path.join(d, "spin.hlo"), SPIN)
+        proc = subprocess.Popen([hl.HLO_LAUNCH, "-np", "2", prog], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, start_new_session=True)
+        try:
+            deadline = time.monotonic() + QUICK_S
+            while not worker_running(prog) and time.monotonic() < deadline:
+                if proc.poll() is not None:
+                    break
+                time.sleep(0.1)
+            if not worker_running(prog):
+                return "the ranks never started (exit %s)" % proc.poll()
+            time.sleep(0.5)  # let the ranks reach the loop
+            proc.send_signal(sig)
+            out, err = proc.communicate(timeout=QUICK_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            return "hlo-launch did not stop after the signal"
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.communicate()
+        err = err.decode("utf-8", "replace")
+        if proc.returncode != want_code or want_text not in err:
+            return "exit %s (expected %s), stderr:\n%s" % (proc.returncode, want_code, err)
+        # No rank is left behind.
+        time.sleep(0.5)
+        if worker_running(prog):
+            return "a rank still runs after hlo-launch exited"
+    return None
+
+
+def test_sigterm_exits_143():
+    return stop_with(signal.SIGTERM, 143, "hlo-launch: terminated: SIGTERM received; the job "
+                     "was stopped")
+
+
+def test_sigint_exits_130():
+    return stop_with(signal.SIGINT, 130, "hlo-launch: interrupted: SIGINT received; the job "
+                     "was stopped")
+
+
 TESTS = [
+    ("sigterm_exits_143", test_sigterm_exits_143),
+    ("sigint_exits_130", test_sigint_exits_130),
     ("gzip_bomb_capped", test_gzip_bomb_capped),
     ("constant_counted_before_allocating", test_constant_counted_before_allocating),
     ("npy_truncated_huge_declared_shape", test_npy_truncated_huge_declared_shape),
