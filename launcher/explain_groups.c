@@ -85,7 +85,8 @@ int hl_explain_groups(const hl_module_t *module, int64_t R, int64_t P, hl_strbuf
 
 int hl_explain_groups_main(const hl_launch_options_t *o, FILE *out) {
   hl_program_t program;
-  hl_status_t st = hl_program_load_file(o->program, &program);
+  hl_status_t st = hl_program_load_file_with(
+      o->program, &(hl_program_load_options_t){o->max_inflated_bytes}, &program);
   if (!st) {
     st = hl_verify_module(program.module);
     if (st) hl_program_deinit(&program);

@@ -39,6 +39,7 @@ typedef struct hl_convert_options {
   hl_convert_format_t to;  // HL_OUT_UNKNOWN: from out_path's name
   bool force;
   bool verify;
+  hl_program_load_options_t load;  // --max-inflated-size
 } hl_convert_options_t;
 
 static const char kUsage[] =
@@ -59,6 +60,9 @@ static const char kUsage[] =
     "                    overrides OUT's name\n"
     "  -f, --force       overwrite OUT if it exists (never IN itself)\n"
     "  --no-verify       write the module even if the verifier rejects it\n"
+    "  --max-inflated-size SIZE\n"
+    "                    most bytes a gzip'd IN may inflate to (K, M, G, T suffixes;\n"
+    "                    default: half the memory available)\n"
     "  -h, --help        show this help\n"
     "\n"
     "Large constants are never elided in text output, so text -> pb -> text -> pb\n"
@@ -102,6 +106,17 @@ static int hl_parse_args(int argc, char **argv, hl_convert_options_t *out) {
         out->force = true;
       } else if (strcmp(a, "--no-verify") == 0) {
         out->verify = false;
+      } else if (strcmp(a, "--max-inflated-size") == 0 ||
+                 strncmp(a, "--max-inflated-size=", 20) == 0) {
+        const char *v = a[19] == '=' ? a + 20 : (i + 1 < argc ? argv[++i] : NULL);
+        hl_status_t st = v ? hl_program_parse_size("--max-inflated-size", v,
+                                                   &out->load.max_inflated_bytes)
+                           : HL_INVALID("--max-inflated-size needs a value");
+        if (st) {
+          fprintf(stderr, "hlo-convert: %s\n", hl_status_message(st));
+          hl_status_free(st);
+          return 2;
+        }
       } else if (strcmp(a, "--to") == 0 || strncmp(a, "--to=", 5) == 0) {
         const char *v = a[4] == '=' ? a + 5 : (i + 1 < argc ? argv[++i] : NULL);
         if (!v) {
@@ -175,12 +190,13 @@ static hl_status_t hl_read_stream(FILE *f, const char *name, uint8_t **out_data,
   return NULL;
 }
 
-static hl_status_t hl_load(const char *path, hl_program_t *out_program) {
-  if (strcmp(path, "-") != 0) return hl_program_load_file(path, out_program);
+static hl_status_t hl_load(const char *path, const hl_program_load_options_t *load,
+                           hl_program_t *out_program) {
+  if (strcmp(path, "-") != 0) return hl_program_load_file_with(path, load, out_program);
   uint8_t *data;
   size_t size;
   HL_RETURN_IF_ERROR(hl_read_stream(stdin, "<stdin>", &data, &size));
-  hl_status_t st = hl_program_load_bytes(data, size, "<stdin>", out_program);
+  hl_status_t st = hl_program_load_bytes_with(data, size, "<stdin>", load, out_program);
   hl_free(data);
   return st;
 }
@@ -363,7 +379,7 @@ static hl_status_t hl_convert(const hl_convert_options_t *opts) {
   if (!to_stdout) HL_RETURN_IF_ERROR(hl_check_output_path(opts));
 
   hl_program_t program;
-  HL_RETURN_IF_ERROR(hl_load(opts->in_path, &program));
+  HL_RETURN_IF_ERROR(hl_load(opts->in_path, &opts->load, &program));
   hl_status_t st = NULL;
   if (opts->verify) {
     st = hl_verify_module(program.module);

@@ -7,6 +7,7 @@
 
 #include "launcher/binding.h"
 #include "runtime/base/alloc.h"
+#include "runtime/proto/program_loader.h"
 
 #ifndef HL_VERSION
 #define HL_VERSION "unknown"
@@ -122,6 +123,10 @@ static const char kHelp[] =
     "  --report-bindings     rank 0 prints one line per rank to stderr:\n"
     "                        host, rank, replica, partition, local rank, cpuset\n"
     "\n"
+    "  --max-inflated-size SIZE\n"
+    "                        most bytes a gzip'd PROGRAM may inflate to (K, M, G, T\n"
+    "                        suffixes); default: half the memory available, so a gzip\n"
+    "                        bomb stops with a message instead of exhausting memory\n"
     "  --explain-groups      print, for every collective of PROGRAM, its group mode and\n"
     "                        process groups as (replica, partition) lists and MPI\n"
     "                        ranks on the grid (-np / --replicas / --partitions), and\n"
@@ -152,6 +157,8 @@ static const char kHelp[] =
     "       the rank, replica and partition)\n"
     "  2    a usage error (bad options)\n"
     "  124  --timeout expired\n"
+    "  130, 143, 129  SIGINT (Ctrl-C), SIGTERM or SIGHUP reached hlo-launch: the job\n"
+    "       was stopped (128 + the signal number, as shells report it)\n"
     "  other  mpiexec's own status when the job ended another way (a signal, ...)\n"
     "\n"
     "Examples:\n"
@@ -191,6 +198,7 @@ enum {
   OPT_MPMD_PROGRAM,
   OPT_EXPLAIN_GROUPS,
   OPT_REPEAT,
+  OPT_MAX_INFLATED_SIZE,
 };
 
 static const struct option kLongOptions[] = {
@@ -224,6 +232,7 @@ static const struct option kLongOptions[] = {
     {"mpmd-program", required_argument, NULL, OPT_MPMD_PROGRAM},
     {"explain-groups", no_argument, NULL, OPT_EXPLAIN_GROUPS},
     {"repeat", required_argument, NULL, OPT_REPEAT},
+    {"max-inflated-size", required_argument, NULL, OPT_MAX_INFLATED_SIZE},
     {NULL, 0, NULL, 0},
 };
 
@@ -430,6 +439,10 @@ static hl_status_t parse_into(int argc, char **argv, hl_launch_options_t *o) {
       case OPT_MPMD_PROGRAM: mpmd_program = optarg; break;
       case OPT_EXPLAIN_GROUPS: o->explain_groups = true; break;
       case OPT_REPEAT: HL_RETURN_IF_ERROR(parse_count("--repeat", optarg, &o->repeat)); break;
+      case OPT_MAX_INFLATED_SIZE:
+        HL_RETURN_IF_ERROR(
+            hl_program_parse_size("--max-inflated-size", optarg, &o->max_inflated_bytes));
+        break;
       case ':': {
         const char *flag = argv[optind - 1];
         return HL_INVALID("%s needs a value", flag);

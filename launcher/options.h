@@ -64,6 +64,7 @@ typedef struct hl_launch_options {
   bool help, version;
   bool explain_groups;            // --explain-groups: print each collective's groups, run nothing
   int64_t repeat;                // --repeat N: runs of the program, timed (0: not given, one run)
+  uint64_t max_inflated_bytes;   // --max-inflated-size: gzip'd program limit (0: default)
   // Internal: set on the command line the launcher gives mpiexec.
   bool worker;                   // --worker: run as one rank
   const char *status_file;       // --status-file: rank 0 writes the job's exit code here

@@ -220,12 +220,14 @@ static void print_quoted(FILE *out, const char *s) {
 
 static volatile sig_atomic_t g_child = 0;
 static volatile sig_atomic_t g_timed_out = 0;
+static volatile sig_atomic_t g_stop_signal = 0;  // the first SIGINT / SIGTERM / SIGHUP received
 
 // Termination requests for the launcher are passed to mpiexec, which stops
 // the ranks; a Ctrl-C from the terminal already reaches mpiexec through the
 // process group, so only signals sent by kill() are forwarded.
 static void forward_signal(int sig, siginfo_t *info, void *context) {
   (void)context;
+  if (!g_stop_signal) g_stop_signal = sig;
   if (g_child > 0 && (info->si_code == SI_USER || info->si_code == SI_QUEUE))
     kill((pid_t)g_child, sig);
 }
@@ -317,6 +319,14 @@ static int run_mpiexec(const hl_launch_options_t *o, char **cmd, const char *sta
     fail("the job did not finish within --timeout %g s; it was stopped", o->timeout_s);
     return 124;
   }
+  if (g_stop_signal) {
+    // Shells expect 128 + the signal number (130 for Ctrl-C, 143 for kill).
+    int sig = g_stop_signal;
+    fail("%s received; the job was stopped", sig == SIGINT    ? "interrupted: SIGINT"
+                                             : sig == SIGTERM ? "terminated: SIGTERM"
+                                                              : "hung up: SIGHUP");
+    return 128 + sig;
+  }
   int code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
   int reported = status_file ? read_status_file(status_file) : -1;
   if (code == 0 && reported > 0) code = reported;
@@ -331,7 +341,8 @@ int hl_spawn_main(const hl_launch_options_t *o, int argc, char **argv) {
   // The program is checked here once, so a bad file or grid stops before any
   // rank starts, with one message.
   hl_program_t program;
-  hl_status_t st = hl_program_load_file(o->program, &program);
+  hl_status_t st = hl_program_load_file_with(
+      o->program, &(hl_program_load_options_t){o->max_inflated_bytes}, &program);
   if (st) return fail_status(st);
   st = hl_verify_module(program.module);
   hl_grid_t grid;

@@ -334,7 +334,8 @@ static bool run(worker_t *w) {
 
   // Every rank loads the program itself (the file must be readable on every
   // host, as the program binary is).
-  hl_status_t st = hl_program_load_file(o->program, &program);
+  hl_status_t st = hl_program_load_file_with(
+      o->program, &(hl_program_load_options_t){o->max_inflated_bytes}, &program);
   if (!st) st = hl_verify_module(program.module);
   if (!agree(w, st, false)) goto done;
   if (!agree(w, resolve_grid(w, program.module), false)) goto done;

@@ -5,6 +5,7 @@ HL_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # Build directories (override to keep several builds side by side).
 HL_BUILD_DIR=${HL_BUILD_DIR:-$HL_ROOT/build}
 HL_ASAN_BUILD_DIR=${HL_ASAN_BUILD_DIR:-$HL_ROOT/build-asan}
+HL_CLANG_BUILD_DIR=${HL_CLANG_BUILD_DIR:-$HL_ROOT/build-clang}
 
 # Debian 12 packages the build and the tests need.
 HL_PACKAGES=(
@@ -15,6 +16,7 @@ HL_PACKAGES=(
   libfftw3-dev liblapacke-dev
   slurm-wlm munge hwloc iproute2
   python3 python3-numpy
+  clang libclang-rt-14-dev
 )
 
 hl_log() { printf '==> %s\n' "$*" >&2; }

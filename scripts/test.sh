@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
 # Installs what is missing (Debian 12), builds (Release, into build/) and runs
 # every test with ctest. With --sanitize, also builds with ASan + UBSan (into
-# build-asan/) and runs the suite again there.
-#   ./scripts/test.sh [--sanitize] [extra ctest options, e.g. -R integration]
+# build-asan/) and runs the suite again there. With --clang, also builds with
+# clang (into build-clang/, warnings are errors there) and runs the unit tests,
+# the fuzz harness smoke runs and a few end-to-end integration tests with it.
+#   ./scripts/test.sh [--sanitize] [--clang] [extra ctest options, e.g. -R integration]
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 
 sanitize=0
+clang=0
 ctest_args=()
 for a in "$@"; do
   case $a in
     --sanitize) sanitize=1 ;;
-    -h|--help) sed -n '2,5p' "$0"; exit 0 ;;
+    --clang) clang=1 ;;
+    -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
     *) ctest_args+=("$a") ;;
   esac
 done
@@ -44,5 +48,16 @@ if [ "$sanitize" = 1 ]; then
   export OMPI_MCA_mca_base_component_disable_dlclose=1
   hl_log "ctest in $HL_ASAN_BUILD_DIR (AddressSanitizer + UndefinedBehaviorSanitizer)"
   run_suite "$HL_ASAN_BUILD_DIR" || rc=1
+fi
+if [ "$clang" = 1 ]; then
+  # The gcc run above covers every test; with clang the point is the compiler:
+  # every target must build warning-free, and the unit suites (every source
+  # file's own tests), the fuzz smoke runs and a few whole-launcher tests
+  # must pass. The rest of the integration suite would double CI time for
+  # code paths the unit suites already run.
+  CC=clang hl_build "$HL_CLANG_BUILD_DIR" Release -DHL_WERROR=ON
+  hl_log "ctest in $HL_CLANG_BUILD_DIR (clang): unit, fuzz smoke, selected integration"
+  (cd "$HL_CLANG_BUILD_DIR" && ctest --output-on-failure --timeout "$timeout_s" -j "$(hl_jobs)" \
+     -R '^(unit|fuzz)\.|^integration\.(hostile_inputs|launcher|examples)$') || rc=1
 fi
 exit $rc

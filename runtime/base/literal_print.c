@@ -208,6 +208,22 @@ static void print_dims(print_ctx_t *c, int depth, int64_t last_index) {
   append_close_brace(c, depth);
 }
 
+// XLA prints a zero-size array with one "{}" per block of its leading non-zero
+// dimensions ("{ {}, {} }" for f32[2,0]); its parser, and ours, also read the
+// single "{}". Past this many blocks (f32[1000000000000,0] would be terabytes
+// of braces) that single "{}" is printed instead.
+#define HL_MAX_EMPTY_BLOCKS_PRINTED 65536
+
+static bool empty_blocks_too_many(const hl_shape_t *s) {
+  if (hl_shape_element_count(s) != 0) return false;
+  int64_t blocks = 1;
+  for (int i = 0; i < s->rank && s->dims[i] != 0; i++) {
+    if (s->dims[i] > HL_MAX_EMPTY_BLOCKS_PRINTED / blocks) return true;
+    blocks *= s->dims[i];
+  }
+  return false;
+}
+
 static void print_literal(const hl_literal_t *lit, bool print_shape, bool oneline,
                           hl_strbuf_t *out) {
   if (!lit) {
@@ -233,6 +249,10 @@ static void print_literal(const hl_literal_t *lit, bool print_shape, bool onelin
   }
   if (!hl_dtype_is_array(lit->shape.dtype)) {
     hl_strbuf_append(out, "?");
+    return;
+  }
+  if (empty_blocks_too_many(&lit->shape)) {
+    hl_strbuf_append(out, "{}");
     return;
   }
   print_ctx_t c = {lit, lit->shape.rank, lit->shape.dims, oneline, 0, out};

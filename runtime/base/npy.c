@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "runtime/base/alloc.h"
 #include "runtime/base/strbuf.h"
@@ -347,6 +348,15 @@ static size_t source_read(source_t *s, void *buf, size_t n) {
   return n;
 }
 
+// Bytes left to read, or SIZE_MAX when a stream (a pipe) cannot tell.
+static size_t source_remaining(source_t *s) {
+  if (!s->file) return s->size - s->pos;
+  struct stat st;
+  long pos = ftell(s->file);
+  if (pos < 0 || fstat(fileno(s->file), &st) != 0 || !S_ISREG(st.st_mode)) return SIZE_MAX;
+  return st.st_size > pos ? (size_t)(st.st_size - pos) : 0;
+}
+
 static void swap_bytes(uint8_t *data, int64_t count, size_t width) {
   for (int64_t i = 0; i < count; i++) {
     uint8_t *e = data + (size_t)i * width;
@@ -437,10 +447,16 @@ static hl_status_t read_npy(source_t *src, const hl_shape_t *expected, const cha
       return HL_INVALID("array %s is too large", hl_npy_header_describe(&h));
     count *= h.dims[i];
   }
+  size_t bytes = (size_t)count * h.item_size;
+  // Checked before allocating, so a short file that declares a huge shape is
+  // "truncated data", not an attempt to allocate that shape.
+  size_t available = source_remaining(src);
+  if (available < bytes)
+    return HL_INVALID("truncated data: %s needs %zu bytes after the header, the file has %zu",
+                      hl_npy_header_describe(&h), bytes, available);
   hl_shape_t shape = hl_shape_array(dtype, h.rank, h.dims);
   hl_literal_t *lit;
   HL_RETURN_IF_ERROR(hl_literal_create_uninitialized(&shape, &lit));
-  size_t bytes = (size_t)count * h.item_size;
   bool transpose = h.fortran_order && h.rank > 1 && count > 0;
   uint8_t *buf = transpose ? hl_malloc(bytes) : lit->data;
   if (!buf) {

@@ -78,6 +78,19 @@ int64_t hl_shape_byte_size(const hl_shape_t *s) {
   return hl_shape_element_count(s) * (int64_t)hl_dtype_size(s->dtype);
 }
 
+bool hl_shape_size_fits(const hl_shape_t *s) {
+  for (int i = 0; i < s->tuple_count; i++)
+    if (!hl_shape_size_fits(&s->tuple[i])) return false;
+  size_t esize = hl_dtype_is_array(s->dtype) ? hl_dtype_size(s->dtype) : 0;
+  int64_t product = esize ? (int64_t)esize : 1;
+  for (int i = 0; i < s->rank; i++) {
+    if (s->dims[i] <= 0) continue;
+    if (product > INT64_MAX / s->dims[i]) return false;
+    product *= s->dims[i];
+  }
+  return true;
+}
+
 bool hl_shape_same_dims(const hl_shape_t *a, const hl_shape_t *b) {
   if (a->rank != b->rank) return false;
   for (int i = 0; i < a->rank; i++)

@@ -44,6 +44,10 @@ bool hl_shape_is_tuple(const hl_shape_t *s);
 bool hl_shape_is_array(const hl_shape_t *s);  // has element data
 int64_t hl_shape_element_count(const hl_shape_t *s);  // 1 for scalars; 0 for tuple/token
 int64_t hl_shape_byte_size(const hl_shape_t *s);      // element count * dtype size
+// The element size times every non-zero dimension fits in int64, for the
+// shape and each tuple element. Later stages multiply dimensions in int64
+// unchecked, so every loader and the verifier refuse shapes where this fails.
+bool hl_shape_size_fits(const hl_shape_t *s);
 // Same element type and dimensions (and tuple structure); layouts ignored.
 bool hl_shape_equal(const hl_shape_t *a, const hl_shape_t *b);
 // Same dimensions, element type ignored.

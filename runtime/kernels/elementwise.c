@@ -32,6 +32,11 @@
 #include "runtime/kernels/element_access.h"
 #include "runtime/kernels/kernel.h"
 
+// glibc's <complex.h> defines CMPLX only for GCC; clang has the same builtin.
+#ifndef CMPLX
+#define CMPLX(x, y) __builtin_complex((double)(x), (double)(y))
+#endif
+
 typedef double (*f_unary_fn)(double);
 typedef int64_t (*s_unary_fn)(int64_t, int);
 typedef uint64_t (*u_unary_fn)(uint64_t, int);
@@ -237,24 +242,24 @@ static const unary_row_t kUnary[HL_OP_COUNT_] = {
     [HL_OP_ASINH] = {f_asinh, NULL, NULL, NULL, c_asinh},
     [HL_OP_ATAN] = {f_atan, NULL, NULL, NULL, c_atan},
     [HL_OP_ATANH] = {f_atanh, NULL, NULL, NULL, c_atanh},
-    [HL_OP_CBRT] = {f_cbrt, NULL, NULL, NULL},
-    [HL_OP_CEIL] = {f_ceil, NULL, NULL, NULL},
-    [HL_OP_CLZ] = {NULL, s_clz, u_clz, NULL},
+    [HL_OP_CBRT] = {f_cbrt, NULL, NULL, NULL, NULL},
+    [HL_OP_CEIL] = {f_ceil, NULL, NULL, NULL, NULL},
+    [HL_OP_CLZ] = {NULL, s_clz, u_clz, NULL, NULL},
     [HL_OP_COS] = {f_cos, NULL, NULL, NULL, c_cos},
     [HL_OP_COSH] = {f_cosh, NULL, NULL, NULL, c_cosh},
-    [HL_OP_ERF] = {f_erf, NULL, NULL, NULL},
+    [HL_OP_ERF] = {f_erf, NULL, NULL, NULL, NULL},
     [HL_OP_EXP] = {f_exp, NULL, NULL, NULL, c_exp},
     [HL_OP_EXPM1] = {f_expm1, NULL, NULL, NULL, c_expm1},
-    [HL_OP_FLOOR] = {f_floor, NULL, NULL, NULL},
-    [HL_OP_IS_FINITE] = {f_is_finite, NULL, NULL, NULL},
+    [HL_OP_FLOOR] = {f_floor, NULL, NULL, NULL, NULL},
+    [HL_OP_IS_FINITE] = {f_is_finite, NULL, NULL, NULL, NULL},
     [HL_OP_LOG] = {f_log, NULL, NULL, NULL, c_log},
     [HL_OP_LOG1P] = {f_log1p, NULL, NULL, NULL, c_log1p},
     [HL_OP_LOGISTIC] = {f_logistic, NULL, NULL, NULL, c_logistic},
     [HL_OP_NEGATE] = {f_negate, s_negate, u_negate, NULL, c_negate},
-    [HL_OP_NOT] = {NULL, s_not, u_not, p_not},
-    [HL_OP_POPCNT] = {NULL, s_popcnt, u_popcnt, NULL},
-    [HL_OP_ROUND_NEAREST_AFZ] = {f_round_afz, NULL, NULL, NULL},
-    [HL_OP_ROUND_NEAREST_EVEN] = {f_round_even, NULL, NULL, NULL},
+    [HL_OP_NOT] = {NULL, s_not, u_not, p_not, NULL},
+    [HL_OP_POPCNT] = {NULL, s_popcnt, u_popcnt, NULL, NULL},
+    [HL_OP_ROUND_NEAREST_AFZ] = {f_round_afz, NULL, NULL, NULL, NULL},
+    [HL_OP_ROUND_NEAREST_EVEN] = {f_round_even, NULL, NULL, NULL, NULL},
     [HL_OP_RSQRT] = {f_rsqrt, NULL, NULL, NULL, c_rsqrt},
     [HL_OP_SIGN] = {f_sign, s_sign, u_sign, NULL, c_sign},
     [HL_OP_SIN] = {f_sin, NULL, NULL, NULL, c_sin},
@@ -277,18 +282,18 @@ static const binary_row_t kBinary[HL_OP_COUNT_] = {
     [HL_OP_SUBTRACT] = {f_sub, s_sub, u_sub, NULL, c_sub},
     [HL_OP_MULTIPLY] = {f_mul, s_mul, u_mul, u_and, c_mul},
     [HL_OP_DIVIDE] = {f_div, s_div, u_div, NULL, c_div},
-    [HL_OP_REMAINDER] = {f_rem, s_rem, u_rem, NULL},
+    [HL_OP_REMAINDER] = {f_rem, s_rem, u_rem, NULL, NULL},
     [HL_OP_POWER] = {f_pow, s_pow, u_pow, NULL, c_pow},
-    [HL_OP_MAXIMUM] = {hl_maximum_f64, s_max, u_max, u_or},
-    [HL_OP_MINIMUM] = {hl_minimum_f64, s_min, u_min, u_and},
+    [HL_OP_MAXIMUM] = {hl_maximum_f64, s_max, u_max, u_or, NULL},
+    [HL_OP_MINIMUM] = {hl_minimum_f64, s_min, u_min, u_and, NULL},
     [HL_OP_ATAN2] = {f_atan2, NULL, NULL, NULL, c_atan2},
-    [HL_OP_MULHI] = {NULL, s_mulhi, u_mulhi, NULL},
-    [HL_OP_AND] = {NULL, s_and, u_and, u_and},
-    [HL_OP_OR] = {NULL, s_or, u_or, u_or},
-    [HL_OP_XOR] = {NULL, s_xor, u_xor, u_xor},
-    [HL_OP_SHIFT_LEFT] = {NULL, s_shl, u_shl, NULL},
-    [HL_OP_SHIFT_RIGHT_ARITHMETIC] = {NULL, s_sra, u_sra, NULL},
-    [HL_OP_SHIFT_RIGHT_LOGICAL] = {NULL, s_srl, u_srl, NULL},
+    [HL_OP_MULHI] = {NULL, s_mulhi, u_mulhi, NULL, NULL},
+    [HL_OP_AND] = {NULL, s_and, u_and, u_and, NULL},
+    [HL_OP_OR] = {NULL, s_or, u_or, u_or, NULL},
+    [HL_OP_XOR] = {NULL, s_xor, u_xor, u_xor, NULL},
+    [HL_OP_SHIFT_LEFT] = {NULL, s_shl, u_shl, NULL, NULL},
+    [HL_OP_SHIFT_RIGHT_ARITHMETIC] = {NULL, s_sra, u_sra, NULL, NULL},
+    [HL_OP_SHIFT_RIGHT_LOGICAL] = {NULL, s_srl, u_srl, NULL, NULL},
 };
 
 //===----------------------------------------------------------------------===//

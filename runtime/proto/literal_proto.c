@@ -66,14 +66,9 @@ static hl_status_t shape_from_message(const Xla__ShapeProto *m, hl_shape_t *out,
   }
   // Later stages multiply dimensions (and the element size) in int64; refuse
   // shapes where that overflows, whatever zero-sized dimension follows.
-  int64_t product = (int64_t)(hl_dtype_size(out->dtype) ? hl_dtype_size(out->dtype) : 1);
-  for (int i = 0; i < out->rank; i++) {
-    if (out->dims[i] <= 0) continue;
-    if (product > INT64_MAX / out->dims[i])
-      return HL_INVALID("dimensions of a %s shape are too large (their product overflows)",
-                        hl_dtype_name(out->dtype));
-    product *= out->dims[i];
-  }
+  if (!hl_shape_size_fits(out))
+    return HL_INVALID("dimensions of a %s shape are too large (their product overflows)",
+                      hl_dtype_name(out->dtype));
   if (m->layout && hl_dtype_is_array(out->dtype))
     HL_RETURN_IF_ERROR(hl_proto_layout_from_message(m->layout, out, depth));
   return NULL;

@@ -5,12 +5,17 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "runtime/base/alloc.h"
 #include "runtime/proto/proto_io.h"
 #include "runtime/text/hlo_parser.h"
+
+// A default limit never below this, however little memory is free.
+static const uint64_t kMinInflateLimit = 64u << 20;
 
 const char *hl_program_format_name(hl_program_format_t f) {
   switch (f) {
@@ -32,12 +37,76 @@ void hl_program_deinit(hl_program_t *p) {
 
 static bool is_gzip(const uint8_t *d, size_t n) { return n >= 2 && d[0] == 0x1f && d[1] == 0x8b; }
 
-// Inflates every gzip member in `in` (gzip allows concatenated members).
-static hl_status_t gunzip(const uint8_t *in, size_t in_size, const char *name, uint8_t **out,
-                          size_t *out_size) {
+uint64_t hl_program_default_inflate_limit(void) {
+  // MemAvailable counts reclaimable caches too, unlike _SC_AVPHYS_PAGES.
+  uint64_t available = 0;
+  FILE *f = fopen("/proc/meminfo", "r");
+  if (f) {
+    char line[256];
+    unsigned long long kib;
+    while (fgets(line, sizeof(line), f))
+      if (sscanf(line, "MemAvailable: %llu kB", &kib) == 1) available = (uint64_t)kib * 1024;
+    fclose(f);
+  }
+  if (available == 0) {
+    long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0) available = (uint64_t)pages * (uint64_t)page;
+  }
+  // The module built from the bytes needs about as much again.
+  uint64_t limit = available / 2;
+  return limit < kMinInflateLimit ? kMinInflateLimit : limit;
+}
+
+hl_status_t hl_program_parse_size(const char *flag, const char *text, uint64_t *out) {
+  char *end;
+  errno = 0;
+  unsigned long long v = text[0] == '-' ? 0 : strtoull(text, &end, 10);
+  int shift = -1;
+  if (v > 0 && !errno) {
+    const char *units = "KMGT";
+    const char *u = *end ? strchr(units, *end) : NULL;
+    if (!*end) shift = 0;
+    else if (u && (!end[1] || strcmp(end + 1, "iB") == 0 || strcmp(end + 1, "B") == 0))
+      shift = 10 * (int)(u - units + 1);
+  }
+  if (shift < 0 || v > (UINT64_MAX >> shift))
+    return HL_INVALID("%s needs a positive size in bytes (a K, M, G or T suffix multiplies by "
+                      "1024, 1024^2, ...), got '%s'", flag, text);
+  *out = (uint64_t)v << shift;
+  return NULL;
+}
+
+static void format_bytes(uint64_t n, char *buf, size_t cap) {
+  static const char *const kUnits[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  double v = (double)n;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    u++;
+  }
+  if (u == 0) snprintf(buf, cap, "%llu bytes", (unsigned long long)n);
+  else snprintf(buf, cap, "%.1f %s", v, kUnits[u]);
+}
+
+static hl_status_t inflated_too_large(const char *name, uint64_t limit, bool is_default) {
+  char lim[64];
+  format_bytes(limit, lim, sizeof(lim));
+  return HL_INVALID("%s: the gzip data inflates to more than %s (%s); a genuine program this "
+                    "large needs a higher --max-inflated-size",
+                    name, lim, is_default ? "the limit: half the memory available now"
+                                          : "the --max-inflated-size limit");
+}
+
+// Inflates every gzip member in `in` (gzip allows concatenated members),
+// stopping once more than `limit` bytes come out (a gzip bomb).
+static hl_status_t gunzip(const uint8_t *in, size_t in_size, const char *name, uint64_t limit,
+                          bool limit_is_default, uint8_t **out, size_t *out_size) {
   *out = NULL;
   *out_size = 0;
+  // The buffer never grows past the limit plus one inflate step.
+  size_t max_cap = limit > SIZE_MAX - 8192 ? SIZE_MAX : (size_t)limit + 8192;
   size_t cap = in_size * 4 + 1024, len = 0;
+  if (cap > max_cap) cap = max_cap;
   uint8_t *buf = hl_malloc(cap);
   if (!buf) return HL_OOM();
   z_stream zs;
@@ -49,8 +118,12 @@ static hl_status_t gunzip(const uint8_t *in, size_t in_size, const char *name, u
   size_t consumed = 0;
   hl_status_t st = NULL;
   for (;;) {
+    if (len > limit) {
+      st = inflated_too_large(name, limit, limit_is_default);
+      break;
+    }
     if (cap - len < 4096) {
-      size_t ncap = cap * 2;
+      size_t ncap = cap * 2 > max_cap ? max_cap : cap * 2;
       uint8_t *nb = ncap > cap ? hl_realloc(buf, ncap) : NULL;
       if (!nb) {
         st = HL_OOM();
@@ -70,6 +143,10 @@ static hl_status_t gunzip(const uint8_t *in, size_t in_size, const char *name, u
     consumed += avail_in_before - zs.avail_in;
     len += avail_out_before - zs.avail_out;
     if (rc == Z_STREAM_END) {
+      if (len > limit) {
+        st = inflated_too_large(name, limit, limit_is_default);
+        break;
+      }
       if (consumed < in_size && is_gzip(in + consumed, in_size - consumed)) {
         inflateReset(&zs);
         continue;
@@ -187,6 +264,12 @@ static hl_status_t load_plain(const uint8_t *data, size_t size, const char *name
 
 hl_status_t hl_program_load_bytes(const uint8_t *data, size_t size, const char *name,
                                   hl_program_t *out) {
+  return hl_program_load_bytes_with(data, size, name, NULL, out);
+}
+
+hl_status_t hl_program_load_bytes_with(const uint8_t *data, size_t size, const char *name,
+                                       const hl_program_load_options_t *options,
+                                       hl_program_t *out) {
   memset(out, 0, sizeof(*out));
   if (!name) name = "<memory>";
   if (!data && size) return HL_INVALID("%s: no data", name);
@@ -194,7 +277,10 @@ hl_status_t hl_program_load_bytes(const uint8_t *data, size_t size, const char *
   if (is_gzip(data, size)) {
     uint8_t *plain;
     size_t plain_size;
-    HL_RETURN_IF_ERROR(gunzip(data, size, name, &plain, &plain_size));
+    uint64_t limit = options ? options->max_inflated_bytes : 0;
+    bool is_default = limit == 0;
+    if (is_default) limit = hl_program_default_inflate_limit();
+    HL_RETURN_IF_ERROR(gunzip(data, size, name, limit, is_default, &plain, &plain_size));
     out->gzipped = true;
     st = load_plain(plain, plain_size, name, out);
     hl_free(plain);
@@ -210,6 +296,11 @@ hl_status_t hl_program_load_bytes(const uint8_t *data, size_t size, const char *
 }
 
 hl_status_t hl_program_load_file(const char *path, hl_program_t *out) {
+  return hl_program_load_file_with(path, NULL, out);
+}
+
+hl_status_t hl_program_load_file_with(const char *path, const hl_program_load_options_t *options,
+                                      hl_program_t *out) {
   memset(out, 0, sizeof(*out));
   FILE *f = fopen(path, "rb");
   if (!f) return HL_ERROR(HL_IO_ERROR, "cannot open %s: %s", path, strerror(errno));
@@ -241,7 +332,7 @@ hl_status_t hl_program_load_file(const char *path, hl_program_t *out) {
   }
   if (!st) {
     buf[len] = 0;  // terminated, so text consumers may rely on it
-    st = hl_program_load_bytes(buf, len, path, out);
+    st = hl_program_load_bytes_with(buf, len, path, options, out);
   }
   hl_free(buf);
   return st;

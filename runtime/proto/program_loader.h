@@ -5,6 +5,7 @@
 #define HL_RUNTIME_PROTO_PROGRAM_LOADER_H_
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "runtime/base/literal.h"
 #include "runtime/base/status.h"
@@ -30,6 +31,23 @@ hl_status_t hl_program_load_file(const char *path, hl_program_t *out_program);
 hl_status_t hl_program_load_bytes(const uint8_t *data, size_t size, const char *name,
                                   hl_program_t *out_program);
 void hl_program_deinit(hl_program_t *program);
+
+// Loading choices; a NULL or zeroed struct means the defaults.
+typedef struct hl_program_load_options {
+  // Most bytes gzip'd input may inflate to (a gzip bomb stops there with an
+  // error naming --max-inflated-size); 0: hl_program_default_inflate_limit().
+  uint64_t max_inflated_bytes;
+} hl_program_load_options_t;
+
+hl_status_t hl_program_load_file_with(const char *path, const hl_program_load_options_t *options,
+                                      hl_program_t *out_program);
+hl_status_t hl_program_load_bytes_with(const uint8_t *data, size_t size, const char *name,
+                                       const hl_program_load_options_t *options,
+                                       hl_program_t *out_program);
+// Parses a --max-inflated-size value: bytes, or K / M / G / T (KiB, MiB, ...).
+hl_status_t hl_program_parse_size(const char *flag, const char *text, uint64_t *out_bytes);
+// Half the memory available now (MemAvailable), at least 64 MiB.
+uint64_t hl_program_default_inflate_limit(void);
 const char *hl_program_format_name(hl_program_format_t format);
 
 #endif  // HL_RUNTIME_PROTO_PROGRAM_LOADER_H_

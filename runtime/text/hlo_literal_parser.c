@@ -197,15 +197,20 @@ static hl_status_t parse_element(hl_lexer_t *lx, hl_dtype_t t, void *dst) {
 
 typedef struct {
   hl_lexer_t *lx;
-  hl_literal_t *lit;
+  const hl_shape_t *shape;
+  hl_literal_t *lit;  // NULL in a counting pass: elements go to `scratch`
   size_t elem_size;
   int64_t strides[HL_MAX_RANK];
+  uint8_t scratch[16];
 } array_ctx_t;
+
+// Declared sizes above this are counted before they are allocated.
+#define HL_LITERAL_COUNT_FIRST_BYTES (1 << 20)
 
 // One brace level of dimension `d`, whose first element is at row-major `base`.
 static hl_status_t parse_level(array_ctx_t *c, int d, int64_t base) {
   hl_lexer_t *lx = c->lx;
-  const hl_shape_t *s = &c->lit->shape;
+  const hl_shape_t *s = c->shape;
   if (lx->tok.kind != HL_TOK_LBRACE)
     return hl_lexer_error(lx, NULL, "expected '{' for dimension %d of %s (a rank-%d literal "
                           "nests %d levels of braces)", d, hl_shape_debug_string(s), s->rank,
@@ -223,7 +228,8 @@ static hl_status_t parse_level(array_ctx_t *c, int d, int64_t base) {
       if (lx->tok.kind == HL_TOK_LBRACE)
         return hl_lexer_error(lx, NULL, "braces nested deeper than the rank %d of %s", s->rank,
                               hl_shape_debug_string(s));
-      char *dst = (char *)c->lit->data + (size_t)(base + n) * c->elem_size;
+      void *dst = c->lit ? (char *)c->lit->data + (size_t)(base + n) * c->elem_size
+                         : (void *)c->scratch;
       HL_RETURN_IF_ERROR(parse_element(lx, s->dtype, dst));
     }
     n++;
@@ -250,9 +256,18 @@ static hl_status_t parse_array(hl_lexer_t *lx, const hl_shape_t *shape, hl_liter
     return hl_lexer_error(lx, NULL, "%s has no literal values", hl_shape_debug_string(shape));
   if (lx->tok.kind == HL_TOK_LBRACE && hl_lexer_peek(lx).kind == HL_TOK_DOTS)
     return hl_lexer_error(lx, NULL, "the literal is elided as {...}");
-  array_ctx_t c = {.lx = lx, .elem_size = hl_dtype_size(shape->dtype)};
-  HL_RETURN_IF_ERROR(hl_literal_create(shape, &c.lit));
+  array_ctx_t c = {.lx = lx, .shape = shape, .elem_size = hl_dtype_size(shape->dtype)};
   hl_shape_strides(shape, c.strides);
+  // A large declared shape is allocated only once a counting pass over a copy
+  // of the lexer has found all its elements, so "f32[100000000000]
+  // constant({1, 2})" is a positioned error, not an attempt at 400 GB.
+  if (shape->rank > 0 && hl_shape_byte_size(shape) > HL_LITERAL_COUNT_FIRST_BYTES) {
+    hl_lexer_t counting = *lx;
+    c.lx = &counting;
+    HL_RETURN_IF_ERROR(parse_level(&c, 0, 0));
+    c.lx = lx;
+  }
+  HL_RETURN_IF_ERROR(hl_literal_create(shape, &c.lit));
   hl_status_t st;
   if (shape->rank == 0)
     st = parse_element(lx, shape->dtype, c.lit->data);

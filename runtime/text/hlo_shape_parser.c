@@ -240,7 +240,12 @@ static hl_status_t parse_array_shape(hl_lexer_t *lx, hl_shape_t *s, int depth) {
       hl_lexer_next(lx);
     }
   }
+  hl_token_t close = lx->tok;
   HL_RETURN_IF_ERROR(hl_expect(lx, HL_TOK_RSQUARE, "']' to close the dimensions"));
+  // Later stages multiply dimensions in int64 unchecked.
+  if (!hl_shape_size_fits(s))
+    return hl_lexer_error(lx, &close, "the dimensions of this %s shape are too large (their "
+                          "product overflows int64)", hl_dtype_name(s->dtype));
   if (!hl_dtype_is_array(s->dtype) && s->rank != 0)
     return hl_lexer_error(lx, NULL, "%s shapes have no dimensions", hl_dtype_name(s->dtype));
   // A '{' is a layout only when followed by an integer or ':'; otherwise it

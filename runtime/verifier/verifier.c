@@ -128,6 +128,10 @@ static bool check_generic(check_t *k) {
     report(k, "result shape has an unsupported element type, bad dimensions or a layout that "
            "is not a permutation of its dimensions");
     ok = false;
+  } else if (!hl_shape_size_fits(&inst->shape)) {
+    report(k, "result shape %s is too large (its byte size overflows int64)",
+           shape_str(&inst->shape, 0));
+    ok = false;
   }
   int arity = hl_opcode_arity(inst->opcode);
   if (arity >= 0 && inst->operand_count != arity) {
@@ -142,7 +146,7 @@ static bool check_generic(check_t *k) {
     } else if (op->parent != inst->parent) {
       report(k, "operand %d '%s' belongs to another computation", i, op->name ? op->name : "?");
       ok = false;
-    } else if (!shape_valid(&op->shape, 0)) {
+    } else if (!shape_valid(&op->shape, 0) || !hl_shape_size_fits(&op->shape)) {
       ok = false;  // reported on the operand itself
     }
   }

@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "runtime/base/alloc.h"
+#include "runtime/base/strbuf.h"
 #include "runtime/text/hlo_parser.h"
 #include "tests/unit/test_util.h"
 
@@ -229,6 +230,32 @@ static void test_brace_errors(void) {
   expect_error("f32[12]", "{...}", "elided");
 }
 
+// A declared shape far larger than its literal is an error at the brace
+// before anything of that size is allocated (400 GB used to end as "out of
+// memory" with no position).
+static void test_counts_before_allocating(void) {
+  expect_error("f32[100000000000]", "{1, 2}",
+               "<literal>:1:1: expected 100000000000 elements in dimension 0 of "
+               "f32[100000000000] but found 2 near '{'");
+  expect_error("s8[2,100000000]", "{{1}, {2}}", "<literal>:1:2: expected 100000000 elements");
+  // A literal past the counting threshold (4 MiB) that is complete parses
+  // exactly as a small one: element i holds i % 7.
+  enum { kCount = 1 << 20 };
+  hl_strbuf_t sb;
+  hl_strbuf_init(&sb);
+  hl_strbuf_append_char(&sb, '{');
+  for (int i = 0; i < kCount; i++) hl_strbuf_appendf(&sb, i ? ",%d" : "%d", i % 7);
+  hl_strbuf_append_char(&sb, '}');
+  hl_literal_t *lit = parse_ok("s32[1048576]", hl_strbuf_cstr(&sb));
+  hl_strbuf_deinit(&sb);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(lit);
+  const int32_t *v = lit->data;
+  int bad = 0;
+  for (int i = 0; i < kCount; i++) bad += v[i] != i % 7;
+  CU_ASSERT_EQUAL(bad, 0);
+  hl_literal_release(lit);
+}
+
 static void test_oom_paths(void) {
   hl_shape_t shape;
   HL_ASSERT_OK(hl_parse_shape("(f32[2], s32[])", &shape));
@@ -259,6 +286,7 @@ static CU_TestInfo tests[] = {
     {"tuple", test_tuple},
     {"zero_size", test_zero_size},
     {"brace_errors", test_brace_errors},
+    {"counts_before_allocating", test_counts_before_allocating},
     {"oom_paths", test_oom_paths},
     CU_TEST_INFO_NULL,
 };

@@ -107,6 +107,19 @@ static void test_errors(void) {
   HL_ASSERT_ERROR_CONTAINS(hl_parse_shape("f32[-1]", &s), "expected a dimension size");
   HL_ASSERT_ERROR_CONTAINS(hl_parse_shape("f32[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]", &s),
                            "more than 16 dimensions");
+  // Shapes whose byte size overflows int64 (later size arithmetic would wrap),
+  // also when a zero dimension makes the element count 0.
+  HL_ASSERT_ERROR_CONTAINS(hl_parse_shape("f32[4611686018427387905,4]", &s), "<shape>:1:26: "
+                           "the dimensions of this f32 shape are too large (their product "
+                           "overflows int64)");
+  HL_ASSERT_ERROR_CONTAINS(hl_parse_shape("f32[2305843009213693952]", &s), "too large");
+  HL_ASSERT_ERROR_CONTAINS(hl_parse_shape("(f32[], s8[4294967296,4294967296,0])", &s),
+                           "too large");
+  // The largest byte size that fits is accepted.
+  HL_ASSERT_OK(hl_parse_shape("s8[9223372036854775807]", &s));
+  hl_shape_deinit(&s);
+  HL_ASSERT_OK(hl_parse_shape("f32[1000000000000,0]", &s));
+  hl_shape_deinit(&s);
 }
 
 static CU_TestInfo tests[] = {

@@ -156,6 +156,12 @@ static void test_shapes(void) {
   expect(make(HL_F32, 1, d0, NULL), "f32[0] {}", "{}");
   int64_t d20[] = {2, 0};
   expect(make(HL_F32, 2, d20, NULL), "f32[2,0] {\n  {},\n  {}\n}", "{ {}, {} }");
+  // A huge outer dimension before the zero prints the single "{}" XLA's
+  // parser also reads, not 10^12 empty blocks (this used to loop and grow).
+  int64_t dhuge[] = {1000000000000LL, 0};
+  expect(make(HL_F32, 2, dhuge, NULL), "f32[1000000000000,0] {}", "{}");
+  int64_t dmany[] = {4, 70000, 0, 3};
+  expect(make(HL_S8, 4, dmany, NULL), "s8[4,70000,0,3] {}", "{}");
   float five = 5;
   int64_t d11[] = {1, 1};
   expect(make(HL_F32, 2, d11, &five), "f32[1,1] {\n  {5}\n}", "{ {5} }");

@@ -208,6 +208,27 @@ static void test_malformed(void) {
                            "the file has 37");
   HL_ASSERT_ERROR_CONTAINS(hl_npy_read_file(path_in_dir("trunchead.npy"), NULL, NULL, &lit),
                            "truncated .npy header");
+  // A 128-byte file declaring 15 GB: the data is checked before the array is
+  // allocated (only the header buffer may be; a second allocation fails).
+  CU_ASSERT_EQUAL_FATAL(
+      run_python("h = b\"{'descr': '<f4', 'fortran_order': False, 'shape': (3750000000,), }\"\n"
+                 "h = h + b' ' * (117 - len(h)) + b'\\n'\n"
+                 "b = b'\\x93NUMPY\\x01\\x00' + bytes([len(h), 0]) + h\n"
+                 "assert len(b) == 128\n"
+                 "open(D + '/huge.npy','wb').write(b)\n"),
+      0);
+  size_t huge_size = 0;
+  uint8_t *huge = hl_test_read_file(path_in_dir("huge.npy"), &huge_size);
+  CU_ASSERT_EQUAL_FATAL(huge_size, 128);
+  hl_alloc_fail_after(1);
+  HL_ASSERT_ERROR_CONTAINS(hl_npy_read_file(path_in_dir("huge.npy"), NULL, NULL, &lit),
+                           "huge.npy: truncated data: float32 (3750000000,) needs 15000000000 "
+                           "bytes after the header, the file has 0");
+  hl_alloc_fail_after(1);
+  HL_ASSERT_ERROR_CONTAINS(hl_npy_read_bytes(huge, huge_size, "huge.npy", NULL, NULL, &lit),
+                           "truncated data");
+  hl_alloc_fail_after(-1);
+  free(huge);
   HL_ASSERT_ERROR_CONTAINS(hl_npy_read_file(path_in_dir("struct.npy"), NULL, NULL, &lit),
                            "structured arrays");
   HL_ASSERT_ERROR_CONTAINS(hl_npy_read_file(path_in_dir("str.npy"), NULL, NULL, &lit),

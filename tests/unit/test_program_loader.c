@@ -117,6 +117,59 @@ static void test_gzip_loads_like_raw(void) {
   free(raw);
 }
 
+// A gzip bomb stops at the inflate limit with a message naming the option;
+// the same bytes load under a limit they fit in (the boundary included).
+static void test_gzip_inflate_limit(void) {
+  size_t text_n = strlen(kText), pad = 1 << 20, n = text_n + pad;
+  uint8_t *plain = malloc(n);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(plain);
+  memcpy(plain, kText, text_n);
+  memset(plain + text_n, ' ', pad);  // trailing blanks: still valid HLO text
+  char path[128];
+  tmp_path(path, sizeof(path), "padded.hlo.gz");
+  write_gzip(path, plain, n);
+  free(plain);
+  hl_program_t p;
+  hl_program_load_options_t small = {.max_inflated_bytes = 65536};
+  HL_ASSERT_ERROR_CONTAINS(hl_program_load_file_with(path, &small, &p),
+                           "padded.hlo.gz: the gzip data inflates to more than 64.0 KiB (the "
+                           "--max-inflated-size limit); a genuine program this large needs a "
+                           "higher --max-inflated-size");
+  CU_ASSERT_PTR_NULL(p.module);
+  hl_program_load_options_t exact = {.max_inflated_bytes = n};
+  HL_ASSERT_OK(hl_program_load_file_with(path, &exact, &p));
+  CU_ASSERT_STRING_EQUAL(p.module->name, "negate_mod");
+  hl_program_deinit(&p);
+  hl_program_load_options_t one_less = {.max_inflated_bytes = n - 1};
+  HL_ASSERT_ERROR_CONTAINS(hl_program_load_file_with(path, &one_less, &p), "inflates to more");
+  // The default is half the available memory, never below 64 MiB: below the
+  // machine's total.
+  uint64_t def = hl_program_default_inflate_limit();
+  CU_ASSERT(def >= (64u << 20));
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  CU_ASSERT(def <= (uint64_t)pages * (uint64_t)page / 2 || def == (64u << 20));
+  HL_ASSERT_OK(hl_program_load_file(path, &p));  // 1 MiB is far below it
+  hl_program_deinit(&p);
+}
+
+static void test_parse_size(void) {
+  uint64_t v = 0;
+  HL_ASSERT_OK(hl_program_parse_size("--x", "4096", &v));
+  CU_ASSERT_EQUAL(v, 4096);
+  HL_ASSERT_OK(hl_program_parse_size("--x", "3K", &v));
+  CU_ASSERT_EQUAL(v, 3 * 1024);
+  HL_ASSERT_OK(hl_program_parse_size("--x", "5MiB", &v));
+  CU_ASSERT_EQUAL(v, 5ull << 20);
+  HL_ASSERT_OK(hl_program_parse_size("--x", "2GB", &v));
+  CU_ASSERT_EQUAL(v, 2ull << 30);
+  HL_ASSERT_OK(hl_program_parse_size("--x", "1T", &v));
+  CU_ASSERT_EQUAL(v, 1ull << 40);
+  const char *bad[] = {"", "0", "-1", "1X", "1KK", "K", "99999999999999999999", "16777216T"};
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+    HL_ASSERT_ERROR_CONTAINS(hl_program_parse_size("--x", bad[i], &v),
+                             "--x needs a positive size in bytes");
+}
+
 static void test_truncated_gzip_message(void) {
   size_t n = 0;
   uint8_t *raw = hl_test_read_file(FIXTURE, &n);
@@ -242,6 +295,8 @@ static CU_TestInfo tests[] = {
     {"binary_hlo_proto_file", test_binary_hlo_proto_file},
     {"gzip_loads_like_raw", test_gzip_loads_like_raw},
     {"truncated_gzip_message", test_truncated_gzip_message},
+    {"gzip_inflate_limit", test_gzip_inflate_limit},
+    {"parse_size", test_parse_size},
     {"module_and_snapshot_bytes", test_module_and_snapshot_bytes},
     {"text_detection", test_text_detection},
     {"not_a_program", test_not_a_program},

@@ -372,6 +372,17 @@ static void test_generic_checks(void) {
   n->shape.dtype = (hl_dtype_t)99;
   expect_problem(&f, "n", "negate", "unsupported element type");
 
+  // Element counts that overflow int64 would wrap in every later size
+  // computation (f32[2^62+1,4]: 2^64+4 elements).
+  f = fixture();
+  hl_instruction_t *big = param(f.c, "big", 2, S(HL_F32, 2, D(4611686018427387905LL), D(4)));
+  add(f.c, "neg_big", HL_OP_NEGATE, big->shape, 1, big);
+  expect_problem(&f, "big", "parameter", "result shape f32[4611686018427387905,4] is too large");
+  // The overflow counts whatever zero dimension follows (strides still multiply).
+  f = fixture();
+  param(f.c, "big0", 2, S(HL_S64, 3, D(1LL << 40), D(1LL << 30), D(0)));
+  expect_problem(&f, "big0", "parameter", "is too large (its byte size overflows int64)");
+
   f = fixture();
   add(f.c, "rid", HL_OP_REPLICA_ID, SCALAR(HL_S32), 0);
   expect_problem(&f, "rid", "replica-id", "result shape s32[] must be u32[]");
