@@ -241,6 +241,10 @@ hl_status_t hl_layout_check_bitcast(const hl_shape_t *x, const hl_shape_t *r) {
                      hl_dtype_name(x->dtype), (long long)hl_layout_element_bits(x),
                      (long long)hl_layout_element_bits(r));
   }
+  for (int i = 0; i < x->rank; i++)
+    if (x->dims[i] < 0) return NULL;  // unbounded: sized at run time
+  for (int i = 0; i < r->rank; i++)
+    if (r->dims[i] < 0) return NULL;
   int64_t xb = hl_layout_physical_byte_size(x), rb = hl_layout_physical_byte_size(r);
   if (xb != rb)
     return HL_INVALID("bitcast must keep the byte size: operand %s has %lld bytes, result %s "

@@ -166,12 +166,13 @@ def layout_transpose(x, q, m, r, p):
     # XLA's layout rules (docs/LAYOUTS.md): a copy to another layout keeps the
     # values; a bitcast reads the operand's physical order. copy to {1,0,2}
     # then bitcast = transpose (2,0,1); {0,2,1} = transpose (1,2,0); a
-    # column-major f32[3,2]{0,1} bitcast to row-major [2,3] is its transpose.
+    # column-major f32[3,2]{0,1} bitcast to row-major [2,3] is its transpose
+    # (also inside an async computation).
     s = m.astype(np.int64)
     for _ in range(3):
         s = s.T * s + 1
     return [x.transpose(2, 0, 1), x.transpose(1, 2, 0), q.T,
-            np.array([[1, 2, 3], [4, 5, 6]], np.float32), q, s.astype(np.int32)]
+            np.array([[1, 2, 3], [4, 5, 6]], np.float32), q, s.astype(np.int32), q.T]
 
 
 # name -> (inputs, oracle[, tolerance override])
