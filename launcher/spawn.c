@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "launcher/binding.h"
+#include "launcher/global_io.h"
 #include "launcher/grid.h"
 #include "launcher/outputs.h"
 #include "runtime/base/alloc.h"
@@ -349,6 +350,13 @@ int hl_spawn_main(const hl_launch_options_t *o, int argc, char **argv) {
   if (!st)
     st = hl_grid_resolve(o->np, o->replicas, o->partitions, program.module->replica_count,
                          program.module->num_partitions, &grid);
+  if (!st && o->global_output) {
+    // An unknown result sharding is found before the job runs.
+    hl_sharding_t storage;
+    const hl_sharding_t *unused;
+    st = hl_global_output_sharding(o, &program, &grid, &storage, &unused);
+    hl_sharding_deinit(&storage);
+  }
   hl_program_deinit(&program);
   if (!st) st = hl_outputs_check_options(o);
   if (st) return fail_status(st);

@@ -362,10 +362,10 @@ static bool run(worker_t *w) {
       !agree(w, hl_outputs_write(o->output_dir, result, w->replica, w->partition, &inputs), false))
     goto done;
   if (o->global_output) {
-    if (!agree(w, hl_global_output_check(&program, result, &w->grid), false)) goto done;
+    if (!agree(w, hl_global_output_check(o, &program, result, &w->grid), false)) goto done;
     if (!agree(w,
-               hl_global_output_write(MPI_COMM_WORLD, o->global_output, &program, result,
-                                      &w->grid, w->rank, &inputs),
+               hl_global_output_write(MPI_COMM_WORLD, o, &program, result, &w->grid, w->rank,
+                                      &inputs),
                false))
       goto done;
   }
