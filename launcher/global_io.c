@@ -63,6 +63,39 @@ hl_status_t hl_global_output_sharding(const hl_launch_options_t *o, const hl_pro
   return NULL;
 }
 
+// The sharding fits an array of `shape` on the grid's partitions.
+static hl_status_t check_fits(const hl_sharding_t *s, const hl_shape_t *shape,
+                              const hl_grid_t *grid) {
+  if (!hl_shape_is_array(shape)) return NULL;  // refused with its own message later
+  int64_t tiles[HL_MAX_RANK], tile[HL_MAX_RANK];
+  bool holds;
+  return hl_sharding_locate(s, shape->rank, grid->partitions, 0, tiles, tile, &holds);
+}
+
+hl_status_t hl_global_io_precheck(const hl_launch_options_t *o, const hl_program_t *program,
+                                  const hl_grid_t *grid) {
+  const hl_computation_t *entry = program->module->entry;
+  if (!entry) return NULL;
+  hl_sharding_t storage;
+  const hl_sharding_t *s;
+  if (o->input_source == HL_INPUT_GLOBAL) {
+    for (int i = 0; i < entry->parameter_count && i < o->global_arg_file_count; i++) {
+      if (!entry->parameters[i]) continue;
+      HL_RETURN_IF_ERROR(hl_global_param_sharding(o, program, i, &storage, &s));
+      hl_status_t st = check_fits(s, &entry->parameters[i]->shape, grid);
+      hl_sharding_deinit(&storage);
+      HL_RETURN_IF_ERROR_CTX(st, "%s for parameter %d", o->global_arg_files[i], i);
+    }
+  }
+  if (o->global_output) {
+    HL_RETURN_IF_ERROR(hl_global_output_sharding(o, program, grid, &storage, &s));
+    hl_status_t st = entry->root ? check_fits(s, &entry->root->shape, grid) : NULL;
+    hl_sharding_deinit(&storage);
+    HL_RETURN_IF_ERROR_CTX(st, "--global-output (the result's sharding)");
+  }
+  return NULL;
+}
+
 //===----------------------------------------------------------------------===//
 // --global-args
 //===----------------------------------------------------------------------===//
@@ -129,9 +162,9 @@ static hl_status_t shard_of_file(const char *path, const hl_instruction_t *param
         char global_text[128];
         snprintf(global_text, sizeof(global_text), "%s", hl_shape_debug_string(&global->shape));
         st = HL_INVALID("%s: the global array %s split by the sharding %s gives shards with "
-                        "%lld elements in dimension %d, but parameter %d is %s",
-                        path, global_text, hl_sharding_describe(s), (long long)dims[d], d, index,
-                        hl_shape_debug_string(want));
+                        "%lld element%s in dimension %d, but parameter %d is %s",
+                        path, global_text, hl_sharding_describe(s), (long long)dims[d],
+                        hl_plural(dims[d]), d, index, hl_shape_debug_string(want));
       }
   }
   hl_literal_t *shard = NULL;

@@ -39,6 +39,11 @@ hl_status_t hl_global_output_sharding(const hl_launch_options_t *options,
                                       const hl_program_t *program, const hl_grid_t *grid,
                                       hl_sharding_t *storage, const hl_sharding_t **out);
 
+// Before the job starts: the shardings --global-args and --global-output
+// need are known and fit the grid (the files are read by the ranks).
+hl_status_t hl_global_io_precheck(const hl_launch_options_t *options, const hl_program_t *program,
+                                  const hl_grid_t *grid);
+
 // Whether the result can be assembled (an array with a known, supported
 // sharding). Every rank reaches the same verdict.
 hl_status_t hl_global_output_check(const hl_launch_options_t *options,

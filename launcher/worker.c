@@ -185,7 +185,8 @@ static bool write_status_file(const worker_t *w, int code) {
 static hl_status_t resolve_grid(worker_t *w, const hl_module_t *m) {
   const hl_launch_options_t *o = w->options;
   if (o->np && o->np != w->size)
-    return HL_INVALID("-np is %lld, but the MPI job has %d processes", (long long)o->np, w->size);
+    return HL_INVALID("-np is %lld, but the MPI job has %d process%s", (long long)o->np, w->size,
+                      w->size == 1 ? "" : "es");
   HL_RETURN_IF_ERROR(hl_grid_resolve(w->size, o->replicas, o->partitions, m->replica_count,
                                      m->num_partitions, &w->grid));
   w->grid_known = true;
