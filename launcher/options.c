@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -322,9 +323,11 @@ static hl_status_t split_shardings(const char *list, hl_launch_options_t *o) {
     o->arg_shardings[i] = hl_strndup(start, (size_t)(end - start));
     if (!o->arg_shardings[i]) return HL_OOM();
     o->arg_sharding_count = i + 1;
-    if (*o->arg_shardings[i])
-      HL_RETURN_IF_ERROR(hl_status_annotate(check_sharding("--arg-shardings", o->arg_shardings[i]),
-                                            "entry %d", i));
+    if (*o->arg_shardings[i]) {
+      char flag[64];
+      snprintf(flag, sizeof(flag), "--arg-shardings entry %d", i);
+      HL_RETURN_IF_ERROR(check_sharding(flag, o->arg_shardings[i]));
+    }
     start = *end ? end + 1 : end;
   }
   return NULL;

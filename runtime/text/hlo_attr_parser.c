@@ -949,8 +949,8 @@ hl_status_t hl_parse_sharding(const char *text, hl_sharding_t *out) {
   bool unsupported = false;
   hl_status_t st = parse_sharding(&lx, out, &unsupported, 0);
   if (!st && unsupported)
-    st = HL_UNIMPL("sharding '%s' uses a form that is not supported (named mesh shardings)",
-                   text);
+    st = HL_UNIMPL("sharding '%s' is not one this runtime reads (named mesh shardings and "
+                   "other newer forms are not supported)", text);
   if (!st && lx.tok.kind != HL_TOK_EOF)
     st = hl_lexer_error(&lx, NULL, "unexpected text after the sharding");
   if (st) hl_sharding_deinit(out);
