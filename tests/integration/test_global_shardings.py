@@ -222,6 +222,17 @@ ENTRY main {
             want = bits ^ np.uint16(0x8000)   # negation flips the sign bit
             if not np.array_equal(got, want):
                 return "%s: got bits %s, expected %s" % (descr, got, want)
+        # One-byte types ('|V1'): f8e4m3fn 1.0, 2.0, 0.5, 3.0 (bits 0x38 0x40 0x30 0x44).
+        prog8 = write(d, "negf8.hlo", text.replace("bf16", "f8e4m3fn"))
+        x = os.path.join(d, "x8.npy")
+        bits8 = np.array([[0x38, 0x40], [0x30, 0x44]], np.uint8)
+        np.save(x, bits8.view("V1"))
+        res = launch("-np", 2, "--quiet", "--global-args", x, "--global-output", out, prog8)
+        if res.returncode != 0:
+            return "|V1\n" + res.describe()
+        got = np.load(out).view(np.uint8)
+        if not np.array_equal(got, bits8 ^ np.uint8(0x80)):
+            return "f8e4m3fn: got bits %s, expected %s" % (got, bits8 ^ np.uint8(0x80))
     return None
 
 
