@@ -1,5 +1,6 @@
 #include "collectives/groups.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "runtime/base/alloc.h"
@@ -105,6 +106,32 @@ static hl_status_t add_rank(builder_t *b, int64_t rank) {
   return NULL;
 }
 
+// What to run with so that ids 0..max_id of `what` ("replica", "partition"
+// or "process") exist on a grid of P partitions (R replicas).
+static void grid_advice(const char *what, int64_t max_id, int64_t R, int64_t P, char *buf,
+                        size_t cap) {
+  int64_t need = max_id + 1;
+  if (strcmp(what, "replica") == 0)
+    snprintf(buf, cap, "the groups need %lld replica%s: run with --replicas %lld (-np %lld with "
+             "%lld partition%s)", (long long)need, need == 1 ? "" : "s", (long long)need,
+             (long long)(need * P), (long long)P, P == 1 ? "" : "s");
+  else if (strcmp(what, "partition") == 0)
+    snprintf(buf, cap, "the groups need %lld partition%s: run with --partitions %lld (-np %lld "
+             "with %lld replica%s)", (long long)need, need == 1 ? "" : "s", (long long)need,
+             (long long)(need * R), (long long)R, R == 1 ? "" : "s");
+  else
+    snprintf(buf, cap, "the groups need %lld process%s: run with -np %lld (replicas x "
+             "partitions)", (long long)need, need == 1 ? "" : "es", (long long)need);
+}
+
+static int64_t max_written_id(const hl_i64_list_t *groups, int count) {
+  int64_t m = -1;
+  for (int k = 0; k < count; k++)
+    for (int i = 0; i < groups[k].n; i++)
+      if (groups[k].v[i] > m) m = groups[k].v[i];
+  return m;
+}
+
 static hl_status_t resolve_permute(const hl_instruction_t *inst, int64_t R, int64_t P,
                                    builder_t *b) {
   hl_process_groups_t *g = b->g;
@@ -128,12 +155,20 @@ static hl_status_t resolve_permute(const hl_instruction_t *inst, int64_t R, int6
       memset(seen_dst, 0, (size_t)n);
     }
     int64_t s = pairs[i].source, t = pairs[i].target;
-    if (s < 0 || s >= n || t < 0 || t >= n)
+    if (s < 0 || s >= n || t < 0 || t >= n) {
+      int64_t max_id = 0;
+      for (int j = 0; j < count; j++) {
+        if (pairs[j].source > max_id) max_id = pairs[j].source;
+        if (pairs[j].target > max_id) max_id = pairs[j].target;
+      }
+      char advice[256] = "";
+      if (s >= 0 && t >= 0) grid_advice(what, max_id, R, P, advice, sizeof(advice));
       st = HL_INVALID("%s: source_target_pairs[%d] = {%lld,%lld} is out of range: the grid has "
-                      "%lld %ss (mode %s)",
+                      "%lld %s%s (mode %s)%s%s",
                       hl_instruction_location(inst), i, (long long)s, (long long)t,
-                      (long long)n, what, hl_group_mode_name(g->mode));
-    else if (seen_src[s])
+                      (long long)n, what, n == 1 ? "" : "s", hl_group_mode_name(g->mode),
+                      advice[0] ? "; " : "", advice);
+    } else if (seen_src[s])
       st = HL_INVALID("%s: source %lld appears twice in source_target_pairs",
                       hl_instruction_location(inst), (long long)s);
     else if (seen_dst[t])
@@ -206,10 +241,13 @@ static hl_status_t resolve_groups(const hl_instruction_t *inst, int64_t R, int64
     for (int i = 0; i < groups[k].n; i++) {
       int64_t id = groups[k].v[i];
       if (id < 0 || id >= n) {
+        char advice[256] = "";
+        if (id >= 0) grid_advice(what, max_written_id(groups, count), R, P, advice, sizeof(advice));
+        const char *plural = n == 1 ? "" : strcmp(what, "process") == 0 ? "es" : "s";
         st = HL_INVALID("%s: %s id %lld in replica group %d is out of range: mode %s has %lld "
-                        "%ss (grid %lldx%lld)", loc, what, (long long)id, k,
-                        hl_group_mode_name(g->mode), (long long)n, what, (long long)R,
-                        (long long)P);
+                        "%s%s (grid %lldx%lld)%s%s", loc, what, (long long)id, k,
+                        hl_group_mode_name(g->mode), (long long)n, what, plural, (long long)R,
+                        (long long)P, advice[0] ? "; " : "", advice);
         break;
       }
       if (seen[id]) {

@@ -58,8 +58,9 @@ static void explain_one(const hl_instruction_t *inst, const hl_process_groups_t 
 
 int hl_explain_groups(const hl_module_t *module, int64_t R, int64_t P, hl_strbuf_t *out) {
   int bad = 0, count = 0;
-  hl_strbuf_appendf(out, "grid: %lld replicas x %lld partitions (rank = replica * %lld + "
-                    "partition)\n", (long long)R, (long long)P, (long long)P);
+  hl_strbuf_appendf(out, "grid: %lld replica%s x %lld partition%s (rank = replica * %lld + "
+                    "partition)\n", (long long)R, hl_plural(R), (long long)P, hl_plural(P),
+                    (long long)P);
   for (int k = 0; k < module->computation_count; k++) {
     const hl_computation_t *c = module->computations[k];
     for (int i = 0; i < c->instruction_count; i++) {

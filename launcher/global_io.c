@@ -8,11 +8,125 @@
 #include "launcher/sharding.h"
 #include "runtime/base/alloc.h"
 #include "runtime/base/npy.h"
+#include "runtime/text/hlo_parser.h"
+
+//===----------------------------------------------------------------------===//
+// Where the shardings come from
+//===----------------------------------------------------------------------===//
+
+static hl_status_t parse_option(const char *flag, const char *text, hl_sharding_t *storage,
+                                const hl_sharding_t **out) {
+  HL_RETURN_IF_ERROR_CTX(hl_parse_sharding(text, storage), "%s", flag);
+  *out = storage;
+  return NULL;
+}
+
+hl_status_t hl_global_param_sharding(const hl_launch_options_t *o, const hl_program_t *program,
+                                     int index, hl_sharding_t *storage,
+                                     const hl_sharding_t **out) {
+  memset(storage, 0, sizeof(*storage));
+  *out = NULL;
+  if (index < o->arg_sharding_count && *o->arg_shardings[index])
+    return parse_option("--arg-shardings", o->arg_shardings[index], storage, out);
+  const hl_module_t *m = program->module;
+  const hl_computation_t *entry = m->entry;
+  if (entry && index < entry->parameter_count && entry->parameters[index] &&
+      entry->parameters[index]->attrs.sharding) {
+    *out = entry->parameters[index]->attrs.sharding;
+  } else if (index < m->spmd_parameters_sharding_count) {
+    *out = &m->spmd_parameters_shardings[index];
+  }
+  return NULL;
+}
+
+hl_status_t hl_global_output_sharding(const hl_launch_options_t *o, const hl_program_t *program,
+                                      const hl_grid_t *grid, hl_sharding_t *storage,
+                                      const hl_sharding_t **out) {
+  memset(storage, 0, sizeof(*storage));
+  *out = NULL;
+  if (o->output_sharding)
+    return parse_option("--output-sharding", o->output_sharding, storage, out);
+  const hl_module_t *m = program->module;
+  const hl_instruction_t *root = m->entry ? m->entry->root : NULL;
+  if (root && root->attrs.sharding) *out = root->attrs.sharding;
+  else if (m->spmd_output_sharding) *out = m->spmd_output_sharding;
+  // One partition holds the whole result; with more, assembling from a
+  // guessed sharding would write one shard as if it were the global array.
+  if (!*out && grid->partitions > 1)
+    return HL_INVALID("--global-output: the result's sharding is not known (the ROOT has no "
+                      "sharding attribute and the module no spmd_output_sharding; JAX keeps it "
+                      "in the compile options) and the grid has %lld partitions: pass "
+                      "--output-sharding SHARDING, e.g. --output-sharding "
+                      "'{devices=[%lld,1]<=[%lld]}' for rows split across the partitions",
+                      (long long)grid->partitions, (long long)grid->partitions,
+                      (long long)grid->partitions);
+  return NULL;
+}
+
+// The sharding fits an array of `shape` on the grid's partitions.
+static hl_status_t check_fits(const hl_sharding_t *s, const hl_shape_t *shape,
+                              const hl_grid_t *grid) {
+  if (!hl_shape_is_array(shape)) return NULL;  // refused with its own message later
+  int64_t tiles[HL_MAX_RANK], tile[HL_MAX_RANK];
+  bool holds;
+  return hl_sharding_locate(s, shape->rank, grid->partitions, 0, tiles, tile, &holds);
+}
+
+hl_status_t hl_global_io_precheck(const hl_launch_options_t *o, const hl_program_t *program,
+                                  const hl_grid_t *grid) {
+  const hl_computation_t *entry = program->module->entry;
+  if (!entry) return NULL;
+  hl_sharding_t storage;
+  const hl_sharding_t *s;
+  if (o->input_source == HL_INPUT_GLOBAL) {
+    for (int i = 0; i < entry->parameter_count && i < o->global_arg_file_count; i++) {
+      if (!entry->parameters[i]) continue;
+      HL_RETURN_IF_ERROR(hl_global_param_sharding(o, program, i, &storage, &s));
+      hl_status_t st = check_fits(s, &entry->parameters[i]->shape, grid);
+      hl_sharding_deinit(&storage);
+      HL_RETURN_IF_ERROR_CTX(st, "%s for parameter %d", o->global_arg_files[i], i);
+    }
+  }
+  if (o->global_output) {
+    HL_RETURN_IF_ERROR(hl_global_output_sharding(o, program, grid, &storage, &s));
+    hl_status_t st = entry->root ? check_fits(s, &entry->root->shape, grid) : NULL;
+    hl_sharding_deinit(&storage);
+    HL_RETURN_IF_ERROR_CTX(st, "--global-output (the result's sharding)");
+  }
+  return NULL;
+}
+
+//===----------------------------------------------------------------------===//
+// --global-args
+//===----------------------------------------------------------------------===//
+
+// The global array of `path`; an untyped ml_dtypes file ('<V2', '|V1') is
+// read as the parameter's element type, as --args does.
+static hl_status_t read_global(const char *path, hl_dtype_t want, hl_literal_t **out) {
+  hl_literal_t *lit = NULL;
+  hl_status_t st = hl_npy_read_file(path, NULL, NULL, &lit);
+  if (!st || hl_npy_dtype_is_native(want)) {
+    *out = lit;
+    return st;
+  }
+  // Only the header's dimensions are needed to ask for the typed read.
+  hl_status_free(st);
+  FILE *f = fopen(path, "rb");
+  if (!f) return HL_ERROR(HL_IO_ERROR, "%s: cannot open", path);
+  uint8_t head[4096];
+  size_t n = fread(head, 1, sizeof(head), f);
+  fclose(f);
+  hl_npy_header_t h;
+  st = hl_npy_parse_header(head, n, &h);
+  if (st) return hl_status_annotate(st, "%s", path);
+  hl_shape_t typed = hl_shape_array(want, h.rank, h.dims);
+  return hl_npy_read_file(path, &typed, "the global array", out);
+}
 
 static hl_status_t shard_of_file(const char *path, const hl_instruction_t *param, int index,
-                                 const hl_grid_t *grid, int64_t partition, hl_literal_t **out) {
+                                 const hl_sharding_t *s, const hl_grid_t *grid,
+                                 int64_t partition, hl_literal_t **out) {
   const hl_shape_t *want = &param->shape;
-  const hl_sharding_t *s = param->attrs.sharding;
   if (!hl_shape_is_array(want))
     return HL_UNIMPL("%s: parameter %d has the shape %s; global inputs for tuple or token "
                      "parameters are not supported",
@@ -23,23 +137,34 @@ static hl_status_t shard_of_file(const char *path, const hl_instruction_t *param
       hl_sharding_locate(s, want->rank, grid->partitions, partition, tiles, tile, &holds),
       "%s for parameter %d", path, index);
   hl_literal_t *global;
-  HL_RETURN_IF_ERROR(hl_npy_read_file(path, NULL, NULL, &global));
+  HL_RETURN_IF_ERROR(read_global(path, want->dtype, &global));
   hl_status_t st = NULL;
   int64_t dims[HL_MAX_RANK];
+  int64_t tile_count = 1;
+  for (int d = 0; d < want->rank; d++) tile_count *= tiles[d];
   if (global->shape.dtype != want->dtype || global->shape.rank != want->rank) {
     st = HL_INVALID("%s: the global array is %s, but parameter %d is %s with sharding %s", path,
                     hl_shape_debug_string(&global->shape), index,
                     hl_dtype_name(want->dtype), hl_sharding_describe(s));
   } else {
     hl_sharding_shard_dims(want->rank, global->shape.dims, tiles, dims);
+    // An un-partitioned program (a "before optimizations" dump) declares the
+    // global shape with a splitting sharding: every process would get a shard
+    // where it expects the whole array.
+    if (tile_count > 1 && hl_shape_same_dims(&global->shape, want))
+      st = HL_INVALID("%s: parameter %d is %s, the global array's own shape, although its "
+                      "sharding %s splits it: the program is not partitioned (a 'before "
+                      "optimizations' dump?). Pass the array with --args, or run the "
+                      "partitioned ('after optimizations') program with --global-args",
+                      path, index, hl_shape_debug_string(want), hl_sharding_describe(s));
     for (int d = 0; d < want->rank && !st; d++)
       if (dims[d] != want->dims[d]) {
         char global_text[128];
         snprintf(global_text, sizeof(global_text), "%s", hl_shape_debug_string(&global->shape));
         st = HL_INVALID("%s: the global array %s split by the sharding %s gives shards with "
-                        "%lld elements in dimension %d, but parameter %d is %s",
-                        path, global_text, hl_sharding_describe(s), (long long)dims[d], d, index,
-                        hl_shape_debug_string(want));
+                        "%lld element%s in dimension %d, but parameter %d is %s",
+                        path, global_text, hl_sharding_describe(s), (long long)dims[d],
+                        hl_plural(dims[d]), d, index, hl_shape_debug_string(want));
       }
   }
   hl_literal_t *shard = NULL;
@@ -67,10 +192,21 @@ static hl_status_t build(const hl_launch_options_t *o, const hl_program_t *progr
   in->args = hl_calloc((size_t)(n ? n : 1), sizeof(hl_literal_t *));
   if (!in->args) return HL_OOM();
   in->count = n;
+  if (o->arg_sharding_count > n)
+    return HL_INVALID("--arg-shardings gives %d sharding%s, but the entry computation '%s' has %d "
+                      "parameter%s",
+                      o->arg_sharding_count, o->arg_sharding_count == 1 ? "" : "s", entry->name,
+                      n, n == 1 ? "" : "s");
   for (int i = 0; i < n; i++) {
     HL_RETURN_IF_ERROR(hl_inputs_add_file(in, o->global_arg_files[i]));
-    HL_RETURN_IF_ERROR(shard_of_file(o->global_arg_files[i], entry->parameters[i], i, grid,
-                                     partition, &in->args[i]));
+    hl_sharding_t storage;
+    const hl_sharding_t *s;
+    hl_status_t st = hl_global_param_sharding(o, program, i, &storage, &s);
+    if (!st)
+      st = shard_of_file(o->global_arg_files[i], entry->parameters[i], i, s, grid, partition,
+                         &in->args[i]);
+    hl_sharding_deinit(&storage);
+    HL_RETURN_IF_ERROR(st);
   }
   return NULL;
 }
@@ -87,15 +223,9 @@ hl_status_t hl_global_args_build(const hl_launch_options_t *o, const hl_program_
 // --global-output
 //===----------------------------------------------------------------------===//
 
-static const hl_sharding_t *root_sharding(const hl_program_t *program) {
-  const hl_instruction_t *root = program->module->entry ? program->module->entry->root : NULL;
-  return root ? root->attrs.sharding : NULL;
-}
-
-hl_status_t hl_global_output_check(const hl_program_t *program, const hl_literal_t *result,
-                                   const hl_grid_t *grid) {
+static hl_status_t check_result(const hl_literal_t *result, const hl_sharding_t *s,
+                                const hl_grid_t *grid) {
   const hl_shape_t *shape = &result->shape;
-  const hl_sharding_t *s = root_sharding(program);
   if (!hl_shape_is_array(shape)) {
     if (shape->dtype == HL_TUPLE && shape->tuple_count == 1 &&
         hl_shape_is_array(&shape->tuple[0]))
@@ -110,8 +240,18 @@ hl_status_t hl_global_output_check(const hl_program_t *program, const hl_literal
   for (int64_t p = 0; p < grid->partitions; p++)
     HL_RETURN_IF_ERROR_CTX(
         hl_sharding_locate(s, shape->rank, grid->partitions, p, tiles, tile, &holds),
-        "--global-output (the ROOT's sharding)");
+        "--global-output (the result's sharding)");
   return NULL;
+}
+
+hl_status_t hl_global_output_check(const hl_launch_options_t *o, const hl_program_t *program,
+                                   const hl_literal_t *result, const hl_grid_t *grid) {
+  hl_sharding_t storage;
+  const hl_sharding_t *s;
+  hl_status_t st = hl_global_output_sharding(o, program, grid, &storage, &s);
+  if (!st) st = check_result(result, s, grid);
+  hl_sharding_deinit(&storage);
+  return st;
 }
 
 enum { kChunk = 1 << 28 };
@@ -138,11 +278,10 @@ static bool same_file(const char *a, const char *b) {
          sa.st_ino == sb.st_ino;
 }
 
-hl_status_t hl_global_output_write(MPI_Comm comm, const char *path, const hl_program_t *program,
-                                   const hl_literal_t *result, const hl_grid_t *grid, int rank,
-                                   const hl_inputs_t *inputs) {
+static hl_status_t write_global(MPI_Comm comm, const char *path, const hl_sharding_t *s,
+                                const hl_literal_t *result, const hl_grid_t *grid, int rank,
+                                const hl_inputs_t *inputs) {
   const hl_shape_t *shape = &result->shape;
-  const hl_sharding_t *s = root_sharding(program);
   int r = shape->rank;
   int64_t tiles[HL_MAX_RANK], tile[HL_MAX_RANK];
   bool holds;
@@ -210,5 +349,17 @@ hl_status_t hl_global_output_write(MPI_Comm comm, const char *path, const hl_pro
   hl_free(covered);
   hl_literal_release(piece);
   hl_literal_release(global);
+  return st;
+}
+
+hl_status_t hl_global_output_write(MPI_Comm comm, const hl_launch_options_t *o,
+                                   const hl_program_t *program, const hl_literal_t *result,
+                                   const hl_grid_t *grid, int rank, const hl_inputs_t *inputs) {
+  hl_sharding_t storage;
+  const hl_sharding_t *s;
+  // Checked by hl_global_output_check on every rank before.
+  hl_status_t st = hl_global_output_sharding(o, program, grid, &storage, &s);
+  if (!st) st = write_global(comm, o->global_output, s, result, grid, rank, inputs);
+  hl_sharding_deinit(&storage);
   return st;
 }

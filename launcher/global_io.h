@@ -23,18 +23,40 @@ hl_status_t hl_global_args_build(const hl_launch_options_t *options, const hl_pr
                                  const hl_grid_t *grid, int64_t partition,
                                  hl_inputs_t *out_inputs);
 
-// Whether the result can be assembled (an array with a supported sharding).
-// Every rank reaches the same verdict.
-hl_status_t hl_global_output_check(const hl_program_t *program, const hl_literal_t *result,
+// Entry parameter `index`'s sharding: --arg-shardings, else the parameter's
+// sharding attribute, else the module's spmd_parameters_shardings; NULL
+// (replicated) when none says. `storage` holds a parsed option; release it
+// with hl_sharding_deinit.
+hl_status_t hl_global_param_sharding(const hl_launch_options_t *options,
+                                     const hl_program_t *program, int index,
+                                     hl_sharding_t *storage, const hl_sharding_t **out);
+
+// The result's sharding: --output-sharding, else the ROOT's sharding
+// attribute, else the module's spmd_output_sharding. Unknown is an error
+// naming --output-sharding when the grid has more than one partition (and
+// NULL, the whole array, with one). `storage` as above.
+hl_status_t hl_global_output_sharding(const hl_launch_options_t *options,
+                                      const hl_program_t *program, const hl_grid_t *grid,
+                                      hl_sharding_t *storage, const hl_sharding_t **out);
+
+// Before the job starts: the shardings --global-args and --global-output
+// need are known and fit the grid (the files are read by the ranks).
+hl_status_t hl_global_io_precheck(const hl_launch_options_t *options, const hl_program_t *program,
+                                  const hl_grid_t *grid);
+
+// Whether the result can be assembled (an array with a known, supported
+// sharding). Every rank reaches the same verdict.
+hl_status_t hl_global_output_check(const hl_launch_options_t *options,
+                                   const hl_program_t *program, const hl_literal_t *result,
                                    const hl_grid_t *grid);
 
 // Collective over `comm` (MPI_COMM_WORLD of the grid): the ranks of replica
 // 0 send their shards to rank 0, which assembles the global array and writes
-// it to `path` (refusing to replace one of inputs->files). Returns rank 0's
-// status; NULL on the other ranks. Call only after hl_global_output_check
-// succeeded everywhere.
-hl_status_t hl_global_output_write(MPI_Comm comm, const char *path, const hl_program_t *program,
-                                   const hl_literal_t *result, const hl_grid_t *grid, int rank,
-                                   const hl_inputs_t *inputs);
+// it to options->global_output (refusing to replace one of inputs->files).
+// Returns rank 0's status; NULL on the other ranks. Call only after
+// hl_global_output_check succeeded everywhere.
+hl_status_t hl_global_output_write(MPI_Comm comm, const hl_launch_options_t *options,
+                                   const hl_program_t *program, const hl_literal_t *result,
+                                   const hl_grid_t *grid, int rank, const hl_inputs_t *inputs);
 
 #endif  // HL_LAUNCHER_GLOBAL_IO_H_

@@ -2,12 +2,14 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "launcher/binding.h"
 #include "runtime/base/alloc.h"
 #include "runtime/proto/program_loader.h"
+#include "runtime/text/hlo_parser.h"
 
 #ifndef HL_VERSION
 #define HL_VERSION "unknown"
@@ -68,9 +70,21 @@ static const char kHelp[] =
     "                        np.load(f).view(ml_dtypes.bfloat16).\n"
     "  --global-output FILE.npy\n"
     "                        assemble the result from the shards of replica 0's\n"
-    "                        partitions by the ROOT instruction's sharding and write\n"
+    "                        partitions by the result's sharding and write\n"
     "                        it as one global array (a shard dimension times its\n"
-    "                        tiles: padding of uneven splits is kept)\n"
+    "                        tiles: padding of uneven splits is kept). With more\n"
+    "                        than one partition the sharding must be known (an\n"
+    "                        error otherwise): --output-sharding, else the ROOT's\n"
+    "                        sharding attribute, else the module's\n"
+    "                        spmd_output_sharding (binary protos; JAX records the\n"
+    "                        output sharding only there)\n"
+    "  --output-sharding S   the result's sharding in HLO syntax, e.g.\n"
+    "                        '{devices=[2,4]<=[8]}'; overrides the program's\n"
+    "  --arg-shardings S0,S1,...\n"
+    "                        entry parameter i's sharding for --global-args\n"
+    "                        (commas inside braces belong to a sharding; an empty\n"
+    "                        entry keeps the program's); else the parameter's\n"
+    "                        sharding attribute, else spmd_parameters_shardings\n"
     "\n"
     "Timing:\n"
     "  --repeat N            run the program N times on the same inputs (plans are\n"
@@ -199,6 +213,8 @@ enum {
   OPT_EXPLAIN_GROUPS,
   OPT_REPEAT,
   OPT_MAX_INFLATED_SIZE,
+  OPT_OUTPUT_SHARDING,
+  OPT_ARG_SHARDINGS,
 };
 
 static const struct option kLongOptions[] = {
@@ -233,6 +249,8 @@ static const struct option kLongOptions[] = {
     {"explain-groups", no_argument, NULL, OPT_EXPLAIN_GROUPS},
     {"repeat", required_argument, NULL, OPT_REPEAT},
     {"max-inflated-size", required_argument, NULL, OPT_MAX_INFLATED_SIZE},
+    {"output-sharding", required_argument, NULL, OPT_OUTPUT_SHARDING},
+    {"arg-shardings", required_argument, NULL, OPT_ARG_SHARDINGS},
     {NULL, 0, NULL, 0},
 };
 
@@ -272,6 +290,45 @@ static hl_status_t split_list(const char *flag, const char *list, char ***out_fi
     if (!(*out_files)[i]) return HL_OOM();
     *out_count = i + 1;
     start = comma ? comma + 1 : start + len;
+  }
+  return NULL;
+}
+
+static hl_status_t check_sharding(const char *flag, const char *text) {
+  hl_sharding_t s;
+  hl_status_t st = hl_parse_sharding(text, &s);
+  if (!st) {
+    hl_sharding_deinit(&s);
+    return NULL;
+  }
+  return hl_status_annotate(st, "%s", flag);
+}
+
+// --arg-shardings: shardings separated by the commas outside braces
+// ("{devices=[2,1]0,1},{replicated}"); an empty entry keeps that
+// parameter's own sharding.
+static hl_status_t split_shardings(const char *list, hl_launch_options_t *o) {
+  int n = 1, depth = 0;
+  for (const char *p = list; *p; p++) {
+    depth += *p == '{' ? 1 : *p == '}' ? -1 : 0;
+    n += *p == ',' && depth == 0;
+  }
+  o->arg_shardings = hl_calloc((size_t)n, sizeof(char *));
+  if (!o->arg_shardings) return HL_OOM();
+  const char *start = list;
+  for (int i = 0; i < n; i++) {
+    const char *end = start;
+    for (depth = 0; *end && !(*end == ',' && depth == 0); end++)
+      depth += *end == '{' ? 1 : *end == '}' ? -1 : 0;
+    o->arg_shardings[i] = hl_strndup(start, (size_t)(end - start));
+    if (!o->arg_shardings[i]) return HL_OOM();
+    o->arg_sharding_count = i + 1;
+    if (*o->arg_shardings[i]) {
+      char flag[64];
+      snprintf(flag, sizeof(flag), "--arg-shardings entry %d", i);
+      HL_RETURN_IF_ERROR(check_sharding(flag, o->arg_shardings[i]));
+    }
+    start = *end ? end + 1 : end;
   }
   return NULL;
 }
@@ -439,6 +496,14 @@ static hl_status_t parse_into(int argc, char **argv, hl_launch_options_t *o) {
       case OPT_MPMD_PROGRAM: mpmd_program = optarg; break;
       case OPT_EXPLAIN_GROUPS: o->explain_groups = true; break;
       case OPT_REPEAT: HL_RETURN_IF_ERROR(parse_count("--repeat", optarg, &o->repeat)); break;
+      case OPT_OUTPUT_SHARDING:
+        HL_RETURN_IF_ERROR(check_sharding("--output-sharding", optarg));
+        o->output_sharding = optarg;
+        break;
+      case OPT_ARG_SHARDINGS:
+        if (o->arg_shardings) return HL_INVALID("--arg-shardings given twice");
+        HL_RETURN_IF_ERROR(split_shardings(optarg, o));
+        break;
       case OPT_MAX_INFLATED_SIZE:
         HL_RETURN_IF_ERROR(
             hl_program_parse_size("--max-inflated-size", optarg, &o->max_inflated_bytes));
@@ -487,6 +552,8 @@ void hl_launch_options_deinit(hl_launch_options_t *o) {
   for (int i = 0; i < o->global_arg_file_count; i++) hl_free(o->global_arg_files[i]);
   hl_free(o->global_arg_files);
   hl_free(o->mpiexec_args);
+  for (int i = 0; i < o->arg_sharding_count; i++) hl_free(o->arg_shardings[i]);
+  hl_free(o->arg_shardings);
   for (int i = 0; i < o->infeed_file_count; i++) hl_free(o->infeed_files[i]);
   hl_free(o->infeed_files);
   hl_free(o->mpmd_programs);

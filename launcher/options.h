@@ -51,6 +51,9 @@ typedef struct hl_launch_options {
   char **global_arg_files;       // --global-args, split at commas (owned)
   int global_arg_file_count;
   const char *global_output;     // --global-output FILE.npy
+  const char *output_sharding;   // --output-sharding: the result's sharding (HLO syntax)
+  char **arg_shardings;          // --arg-shardings, split between shardings (owned)
+  int arg_sharding_count;
   // Host transfers (channels/host_feeds.h).
   char **infeed_files;           // --infeed, split at commas (owned)
   int infeed_file_count;

@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "runtime/base/alloc.h"
 #include "runtime/base/npy.h"
@@ -14,7 +15,50 @@ static bool same_file(const char *a, const char *b) {
          sa.st_ino == sb.st_ino;
 }
 
+// Whether `dir` can be created (mkdir -p) and written, judged without
+// creating anything: the path itself, or its deepest existing ancestor, must
+// be a directory this process may write into.
+static hl_status_t check_output_dir(const char *dir) {
+  char *path = hl_strdup(dir);
+  if (!path) return HL_OOM();
+  hl_status_t st = NULL;
+  bool whole = true;  // `path` is still the whole of `dir`
+  for (;;) {
+    struct stat s;
+    if (stat(path, &s) == 0) {
+      if (!S_ISDIR(s.st_mode))
+        st = whole ? HL_INVALID("--output-dir %s exists and is not a directory", dir)
+                   : HL_INVALID("--output-dir %s cannot be created: %s is not a directory", dir,
+                                path);
+      else if (access(path, W_OK | X_OK) != 0)
+        st = HL_INVALID("--output-dir %s: %s is not writable (%s)", dir, path, strerror(errno));
+      break;
+    }
+    if (errno != ENOENT && errno != ENOTDIR) {
+      st = HL_INVALID("--output-dir %s: %s: %s", dir, path, strerror(errno));
+      break;
+    }
+    // Up one component ("a/b/c" -> "a/b"; "c" -> "."; "/c" -> "/").
+    char *slash = strrchr(path, '/');
+    while (slash && slash > path && slash[1] == '\0') {  // trailing slashes
+      *slash = '\0';
+      slash = strrchr(path, '/');
+    }
+    if (!slash) {
+      strcpy(path, ".");
+    } else if (slash == path) {
+      path[1] = '\0';
+    } else {
+      *slash = '\0';
+    }
+    whole = false;
+  }
+  hl_free(path);
+  return st;
+}
+
 hl_status_t hl_outputs_check_options(const hl_launch_options_t *o) {
+  if (o->output_dir) HL_RETURN_IF_ERROR(check_output_dir(o->output_dir));
   if (!o->output_dir || !o->args_dir) return NULL;
   if (strcmp(o->output_dir, o->args_dir) == 0 || same_file(o->output_dir, o->args_dir))
     return HL_INVALID("--output-dir %s is the --args-dir; results would overwrite or mix with "

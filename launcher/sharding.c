@@ -130,8 +130,11 @@ hl_status_t hl_sharding_locate(const hl_sharding_t *s, int rank, int64_t num_dev
       // The whole array on one device; the others hold no valid copy.
       int64_t owner = s->tile_assignment_devices.n ? s->tile_assignment_devices.v[0] : 0;
       if (owner < 0 || owner >= num_devices)
-        return HL_INVALID("sharding %s names device %lld, but there are %lld partitions", what,
-                          (long long)owner, (long long)num_devices);
+        return HL_INVALID("sharding %s names device %lld, but there %s %lld partition%s%s", what,
+                          (long long)owner, num_devices == 1 ? "is" : "are",
+                          (long long)num_devices, num_devices == 1 ? "" : "s",
+                          owner >= num_devices ? ": run with more partitions (--partitions)"
+                                               : "");
       *out_holds_data = owner == device;
       return NULL;
     }
@@ -159,8 +162,10 @@ hl_status_t hl_sharding_locate(const hl_sharding_t *s, int rank, int64_t num_dev
     if (td->v[i] < 1) return HL_INVALID("sharding %s has an empty tile dimension", what);
   int64_t count = product(td);
   if (count != num_devices)
-    return HL_INVALID("sharding %s spans %lld devices, but the program runs on %lld partitions",
-                      what, (long long)count, (long long)num_devices);
+    return HL_INVALID("sharding %s spans %lld device%s, but the program runs on %lld "
+                      "partition%s: run with --partitions %lld (-np %lld times the replicas)",
+                      what, (long long)count, count == 1 ? "" : "s", (long long)num_devices,
+                      num_devices == 1 ? "" : "s", (long long)count, (long long)count);
   if (s->iota_reshape_dims.n ? product(&s->iota_reshape_dims) != count
                              : s->tile_assignment_devices.n != count)
     return HL_INVALID("sharding %s: the device list does not fill the tile grid", what);

@@ -14,11 +14,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "collectives/groups.h"
 #include "launcher/binding.h"
+#include "launcher/global_io.h"
 #include "launcher/grid.h"
 #include "launcher/outputs.h"
 #include "runtime/base/alloc.h"
 #include "runtime/base/strbuf.h"
+#include "runtime/kernels/custom_call.h"
 #include "runtime/proto/program_loader.h"
 #include "runtime/verifier/verifier.h"
 
@@ -337,6 +340,28 @@ static int run_mpiexec(const hl_launch_options_t *o, char **cmd, const char *sta
   return code;
 }
 
+// Found before any rank starts: a custom-call target the runtime lacks, and
+// collective groups that do not fit the grid (one message naming the -np /
+// --replicas / --partitions to use).
+static hl_status_t check_instructions(const hl_module_t *m, const hl_grid_t *grid) {
+  for (int c = 0; c < m->computation_count; c++) {
+    const hl_computation_t *comp = m->computations[c];
+    for (int i = 0; i < comp->instruction_count; i++) {
+      const hl_instruction_t *inst = comp->instructions[i];
+      const char *target = inst->attrs.custom_call_target ? inst->attrs.custom_call_target : "";
+      if (inst->opcode == HL_OP_CUSTOM_CALL && !hl_custom_call_target_supported(target))
+        return HL_UNIMPL("%s: custom-call target \"%s\" is not supported by this runtime",
+                         hl_instruction_location(inst), target);
+      if (!hl_opcode_is_collective(inst->opcode)) continue;
+      hl_process_groups_t g;
+      hl_status_t st = hl_process_groups_resolve(inst, grid->replicas, grid->partitions, &g);
+      hl_process_groups_deinit(&g);
+      if (st) return st;
+    }
+  }
+  return NULL;
+}
+
 int hl_spawn_main(const hl_launch_options_t *o, int argc, char **argv) {
   // The program is checked here once, so a bad file or grid stops before any
   // rank starts, with one message.
@@ -349,6 +374,8 @@ int hl_spawn_main(const hl_launch_options_t *o, int argc, char **argv) {
   if (!st)
     st = hl_grid_resolve(o->np, o->replicas, o->partitions, program.module->replica_count,
                          program.module->num_partitions, &grid);
+  if (!st && o->mpmd_count == 0) st = check_instructions(program.module, &grid);
+  if (!st && o->mpmd_count == 0) st = hl_global_io_precheck(o, &program, &grid);
   hl_program_deinit(&program);
   if (!st) st = hl_outputs_check_options(o);
   if (st) return fail_status(st);

@@ -185,7 +185,8 @@ static bool write_status_file(const worker_t *w, int code) {
 static hl_status_t resolve_grid(worker_t *w, const hl_module_t *m) {
   const hl_launch_options_t *o = w->options;
   if (o->np && o->np != w->size)
-    return HL_INVALID("-np is %lld, but the MPI job has %d processes", (long long)o->np, w->size);
+    return HL_INVALID("-np is %lld, but the MPI job has %d process%s", (long long)o->np, w->size,
+                      w->size == 1 ? "" : "es");
   HL_RETURN_IF_ERROR(hl_grid_resolve(w->size, o->replicas, o->partitions, m->replica_count,
                                      m->num_partitions, &w->grid));
   w->grid_known = true;
@@ -362,10 +363,10 @@ static bool run(worker_t *w) {
       !agree(w, hl_outputs_write(o->output_dir, result, w->replica, w->partition, &inputs), false))
     goto done;
   if (o->global_output) {
-    if (!agree(w, hl_global_output_check(&program, result, &w->grid), false)) goto done;
+    if (!agree(w, hl_global_output_check(o, &program, result, &w->grid), false)) goto done;
     if (!agree(w,
-               hl_global_output_write(MPI_COMM_WORLD, o->global_output, &program, result,
-                                      &w->grid, w->rank, &inputs),
+               hl_global_output_write(MPI_COMM_WORLD, o, &program, result, &w->grid, w->rank,
+                                      &inputs),
                false))
       goto done;
   }

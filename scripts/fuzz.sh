@@ -41,7 +41,7 @@ make_seeds() {
       seed_text | while read -r f; do cp -n "$f" "$out/" ; done ;;
     fuzz_program_loader)
       cp -n "$HL_ROOT"/tests/programs/*.pb "$out/" 2>/dev/null || true
-      seed_text | head -200 | while read -r f; do
+      seed_text | sed -n 1,200p | while read -r f; do
         i=$((i + 1))
         [ -e "$out/seed$i.pb" ] || "$dir/launcher/hlo-convert" --no-verify "$f" "$out/seed$i.pb" \
           >/dev/null 2>&1 || true

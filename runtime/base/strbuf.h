@@ -24,4 +24,7 @@ void hl_strbuf_append_char(hl_strbuf_t *sb, char c);
 char *hl_strbuf_take(hl_strbuf_t *sb);
 const char *hl_strbuf_cstr(const hl_strbuf_t *sb);  // "" when empty
 
+// "" for one, "s" otherwise: "%lld element%s", n, hl_plural(n).
+static inline const char *hl_plural(long long n) { return n == 1 ? "" : "s"; }
+
 #endif  // HL_RUNTIME_BASE_STRBUF_H_

@@ -161,6 +161,11 @@ void hl_module_destroy(hl_module_t *m) {
   for (int i = 0; i < m->computation_count; i++) computation_destroy(m->computations[i]);
   hl_free(m->computations);
   frontend_attributes_deinit(&m->frontend_attributes);
+  hl_sharding_deinit(m->spmd_output_sharding);
+  hl_free(m->spmd_output_sharding);
+  for (int i = 0; i < m->spmd_parameters_sharding_count; i++)
+    hl_sharding_deinit(&m->spmd_parameters_shardings[i]);
+  hl_free(m->spmd_parameters_shardings);
   hl_free(m->name);
   hl_free(m->source_path);
   hl_free(m);

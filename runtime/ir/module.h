@@ -283,6 +283,12 @@ struct hl_module {
   bool is_scheduled;
   hl_frontend_attributes_t frontend_attributes;
   char *source_path;                // file it came from (for messages), owned
+  // What the SPMD partitioner recorded for the entry's result and parameters
+  // (HloModuleProto fields 12 and 14; JAX's output sharding lives only
+  // here). NULL / 0 when absent. Owned.
+  hl_sharding_t *spmd_output_sharding;
+  hl_sharding_t *spmd_parameters_shardings;
+  int spmd_parameters_sharding_count;
 };
 
 //===----------------------------------------------------------------------===//

@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "runtime/kernels/custom_call.h"
 #include "runtime/kernels/element_access.h"
 #include "runtime/kernels/kernel.h"
 #include "runtime/kernels/rng.h"
@@ -104,15 +105,21 @@ static hl_status_t threefry(const hl_instruction_t *inst, hl_literal_t *const *o
   return st;
 }
 
+static const char *const kIdentity[] = {
+    "Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape", "annotate_device_placement",
+    "MoveToHost", "MoveToDevice", "PinToDevice", "PinToHost", NULL};
+static const char *const kThreefry[] = {"cu_threefry2x32", "cu_threefry2x32_ffi",
+                                        "hip_threefry2x32", "hip_threefry2x32_ffi", NULL};
+
+bool hl_custom_call_target_supported(const char *target) {
+  return is_one_of(target, kIdentity) || strcmp(target, "TopK") == 0 ||
+         is_one_of(target, kThreefry);
+}
+
 hl_status_t hl_kernel_custom_call(hl_kernel_context_t *ctx, const hl_instruction_t *inst,
                                   hl_literal_t *const *operands, hl_literal_t **out) {
   *out = NULL;
   const char *target = inst->attrs.custom_call_target ? inst->attrs.custom_call_target : "";
-  static const char *const kIdentity[] = {
-      "Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape", "annotate_device_placement",
-      "MoveToHost", "MoveToDevice", "PinToDevice", "PinToHost", NULL};
-  static const char *const kThreefry[] = {"cu_threefry2x32", "cu_threefry2x32_ffi",
-                                          "hip_threefry2x32", "hip_threefry2x32_ffi", NULL};
   if (is_one_of(target, kIdentity)) return identity(inst, operands, target, out);
   if (strcmp(target, "TopK") == 0) return top_k(ctx, inst, operands, out);
   if (is_one_of(target, kThreefry)) return threefry(inst, operands, target, out);

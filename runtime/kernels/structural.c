@@ -42,8 +42,8 @@ hl_status_t hl_kernel_get_tuple_element(hl_kernel_context_t *ctx, const hl_instr
     return HL_INVALID("operand is %s, not a tuple", hl_shape_debug_string(&t->shape));
   int64_t i = inst->attrs.tuple_index;
   if (i < 0 || i >= t->shape.tuple_count)
-    return HL_INVALID("index %lld out of range for a tuple of %d elements", (long long)i,
-                      t->shape.tuple_count);
+    return HL_INVALID("index %lld out of range for a tuple of %d element%s", (long long)i,
+                      t->shape.tuple_count, hl_plural(t->shape.tuple_count));
   *out = hl_literal_retain(t->elements[i]);
   return NULL;
 }

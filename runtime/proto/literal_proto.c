@@ -259,18 +259,20 @@ static hl_status_t array_from_message(const Xla__LiteralProto *m, const hl_shape
   repeated_field_t rf;
   if (bytes) {
     if (bytes->len / esize != (uint64_t)count || bytes->len % esize)
-      return HL_INVALID("%s literal of shape %s needs %lld elements (%lld bytes) but its "
+      return HL_INVALID("%s literal of shape %s needs %lld element%s (%lld bytes) but its "
                         "bytes field holds %zu bytes",
                         hl_dtype_name(shape->dtype), hl_shape_debug_string(shape),
-                        (long long)count, (long long)count * (long long)esize, bytes->len);
+                        (long long)count, hl_plural(count), (long long)count * (long long)esize,
+                        bytes->len);
     src = bytes->data;
   } else if (repeated_field(mm, shape->dtype, &rf)) {
     size_t n = *rf.count;
     if (n % (size_t)rf.per_element || n / (size_t)rf.per_element != (uint64_t)count)
-      return HL_INVALID("%s literal of shape %s needs %lld elements but field %s holds %zu "
-                        "values",
+      return HL_INVALID("%s literal of shape %s needs %lld element%s but field %s holds %zu "
+                        "value%s",
                         hl_dtype_name(shape->dtype), hl_shape_debug_string(shape),
-                        (long long)count, rf.name, n);
+                        (long long)count, hl_plural(count), rf.name, n,
+                        hl_plural((long long)n));
     src = *rf.values;
     if (shape->dtype == HL_PRED && count > 0) {
       // protobuf_c_boolean is an int; pred elements are single bytes.
@@ -300,8 +302,8 @@ static hl_status_t literal_from_message(const Xla__LiteralProto *m, hl_literal_t
   if (m->shape->element_type == XLA__PRIMITIVE_TYPE__TUPLE) {
     size_t n = m->shape->n_tuple_shapes;
     if (m->n_tuple_literals != n)
-      return HL_INVALID("tuple literal has %zu elements but its shape has %zu",
-                        m->n_tuple_literals, n);
+      return HL_INVALID("tuple literal has %zu element%s but its shape has %zu",
+                        m->n_tuple_literals, hl_plural((long long)m->n_tuple_literals), n);
     hl_literal_t **parts = hl_calloc(n ? n : 1, sizeof(hl_literal_t *));
     if (!parts) return HL_OOM();
     hl_status_t st = NULL;

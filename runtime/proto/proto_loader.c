@@ -649,6 +649,26 @@ static hl_status_t fill_computation(load_ctx_t *ctx, const Xla__HloComputationPr
   return st;
 }
 
+static hl_status_t spmd_shardings_from_message(const Xla__HloModuleProto *mp, hl_module_t *m) {
+  if (mp->spmd_output_sharding) {
+    m->spmd_output_sharding = hl_calloc(1, sizeof(hl_sharding_t));
+    if (!m->spmd_output_sharding) return HL_OOM();
+    HL_RETURN_IF_ERROR_CTX(sharding_from_message(mp->spmd_output_sharding, m->spmd_output_sharding),
+                           "spmd_output_sharding (field 12)");
+  }
+  size_t n = mp->n_spmd_parameters_shardings;
+  if (n == 0) return NULL;
+  if (n > (size_t)INT32_MAX) return HL_INVALID("too many spmd_parameters_shardings");
+  m->spmd_parameters_shardings = hl_calloc(n, sizeof(hl_sharding_t));
+  if (!m->spmd_parameters_shardings) return HL_OOM();
+  m->spmd_parameters_sharding_count = (int)n;
+  for (size_t i = 0; i < n; i++)
+    HL_RETURN_IF_ERROR_CTX(sharding_from_message(mp->spmd_parameters_shardings[i],
+                                                 &m->spmd_parameters_shardings[i]),
+                           "spmd_parameters_shardings[%zu] (field 14)", i);
+  return NULL;
+}
+
 static hl_status_t module_from_message(const Xla__HloModuleProto *mp, const char *source,
                                        hl_module_t **out) {
   *out = NULL;
@@ -697,6 +717,7 @@ static hl_status_t module_from_message(const Xla__HloModuleProto *mp, const char
     st = hl_status_annotate(
         frontend_attributes_from_message(mp->frontend_attributes, &m->frontend_attributes),
         "module frontend_attributes (field 19)");
+  if (!st) st = spmd_shardings_from_message(mp, m);
   id_map_deinit(&ctx.computation_ids);
   if (st) {
     hl_module_destroy(m);

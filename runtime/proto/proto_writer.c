@@ -539,6 +539,15 @@ static hl_status_t module_msg(writer_t *w, const hl_module_t *m, Xla__HloModuleP
     mp->device_assignment = device_assignment_msg(w, r, p);
   }
   mp->frontend_attributes = frontend_msg(w, &m->frontend_attributes);
+  if (m->spmd_output_sharding) mp->spmd_output_sharding = sharding_msg(w, m->spmd_output_sharding);
+  if (m->spmd_parameters_sharding_count > 0) {
+    mp->spmd_parameters_shardings = w_ptrs(w, (size_t)m->spmd_parameters_sharding_count);
+    if (mp->spmd_parameters_shardings) {
+      mp->n_spmd_parameters_shardings = (size_t)m->spmd_parameters_sharding_count;
+      for (int i = 0; i < m->spmd_parameters_sharding_count; i++)
+        mp->spmd_parameters_shardings[i] = sharding_msg(w, &m->spmd_parameters_shardings[i]);
+    }
+  }
   *out = mp;
   return w->oom ? HL_OOM() : NULL;
 }

@@ -941,6 +941,22 @@ static hl_status_t parse_sharding(hl_lexer_t *lx, hl_sharding_t *s, bool *unsupp
   return NULL;
 }
 
+hl_status_t hl_parse_sharding(const char *text, hl_sharding_t *out) {
+  memset(out, 0, sizeof(*out));
+  if (!text) return HL_INVALID("hl_parse_sharding: no text");
+  hl_lexer_t lx;
+  hl_lexer_init(&lx, text, strlen(text), "<sharding>");
+  bool unsupported = false;
+  hl_status_t st = parse_sharding(&lx, out, &unsupported, 0);
+  if (!st && unsupported)
+    st = HL_UNIMPL("sharding '%s' is not one this runtime reads (named mesh shardings and "
+                   "other newer forms are not supported)", text);
+  if (!st && lx.tok.kind != HL_TOK_EOF)
+    st = hl_lexer_error(&lx, NULL, "unexpected text after the sharding");
+  if (st) hl_sharding_deinit(out);
+  return st;
+}
+
 ATTR_FN(attr_sharding) {
   hl_lexer_t saved = *LX;
   hl_sharding_t *sh = hl_calloc(1, sizeof(*sh));

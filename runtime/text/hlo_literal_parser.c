@@ -240,9 +240,9 @@ static hl_status_t parse_level(array_ctx_t *c, int d, int64_t base) {
   // A zero-size array may be written as a single "{}" whatever its rank.
   bool zero_size = hl_shape_element_count(s) == 0;
   if (n != s->dims[d] && !(zero_size && n == 0))
-    return hl_lexer_error(lx, &open, "expected %lld elements in dimension %d of %s but found "
-                          "%lld", (long long)s->dims[d], d, hl_shape_debug_string(s),
-                          (long long)n);
+    return hl_lexer_error(lx, &open, "expected %lld element%s in dimension %d of %s but found "
+                          "%lld", (long long)s->dims[d], hl_plural(s->dims[d]), d,
+                          hl_shape_debug_string(s), (long long)n);
   hl_lexer_next(lx);
   return NULL;
 }

@@ -26,4 +26,9 @@ hl_status_t hl_parse_shape(const char *text, hl_shape_t *out_shape);
 hl_status_t hl_parse_literal(const char *text, const hl_shape_t *shape,
                              hl_literal_t **out_literal);
 
+// Parses a sharding in HLO syntax, e.g. "{devices=[2,4]<=[8]}" or
+// "{replicated}", into *out_sharding (hl_sharding_deinit releases it).
+// Forms the IR does not hold (named mesh shardings) are an error.
+hl_status_t hl_parse_sharding(const char *text, hl_sharding_t *out_sharding);
+
 #endif  // HL_RUNTIME_TEXT_HLO_PARSER_H_

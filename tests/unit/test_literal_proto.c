@@ -285,7 +285,7 @@ static void test_tuples_and_tokens(void) {
   hl_literal_release(l);
   // Element count mismatch, and element shape mismatch.
   t.n_tuple_literals = 1;
-  HL_ASSERT_ERROR_CONTAINS(decode(&t, &l), "tuple literal has 1 elements but its shape has 2");
+  HL_ASSERT_ERROR_CONTAINS(decode(&t, &l), "tuple literal has 1 element but its shape has 2");
   t.n_tuple_literals = 2;
   tsh[1] = e0.shape;
   HL_ASSERT_ERROR_CONTAINS(decode(&t, &l), "tuple element 1");

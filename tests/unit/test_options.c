@@ -128,7 +128,33 @@ static void test_cluster_options(void) {
   HL_ASSERT_ERROR_CONTAINS(PARSE(&o, "--global-output=", "p.hlo"), "--global-output is empty");
 }
 
+// --arg-shardings splits between shardings, not at the commas inside them;
+// an empty entry keeps the program's sharding. Bad shardings are usage errors.
+static void test_sharding_options(void) {
+  hl_launch_options_t o;
+  HL_ASSERT_OK(PARSE(&o, "--arg-shardings", "{devices=[2,1]0,1},,{replicated}",
+                     "--output-sharding", "{devices=[2,4]<=[8]}", "--max-inflated-size", "2G",
+                     "p.hlo"));
+  CU_ASSERT_EQUAL_FATAL(o.arg_sharding_count, 3);
+  CU_ASSERT_STRING_EQUAL(o.arg_shardings[0], "{devices=[2,1]0,1}");
+  CU_ASSERT_STRING_EQUAL(o.arg_shardings[1], "");
+  CU_ASSERT_STRING_EQUAL(o.arg_shardings[2], "{replicated}");
+  CU_ASSERT_STRING_EQUAL(o.output_sharding, "{devices=[2,4]<=[8]}");
+  CU_ASSERT_EQUAL(o.max_inflated_bytes, 2ull << 30);
+  hl_launch_options_deinit(&o);
+  HL_ASSERT_ERROR_CONTAINS(PARSE(&o, "--output-sharding", "{devices=[2", "p.hlo"),
+                           "--output-sharding: <sharding>:1:");
+  HL_ASSERT_ERROR_CONTAINS(PARSE(&o, "--arg-shardings", "{replicated},{nonsense}", "p.hlo"),
+                           "--arg-shardings entry 1: sharding '{nonsense}' is not one this runtime reads");
+  HL_ASSERT_ERROR_CONTAINS(PARSE(&o, "--arg-shardings", "{replicated}", "--arg-shardings",
+                                 "{replicated}", "p.hlo"),
+                           "--arg-shardings given twice");
+  HL_ASSERT_ERROR_CONTAINS(PARSE(&o, "--max-inflated-size", "0", "p.hlo"),
+                           "--max-inflated-size needs a positive size");
+}
+
 static CU_TestInfo tests[] = {
+    {"sharding_options", test_sharding_options},
     {"full_command_line", test_full_command_line},
     {"cluster_options", test_cluster_options},
     {"spellings_and_defaults", test_spellings_and_defaults},

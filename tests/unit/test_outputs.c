@@ -94,6 +94,20 @@ static void test_unwritable_directory(void) {
   hl_inputs_t none = {0};
   HL_ASSERT_ERROR_CONTAINS(hl_outputs_write(file, a, 0, 0, &none), "plainfile");
   hl_literal_release(a);
+  // The same problems found before anything runs, by the option check.
+  hl_launch_options_t o = {.output_dir = file};
+  HL_ASSERT_ERROR_CONTAINS(hl_outputs_check_options(&o), "exists and is not a directory");
+  char below[600];
+  snprintf(below, sizeof(below), "%s/plainfile/sub/dir/", g_dir);
+  o.output_dir = below;
+  char want[700];
+  snprintf(want, sizeof(want), "cannot be created: %s is not a directory", file);
+  HL_ASSERT_ERROR_CONTAINS(hl_outputs_check_options(&o), want);
+  // Missing directories below a writable one are fine (created later).
+  snprintf(below, sizeof(below), "%s/new/a/b", g_dir);
+  HL_ASSERT_OK(hl_outputs_check_options(&o));
+  o.output_dir = "relative/not/there/yet";
+  HL_ASSERT_OK(hl_outputs_check_options(&o));
 }
 
 static void test_format(void) {
