@@ -22,6 +22,7 @@
 #include "runtime/base/strbuf.h"
 #include "runtime/proto/program_loader.h"
 #include "runtime/proto/proto_io.h"
+#include "runtime/spmd/partitioner.h"
 #include "runtime/text/hlo_printer.h"
 #include "runtime/verifier/verifier.h"
 
@@ -39,6 +40,8 @@ typedef struct hl_convert_options {
   hl_convert_format_t to;  // HL_OUT_UNKNOWN: from out_path's name
   bool force;
   bool verify;
+  bool partition;           // --partition: write the per-partition module
+  long long partitions;     // --partitions N (0: the module's num_partitions)
 } hl_convert_options_t;
 
 static const char kUsage[] =
@@ -59,6 +62,10 @@ static const char kUsage[] =
     "                    overrides OUT's name\n"
     "  -f, --force       overwrite OUT if it exists (never IN itself)\n"
     "  --no-verify       write the module even if the verifier rejects it\n"
+    "  --partition       partition a global program (shardings on its parameters,\n"
+    "                    root or Sharding custom-calls) and write the per-partition\n"
+    "                    module, runnable by hlo-launch (docs/PARTITIONER.md)\n"
+    "  --partitions N    partitions for --partition (default: the module's num_partitions)\n"
     "  -h, --help        show this help\n"
     "\n"
     "Large constants are never elided in text output, so text -> pb -> text -> pb\n"
@@ -102,6 +109,16 @@ static int hl_parse_args(int argc, char **argv, hl_convert_options_t *out) {
         out->force = true;
       } else if (strcmp(a, "--no-verify") == 0) {
         out->verify = false;
+      } else if (strcmp(a, "--partition") == 0) {
+        out->partition = true;
+      } else if (strcmp(a, "--partitions") == 0 || strncmp(a, "--partitions=", 13) == 0) {
+        const char *v = a[12] == '=' ? a + 13 : (i + 1 < argc ? argv[++i] : NULL);
+        char *end = NULL;
+        out->partitions = v ? strtoll(v, &end, 10) : 0;
+        if (!v || *end || out->partitions < 1) {
+          fprintf(stderr, "hlo-convert: --partitions needs a positive count\n");
+          return 2;
+        }
       } else if (strcmp(a, "--to") == 0 || strncmp(a, "--to=", 5) == 0) {
         const char *v = a[4] == '=' ? a + 5 : (i + 1 < argc ? argv[++i] : NULL);
         if (!v) {
@@ -378,10 +395,17 @@ static hl_status_t hl_convert(const hl_convert_options_t *opts) {
             "only the module is converted\n",
             program.argument_count);
   }
+  hl_spmd_result_t parted = {0};
+  if (!st && opts->partition) {
+    long long n = opts->partitions ? opts->partitions : program.module->num_partitions;
+    if (n < 1) st = HL_INVALID("--partition: the program does not say num_partitions; pass --partitions N");
+    else st = hl_spmd_partition(program.module, (int)n, &parted);
+  }
   uint8_t *owned = NULL;
   const uint8_t *data = NULL;
   size_t size = 0;
-  if (!st) st = hl_render(program.module, opts->to, &owned, &data, &size);
+  if (!st) st = hl_render(parted.module ? parted.module : program.module, opts->to, &owned, &data, &size);
+  hl_spmd_result_deinit(&parted);
   if (!st) {
     st = to_stdout ? hl_write_all(stdout, "<stdout>", data, size)
                    : hl_write_file(opts->out_path, data, size);
