@@ -126,6 +126,11 @@ static const char kHelp[] =
     "                        process groups as (replica, partition) lists and MPI\n"
     "                        ranks on the grid (-np / --replicas / --partitions), and\n"
     "                        exit without running anything\n"
+    "  --explain-partitioning  for a global program (shardings on parameters, root or\n"
+    "                        Sharding custom-calls), print each instruction's sharding\n"
+    "                        and the collectives the partitioner inserts, with bytes per\n"
+    "                        partition, and exit without running anything. Global\n"
+    "                        programs are partitioned before they run.\n"
     "  -h, --help            print this help\n"
     "  -V, --version         print the version\n"
     "\n"
@@ -191,6 +196,7 @@ enum {
   OPT_MPMD_PROGRAM,
   OPT_EXPLAIN_GROUPS,
   OPT_REPEAT,
+  OPT_EXPLAIN_PARTITIONING,
 };
 
 static const struct option kLongOptions[] = {
@@ -224,6 +230,7 @@ static const struct option kLongOptions[] = {
     {"mpmd-program", required_argument, NULL, OPT_MPMD_PROGRAM},
     {"explain-groups", no_argument, NULL, OPT_EXPLAIN_GROUPS},
     {"repeat", required_argument, NULL, OPT_REPEAT},
+    {"explain-partitioning", no_argument, NULL, OPT_EXPLAIN_PARTITIONING},
     {NULL, 0, NULL, 0},
 };
 
@@ -429,6 +436,7 @@ static hl_status_t parse_into(int argc, char **argv, hl_launch_options_t *o) {
       case OPT_OUTFEED_DIR: o->outfeed_dir = optarg; break;
       case OPT_MPMD_PROGRAM: mpmd_program = optarg; break;
       case OPT_EXPLAIN_GROUPS: o->explain_groups = true; break;
+      case OPT_EXPLAIN_PARTITIONING: o->explain_partitioning = true; break;
       case OPT_REPEAT: HL_RETURN_IF_ERROR(parse_count("--repeat", optarg, &o->repeat)); break;
       case ':': {
         const char *flag = argv[optind - 1];

@@ -19,6 +19,7 @@
 #include "launcher/outputs.h"
 #include "runtime/base/alloc.h"
 #include "runtime/base/strbuf.h"
+#include "launcher/partition_hook.h"
 #include "runtime/proto/program_loader.h"
 #include "runtime/verifier/verifier.h"
 
@@ -338,6 +339,8 @@ int hl_spawn_main(const hl_launch_options_t *o, int argc, char **argv) {
   if (!st)
     st = hl_grid_resolve(o->np, o->replicas, o->partitions, program.module->replica_count,
                          program.module->num_partitions, &grid);
+  bool partitioned = false;  // partitioned here too, so its errors stop the job before it starts
+  if (!st) st = hl_partition_if_global(&program, grid.replicas, grid.partitions, &partitioned);
   hl_program_deinit(&program);
   if (!st) st = hl_outputs_check_options(o);
   if (st) return fail_status(st);

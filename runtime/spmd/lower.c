@@ -244,6 +244,12 @@ static hl_status_t lower_one(spmd_ctx_t *c, int i) {
   } else if (is_target(inst, "Sharding")) {
     res = c->val[op0->index].sh;
     name = c->local[op0->index];
+  } else if (inst->opcode == HL_OP_CONSTANT || inst->opcode == HL_OP_IOTA) {
+    // Every partition builds the whole value; the move to the target slices it.
+    hl_spmd_replicated(inst->shape.rank, n, &res);
+    name = spmd_name(c, inst->name);
+    if (!name) return HL_OOM();
+    HL_RETURN_IF_ERROR(emit_like(c, inst, name, NULL, NULL));
   } else if (spmd_is_elementwise(inst->opcode)) {
     for (int k = 0; k < inst->operand_count; k++) {
       if (inst->operands[k]->shape.rank == inst->shape.rank) want[k] = target;

@@ -31,7 +31,8 @@ typedef struct hl_spmd_result {
 // parameter shardings too).
 bool hl_spmd_module_is_global(const hl_module_t *m);
 
-// Partitions `global` over `num_partitions` partitions.
+// Partitions `global` over `num_partitions` partitions of one replica (the
+// inserted collectives name global device ids, equal to partition ids then).
 hl_status_t hl_spmd_partition(const hl_module_t *global, int num_partitions,
                               hl_spmd_result_t *out);
 void hl_spmd_result_deinit(hl_spmd_result_t *r);

@@ -110,7 +110,7 @@ static hl_status_t all_gather(spmd_ctx_t *c, const char **v, hl_dtype_t dt, int 
   begin_line(c, name, dt, rank, dims);
   hl_strbuf_appendf(&c->body, "all-gather(%s), channel_id=%lld, replica_groups=", *v, (long long)++c->channel);
   append_groups(&c->body, groups, count, size);
-  hl_strbuf_appendf(&c->body, ", dimensions={%d}\n", d);
+  hl_strbuf_appendf(&c->body, ", dimensions={%d}, use_global_device_ids=true\n", d);
   hl_strbuf_appendf(&c->explain, "      all-gather dim %d over %d partitions, groups ", d, size);
   append_groups(&c->explain, groups, count, size);
   hl_strbuf_appendf(&c->explain, ": %lld bytes per partition\n", (long long)bytes);
@@ -156,7 +156,7 @@ static hl_status_t from_maximal(spmd_ctx_t *c, const char **v, const hl_shape_t 
   begin_line(c, ag, g->dtype, g->rank + 1, dims);
   hl_strbuf_appendf(&c->body, "all-gather(%s), channel_id=%lld, replica_groups={{", r, (long long)++c->channel);
   for (int p = 0; p < c->n; p++) hl_strbuf_appendf(&c->body, "%s%d", p ? "," : "", p);
-  hl_strbuf_append(&c->body, "}}, dimensions={0}\n");
+  hl_strbuf_append(&c->body, "}}, dimensions={0}, use_global_device_ids=true\n");
   dims[0] = 1;
   begin_line(c, sl, g->dtype, g->rank + 1, dims);
   hl_strbuf_appendf(&c->body, "slice(%s), slice={[%lld:%lld]", ag, (long long)k, (long long)k + 1);
@@ -275,7 +275,7 @@ hl_status_t spmd_all_reduce(spmd_ctx_t *c, const char *name, hl_dtype_t dt, int 
   begin_line(c, v, dt, rank, dims);
   hl_strbuf_appendf(&c->body, "all-reduce(%s), channel_id=%lld, replica_groups=", name, (long long)++c->channel);
   append_groups(&c->body, groups, count, size);
-  hl_strbuf_appendf(&c->body, ", to_apply=%s\n", reducer);
+  hl_strbuf_appendf(&c->body, ", use_global_device_ids=true, to_apply=%s\n", reducer);
   hl_strbuf_appendf(&c->explain, "      all-reduce over %d partitions, groups ", size);
   append_groups(&c->explain, groups, count, size);
   hl_strbuf_appendf(&c->explain, ": %lld bytes per partition\n", (long long)bytes);
