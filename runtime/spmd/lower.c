@@ -58,10 +58,27 @@ static hl_status_t emit_like(spmd_ctx_t *c, const hl_instruction_t *inst, const 
   return NULL;
 }
 
+// An operand moved to `want`, once per (operand, sharding): a value two
+// users need in the same sharding is gathered once.
 static hl_status_t operand_to(spmd_ctx_t *c, const hl_instruction_t *inst, int k,
                               const hl_spmd_sharding_t *want, const char **out) {
   const hl_instruction_t *op = inst->operands[k];
-  return spmd_reshard(c, c->local[op->index], &op->shape, &c->val[op->index].sh, want, out);
+  for (int m = 0; m < c->moved_count; m++)
+    if (c->moved[m].inst == op->index && hl_spmd_equal(&c->moved[m].sh, want)) {
+      *out = c->moved[m].name;
+      return NULL;
+    }
+  HL_RETURN_IF_ERROR(spmd_reshard(c, c->local[op->index], &op->shape, &c->val[op->index].sh, want, out));
+  if (*out == c->local[op->index]) return NULL;
+  if (c->moved_count == c->moved_cap) {
+    int cap = c->moved_cap ? 2 * c->moved_cap : 16;
+    spmd_moved_t *v = hl_realloc(c->moved, (size_t)cap * sizeof(*v));
+    if (!v) return HL_OOM();
+    c->moved = v;
+    c->moved_cap = cap;
+  }
+  c->moved[c->moved_count++] = (spmd_moved_t){op->index, *want, *out};
+  return NULL;
 }
 
 static hl_status_t set_local(spmd_ctx_t *c, int i, const char *name) {
@@ -162,9 +179,8 @@ static hl_status_t lower_fallback(spmd_ctx_t *c, int i, hl_spmd_sharding_t *res,
 }
 
 // Runs `inst` on its operands moved to `want[k]` with local result dims of `res`.
-static hl_status_t lower_local(spmd_ctx_t *c, int i, const hl_spmd_sharding_t *want,
-                               const hl_spmd_sharding_t *res, const char **out) {
-  const hl_instruction_t *inst = c->entry->instructions[i];
+static hl_status_t lower_local_as(spmd_ctx_t *c, const hl_instruction_t *inst, const hl_spmd_sharding_t *want,
+                                  const hl_spmd_sharding_t *res, const char **out) {
   const char *ops[8];
   if (inst->operand_count > 8) return HL_INTERNAL_ERROR("too many operands for a local rule");
   for (int k = 0; k < inst->operand_count; k++) HL_RETURN_IF_ERROR(operand_to(c, inst, k, &want[k], &ops[k]));
@@ -175,6 +191,40 @@ static hl_status_t lower_local(spmd_ctx_t *c, int i, const hl_spmd_sharding_t *w
   HL_RETURN_IF_ERROR(emit_like(c, inst, name, dims, ops));
   *out = name;
   return NULL;
+}
+
+static hl_status_t lower_local(spmd_ctx_t *c, int i, const hl_spmd_sharding_t *want,
+                               const hl_spmd_sharding_t *res, const char **out) {
+  return lower_local_as(c, c->entry->instructions[i], want, res, out);
+}
+
+// slice / pad / concatenate / reverse on the target's tiling with the
+// dimensions they move data along unsplit: the other dimensions' shards
+// stay where they are (a slice keeps them whole: limit = the local size).
+static hl_status_t lower_data_movement(spmd_ctx_t *c, int i, const hl_spmd_sharding_t *target,
+                                       hl_spmd_sharding_t *want, hl_spmd_sharding_t *res, const char **out) {
+  const hl_instruction_t *inst = c->entry->instructions[i];
+  uint32_t touched = spmd_touched_dims(inst);
+  *res = *target;
+  for (int d = 0; d < inst->shape.rank; d++)
+    if (touched >> d & 1) hl_spmd_unsplit(res, d);
+  for (int k = 0; k < inst->operand_count; k++) {
+    if (inst->operands[k]->shape.rank == inst->shape.rank) want[k] = *res;
+    else hl_spmd_replicated(inst->operands[k]->shape.rank, c->n, &want[k]);
+  }
+  hl_instruction_t local = *inst;
+  hl_slice_dim_t dims[HL_MAX_RANK];
+  if (inst->opcode == HL_OP_SLICE) {
+    int64_t shard[HL_MAX_RANK];
+    spmd_local_dims(&inst->shape, res, shard);
+    for (int d = 0; d < inst->attrs.slice_count && d < HL_MAX_RANK; d++) {
+      dims[d] = inst->attrs.slice_dimensions[d];
+      if (!(touched >> d & 1)) dims[d].limit = shard[d];  // untouched: the whole local shard
+    }
+    local.attrs.slice_dimensions = dims;
+  }
+  hl_strbuf_append(&c->explain, "      split dimensions left untouched run locally\n");
+  return lower_local_as(c, &local, want, res, out);
 }
 
 static hl_status_t lower_one(spmd_ctx_t *c, int i) {
@@ -257,6 +307,8 @@ static hl_status_t lower_one(spmd_ctx_t *c, int i) {
     }
     res = target;
     HL_RETURN_IF_ERROR(lower_local(c, i, want, &res, &name));
+  } else if (spmd_is_data_movement(inst->opcode) && inst->operand_count <= 8) {
+    HL_RETURN_IF_ERROR(lower_data_movement(c, i, &target, want, &res, &name));
   } else if (inst->opcode == HL_OP_BROADCAST) {
     spmd_broadcast_backward(inst, &target, &want[0]);
     res = target;

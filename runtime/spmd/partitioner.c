@@ -63,6 +63,7 @@ static void ctx_deinit(spmd_ctx_t *c) {
     for (int i = 0; i < c->entry->instruction_count; i++) hl_free(c->local[i]);
   for (int i = 0; i < c->name_count; i++) hl_free(c->names[i]);
   hl_free(c->names);
+  hl_free(c->moved);
   hl_free(c->val);
   hl_free(c->local);
   hl_strbuf_deinit(&c->body);

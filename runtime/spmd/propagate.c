@@ -32,6 +32,40 @@ bool spmd_is_elementwise(hl_opcode_t op) {
   }
 }
 
+bool spmd_is_data_movement(hl_opcode_t op) {
+  return op == HL_OP_SLICE || op == HL_OP_PAD || op == HL_OP_CONCATENATE || op == HL_OP_REVERSE;
+}
+
+uint32_t spmd_touched_dims(const hl_instruction_t *inst) {
+  uint32_t mask = 0;
+  const hl_shape_t *in = inst->operand_count ? &inst->operands[0]->shape : &inst->shape;
+  switch (inst->opcode) {
+    case HL_OP_SLICE:
+      for (int d = 0; d < inst->attrs.slice_count && d < in->rank; d++) {
+        const hl_slice_dim_t *s = &inst->attrs.slice_dimensions[d];
+        if (s->start != 0 || s->limit != in->dims[d] || s->stride != 1) mask |= 1u << d;
+      }
+      return mask;
+    case HL_OP_PAD:
+      for (int d = 0; d < inst->attrs.padding_count; d++) {
+        const hl_padding_dim_t *p = &inst->attrs.padding_config[d];
+        if (p->edge_padding_low || p->edge_padding_high || p->interior_padding) mask |= 1u << d;
+      }
+      return mask;
+    case HL_OP_CONCATENATE:
+    case HL_OP_REVERSE:
+      for (int k = 0; k < inst->attrs.dimensions.n; k++) mask |= 1u << inst->attrs.dimensions.v[k];
+      return mask;
+    default:
+      return 0;
+  }
+}
+
+static void unsplit_mask(hl_spmd_sharding_t *s, uint32_t mask) {
+  for (int d = 0; d < s->rank; d++)
+    if (mask >> d & 1) hl_spmd_unsplit(s, d);
+}
+
 void spmd_map_dims(const hl_spmd_sharding_t *src, int dst_rank, const int *map, hl_spmd_sharding_t *dst) {
   hl_spmd_replicated(dst_rank, src->num_devices, dst);
   if (src->kind != HL_SPMD_TILED) return;
@@ -134,14 +168,18 @@ static hl_status_t forward(spmd_ctx_t *c, int i, bool *changed) {
   if (v->known || hl_shape_is_tuple(&inst->shape)) return NULL;
   hl_spmd_sharding_t s;
   const spmd_value_t *op0 = inst->operand_count ? &c->val[inst->operands[0]->index] : NULL;
-  if (spmd_is_elementwise(inst->opcode)) {
+  if (spmd_is_elementwise(inst->opcode) || spmd_is_data_movement(inst->opcode)) {
     const hl_spmd_sharding_t *best = NULL;
     for (int k = 0; k < inst->operand_count; k++) {
       const spmd_value_t *o = &c->val[inst->operands[k]->index];
       if (!o->known || inst->operands[k]->shape.rank != inst->shape.rank || o->sh.kind != HL_SPMD_TILED) continue;
       if (!best || hl_spmd_tile_count(&o->sh) > hl_spmd_tile_count(best)) best = &o->sh;
     }
-    if (best) set(v, best, changed);
+    if (best) {
+      s = *best;
+      unsplit_mask(&s, spmd_touched_dims(inst));
+      set(v, &s, changed);
+    }
     return NULL;
   }
   if (!op0 || !op0->known || op0->elem_count) {
@@ -201,9 +239,10 @@ static void backward(spmd_ctx_t *c, int i, bool *changed) {
       continue;
     }
     if (v->elem_count) continue;
-    if (spmd_is_elementwise(inst->opcode) || is_sharding_call(inst)) {
+    if (spmd_is_elementwise(inst->opcode) || is_sharding_call(inst) || spmd_is_data_movement(inst->opcode)) {
       if (op->shape.rank != inst->shape.rank) continue;
       s = v->sh;
+      unsplit_mask(&s, spmd_touched_dims(inst));
     } else if (inst->opcode == HL_OP_BROADCAST) {
       spmd_broadcast_backward(inst, &v->sh, &s);
     } else if (inst->opcode == HL_OP_TRANSPOSE) {

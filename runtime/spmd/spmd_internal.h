@@ -8,6 +8,12 @@
 
 #define SPMD_MAX_TUPLE 64
 
+typedef struct spmd_moved {
+  int inst;
+  hl_spmd_sharding_t sh;
+  const char *name;
+} spmd_moved_t;
+
 // The sharding decided for one entry instruction's value.
 typedef struct spmd_value {
   bool known;
@@ -31,6 +37,8 @@ typedef struct spmd_ctx {
   int64_t bytes;         // collectives' bytes per partition (emitted or, when dry, estimated)
   bool dry;              // cost estimate only: emit nothing
   bool have_pid;
+  struct spmd_moved *moved;  // values already moved: (instruction, sharding) -> name
+  int moved_count, moved_cap;
   char **names;          // every generated name (owned)
   int name_count, name_cap;
 } spmd_ctx_t;
@@ -48,6 +56,10 @@ void spmd_transpose_backward(const hl_instruction_t *t, const hl_spmd_sharding_t
 void spmd_reshape_map(const hl_shape_t *in, const hl_shape_t *out, int *out_to_in);
 // Maps `src` (of rank src_rank) to rank dst_rank: dst dim j takes src dim map[j]'s tiling (-1: unsplit).
 void spmd_map_dims(const hl_spmd_sharding_t *src, int dst_rank, const int *map, hl_spmd_sharding_t *dst);
+// Dimensions slice / pad / concatenate / reverse move data along (bit mask);
+// the others they leave as they are, so a split there stays local.
+uint32_t spmd_touched_dims(const hl_instruction_t *inst);
+bool spmd_is_data_movement(hl_opcode_t op);
 void spmd_reduce_forward(const hl_instruction_t *r, const hl_spmd_sharding_t *in, hl_spmd_sharding_t *out);
 
 // dot_plan.c: the iteration-space sharding of a dot, picked by bytes moved.

@@ -203,8 +203,8 @@ ENTRY main {
     return text, [a, b], d + d, (1e-5, 1e-4)
 
 
-def fallback_ops(rng, mesh, dt):
-    """Ops without a rule (slice, concatenate, pad, reverse, iota) run replicated."""
+def data_movement(rng, mesh, dt):
+    """slice, concatenate, pad, reverse keep splits of the dimensions they leave alone."""
     x = rand_array(rng, (8, 6), dt)
     text = """
 ENTRY main {
@@ -223,6 +223,32 @@ ENTRY main {
     p = np.pad(c, ((1, 1), (0, 2)))[:, ::-1]
     i = np.broadcast_to(np.arange(16)[:, None], (16, 8)).astype(x.dtype)
     return text, [x], p + i, None
+
+
+def fallback_ops(rng, mesh, dt):
+    """Ops without a rule run on the replicated value: a reduce whose init is
+    not the identity, a reduce-window."""
+    x = rand_array(rng, (8, 6), dt)
+    text = """
+add {
+  a = %(d)s[] parameter(0)
+  b = %(d)s[] parameter(1)
+  ROOT c = %(d)s[] add(a, b)
+}
+
+ENTRY main {
+  x = %(tx)s parameter(0), sharding=%(sx)s
+  one = %(d)s[] constant(1)
+  s = %(d)s[6] reduce(x, one), dimensions={0}, to_apply=add
+  w = %(tx)s reduce-window(x, one), window={size=1x3 pad=0_0x2_0}, to_apply=add
+  b = %(tx)s broadcast(s), dimensions={1}
+  ROOT r = %(tx)s add(w, b), sharding=%(sr)s
+}""" % dict(d=dt, tx=shape_text(dt, (8, 6)), sx=mesh_sharding(rng, 2, mesh),
+            sr=even_sharding(rng, (8, 6), mesh))
+    s = x.sum(axis=0) + 1
+    xp = np.pad(x, ((0, 0), (2, 0)), constant_values=1)  # reduce-window pads with the init value
+    w = xp[:, 0:6] + xp[:, 1:7] + xp[:, 2:8] + 1
+    return text, [x], (w + s[None, :]).astype(x.dtype), None
 
 
 def uneven(rng, mesh, dt):
@@ -295,6 +321,7 @@ CORPUS = [
     ("reduce_max", reduce_max, ["s32"]),
     ("dot", dot, ["s32", "f32"]),
     ("batch_dot", batch_dot, ["f32"]),
+    ("data_movement", data_movement, ["s32", "f32"]),
     ("fallback_ops", fallback_ops, ["s32"]),
     ("uneven", uneven, ["s32"]),
     ("megatron", megatron, ["f32"]),
@@ -331,7 +358,12 @@ def corpus_test(name, build, dtypes, rounds):
                         if r.returncode != 0:
                             failures.append("%s: hlo-launch failed\n%s\n%s" % (tag, text, r.describe()))
                             continue
-                        msg = hl.compare(tag, np.load(out), np.asarray(want), tol)
+                        got = np.load(out)
+                        if tol is None:  # integer or element-wise: bit-exact
+                            msg = None if got.dtype == want.dtype and np.array_equal(got, want) else \
+                                "%s: got\n%s\nexpected\n%s" % (tag, got, want)
+                        else:
+                            msg = hl.compare(tag, got, np.asarray(want), tol)
                         if msg:
                             failures.append("%s\n%s" % (msg, text))
                         # Ops with a rule must not have run replicated.
