@@ -170,6 +170,81 @@ static hl_status_t from_maximal(spmd_ctx_t *c, const char **v, const hl_shape_t 
   return NULL;
 }
 
+// Moves a split from dimension a to dimension b within the same device
+// groups (device p's tile along a in the source is its tile along b in the
+// target): reshape b into [t, B/t], all-to-all along the t axis (member i
+// receives everyone's i-th piece, stacked by sender), move the stacked axis
+// in front of a and merge it into a. Each partition sends and receives its
+// own shard's size instead of gathering t shards.
+static hl_status_t all_to_all(spmd_ctx_t *c, const char **v, const hl_shape_t *g, int64_t *dims,
+                              const hl_spmd_sharding_t *s, int a, int b) {
+  int64_t groups[HL_SPMD_MAX_DEVICES];
+  int count, size;
+  HL_RETURN_IF_ERROR(hl_spmd_groups(s, 1u << a, groups, &count, &size));
+  int rank = g->rank, t = size;
+  int64_t bytes = bytes_of(g->dtype, rank, dims);
+  c->bytes += bytes;
+  int64_t out_dims[HL_MAX_RANK];
+  memcpy(out_dims, dims, sizeof(out_dims));
+  out_dims[a] *= t;
+  out_dims[b] /= t;
+  if (!c->dry) {
+    // [.., b -> (t, B/t), ..]
+    int64_t split[HL_MAX_RANK + 1];
+    int q = 0;
+    for (int d = 0; d < rank; d++) {
+      if (d == b) split[q++] = t, split[q++] = dims[b] / t;
+      else split[q++] = dims[d];
+    }
+    // The t axis sits at position b; after the all-to-all it indexes the
+    // sender, whose tile along a it carries. Put it right before a.
+    int perm[HL_MAX_RANK + 1], p = 0, apos = a < b ? a : a + 1;
+    for (int d = 0; d < rank + 1; d++) {
+      if (d == b) continue;
+      if (d == apos) perm[p++] = b;
+      perm[p++] = d;
+    }
+    int64_t tdims[HL_MAX_RANK + 1];
+    for (int d = 0; d < rank + 1; d++) tdims[d] = split[perm[d]];
+    const char *r = spmd_name(c, "reshape"), *x = spmd_name(c, "all-to-all"), *tr = spmd_name(c, "transpose"),
+               *out = spmd_name(c, "reshape");
+    if (!r || !x || !tr || !out) return HL_OOM();
+    begin_line(c, r, g->dtype, rank + 1, split);
+    hl_strbuf_appendf(&c->body, "reshape(%s)\n", *v);
+    begin_line(c, x, g->dtype, rank + 1, split);
+    hl_strbuf_appendf(&c->body, "all-to-all(%s), channel_id=%lld, replica_groups=", r, (long long)++c->channel);
+    append_groups(&c->body, groups, count, size);
+    hl_strbuf_appendf(&c->body, ", dimensions={%d}, use_global_device_ids=true\n", b);
+    begin_line(c, tr, g->dtype, rank + 1, tdims);
+    hl_strbuf_appendf(&c->body, "transpose(%s), dimensions={", x);
+    for (int d = 0; d < rank + 1; d++) hl_strbuf_appendf(&c->body, "%s%d", d ? "," : "", perm[d]);
+    hl_strbuf_append(&c->body, "}\n");
+    begin_line(c, out, g->dtype, rank, out_dims);
+    hl_strbuf_appendf(&c->body, "reshape(%s)\n", tr);
+    hl_strbuf_appendf(&c->explain, "      all-to-all from dim %d to dim %d over %d partitions, groups ", a, b, size);
+    append_groups(&c->explain, groups, count, size);
+    hl_strbuf_appendf(&c->explain, ": %lld bytes per partition\n", (long long)bytes);
+    *v = out;
+  }
+  memcpy(dims, out_dims, sizeof(out_dims));
+  return NULL;
+}
+
+// Whether the split of cur's dimension a can move to dimension b by one
+// all-to-all: same device groups and tile order, even sizes, b unsplit.
+static bool can_all_to_all(const hl_spmd_sharding_t *cur, const hl_spmd_sharding_t *tgt, const hl_shape_t *g,
+                           int a, int b) {
+  int64_t t = cur->tiles[a];
+  if (a == b || t <= 1 || cur->tiles[b] != 1 || tgt->tiles[b] != t || hl_spmd_dim_equal(cur, a, tgt, a)) return false;
+  if (g->dims[a] % t || g->dims[b] % t) return false;
+  for (int p = 0; p < cur->num_devices; p++)
+    if (cur->coords[p][a] != tgt->coords[p][b]) return false;
+  // The other dimensions must already agree, or their gathers would mix groups.
+  for (int d = 0; d < cur->rank; d++)
+    if (d != a && d != b && !hl_spmd_dim_equal(cur, d, tgt, d) && cur->tiles[d] > 1) return false;
+  return true;
+}
+
 hl_status_t spmd_reshard(spmd_ctx_t *c, const char *name, const hl_shape_t *g,
                          const hl_spmd_sharding_t *from, const hl_spmd_sharding_t *to,
                          const char **out) {
@@ -186,6 +261,15 @@ hl_status_t spmd_reshard(spmd_ctx_t *c, const char *name, const hl_shape_t *g,
   int rank = g->rank;
   int64_t dims[HL_MAX_RANK];
   spmd_local_dims(g, &cur, dims);
+  for (int a = 0; a < rank && rank < HL_MAX_RANK; a++)
+    for (int b = 0; b < rank; b++) {
+      if (!can_all_to_all(&cur, &tgt, g, a, b)) continue;
+      HL_RETURN_IF_ERROR(all_to_all(c, &v, g, dims, &cur, a, b));
+      cur.tiles[b] = cur.tiles[a];
+      for (int p = 0; p < cur.num_devices; p++) cur.coords[p][b] = cur.coords[p][a];
+      hl_spmd_unsplit(&cur, a);
+      break;
+    }
   for (int d = 0; d < rank; d++) {
     if (cur.tiles[d] == 1 || hl_spmd_dim_equal(&cur, d, &tgt, d)) continue;
     HL_RETURN_IF_ERROR(all_gather(c, &v, g->dtype, rank, dims, &cur, d));

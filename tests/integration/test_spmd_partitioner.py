@@ -251,6 +251,24 @@ ENTRY main {
     return text, [x], (w + s[None, :]).astype(x.dtype), None
 
 
+def reshard_chain(rng, mesh, dt):
+    """A value moved through random Sharding constraints: every reshard path
+    (all-gather, dynamic-slice, all-to-all, from maximal, uneven tiles).
+    The first move is a split handed from dimension 0 to dimension 1 over
+    the whole mesh, which is one all-to-all."""
+    x = rand_array(rng, (8, 16), dt)
+    n = mesh[0] * mesh[1]
+    t = shape_text(dt, (8, 16))
+    lines = ["  x = %s parameter(0), sharding={devices=[%d,1]<=[%d]}" % (t, n, n),
+             '  c0 = %s custom-call(x), custom_call_target="Sharding", sharding={devices=[1,%d]<=[%d]}'
+             % (t, n, n)]
+    for k in range(1, 5):
+        lines.append('  c%d = %s custom-call(c%d), custom_call_target="Sharding", sharding=%s'
+                     % (k, t, k - 1, mesh_sharding(rng, 2, mesh)))
+    lines.append("  ROOT r = %s negate(c4), sharding=%s" % (t, even_sharding(rng, (8, 16), mesh)))
+    return "\nENTRY main {\n%s\n}" % "\n".join(lines), [x], -x, None
+
+
 def uneven(rng, mesh, dt):
     """Dimensions that do not divide by the tiles (padded shards)."""
     x = rand_array(rng, (7, 5), dt)
@@ -321,9 +339,10 @@ CORPUS = [
     ("reduce_max", reduce_max, ["s32"]),
     ("dot", dot, ["s32", "f32"]),
     ("batch_dot", batch_dot, ["f32"]),
-    ("data_movement", data_movement, ["s32", "f32"]),
+    ("data_movement", data_movement, ["s32"]),
     ("fallback_ops", fallback_ops, ["s32"]),
     ("uneven", uneven, ["s32"]),
+    ("reshard_chain", reshard_chain, ["s32"]),
     ("megatron", megatron, ["f32"]),
 ]
 
@@ -371,6 +390,8 @@ def corpus_test(name, build, dtypes, rounds):
                         if "devices=" not in text and "maximal" not in text:
                             continue  # all replicated: nothing is partitioned
                         fell_back = "fallback:" in e.stdout
+                        if name == "reshard_chain" and "all-to-all from dim 0 to dim 1" not in e.stdout:
+                            failures.append("%s: no all-to-all\n%s" % (tag, e.stdout))
                         if e.returncode != 0 or fell_back != (name == "fallback_ops"):
                             failures.append("%s: explanation %s a fallback\n%s\n%s" % (
                                 tag, "has" if fell_back else "lacks", text, e.describe()))
