@@ -129,8 +129,11 @@ static const char kHelp[] =
     "  --explain-partitioning  for a global program (shardings on parameters, root or\n"
     "                        Sharding custom-calls), print each instruction's sharding\n"
     "                        and the collectives the partitioner inserts, with bytes per\n"
-    "                        partition, and exit without running anything. Global\n"
-    "                        programs are partitioned before they run.\n"
+    "                        partition, and exit without running anything\n"
+    "  --global-program      PROGRAM is a global program (shardings on its parameters /\n"
+    "                        root): partition it for the grid's partitions before it\n"
+    "                        runs. Implied by a Sharding custom-call, or by --global-args\n"
+    "                        arrays of exactly the split parameters' shapes\n"
     "  -h, --help            print this help\n"
     "  -V, --version         print the version\n"
     "\n"
@@ -197,6 +200,7 @@ enum {
   OPT_EXPLAIN_GROUPS,
   OPT_REPEAT,
   OPT_EXPLAIN_PARTITIONING,
+  OPT_GLOBAL_PROGRAM,
 };
 
 static const struct option kLongOptions[] = {
@@ -231,6 +235,7 @@ static const struct option kLongOptions[] = {
     {"explain-groups", no_argument, NULL, OPT_EXPLAIN_GROUPS},
     {"repeat", required_argument, NULL, OPT_REPEAT},
     {"explain-partitioning", no_argument, NULL, OPT_EXPLAIN_PARTITIONING},
+    {"global-program", no_argument, NULL, OPT_GLOBAL_PROGRAM},
     {NULL, 0, NULL, 0},
 };
 
@@ -437,6 +442,7 @@ static hl_status_t parse_into(int argc, char **argv, hl_launch_options_t *o) {
       case OPT_MPMD_PROGRAM: mpmd_program = optarg; break;
       case OPT_EXPLAIN_GROUPS: o->explain_groups = true; break;
       case OPT_EXPLAIN_PARTITIONING: o->explain_partitioning = true; break;
+      case OPT_GLOBAL_PROGRAM: o->global_program = true; break;
       case OPT_REPEAT: HL_RETURN_IF_ERROR(parse_count("--repeat", optarg, &o->repeat)); break;
       case ':': {
         const char *flag = argv[optind - 1];

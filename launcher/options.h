@@ -64,6 +64,7 @@ typedef struct hl_launch_options {
   bool help, version;
   bool explain_groups;            // --explain-groups: print each collective's groups, run nothing
   bool explain_partitioning;      // --explain-partitioning: print the partitioner's decisions, run nothing
+  bool global_program;            // --global-program: PROGRAM is global; partition it (runtime/spmd)
   int64_t repeat;                // --repeat N: runs of the program, timed (0: not given, one run)
   // Internal: set on the command line the launcher gives mpiexec.
   bool worker;                   // --worker: run as one rank

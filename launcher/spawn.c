@@ -340,7 +340,13 @@ int hl_spawn_main(const hl_launch_options_t *o, int argc, char **argv) {
     st = hl_grid_resolve(o->np, o->replicas, o->partitions, program.module->replica_count,
                          program.module->num_partitions, &grid);
   bool partitioned = false;  // partitioned here too, so its errors stop the job before it starts
-  if (!st) st = hl_partition_if_global(&program, grid.replicas, grid.partitions, &partitioned);
+  if (!st) st = hl_partition_if_global(o, &program, grid.replicas, grid.partitions, &partitioned);
+  bool global = false, ambiguous = false;
+  if (!st && !partitioned && grid.partitions > 1 &&
+      !hl_program_is_global(o, program.module, &global, &ambiguous) && ambiguous)
+    fprintf(stderr,
+            "hlo-launch: note: %s carries shardings and runs as a per-partition program; if it is a "
+            "global program, pass --global-program to partition it\n", o->program);
   hl_program_deinit(&program);
   if (!st) st = hl_outputs_check_options(o);
   if (st) return fail_status(st);

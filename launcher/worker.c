@@ -342,7 +342,7 @@ static bool run(worker_t *w) {
   // A global program (shardings, no collectives of its own) becomes the
   // per-partition program here; every rank partitions it the same way.
   bool partitioned = false;
-  if (!agree(w, hl_partition_if_global(&program, w->grid.replicas, w->grid.partitions, &partitioned), false)) goto done;
+  if (!agree(w, hl_partition_if_global(o, &program, w->grid.replicas, w->grid.partitions, &partitioned), false)) goto done;
   if (o->report_bindings)
     hl_binding_report(MPI_COMM_WORLD, &w->binding, w->rank, w->replica, w->partition,
                       (hl_bind_policy_t)o->bind_to);

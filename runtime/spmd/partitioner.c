@@ -26,7 +26,7 @@ static bool is_collective(hl_opcode_t op) {
   }
 }
 
-bool hl_spmd_module_is_global(const hl_module_t *m) {
+bool hl_spmd_module_may_be_global(const hl_module_t *m) {
   if (!m || !m->entry) return false;
   bool annotated = false;
   const hl_computation_t *e = m->entry;
@@ -44,6 +44,17 @@ bool hl_spmd_module_is_global(const hl_module_t *m) {
     for (int i = 0; i < m->computations[c]->instruction_count; i++)
       if (is_collective(m->computations[c]->instructions[i]->opcode)) return false;
   return true;
+}
+
+bool hl_spmd_module_has_sharding_constraint(const hl_module_t *m) {
+  if (!m || !m->entry) return false;
+  for (int i = 0; i < m->entry->instruction_count; i++) {
+    const hl_instruction_t *inst = m->entry->instructions[i];
+    if (inst->opcode == HL_OP_CUSTOM_CALL && inst->attrs.custom_call_target &&
+        strcmp(inst->attrs.custom_call_target, "Sharding") == 0)
+      return true;
+  }
+  return false;
 }
 
 static void print_computation(const hl_computation_t *comp, hl_strbuf_t *out) {

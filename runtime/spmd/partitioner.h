@@ -24,12 +24,16 @@ typedef struct hl_spmd_result {
   int64_t bytes_per_partition;  // sum over the inserted collectives' results on one partition
 } hl_spmd_result_t;
 
-// Whether `m` is an un-partitioned global program with sharding annotations:
-// an entry parameter or the root carries a sharding, or the entry has a
-// Sharding custom-call; and the program has no cross-partition collective
-// or partition-id of its own (a program XLA already partitioned keeps its
-// parameter shardings too).
-bool hl_spmd_module_is_global(const hl_module_t *m);
+// Whether `m` can be an un-partitioned global program with sharding
+// annotations: an entry parameter or the root carries a sharding, or the
+// entry has a Sharding custom-call; and the program has no collective or
+// partition-id of its own. A program XLA (or a person) already partitioned
+// keeps its parameter shardings too, so without a Sharding custom-call this
+// alone does not decide (see launcher/partition_hook.h).
+bool hl_spmd_module_may_be_global(const hl_module_t *m);
+// Whether the entry has a Sharding custom-call (only global programs do:
+// XLA's partitioner removes them).
+bool hl_spmd_module_has_sharding_constraint(const hl_module_t *m);
 
 // Partitions `global` over `num_partitions` partitions of one replica (the
 // inserted collectives name global device ids, equal to partition ids then).

@@ -358,8 +358,8 @@ def run_global(tmp, tag, text, inputs, mesh):
         np.save(p, a)
         args.append(p)
     out = os.path.join(tmp, tag + "_out.npy")
-    r = hl.run([hl.HLO_LAUNCH, "-np", str(n), "--quiet", "--global-args", ",".join(args),
-                "--global-output", out, prog])
+    r = hl.run([hl.HLO_LAUNCH, "-np", str(n), "--quiet", "--global-program", "--global-args",
+                ",".join(args), "--global-output", out, prog])
     return prog, out, r
 
 
@@ -522,6 +522,59 @@ ENTRY main {
     return None
 
 
+def test_detection():
+    """Which programs hlo-launch partitions by itself: one with a Sharding
+    custom-call, and one whose --global-args arrays have the split
+    parameters' own shapes; a program already partitioned (the global arrays
+    are larger than its parameters) runs as it is; one that could be either
+    runs as it is, with a note."""
+    x = np.arange(32, dtype=np.int32).reshape(8, 4)
+    plain = """HloModule p, num_partitions=2
+
+ENTRY main {
+  x = s32[8,4] parameter(0), sharding={devices=[2,1]<=[2]}
+  ROOT y = s32[8,4] multiply(x, x), sharding={devices=[2,1]<=[2]}
+}
+"""
+    constrained = plain.replace("ROOT y = s32[8,4] multiply(x, x), sharding={devices=[2,1]<=[2]}",
+                                "m = s32[8,4] multiply(x, x)\n  ROOT y = s32[8,4] custom-call(m), "
+                                "custom_call_target=\"Sharding\", sharding={replicated}")
+    with hl.tempdir("spmd-detect") as tmp:
+        def path(name, text):
+            p = os.path.join(tmp, name)
+            with open(p, "w") as f:
+                f.write(text)
+            return p
+        xp = os.path.join(tmp, "x.npy")
+        np.save(xp, x)
+        half = os.path.join(tmp, "half.npy")  # global array of a per-partition [8,4] program
+        x16 = np.arange(64, dtype=np.int32).reshape(16, 4)
+        np.save(half, x16)
+        cases = [
+            # (program, global arg, expected global output, note expected)
+            (path("plain.hlo", plain), xp, x * x, False),            # shapes match: global
+            (path("plain2.hlo", plain), half, x16 * x16, False),      # larger array: per-partition
+            (path("constrained.hlo", constrained), xp, x * x, False),  # Sharding custom-call
+        ]
+        for prog, arg, want, _ in cases:
+            out = os.path.join(tmp, "out.npy")
+            if os.path.exists(out):
+                os.remove(out)
+            r = hl.run([hl.HLO_LAUNCH, "-np", "2", "--quiet", "--global-args", arg, "--global-output", out, prog])
+            if r.returncode != 0:
+                return r.describe()
+            msg = hl.compare(os.path.basename(prog), np.load(out), want)
+            if msg:
+                return msg
+        # Per-rank inputs, shardings on the parameters only: run as it is, with a note.
+        args = os.path.join(tmp, "args")
+        hl.write_args(args, [x])
+        r = hl.run([hl.HLO_LAUNCH, "-np", "2", "--args-dir", args, "--quiet", cases[0][0]])
+        if r.returncode != 0 or "pass --global-program" not in r.stderr:
+            return "expected a run as a per-partition program with a note:\n" + r.describe()
+    return None
+
+
 def test_explain_refuses_partitioned_program():
     with hl.tempdir("spmd-explain") as tmp:
         prog = os.path.join(tmp, "p.hlo")
@@ -537,6 +590,7 @@ TESTS = [(name, corpus_test(name, build, dts, 2)) for name, build, dts in CORPUS
     ("megatron_bytes", test_megatron_bytes),
     ("convert_writes_runnable_module", test_convert_writes_runnable_module),
     ("while_loop_and_tuple_root_shards", test_while_loop_and_tuple_root_shards),
+    ("detection", test_detection),
     ("explain_refuses_partitioned_program", test_explain_refuses_partitioned_program),
 ]
 
