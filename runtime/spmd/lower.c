@@ -318,21 +318,16 @@ static hl_status_t lower_one(spmd_ctx_t *c, int i) {
     res = target;
     HL_RETURN_IF_ERROR(lower_local(c, i, want, &res, &name));
   } else if (inst->opcode == HL_OP_RESHAPE) {
-    int map[HL_MAX_RANK], back[HL_MAX_RANK];
+    // The target's splits that the reshape can carry; the rest are cut
+    // afterwards (a free dynamic-slice).
+    int map[HL_MAX_RANK];
     spmd_reshape_map(&op0->shape, &inst->shape, map);
-    bool ok = true;
-    for (int d = 0; d < op0->shape.rank; d++) back[d] = -1;
-    for (int j = 0; j < inst->shape.rank; j++) {
-      if (target.tiles[j] > 1 && map[j] < 0) ok = false;
-      if (map[j] >= 0) back[map[j]] = j;
-    }
-    if (ok) {
-      spmd_map_dims(&target, op0->shape.rank, back, &want[0]);
-      res = target;
-      HL_RETURN_IF_ERROR(lower_local(c, i, want, &res, &name));
-    } else {
-      HL_RETURN_IF_ERROR(lower_fallback(c, i, &res, &name, "reshape splits or merges a split dimension"));
-    }
+    res = target;
+    for (int j = 0; j < inst->shape.rank; j++)
+      if (map[j] < 0 || !spmd_reshape_split_ok(&op0->shape, &inst->shape, map[j], j, res.tiles[j]))
+        hl_spmd_unsplit(&res, j);
+    spmd_reshape_backward(inst, &res, &want[0]);
+    HL_RETURN_IF_ERROR(lower_local(c, i, want, &res, &name));
   } else if (inst->opcode == HL_OP_REDUCE && combiner_for_reduce(inst)) {
     // Keep the operand's tiling, except split reduced dims with padding.
     hl_spmd_sharding_t in;

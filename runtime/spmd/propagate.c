@@ -102,19 +102,47 @@ void spmd_transpose_backward(const hl_instruction_t *t, const hl_spmd_sharding_t
 }
 
 void spmd_reshape_map(const hl_shape_t *in, const hl_shape_t *out, int *out_to_in) {
-  int64_t pin = 1;
   for (int j = 0; j < out->rank; j++) out_to_in[j] = -1;
-  for (int i = 0; i < in->rank; i++) {
-    int64_t pout = 1;
-    for (int j = 0; j < out->rank; j++) {
-      if (pout == pin && out->dims[j] == in->dims[i] && out_to_in[j] < 0) {
-        out_to_in[j] = i;
-        break;
-      }
-      pout *= out->dims[j];
+  int i = 0, j = 0;
+  while (i < in->rank && j < out->rank) {
+    // One group: the fewest dims on each side whose sizes multiply alike.
+    int i0 = i, j0 = j;
+    int64_t pin = in->dims[i++], pout = out->dims[j++];
+    while (pin != pout) {
+      if (pin < pout && i < in->rank) pin *= in->dims[i++];
+      else if (pout < pin && j < out->rank) pout *= out->dims[j++];
+      else return;  // not a reshape of the same element count
     }
-    pin *= in->dims[i];
+    int mi = i0, mj = j0;  // the group's most major dims of size > 1
+    while (mi < i - 1 && in->dims[mi] == 1) mi++;
+    while (mj < j - 1 && out->dims[mj] == 1) mj++;
+    if (in->dims[mi] > 1 && out->dims[mj] > 1) out_to_in[mj] = mi;
   }
+}
+
+bool spmd_reshape_split_ok(const hl_shape_t *in, const hl_shape_t *out, int i, int j, int64_t t) {
+  if (t <= 1) return true;
+  if (in->dims[i] == out->dims[j]) return true;  // the same dim: padding stays at its end
+  return in->dims[i] % t == 0 && out->dims[j] % t == 0;  // contiguous equal chunks
+}
+
+void spmd_reshape_forward(const hl_instruction_t *r, const hl_spmd_sharding_t *in, hl_spmd_sharding_t *out) {
+  const hl_shape_t *is = &r->operands[0]->shape, *os = &r->shape;
+  int map[HL_MAX_RANK];
+  spmd_reshape_map(is, os, map);
+  spmd_map_dims(in, os->rank, map, out);
+  for (int j = 0; j < os->rank; j++)
+    if (map[j] >= 0 && !spmd_reshape_split_ok(is, os, map[j], j, out->tiles[j])) hl_spmd_unsplit(out, j);
+}
+
+void spmd_reshape_backward(const hl_instruction_t *r, const hl_spmd_sharding_t *out, hl_spmd_sharding_t *in) {
+  const hl_shape_t *is = &r->operands[0]->shape, *os = &r->shape;
+  int map[HL_MAX_RANK], back[HL_MAX_RANK];
+  spmd_reshape_map(is, os, map);
+  for (int d = 0; d < is->rank; d++) back[d] = -1;
+  for (int j = 0; j < os->rank; j++)
+    if (map[j] >= 0 && spmd_reshape_split_ok(is, os, map[j], j, out->tiles[j])) back[map[j]] = j;
+  spmd_map_dims(out, is->rank, back, in);
 }
 
 void spmd_reduce_forward(const hl_instruction_t *r, const hl_spmd_sharding_t *in, hl_spmd_sharding_t *out) {
@@ -196,12 +224,7 @@ static hl_status_t forward(spmd_ctx_t *c, int i, bool *changed) {
   switch (inst->opcode) {
     case HL_OP_BROADCAST: spmd_broadcast_forward(inst, &op0->sh, &s); break;
     case HL_OP_TRANSPOSE: spmd_transpose_forward(inst, &op0->sh, &s); break;
-    case HL_OP_RESHAPE: {
-      int map[HL_MAX_RANK];
-      spmd_reshape_map(&inst->operands[0]->shape, &inst->shape, map);
-      spmd_map_dims(&op0->sh, inst->shape.rank, map, &s);
-      break;
-    }
+    case HL_OP_RESHAPE: spmd_reshape_forward(inst, &op0->sh, &s); break;
     case HL_OP_REDUCE:
       if (inst->operand_count != 2) return NULL;
       spmd_reduce_forward(inst, &op0->sh, &s);
@@ -248,12 +271,7 @@ static void backward(spmd_ctx_t *c, int i, bool *changed) {
     } else if (inst->opcode == HL_OP_TRANSPOSE) {
       spmd_transpose_backward(inst, &v->sh, &s);
     } else if (inst->opcode == HL_OP_RESHAPE) {
-      int map[HL_MAX_RANK], back[HL_MAX_RANK];
-      spmd_reshape_map(&op->shape, &inst->shape, map);
-      for (int d = 0; d < op->shape.rank; d++) back[d] = -1;
-      for (int j = 0; j < inst->shape.rank; j++)
-        if (map[j] >= 0) back[map[j]] = j;
-      spmd_map_dims(&v->sh, op->shape.rank, back, &s);
+      spmd_reshape_backward(inst, &v->sh, &s);
     } else if (inst->opcode == HL_OP_DOT && k < 2) {
       dot_operand_backward(inst, k, &v->sh, &s);
     } else if (inst->opcode == HL_OP_REDUCE && k == 0 && inst->operand_count == 2) {

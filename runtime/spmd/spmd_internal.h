@@ -51,9 +51,17 @@ void spmd_broadcast_forward(const hl_instruction_t *b, const hl_spmd_sharding_t 
 void spmd_broadcast_backward(const hl_instruction_t *b, const hl_spmd_sharding_t *out, hl_spmd_sharding_t *in);
 void spmd_transpose_forward(const hl_instruction_t *t, const hl_spmd_sharding_t *in, hl_spmd_sharding_t *out);
 void spmd_transpose_backward(const hl_instruction_t *t, const hl_spmd_sharding_t *out, hl_spmd_sharding_t *in);
-// Reshape: out dim j <-> in dim map[j] (-1: none) for dims that keep their
-// size and the product of the dims before them.
+// Reshape: the dims split into groups whose sizes multiply alike; in each
+// group the most major dims of size > 1 correspond (out dim j <-> in dim
+// map[j], -1: none). A split of t tiles carries over when both dims have the
+// same size (padding stays at the end) or t divides both sizes (every tile
+// is one contiguous chunk of the group on both sides).
 void spmd_reshape_map(const hl_shape_t *in, const hl_shape_t *out, int *out_to_in);
+bool spmd_reshape_split_ok(const hl_shape_t *in, const hl_shape_t *out, int i, int j, int64_t t);
+// Result sharding from the operand's, and the operand's from the result's
+// (dims that cannot carry their split are unsplit).
+void spmd_reshape_forward(const hl_instruction_t *r, const hl_spmd_sharding_t *in, hl_spmd_sharding_t *out);
+void spmd_reshape_backward(const hl_instruction_t *r, const hl_spmd_sharding_t *out, hl_spmd_sharding_t *in);
 // Maps `src` (of rank src_rank) to rank dst_rank: dst dim j takes src dim map[j]'s tiling (-1: unsplit).
 void spmd_map_dims(const hl_spmd_sharding_t *src, int dst_rank, const int *map, hl_spmd_sharding_t *dst);
 // Dimensions slice / pad / concatenate / reverse move data along (bit mask);

@@ -120,16 +120,22 @@ ENTRY main {
 
 
 def reshape(rng, mesh, dt):
+    """Reshapes that keep, split and merge split dimensions (and 1-sized ones)."""
     x = rand_array(rng, (8, 12), dt)
     text = """
 ENTRY main {
   x = %(tx)s parameter(0), sharding=%(sx)s
   r1 = %(t3)s reshape(x)
   n = %(t3)s negate(r1)
-  ROOT r = %(t3)s custom-call(n), custom_call_target="Sharding", sharding=%(sr)s
-}""" % dict(tx=shape_text(dt, (8, 12)), t3=shape_text(dt, (8, 3, 4)),
-            sx=mesh_sharding(rng, 2, mesh), sr=even_sharding(rng, (8, 3, 4), mesh))
-    return text, [x], -x.reshape(8, 3, 4), None
+  c = %(t3)s custom-call(n), custom_call_target="Sharding", sharding=%(sc)s
+  r2 = %(t4)s reshape(c)
+  a = %(t4)s add(r2, r2)
+  r3 = %(t2)s reshape(a)
+  ROOT r = %(t2)s custom-call(r3), custom_call_target="Sharding", sharding=%(sr)s
+}""" % dict(tx=shape_text(dt, (8, 12)), t3=shape_text(dt, (8, 3, 4)), t4=shape_text(dt, (2, 4, 1, 12)),
+            t2=shape_text(dt, (16, 6)), sx=mesh_sharding(rng, 2, mesh),
+            sc=mesh_sharding(rng, 3, mesh, False), sr=even_sharding(rng, (16, 6), mesh))
+    return text, [x], (-2 * x).reshape(16, 6), None
 
 
 def reduce_sum(rng, mesh, dt):
