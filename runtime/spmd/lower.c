@@ -227,6 +227,54 @@ static hl_status_t lower_data_movement(spmd_ctx_t *c, int i, const hl_spmd_shard
   return lower_local_as(c, &local, want, res, out);
 }
 
+static bool same_dims(const hl_shape_t *s, const int64_t *dims) {
+  for (int d = 0; d < s->rank; d++)
+    if (s->dims[d] != dims[d]) return false;
+  return true;
+}
+
+// Manual regions run per partition unchanged: SPMDFullToShardShape hands on
+// its operand's shard (its operand is moved to the custom-call's operand
+// sharding, normally a Sharding custom-call right before it); every other
+// instruction computed from it is emitted as written, with operands from
+// outside the region replicated.
+static hl_status_t lower_manual(spmd_ctx_t *c, int i) {
+  const hl_instruction_t *inst = c->entry->instructions[i];
+  hl_strbuf_append(&c->explain, "(manual)\n");
+  if (spmd_is_custom_call(inst, "SPMDFullToShardShape")) {
+    const hl_instruction_t *op = inst->operands[0];
+    const spmd_value_t *ov = &c->val[op->index];
+    int64_t dims[HL_MAX_RANK];
+    spmd_local_dims(&op->shape, &ov->sh, dims);
+    if (inst->shape.rank != op->shape.rank || !same_dims(&inst->shape, dims))
+      return HL_INVALID("%s: the manual shape %s is not the shard of its operand's sharding",
+                        hl_instruction_location(inst), hl_shape_debug_string(&inst->shape));
+    hl_strbuf_append(&c->explain, "      manual region: each partition's shard\n");
+    return set_local(c, i, c->local[op->index]);
+  }
+  if (spmd_is_custom_call(inst, "Sharding"))  // {manual} annotation: the value itself
+    return set_local(c, i, c->local[inst->operands[0]->index]);
+  const char **ops = inst->operand_count ? hl_calloc((size_t)inst->operand_count, sizeof(*ops)) : NULL;
+  if (inst->operand_count && !ops) return HL_OOM();
+  hl_status_t st = NULL;
+  for (int k = 0; k < inst->operand_count && !st; k++) {
+    const hl_instruction_t *op = inst->operands[k];
+    if (c->val[op->index].manual || hl_shape_is_tuple(&op->shape)) {
+      ops[k] = c->local[op->index];
+    } else {
+      hl_spmd_sharding_t repl;
+      hl_spmd_replicated(op->shape.rank, c->n, &repl);
+      st = operand_to(c, inst, k, &repl, &ops[k]);
+    }
+  }
+  const char *name = st ? NULL : spmd_name(c, inst->name);
+  if (!st && !name) st = HL_OOM();
+  if (!st) st = emit_like(c, inst, name, NULL, ops);
+  hl_free(ops);
+  if (!st) st = set_local(c, i, name);
+  return st;
+}
+
 static hl_status_t lower_one(spmd_ctx_t *c, int i) {
   const hl_instruction_t *inst = c->entry->instructions[i];
   spmd_value_t *v = &c->val[i];
@@ -236,6 +284,7 @@ static hl_status_t lower_one(spmd_ctx_t *c, int i) {
   if (!tuple) as_target(&v->sh, inst->shape.rank, n, &target);
   const char *name = NULL;
   hl_strbuf_appendf(&c->explain, "  %s = %s ", inst->name, hl_opcode_name(inst->opcode));
+  if (v->manual) return lower_manual(c, i);
   if (tuple) {
     hl_strbuf_append(&c->explain, "(tuple)\n");
   } else {
@@ -291,6 +340,16 @@ static hl_status_t lower_one(spmd_ctx_t *c, int i) {
     res = c->val[e->index].sh;
     name = c->local[e->index];
     hl_strbuf_append(&c->explain, "      element of a partitioned tuple\n");
+  } else if (is_target(inst, "SPMDShardToFullShape")) {
+    // Each partition's manual value is its shard of the full value.
+    res = v->sh;
+    int64_t dims[HL_MAX_RANK];
+    spmd_local_dims(&inst->shape, &res, dims);
+    if (!c->val[op0->index].manual || op0->shape.rank != inst->shape.rank || !same_dims(&op0->shape, dims))
+      return HL_INVALID("%s: operand is not this partition's shard of %s", hl_instruction_location(inst),
+                        hl_shape_debug_string(&inst->shape));
+    name = c->local[op0->index];
+    hl_strbuf_append(&c->explain, "      end of a manual region\n");
   } else if (is_target(inst, "Sharding")) {
     res = c->val[op0->index].sh;
     name = c->local[op0->index];

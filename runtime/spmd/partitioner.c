@@ -40,6 +40,8 @@ bool hl_spmd_module_may_be_global(const hl_module_t *m) {
       annotated = true;
   }
   if (!annotated) return false;
+  // Collectives inside manual regions (shard_map bodies) are per partition already.
+  if (hl_spmd_module_has_manual_region(m)) return true;
   for (int c = 0; c < m->computation_count; c++)
     for (int i = 0; i < m->computations[c]->instruction_count; i++)
       if (is_collective(m->computations[c]->instructions[i]->opcode)) return false;
@@ -52,6 +54,17 @@ bool hl_spmd_module_has_sharding_constraint(const hl_module_t *m) {
     const hl_instruction_t *inst = m->entry->instructions[i];
     if (inst->opcode == HL_OP_CUSTOM_CALL && inst->attrs.custom_call_target &&
         strcmp(inst->attrs.custom_call_target, "Sharding") == 0)
+      return true;
+  }
+  return false;
+}
+
+bool hl_spmd_module_has_manual_region(const hl_module_t *m) {
+  if (!m || !m->entry) return false;
+  for (int i = 0; i < m->entry->instruction_count; i++) {
+    const hl_instruction_t *inst = m->entry->instructions[i];
+    if (inst->opcode == HL_OP_CUSTOM_CALL && inst->attrs.custom_call_target &&
+        strcmp(inst->attrs.custom_call_target, "SPMDFullToShardShape") == 0)
       return true;
   }
   return false;
@@ -92,6 +105,10 @@ hl_status_t hl_spmd_partition(const hl_module_t *global, int num_partitions, hl_
   c.module = global;
   c.entry = global->entry;
   c.n = num_partitions;
+  for (int k = 0; k < global->computation_count; k++)  // new channel ids start past the program's own
+    for (int i = 0; i < global->computations[k]->instruction_count; i++)
+      if (global->computations[k]->instructions[i]->attrs.channel_id > c.channel)
+        c.channel = global->computations[k]->instructions[i]->attrs.channel_id;
   hl_strbuf_init(&c.body);
   hl_strbuf_init(&c.explain);
   hl_strbuf_init(&c.reducers);
@@ -115,7 +132,7 @@ hl_status_t hl_spmd_partition(const hl_module_t *global, int num_partitions, hl_
     hl_strbuf_append(&text, hl_strbuf_cstr(&c.reducers));
     hl_strbuf_appendf(&text, "ENTRY %s {\n%s}\n", c.entry->name, hl_strbuf_cstr(&c.body));
     hl_strbuf_appendf(&c.explain, "total: %lld channel collectives, %lld bytes per partition\n",
-                      (long long)c.channel, (long long)c.bytes);
+                      (long long)c.inserted, (long long)c.bytes);
     if (text.failed || c.explain.failed) st = HL_OOM();
   }
   if (!st) {

@@ -34,6 +34,8 @@ bool hl_spmd_module_may_be_global(const hl_module_t *m);
 // Whether the entry has a Sharding custom-call (only global programs do:
 // XLA's partitioner removes them).
 bool hl_spmd_module_has_sharding_constraint(const hl_module_t *m);
+// Whether the entry has an SPMDFullToShardShape custom-call (a manual region).
+bool hl_spmd_module_has_manual_region(const hl_module_t *m);
 
 // Partitions `global` over `num_partitions` partitions of one replica (the
 // inserted collectives name global device ids, equal to partition ids then).

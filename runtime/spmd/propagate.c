@@ -156,10 +156,12 @@ void spmd_reduce_forward(const hl_instruction_t *r, const hl_spmd_sharding_t *in
   spmd_map_dims(in, j, map, out);
 }
 
-static bool is_sharding_call(const hl_instruction_t *inst) {
+bool spmd_is_custom_call(const hl_instruction_t *inst, const char *target) {
   return inst->opcode == HL_OP_CUSTOM_CALL && inst->attrs.custom_call_target &&
-         strcmp(inst->attrs.custom_call_target, "Sharding") == 0;
+         strcmp(inst->attrs.custom_call_target, target) == 0;
 }
+
+static bool is_sharding_call(const hl_instruction_t *inst) { return spmd_is_custom_call(inst, "Sharding"); }
 
 static void set(spmd_value_t *v, const hl_spmd_sharding_t *s, bool *changed) {
   v->sh = *s;
@@ -320,12 +322,27 @@ static hl_status_t annotate(spmd_ctx_t *c, const hl_instruction_t *inst, const h
 
 hl_status_t spmd_propagate(spmd_ctx_t *c) {
   const hl_computation_t *e = c->entry;
+  // Manual regions: from SPMDFullToShardShape (a per-partition view of its
+  // operand) through everything computed from it, up to SPMDShardToFullShape.
+  // Their values are already per partition; propagation leaves them alone.
   for (int i = 0; i < e->instruction_count; i++) {
     const hl_instruction_t *inst = e->instructions[i];
+    spmd_value_t *v = &c->val[i];
+    bool manual = spmd_is_custom_call(inst, "SPMDFullToShardShape");
+    if (!spmd_is_custom_call(inst, "SPMDShardToFullShape"))
+      for (int k = 0; k < inst->operand_count; k++) manual |= c->val[inst->operands[k]->index].manual;
+    if (!manual) continue;
+    if (inst == e->root) return HL_UNIMPL("%s: a root inside a manual region", hl_instruction_location(inst));
+    v->manual = v->known = v->fixed = true;
+    hl_spmd_replicated(hl_shape_is_tuple(&inst->shape) ? 0 : inst->shape.rank, c->n, &v->sh);
+  }
+  for (int i = 0; i < e->instruction_count; i++) {
+    const hl_instruction_t *inst = e->instructions[i];
+    if (c->val[i].manual) continue;
     if (inst->opcode == HL_OP_PARAMETER || is_sharding_call(inst) ||
-        (inst == e->root && inst->attrs.sharding))
+        (inst == e->root && inst->attrs.sharding) || spmd_is_custom_call(inst, "SPMDShardToFullShape"))
       HL_RETURN_IF_ERROR(annotate(c, inst, inst->attrs.sharding, &c->val[i]));
-    if (inst->opcode == HL_OP_TUPLE && !c->val[i].known) {  // elements follow the operands
+    if (inst->opcode == HL_OP_TUPLE && !c->val[i].known && !c->val[i].manual) {  // elements follow the operands
       c->val[i].elems = hl_calloc((size_t)inst->operand_count + 1, sizeof(hl_spmd_sharding_t));
       if (!c->val[i].elems) return HL_OOM();
       c->val[i].elem_count = inst->operand_count;

@@ -108,7 +108,7 @@ static hl_status_t all_gather(spmd_ctx_t *c, const char **v, hl_dtype_t dt, int 
   const char *name = spmd_name(c, "all-gather");
   if (!name) return HL_OOM();
   begin_line(c, name, dt, rank, dims);
-  hl_strbuf_appendf(&c->body, "all-gather(%s), channel_id=%lld, replica_groups=", *v, (long long)++c->channel);
+  hl_strbuf_appendf(&c->body, "all-gather(%s), channel_id=%lld, replica_groups=", *v, (long long)(c->inserted++, ++c->channel));
   append_groups(&c->body, groups, count, size);
   hl_strbuf_appendf(&c->body, ", dimensions={%d}, use_global_device_ids=true\n", d);
   hl_strbuf_appendf(&c->explain, "      all-gather dim %d over %d partitions, groups ", d, size);
@@ -154,7 +154,7 @@ static hl_status_t from_maximal(spmd_ctx_t *c, const char **v, const hl_shape_t 
   hl_strbuf_appendf(&c->body, "reshape(%s)\n", *v);
   dims[0] = c->n;
   begin_line(c, ag, g->dtype, g->rank + 1, dims);
-  hl_strbuf_appendf(&c->body, "all-gather(%s), channel_id=%lld, replica_groups={{", r, (long long)++c->channel);
+  hl_strbuf_appendf(&c->body, "all-gather(%s), channel_id=%lld, replica_groups={{", r, (long long)(c->inserted++, ++c->channel));
   for (int p = 0; p < c->n; p++) hl_strbuf_appendf(&c->body, "%s%d", p ? "," : "", p);
   hl_strbuf_append(&c->body, "}}, dimensions={0}, use_global_device_ids=true\n");
   dims[0] = 1;
@@ -212,7 +212,7 @@ static hl_status_t all_to_all(spmd_ctx_t *c, const char **v, const hl_shape_t *g
     begin_line(c, r, g->dtype, rank + 1, split);
     hl_strbuf_appendf(&c->body, "reshape(%s)\n", *v);
     begin_line(c, x, g->dtype, rank + 1, split);
-    hl_strbuf_appendf(&c->body, "all-to-all(%s), channel_id=%lld, replica_groups=", r, (long long)++c->channel);
+    hl_strbuf_appendf(&c->body, "all-to-all(%s), channel_id=%lld, replica_groups=", r, (long long)(c->inserted++, ++c->channel));
     append_groups(&c->body, groups, count, size);
     hl_strbuf_appendf(&c->body, ", dimensions={%d}, use_global_device_ids=true\n", b);
     begin_line(c, tr, g->dtype, rank + 1, tdims);
@@ -357,7 +357,7 @@ hl_status_t spmd_all_reduce(spmd_ctx_t *c, const char *name, hl_dtype_t dt, int 
   const char *v = spmd_name(c, "all-reduce");
   if (!v) return HL_OOM();
   begin_line(c, v, dt, rank, dims);
-  hl_strbuf_appendf(&c->body, "all-reduce(%s), channel_id=%lld, replica_groups=", name, (long long)++c->channel);
+  hl_strbuf_appendf(&c->body, "all-reduce(%s), channel_id=%lld, replica_groups=", name, (long long)(c->inserted++, ++c->channel));
   append_groups(&c->body, groups, count, size);
   hl_strbuf_appendf(&c->body, ", use_global_device_ids=true, to_apply=%s\n", reducer);
   hl_strbuf_appendf(&c->explain, "      all-reduce over %d partitions, groups ", size);

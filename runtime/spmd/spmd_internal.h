@@ -18,6 +18,7 @@ typedef struct spmd_moved {
 typedef struct spmd_value {
   bool known;
   bool fixed;  // from an annotation: propagation never changes it
+  bool manual; // inside a manual region (SPMDFullToShardShape .. SPMDShardToFullShape): already per partition
   hl_spmd_sharding_t sh;  // array values
   int elem_count;         // tuple values (one level of arrays)
   hl_spmd_sharding_t *elems;  // owned
@@ -34,6 +35,7 @@ typedef struct spmd_ctx {
   hl_strbuf_t reducers;  // emitted reducer computations
   bool reducer_done[64]; // by dtype
   int64_t counter, channel;
+  int64_t inserted;      // collectives inserted
   int64_t bytes;         // collectives' bytes per partition (emitted or, when dry, estimated)
   bool dry;              // cost estimate only: emit nothing
   bool have_pid;
@@ -44,6 +46,7 @@ typedef struct spmd_ctx {
 } spmd_ctx_t;
 
 // propagate.c
+bool spmd_is_custom_call(const hl_instruction_t *inst, const char *target);
 hl_status_t spmd_propagate(spmd_ctx_t *c);
 bool spmd_is_elementwise(hl_opcode_t op);
 // Sharding of a broadcast / transpose / reshape result from its operand's (and back).

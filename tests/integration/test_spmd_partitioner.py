@@ -581,6 +581,49 @@ ENTRY main {
     return None
 
 
+MANUAL_REGION = """HloModule manual, num_partitions=4
+
+add {
+  a = s32[] parameter(0)
+  b = s32[] parameter(1)
+  ROOT c = s32[] add(a, b)
+}
+
+ENTRY main {
+  x = s32[8,4] parameter(0), sharding={devices=[4,1]<=[4]}
+  c = s32[8,4] custom-call(x), custom_call_target="Sharding", sharding={devices=[4,1]<=[4]}
+  m = s32[2,4] custom-call(c), custom_call_target="SPMDFullToShardShape", sharding={manual}
+  s = s32[2,4] multiply(m, m)
+  ar = s32[2,4] all-reduce(s), channel_id=1, replica_groups={{0,1,2,3}}, use_global_device_ids=true, to_apply=add
+  one = s32[] constant(1)
+  ob = s32[2,4] broadcast(one), dimensions={}
+  n = s32[2,4] add(ar, m)
+  n1 = s32[2,4] add(n, ob)
+  cm = s32[2,4] custom-call(n1), custom_call_target="Sharding", sharding={manual}
+  f = s32[8,4] custom-call(cm), custom_call_target="SPMDShardToFullShape", sharding={devices=[4,1]<=[4]}
+  ROOT r = s32[8,4] negate(f), sharding={devices=[1,4]<=[4]}
+}
+"""
+
+
+def test_manual_region():
+    """A shard_map body (SPMDFullToShardShape .. SPMDShardToFullShape, with its
+    own all-reduce) runs per partition unchanged, between partitioned code."""
+    x = np.arange(32, dtype=np.int32).reshape(8, 4) - 10
+    b = x.reshape(4, 2, 4)  # partition p's manual value is rows 2p, 2p+1
+    want = -((b * b).sum(axis=0)[None] + b + 1).reshape(8, 4)
+    with hl.tempdir("spmd-manual") as tmp:
+        prog = os.path.join(tmp, "manual.hlo")
+        with open(prog, "w") as f:
+            f.write(MANUAL_REGION)
+        xp, out = os.path.join(tmp, "x.npy"), os.path.join(tmp, "out.npy")
+        np.save(xp, x)
+        r = hl.run([hl.HLO_LAUNCH, "-np", "4", "--quiet", "--global-args", xp, "--global-output", out, prog])
+        if r.returncode != 0:
+            return r.describe()
+        return hl.compare("manual", np.load(out), want)
+
+
 def test_explain_refuses_partitioned_program():
     with hl.tempdir("spmd-explain") as tmp:
         prog = os.path.join(tmp, "p.hlo")
@@ -597,6 +640,7 @@ TESTS = [(name, corpus_test(name, build, dts, 2)) for name, build, dts in CORPUS
     ("convert_writes_runnable_module", test_convert_writes_runnable_module),
     ("while_loop_and_tuple_root_shards", test_while_loop_and_tuple_root_shards),
     ("detection", test_detection),
+    ("manual_region", test_manual_region),
     ("explain_refuses_partitioned_program", test_explain_refuses_partitioned_program),
 ]
 
