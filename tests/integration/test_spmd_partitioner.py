@@ -611,7 +611,7 @@ def test_manual_region():
     own all-reduce) runs per partition unchanged, between partitioned code."""
     x = np.arange(32, dtype=np.int32).reshape(8, 4) - 10
     b = x.reshape(4, 2, 4)  # partition p's manual value is rows 2p, 2p+1
-    want = -((b * b).sum(axis=0)[None] + b + 1).reshape(8, 4)
+    want = (-((b * b).sum(axis=0)[None] + b + 1)).reshape(8, 4).astype(np.int32)
     with hl.tempdir("spmd-manual") as tmp:
         prog = os.path.join(tmp, "manual.hlo")
         with open(prog, "w") as f:
