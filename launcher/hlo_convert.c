@@ -22,6 +22,7 @@
 #include "runtime/base/strbuf.h"
 #include "runtime/proto/program_loader.h"
 #include "runtime/proto/proto_io.h"
+#include "runtime/spmd/partitioner.h"
 #include "runtime/text/hlo_printer.h"
 #include "runtime/verifier/verifier.h"
 
@@ -40,6 +41,8 @@ typedef struct hl_convert_options {
   bool force;
   bool verify;
   hl_program_load_options_t load;  // --max-inflated-size
+  bool partition;           // --partition: write the per-partition module
+  long long partitions;     // --partitions N (0: the module's num_partitions)
 } hl_convert_options_t;
 
 static const char kUsage[] =
@@ -63,6 +66,10 @@ static const char kUsage[] =
     "  --max-inflated-size SIZE\n"
     "                    most bytes a gzip'd IN may inflate to (K, M, G, T suffixes;\n"
     "                    default: half the memory available)\n"
+    "  --partition       partition a global program (shardings on its parameters,\n"
+    "                    root or Sharding custom-calls) and write the per-partition\n"
+    "                    module, runnable by hlo-launch (docs/PARTITIONER.md)\n"
+    "  --partitions N    partitions for --partition (default: the module's num_partitions)\n"
     "  -h, --help        show this help\n"
     "\n"
     "Large constants are never elided in text output, so text -> pb -> text -> pb\n"
@@ -115,6 +122,16 @@ static int hl_parse_args(int argc, char **argv, hl_convert_options_t *out) {
         if (st) {
           fprintf(stderr, "hlo-convert: %s\n", hl_status_message(st));
           hl_status_free(st);
+          return 2;
+        }
+      } else if (strcmp(a, "--partition") == 0) {
+        out->partition = true;
+      } else if (strcmp(a, "--partitions") == 0 || strncmp(a, "--partitions=", 13) == 0) {
+        const char *v = a[12] == '=' ? a + 13 : (i + 1 < argc ? argv[++i] : NULL);
+        char *end = NULL;
+        out->partitions = v ? strtoll(v, &end, 10) : 0;
+        if (!v || *end || out->partitions < 1) {
+          fprintf(stderr, "hlo-convert: --partitions needs a positive count\n");
           return 2;
         }
       } else if (strcmp(a, "--to") == 0 || strncmp(a, "--to=", 5) == 0) {
@@ -394,10 +411,17 @@ static hl_status_t hl_convert(const hl_convert_options_t *opts) {
             "only the module is converted\n",
             program.argument_count);
   }
+  hl_spmd_result_t parted = {0};
+  if (!st && opts->partition) {
+    long long n = opts->partitions ? opts->partitions : program.module->num_partitions;
+    if (n < 1) st = HL_INVALID("--partition: the program does not say num_partitions; pass --partitions N");
+    else st = hl_spmd_partition(program.module, (int)n, &parted);
+  }
   uint8_t *owned = NULL;
   const uint8_t *data = NULL;
   size_t size = 0;
-  if (!st) st = hl_render(program.module, opts->to, &owned, &data, &size);
+  if (!st) st = hl_render(parted.module ? parted.module : program.module, opts->to, &owned, &data, &size);
+  hl_spmd_result_deinit(&parted);
   if (!st) {
     st = to_stdout ? hl_write_all(stdout, "<stdout>", data, size)
                    : hl_write_file(opts->out_path, data, size);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "launcher/explain_groups.h"
+#include "launcher/partition_hook.h"
 #include "launcher/options.h"
 #include "launcher/spawn.h"
 #include "launcher/worker.h"
@@ -38,6 +39,8 @@ int main(int argc, char **argv) {
   } else if (options.version) {
     hl_launch_print_version(stdout);
     code = 0;
+  } else if (options.explain_partitioning) {
+    code = hl_explain_partitioning_main(&options, stdout);
   } else if (options.explain_groups) {
     code = hl_explain_groups_main(&options, stdout);
   } else if (options.worker || hl_spawn_inside_mpi_job()) {

@@ -145,6 +145,14 @@ static const char kHelp[] =
     "                        process groups as (replica, partition) lists and MPI\n"
     "                        ranks on the grid (-np / --replicas / --partitions), and\n"
     "                        exit without running anything\n"
+    "  --explain-partitioning  for a global program (shardings on parameters, root or\n"
+    "                        Sharding custom-calls), print each instruction's sharding\n"
+    "                        and the collectives the partitioner inserts, with bytes per\n"
+    "                        partition, and exit without running anything\n"
+    "  --global-program      PROGRAM is a global program (shardings on its parameters /\n"
+    "                        root): partition it for the grid's partitions before it\n"
+    "                        runs. Implied by a Sharding custom-call, or by --global-args\n"
+    "                        arrays of exactly the split parameters' shapes\n"
     "  -h, --help            print this help\n"
     "  -V, --version         print the version\n"
     "\n"
@@ -215,6 +223,8 @@ enum {
   OPT_MAX_INFLATED_SIZE,
   OPT_OUTPUT_SHARDING,
   OPT_ARG_SHARDINGS,
+  OPT_EXPLAIN_PARTITIONING,
+  OPT_GLOBAL_PROGRAM,
 };
 
 static const struct option kLongOptions[] = {
@@ -251,6 +261,8 @@ static const struct option kLongOptions[] = {
     {"max-inflated-size", required_argument, NULL, OPT_MAX_INFLATED_SIZE},
     {"output-sharding", required_argument, NULL, OPT_OUTPUT_SHARDING},
     {"arg-shardings", required_argument, NULL, OPT_ARG_SHARDINGS},
+    {"explain-partitioning", no_argument, NULL, OPT_EXPLAIN_PARTITIONING},
+    {"global-program", no_argument, NULL, OPT_GLOBAL_PROGRAM},
     {NULL, 0, NULL, 0},
 };
 
@@ -495,6 +507,8 @@ static hl_status_t parse_into(int argc, char **argv, hl_launch_options_t *o) {
       case OPT_OUTFEED_DIR: o->outfeed_dir = optarg; break;
       case OPT_MPMD_PROGRAM: mpmd_program = optarg; break;
       case OPT_EXPLAIN_GROUPS: o->explain_groups = true; break;
+      case OPT_EXPLAIN_PARTITIONING: o->explain_partitioning = true; break;
+      case OPT_GLOBAL_PROGRAM: o->global_program = true; break;
       case OPT_REPEAT: HL_RETURN_IF_ERROR(parse_count("--repeat", optarg, &o->repeat)); break;
       case OPT_OUTPUT_SHARDING:
         HL_RETURN_IF_ERROR(check_sharding("--output-sharding", optarg));

@@ -66,6 +66,8 @@ typedef struct hl_launch_options {
   int mpmd_count;
   bool help, version;
   bool explain_groups;            // --explain-groups: print each collective's groups, run nothing
+  bool explain_partitioning;      // --explain-partitioning: print the partitioner's decisions, run nothing
+  bool global_program;            // --global-program: PROGRAM is global; partition it (runtime/spmd)
   int64_t repeat;                // --repeat N: runs of the program, timed (0: not given, one run)
   uint64_t max_inflated_bytes;   // --max-inflated-size: gzip'd program limit (0: default)
   // Internal: set on the command line the launcher gives mpiexec.

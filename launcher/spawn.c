@@ -22,6 +22,7 @@
 #include "runtime/base/alloc.h"
 #include "runtime/base/strbuf.h"
 #include "runtime/kernels/custom_call.h"
+#include "launcher/partition_hook.h"
 #include "runtime/proto/program_loader.h"
 #include "runtime/verifier/verifier.h"
 
@@ -374,6 +375,14 @@ int hl_spawn_main(const hl_launch_options_t *o, int argc, char **argv) {
   if (!st)
     st = hl_grid_resolve(o->np, o->replicas, o->partitions, program.module->replica_count,
                          program.module->num_partitions, &grid);
+  bool partitioned = false;  // partitioned here too, so its errors stop the job before it starts
+  if (!st) st = hl_partition_if_global(o, &program, grid.replicas, grid.partitions, &partitioned);
+  bool global = false, ambiguous = false;
+  if (!st && !partitioned && grid.partitions > 1 &&
+      !hl_program_is_global(o, program.module, &global, &ambiguous) && ambiguous)
+    fprintf(stderr,
+            "hlo-launch: note: %s carries shardings and runs as a per-partition program; if it is a "
+            "global program, pass --global-program to partition it\n", o->program);
   if (!st && o->mpmd_count == 0) st = check_instructions(program.module, &grid);
   if (!st && o->mpmd_count == 0) st = hl_global_io_precheck(o, &program, &grid);
   hl_program_deinit(&program);

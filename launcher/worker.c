@@ -18,6 +18,7 @@
 #include "launcher/grid.h"
 #include "launcher/inputs.h"
 #include "launcher/outputs.h"
+#include "launcher/partition_hook.h"
 #include "launcher/timing.h"
 #include "runtime/base/alloc.h"
 #include "runtime/exec/executor.h"
@@ -340,6 +341,10 @@ static bool run(worker_t *w) {
   if (!st) st = hl_verify_module(program.module);
   if (!agree(w, st, false)) goto done;
   if (!agree(w, resolve_grid(w, program.module), false)) goto done;
+  // A global program (shardings, no collectives of its own) becomes the
+  // per-partition program here; every rank partitions it the same way.
+  bool partitioned = false;
+  if (!agree(w, hl_partition_if_global(o, &program, w->grid.replicas, w->grid.partitions, &partitioned), false)) goto done;
   if (o->report_bindings)
     hl_binding_report(MPI_COMM_WORLD, &w->binding, w->rank, w->replica, w->partition,
                       (hl_bind_policy_t)o->bind_to);

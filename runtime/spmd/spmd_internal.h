@@ -1,0 +1,107 @@
+// Shared state of the partitioner's passes (not installed).
+#ifndef HL_RUNTIME_SPMD_SPMD_INTERNAL_H_
+#define HL_RUNTIME_SPMD_SPMD_INTERNAL_H_
+
+#include "runtime/base/strbuf.h"
+#include "runtime/ir/module.h"
+#include "runtime/spmd/spmd_sharding.h"
+
+#define SPMD_MAX_TUPLE 64
+
+typedef struct spmd_moved {
+  int inst;
+  hl_spmd_sharding_t sh;
+  const char *name;
+} spmd_moved_t;
+
+// The sharding decided for one entry instruction's value.
+typedef struct spmd_value {
+  bool known;
+  bool fixed;  // from an annotation: propagation never changes it
+  bool manual; // inside a manual region (SPMDFullToShardShape .. SPMDShardToFullShape): already per partition
+  hl_spmd_sharding_t sh;  // array values
+  int elem_count;         // tuple values (one level of arrays)
+  hl_spmd_sharding_t *elems;  // owned
+} spmd_value_t;
+
+typedef struct spmd_ctx {
+  const hl_module_t *module;
+  const hl_computation_t *entry;
+  int n;                 // partitions
+  spmd_value_t *val;     // per entry instruction (by index)
+  char **local;          // per entry instruction: name of its local value (owned)
+  hl_strbuf_t body;      // emitted entry lines
+  hl_strbuf_t explain;
+  hl_strbuf_t reducers;  // emitted reducer computations
+  bool reducer_done[64]; // by dtype
+  int64_t counter, channel;
+  int64_t inserted;      // collectives inserted
+  int64_t bytes;         // collectives' bytes per partition (emitted or, when dry, estimated)
+  bool dry;              // cost estimate only: emit nothing
+  bool have_pid;
+  struct spmd_moved *moved;  // values already moved: (instruction, sharding) -> name
+  int moved_count, moved_cap;
+  char **names;          // every generated name (owned)
+  int name_count, name_cap;
+} spmd_ctx_t;
+
+// propagate.c
+bool spmd_is_custom_call(const hl_instruction_t *inst, const char *target);
+hl_status_t spmd_propagate(spmd_ctx_t *c);
+bool spmd_is_elementwise(hl_opcode_t op);
+// Sharding of a broadcast / transpose / reshape result from its operand's (and back).
+void spmd_broadcast_forward(const hl_instruction_t *b, const hl_spmd_sharding_t *in, hl_spmd_sharding_t *out);
+void spmd_broadcast_backward(const hl_instruction_t *b, const hl_spmd_sharding_t *out, hl_spmd_sharding_t *in);
+void spmd_transpose_forward(const hl_instruction_t *t, const hl_spmd_sharding_t *in, hl_spmd_sharding_t *out);
+void spmd_transpose_backward(const hl_instruction_t *t, const hl_spmd_sharding_t *out, hl_spmd_sharding_t *in);
+// Reshape: the dims split into groups whose sizes multiply alike; in each
+// group the most major dims of size > 1 correspond (out dim j <-> in dim
+// map[j], -1: none). A split of t tiles carries over when both dims have the
+// same size (padding stays at the end) or t divides both sizes (every tile
+// is one contiguous chunk of the group on both sides).
+void spmd_reshape_map(const hl_shape_t *in, const hl_shape_t *out, int *out_to_in);
+bool spmd_reshape_split_ok(const hl_shape_t *in, const hl_shape_t *out, int i, int j, int64_t t);
+// Result sharding from the operand's, and the operand's from the result's
+// (dims that cannot carry their split are unsplit).
+void spmd_reshape_forward(const hl_instruction_t *r, const hl_spmd_sharding_t *in, hl_spmd_sharding_t *out);
+void spmd_reshape_backward(const hl_instruction_t *r, const hl_spmd_sharding_t *out, hl_spmd_sharding_t *in);
+// Maps `src` (of rank src_rank) to rank dst_rank: dst dim j takes src dim map[j]'s tiling (-1: unsplit).
+void spmd_map_dims(const hl_spmd_sharding_t *src, int dst_rank, const int *map, hl_spmd_sharding_t *dst);
+// Dimensions slice / pad / concatenate / reverse move data along (bit mask);
+// the others they leave as they are, so a split there stays local.
+uint32_t spmd_touched_dims(const hl_instruction_t *inst);
+bool spmd_is_data_movement(hl_opcode_t op);
+void spmd_reduce_forward(const hl_instruction_t *r, const hl_spmd_sharding_t *in, hl_spmd_sharding_t *out);
+
+// dot_plan.c: the iteration-space sharding of a dot, picked by bytes moved.
+typedef struct spmd_dot_plan {
+  hl_spmd_sharding_t lhs, rhs;  // operand shardings the local dot needs
+  hl_spmd_sharding_t result;    // sharding of the result after the all-reduce
+  uint32_t contract_split;      // non-zero: an all-reduce over the contracting split follows
+  hl_spmd_sharding_t iter;      // iteration space [batch, lhs free, rhs free, contracting]
+  int64_t cost;
+} spmd_dot_plan_t;
+hl_status_t spmd_dot_plan(spmd_ctx_t *c, const hl_instruction_t *dot, const hl_spmd_sharding_t *lhs,
+                          const hl_spmd_sharding_t *rhs, const hl_spmd_sharding_t *want_out,
+                          spmd_dot_plan_t *plan, bool *found);
+
+// reshard.c
+const char *spmd_name(spmd_ctx_t *c, const char *base);
+void spmd_local_dims(const hl_shape_t *global, const hl_spmd_sharding_t *s, int64_t *dims);
+void spmd_shape_text(hl_dtype_t dt, int rank, const int64_t *dims, hl_strbuf_t *out);
+int64_t spmd_local_bytes(const hl_shape_t *global, const hl_spmd_sharding_t *s);
+// Emits the move of `name` (global shape `g`, held as `from`) to `to`; *out is the new name.
+hl_status_t spmd_reshard(spmd_ctx_t *c, const char *name, const hl_shape_t *g,
+                         const hl_spmd_sharding_t *from, const hl_spmd_sharding_t *to,
+                         const char **out);
+// Emits an all-reduce of `name` (local shape `dt`/`dims`) over the groups of
+// `s` along the dimensions in `dims_mask`, with reducer computation `reducer`.
+hl_status_t spmd_all_reduce(spmd_ctx_t *c, const char *name, hl_dtype_t dt, int rank,
+                            const int64_t *dims, const hl_spmd_sharding_t *s, uint32_t dims_mask,
+                            const char *reducer, const char **out);
+const char *spmd_add_reducer(spmd_ctx_t *c, hl_dtype_t dt);
+
+// lower.c
+hl_status_t spmd_lower(spmd_ctx_t *c);
+
+#endif  // HL_RUNTIME_SPMD_SPMD_INTERNAL_H_
