@@ -378,16 +378,18 @@ int hl_spawn_main(const hl_launch_options_t *o, int argc, char **argv) {
   bool partitioned = false;  // partitioned here too, so its errors stop the job before it starts
   if (!st) st = hl_partition_if_global(o, &program, grid.replicas, grid.partitions, &partitioned);
   bool global = false, ambiguous = false;
-  if (!st && !partitioned && grid.partitions > 1 &&
-      !hl_program_is_global(o, program.module, &global, &ambiguous) && ambiguous)
-    fprintf(stderr,
-            "hlo-launch: note: %s carries shardings and runs as a per-partition program; if it is a "
-            "global program, pass --global-program to partition it\n", o->program);
+  if (!st && !partitioned && grid.partitions > 1)
+    st = hl_program_is_global(o, program.module, &global, &ambiguous);
   if (!st && o->mpmd_count == 0) st = check_instructions(program.module, &grid);
   if (!st && o->mpmd_count == 0) st = hl_global_io_precheck(o, &program, &grid);
   hl_program_deinit(&program);
   if (!st) st = hl_outputs_check_options(o);
   if (st) return fail_status(st);
+  // Only when nothing else stops the job, so an error stays the one message.
+  if (ambiguous)
+    fprintf(stderr,
+            "hlo-launch: note: %s carries shardings and runs as a per-partition program; if it is a "
+            "global program, pass --global-program to partition it\n", o->program);
 
   argv_builder_t cmd = {0};
   if (o->dry_run) {

@@ -238,7 +238,9 @@ ENTRY main {
 
 def test_already_global_parameters():
     # An un-partitioned ("before optimizations") dump: the parameter has the
-    # global shape and a splitting sharding.
+    # global shape and a splitting sharding. The global .npy matches that
+    # shape, so the program is partitioned (runtime/spmd) and each partition
+    # holds its block of rows (docs/PARTITIONER.md).
     text = """HloModule before, num_partitions=2
 
 ENTRY main {
@@ -250,10 +252,13 @@ ENTRY main {
         prog = write(d, "before.hlo", text)
         x = os.path.join(d, "x.npy")
         np.save(x, rows_x())
-        res = launch("-np", 2, "--quiet", "--global-args", x, prog)
-        if res.returncode != 1 or "not partitioned" not in res.stderr \
-                or "--args" not in res.stderr:
-            return "should say the parameters are already global\n" + res.describe()
+        y = os.path.join(d, "y.npy")
+        res = launch("-np", 2, "--quiet", "--global-args", x, "--global-output", y, prog)
+        if res.returncode != 0:
+            return "a global program with global arguments should run partitioned\n" + res.describe()
+        got = np.load(y)
+        if got.shape != (4, 3) or not np.array_equal(got, -rows_x()):
+            return "global output %r, expected %r" % (got, -rows_x())
     return None
 
 
