@@ -7,7 +7,7 @@
 #include "runtime/base/alloc.h"
 
 static const hl_custom_call_target_t *const kFamilies[] = {
-    hl_custom_calls_core, hl_custom_calls_lapack, hl_custom_calls_blas,
+    hl_custom_calls_core, hl_custom_calls_lapack, hl_custom_calls_blas, hl_custom_calls_cublas,
 };
 
 // Run-time registrations (plugins): loaded once at start-up, before any

@@ -47,5 +47,6 @@ hl_status_t hl_custom_call_register(const char *name, hl_custom_call_fn_t fn, co
 extern const hl_custom_call_target_t hl_custom_calls_core[];
 extern const hl_custom_call_target_t hl_custom_calls_lapack[];
 extern const hl_custom_call_target_t hl_custom_calls_blas[];
+extern const hl_custom_call_target_t hl_custom_calls_cublas[];
 
 #endif  // HL_CUSTOM_CALLS_REGISTRY_H_

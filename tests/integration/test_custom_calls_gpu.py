@@ -1,0 +1,206 @@
+"""GPU custom-calls from XLA dumps, replayed on CPU through real hlo-launch runs.
+
+The programs are written the way XLA's GPU compiler prints them after its
+gemm rewriter (xla/service/gpu/transforms/gemm_rewriter.cc and its tests
+gemm_rewrite_test.cc, stream_attribute_annotator_test.cc): `__cublas$gemm` /
+`__cublas$lt$matmul` with a (result, s8 workspace) tuple and a
+GpuBackendConfig JSON backend_config, or the older quoted GemmBackendConfig.
+NumPy is the oracle.
+"""
+
+import json
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hl_testlib as hl  # noqa: E402
+
+
+def gemm_config(alpha=1, beta=0, lc=(1,), rc=(0,), lb=(), rb=(), epilogue="DEFAULT",
+                alpha_imag=0, wrapped=True):
+    # Field order and spelling as XLA prints GemmBackendConfig (int64 as strings).
+    g = {"alpha_real": alpha, "alpha_imag": alpha_imag, "beta": beta,
+         "dot_dimension_numbers": {
+             "lhs_contracting_dimensions": [str(d) for d in lc],
+             "rhs_contracting_dimensions": [str(d) for d in rc],
+             "lhs_batch_dimensions": [str(d) for d in lb],
+             "rhs_batch_dimensions": [str(d) for d in rb]},
+         "precision_config": {"operand_precision": ["DEFAULT", "DEFAULT"],
+                              "algorithm": "ALG_UNSET"},
+         "epilogue": epilogue, "damax_output": False, "lhs_stride": "0", "rhs_stride": "0",
+         "grad_x": False, "grad_y": False}
+    if not wrapped:
+        return g
+    return {"operation_queue_id": "0", "wait_on_operation_queues": [],
+            "gemm_backend_config": g, "force_earliest_schedule": False}
+
+
+def run(name, text, args, nresults):
+    with hl.tempdir("gpu-" + name) as d:
+        path = os.path.join(d, "p.hlo")
+        with open(path, "w") as f:
+            f.write(text)
+        hl.write_args(os.path.join(d, "args"), args)
+        r = hl.launch(path, args_dir=os.path.join(d, "args"), output_dir=os.path.join(d, "out"))
+        if r.returncode != 0:
+            raise AssertionError("hlo-launch failed\n%s\n%s" % (text, r.describe()))
+        return hl.read_outputs(os.path.join(d, "out"), 0, 0, nresults)
+
+
+def fails(text, args, want):
+    with hl.tempdir("gpu-err") as d:
+        path = os.path.join(d, "p.hlo")
+        with open(path, "w") as f:
+            f.write(text)
+        hl.write_args(os.path.join(d, "args"), args)
+        r = hl.launch(path, args_dir=os.path.join(d, "args"))
+        if r.returncode == 0 or want not in r.stdout + r.stderr:
+            return "expected an error containing %r\n%s" % (want, r.describe())
+    return None
+
+
+def rand(shape, dtype, seed):
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal(shape)
+    if np.issubdtype(dtype, np.complexfloating):
+        a = a + 1j * rng.standard_normal(shape)
+    return a.astype(dtype)
+
+
+def gemm_workspace_tuple():
+    """The form of stream_attribute_annotator_test.cc: (f32[16,16], s8[1028]) tuple."""
+    x, y = rand((16, 32), np.float32, 1), rand((32, 16), np.float32, 2)
+    text = """HloModule m
+
+ENTRY entry {
+  p1_32 = f32[16,32]{1,0} parameter(0)
+  p2_32 = f32[32,16]{1,0} parameter(1)
+  custom-call.3 = (f32[16,16]{1,0}, s8[1028]{0}) custom-call(p1_32, p2_32), custom_call_target="__cublas$gemm", backend_config=%s
+  gte = f32[16,16]{1,0} get-tuple-element(custom-call.3), index=0
+  ws = s8[1028]{0} get-tuple-element(custom-call.3), index=1
+  ROOT t = (f32[16,16]{1,0}, s8[1028]{0}) tuple(gte, ws)
+}
+""" % json.dumps(gemm_config(), separators=(",", ":"))
+    d, ws = run("gemm", text, [x, y], 2)
+    return hl.compare("gemm", d, x @ y, (1e-5, 1e-5)) or \
+        hl.compare("workspace", ws, np.zeros(1028, np.int8))
+
+
+def gemm_batched_quoted():
+    """The older quoted form (gemm_rewrite_test.cc), batch dims and a transposed rhs."""
+    x, y = rand((3, 2, 4), np.float64, 3), rand((3, 5, 4), np.float64, 4)
+    cfg = json.dumps(gemm_config(lc=(2,), rc=(2,), lb=(0,), rb=(0,), wrapped=False),
+                     separators=(",", ":"))
+    text = """HloModule m
+
+ENTRY AddDotsFunc {
+  x = f64[3,2,4]{2,1,0} parameter(0)
+  y = f64[3,5,4]{2,1,0} parameter(1)
+  ROOT cublas-batch-gemm.1 = f64[3,2,5]{2,1,0} custom-call(x, y), custom_call_target="__cublas$gemm", backend_config="%s"
+}
+""" % cfg.replace('"', '\\"')
+    d, = run("gemm-batched", text, [x, y], 1)
+    return hl.compare("batched gemm", d, np.einsum("bmk,bnk->bmn", x, y))
+
+
+def gemm_alpha_beta():
+    """beta != 0: c is the third operand (the output aliases it on the GPU)."""
+    x, y, c = rand((4, 3), np.float32, 5), rand((3, 6), np.float32, 6), rand((4, 6), np.float32, 7)
+    text = """HloModule m, input_output_alias={ {0}: (2, {}, must-alias) }
+
+ENTRY e {
+  x = f32[4,3]{1,0} parameter(0)
+  y = f32[3,6]{1,0} parameter(1)
+  c = f32[4,6]{1,0} parameter(2)
+  ROOT gemm = (f32[4,6]{1,0}, s8[4194304]{0}) custom-call(x, y, c), custom_call_target="__cublas$gemm", output_to_operand_aliasing={{0}: (2, {})}, backend_config=%s
+}
+""" % json.dumps(gemm_config(alpha=2, beta=0.5), separators=(",", ":"))
+    d, _ = run("gemm-ab", text, [x, y, c], 2)
+    return hl.compare("alpha A B + beta C", d, (2 * (x @ y) + 0.5 * c).astype(np.float32),
+                      (1e-5, 1e-5))
+
+
+def lt_bias_relu():
+    """cublasLt with a vector bias and ReLU (CublasLtGemmRewriteTest's VectorBiasRelu form)."""
+    x, y, b = rand((2, 3), np.float32, 8), rand((3, 4), np.float32, 9), rand((4,), np.float32, 10)
+    text = """HloModule test
+
+ENTRY test {
+  p0 = f32[2,3]{1,0} parameter(0)
+  p1 = f32[3,4]{1,0} parameter(1)
+  p2 = f32[4]{0} parameter(2)
+  out = (f32[2,4]{1,0}, s8[33554432]{0}) custom-call(p0, p1, p2), custom_call_target="__cublas$lt$matmul", backend_config=%s
+  ROOT gte = f32[2,4]{1,0} get-tuple-element(out), index=0
+}
+""" % json.dumps(gemm_config(epilogue="BIAS_RELU"), separators=(",", ":"))
+    d, = run("lt-bias-relu", text, [x, y, b], 1)
+    return hl.compare("relu(A B + bias)", d, np.maximum(x @ y + b, 0), (1e-5, 1e-5))
+
+
+def lt_gelu_bf16():
+    """GELU (tanh approximation) on a bf16 result, lhs contracted on dimension 0."""
+    x = hl.round_to_bf16(rand((8, 4), np.float32, 11))
+    y = hl.round_to_bf16(rand((8, 6), np.float32, 12))
+    text = """HloModule m
+
+ENTRY e {
+  a = f32[8,4]{1,0} parameter(0)
+  b = f32[8,6]{1,0} parameter(1)
+  arg0 = bf16[8,4]{1,0} convert(a)
+  arg1 = bf16[8,6]{1,0} convert(b)
+  gemm = (bf16[4,6]{1,0}, s8[1024]{0}) custom-call(arg0, arg1), custom_call_target="__cublas$lt$matmul", backend_config=%s
+  g = bf16[4,6]{1,0} get-tuple-element(gemm), index=0
+  ROOT r = f32[4,6]{1,0} convert(g)
+}
+""" % json.dumps(gemm_config(lc=(0,), rc=(0,), epilogue="GELU"), separators=(",", ":"))
+    d, = run("lt-gelu", text, [x, y], 1)
+    z = x.T.astype(np.float64) @ y.astype(np.float64)
+    want = 0.5 * z * (1 + np.tanh(np.sqrt(2 / np.pi) * (z + 0.044715 * z ** 3)))
+    return hl.compare("gelu(A^T B) in bf16", d, hl.round_to_bf16(want), (2 ** -7, 1e-6))
+
+
+def gemm_complex_alpha():
+    x, y = rand((3, 3), np.complex64, 13), rand((3, 2), np.complex64, 14)
+    text = """HloModule m
+
+ENTRY e {
+  x = c64[3,3]{1,0} parameter(0)
+  y = c64[3,2]{1,0} parameter(1)
+  ROOT gemm = c64[3,2]{1,0} custom-call(x, y), custom_call_target="__cublas$gemm", backend_config=%s
+}
+""" % json.dumps(gemm_config(alpha=0.5, alpha_imag=2), separators=(",", ":"))
+    d, = run("gemm-c64", text, [x, y], 1)
+    want = ((0.5 + 2j) * (x.astype(np.complex128) @ y)).astype(np.complex64)
+    return hl.compare("complex alpha", d.view(np.float32), want.view(np.float32), (1e-5, 1e-5))
+
+
+def gemm_errors():
+    x, y = rand((2, 2), np.float32, 15), rand((2, 2), np.float32, 16)
+    base = """HloModule m
+
+ENTRY e {
+  x = f32[2,2]{1,0} parameter(0)
+  y = f32[2,2]{1,0} parameter(1)
+  ROOT gemm = %s custom-call(x, y), custom_call_target="__cublas$lt$matmul", backend_config=%s
+}
+"""
+    aux = base % ("(f32[2,2]{1,0}, f32[2,2]{1,0}, s8[64]{0})",
+                  json.dumps(gemm_config(epilogue="GELU_AUX"), separators=(",", ":")))
+    missing_c = base % ("f32[2,2]{1,0}", json.dumps(gemm_config(beta=1), separators=(",", ":")))
+    return fails(aux, [x, y], "epilogue GELU_AUX is not supported") or \
+        fails(missing_c, [x, y], "takes 3 operands, got 2")
+
+
+if __name__ == "__main__":
+    hl.require_binaries("hlo-launch")
+    hl.main([
+        ("cublas_gemm_workspace_tuple", gemm_workspace_tuple),
+        ("cublas_gemm_batched_quoted_config", gemm_batched_quoted),
+        ("cublas_gemm_alpha_beta_c", gemm_alpha_beta),
+        ("cublaslt_bias_relu", lt_bias_relu),
+        ("cublaslt_gelu_bf16", lt_gelu_bf16),
+        ("cublas_gemm_complex_alpha", gemm_complex_alpha),
+        ("cublas_errors", gemm_errors),
+    ])
