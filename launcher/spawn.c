@@ -19,6 +19,8 @@
 #include "launcher/outputs.h"
 #include "runtime/base/alloc.h"
 #include "runtime/base/strbuf.h"
+#include "runtime/custom_calls/check.h"
+#include "runtime/custom_calls/ffi_plugin.h"
 #include "runtime/proto/program_loader.h"
 #include "runtime/verifier/verifier.h"
 
@@ -331,9 +333,12 @@ int hl_spawn_main(const hl_launch_options_t *o, int argc, char **argv) {
   // The program is checked here once, so a bad file or grid stops before any
   // rank starts, with one message.
   hl_program_t program;
-  hl_status_t st = hl_program_load_file(o->program, &program);
+  hl_status_t st = hl_ffi_plugins_load(o->custom_call_libraries, o->custom_call_library_count);
+  if (st) return fail_status(st);
+  st = hl_program_load_file(o->program, &program);
   if (st) return fail_status(st);
   st = hl_verify_module(program.module);
+  if (!st) st = hl_custom_calls_check_module(program.module);
   hl_grid_t grid;
   if (!st)
     st = hl_grid_resolve(o->np, o->replicas, o->partitions, program.module->replica_count,

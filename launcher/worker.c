@@ -20,6 +20,7 @@
 #include "launcher/outputs.h"
 #include "launcher/timing.h"
 #include "runtime/base/alloc.h"
+#include "runtime/custom_calls/ffi_plugin.h"
 #include "runtime/exec/executor.h"
 #include "runtime/proto/program_loader.h"
 #include "runtime/verifier/verifier.h"
@@ -334,7 +335,8 @@ static bool run(worker_t *w) {
 
   // Every rank loads the program itself (the file must be readable on every
   // host, as the program binary is).
-  hl_status_t st = hl_program_load_file(o->program, &program);
+  hl_status_t st = hl_ffi_plugins_load(o->custom_call_libraries, o->custom_call_library_count);
+  if (!st) st = hl_program_load_file(o->program, &program);
   if (!st) st = hl_verify_module(program.module);
   if (!agree(w, st, false)) goto done;
   if (!agree(w, resolve_grid(w, program.module), false)) goto done;
