@@ -26,7 +26,8 @@ typedef enum routine {
 
 typedef struct lapack_target {
   routine_t routine;
-  hl_dtype_t dtype;
+  hl_dtype_t dtype;  // HL_INVALID: any of f32/f64/c64/c128, from the operand (cuSOLVER)
+  bool cusolver;     // jaxlib/gpu/solver_kernels_ffi.cc's attributes (lower: bool)
 } lapack_target_t;
 
 // LAPACKE_<s|d|c|z><name>_work chosen by element type; pointer arguments are
@@ -91,6 +92,16 @@ static hl_status_t char_attr(const hl_custom_call_t *call, const char *key, cons
   return NULL;
 }
 
+// uplo: jaxlib's CPU targets pass the ui8 character, cuSOLVER's the bool `lower`.
+static hl_status_t uplo_attr(const hl_custom_call_t *call, const lapack_target_t *spec,
+                             char *out) {
+  if (!spec->cusolver) return char_attr(call, "uplo", "LU", out);
+  int64_t lower;
+  HL_RETURN_IF_ERROR(hl_ffi_attr_int(call, "lower", &lower));
+  *out = lower ? 'L' : 'U';
+  return NULL;
+}
+
 static void *at(const hl_cc_buffer_t *b, int64_t batch, int64_t step) {
   return (char *)b->data + (size_t)(batch * step) * hl_dtype_size(b->dtype);
 }
@@ -143,7 +154,14 @@ static int32_t *info_at(const hl_cc_buffer_t *b, int64_t i) { return (int32_t *)
 static hl_status_t run_routine(const hl_custom_call_t *call, const lapack_target_t *spec,
                                hl_cc_frame_t *f) {
   const hl_instruction_t *inst = call->inst;
-  hl_dtype_t t = spec->dtype, rt = real_of(t);
+  hl_dtype_t t = spec->dtype;
+  if (t == HL_INVALID && f->arg_count > 0) {
+    t = f->args[0].dtype;
+    if (t != HL_F32 && t != HL_F64 && t != HL_C64 && t != HL_C128)
+      return HL_INVALID("%s: custom-call \"%s\" operand 0 is %s; it takes f32, f64, c64 or c128",
+                        hl_instruction_location(inst), call->name, hl_dtype_name(t));
+  }
+  hl_dtype_t rt = real_of(t);
   static const int kArgs[] = {1, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 4};
   static const int kRetsReal[] = {3, 2, 1, 2, 5, 5, 3, 5, 6, 3, 5, 5};
   static const int kRetsComplex[] = {3, 2, 1, 2, 5, 5, 3, 4, 5, 3, 5, 5};
@@ -223,7 +241,7 @@ static hl_status_t run_routine(const hl_custom_call_t *call, const lapack_target
     }
     case POTRF: {
       char uplo = 0;
-      HL_RETURN_IF_ERROR(char_attr(call, "uplo", "LU", &uplo));
+      HL_RETURN_IF_ERROR(uplo_attr(call, spec, &uplo));
       CHECK(&r[0], "result 0 (x_out)", t, 2, m, n);
       CHECK(&r[1], "result 1 (info)", HL_S32, 0, 0);
       copy_in(&r[0], x);
@@ -298,9 +316,19 @@ static hl_status_t run_routine(const hl_custom_call_t *call, const lapack_target
       break;
     }
     case SYEVD: {
-      char uplo = 0, mode = 0;
-      HL_RETURN_IF_ERROR(char_attr(call, "uplo", "LU", &uplo));
-      HL_RETURN_IF_ERROR(char_attr(call, "mode", "NV", &mode));
+      char uplo = 0, mode = 'V';
+      HL_RETURN_IF_ERROR(uplo_attr(call, spec, &uplo));
+      if (!spec->cusolver) {
+        HL_RETURN_IF_ERROR(char_attr(call, "mode", "NV", &mode));
+      } else {
+        // cuSOLVER's algorithm (0 default, 1 divide and conquer, 2 Jacobi)
+        // changes how, not what: LAPACK's divide and conquer serves all three.
+        int64_t algorithm;
+        HL_RETURN_IF_ERROR(hl_ffi_attr_int(call, "algorithm", &algorithm));
+        if (algorithm < 0 || algorithm > 2)
+          return HL_INVALID("%s: custom-call \"%s\" algorithm=%lld is not 0, 1 or 2",
+                            hl_instruction_location(inst), call->name, (long long)algorithm);
+      }
       CHECK(&r[0], "result 0 (x_out)", t, 2, n, n);
       CHECK(&r[1], "result 1 (eigenvalues)", rt, 1, n);
       CHECK(&r[2], "result 2 (info)", HL_S32, 0, 0);
@@ -451,7 +479,7 @@ static hl_status_t run_routine(const hl_custom_call_t *call, const lapack_target
     }
     case SYTRD: {
       char uplo = 0;
-      HL_RETURN_IF_ERROR(char_attr(call, "uplo", "LU", &uplo));
+      HL_RETURN_IF_ERROR(uplo_attr(call, spec, &uplo));
       int64_t nt = n > 1 ? n - 1 : 0;
       CHECK(&r[0], "result 0 (x_out)", t, 2, n, n);
       CHECK(&r[1], "result 1 (diag)", rt, 1, n);
@@ -511,7 +539,10 @@ static hl_status_t run_lapack(const hl_custom_call_t *call, hl_literal_t **out) 
   return st;
 }
 
-#define SPEC(r, t) ((const void *)&(const lapack_target_t){r, t})
+#define SPEC(r, t) ((const void *)&(const lapack_target_t){r, t, false})
+#define GPU(name, r)                                                                   \
+  {"cusolver_" name "_ffi", run_lapack, &(const lapack_target_t){r, HL_INVALID, true}}, \
+  {"hipsolver_" name "_ffi", run_lapack, &(const lapack_target_t){r, HL_INVALID, true}}
 #define FOUR(prefix_s, prefix_d, prefix_c, prefix_z, routine)            \
   {"lapack_" prefix_s "_ffi", run_lapack, SPEC(routine, HL_F32)},       \
   {"lapack_" prefix_d "_ffi", run_lapack, SPEC(routine, HL_F64)},       \
@@ -531,5 +562,9 @@ const hl_custom_call_target_t hl_custom_calls_lapack[] = {
     FOUR("sgehrd", "dgehrd", "cgehrd", "zgehrd", GEHRD),
     FOUR("ssytrd", "dsytrd", "chetrd", "zhetrd", SYTRD),
     FOUR("sgtsv", "dgtsv", "cgtsv", "zgtsv", GTSV),
+    // jaxlib's GPU solver targets replayed with LAPACK (same operands,
+    // results and layouts; jaxlib/gpu/solver_kernels_ffi.cc).
+    GPU("getrf", GETRF), GPU("geqrf", GEQRF), GPU("orgqr", ORGQR), GPU("potrf", POTRF),
+    GPU("syevd", SYEVD), GPU("sytrd", SYTRD),
     {NULL, NULL, NULL},
 };

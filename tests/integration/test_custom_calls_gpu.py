@@ -193,6 +193,72 @@ ENTRY e {
         fails(missing_c, [x, y], "takes 3 operands, got 2")
 
 
+# --- cuSOLVER (jax's GPU lowering: jax/_src/lax/linalg.py, column-major layouts) ----------
+
+def solver_program(target, x_shape, results, attrs=""):
+    b = len(x_shape) - 2
+    lay = "{%s}" % ",".join(map(str, (b, b + 1) + tuple(range(b - 1, -1, -1))))
+    def shp(t, dims):
+        if not dims:
+            return "%s[]" % t
+        layout = lay if len(dims) == len(x_shape) else "{%s}" % ",".join(
+            map(str, range(len(dims) - 1, -1, -1)))
+        return "%s[%s]%s" % (t, ",".join(map(str, dims)), layout)
+    t = "f64"
+    text = ("HloModule m\n\nENTRY main {\n  x = %s parameter(0)\n  ROOT r = (%s) custom-call(x), "
+            "custom_call_target=\"%s\", operand_layout_constraints={%s}, "
+            "api_version=API_VERSION_TYPED_FFI" % (
+                "%s[%s]{%s}" % (t, ",".join(map(str, x_shape)),
+                                ",".join(map(str, range(len(x_shape) - 1, -1, -1)))),
+                ", ".join(shp(rt, d) for rt, d in results), target, shp(t, x_shape)))
+    if attrs:
+        text += ", backend_config={%s}" % attrs
+    return text + "\n}\n"
+
+
+def cusolver_getrf_and_permutation():
+    x = rand((2, 3, 3), np.float64, 20)
+    lu, piv, info = run("cusolver-getrf", solver_program(
+        "cusolver_getrf_ffi", x.shape, [("f64", x.shape), ("s32", (2, 3)), ("s32", (2,))]),
+        [x], 3)
+    # jax subtracts 1, then cu_lu_pivots_to_permutation (row layout {1,0}).
+    text = """HloModule m
+
+ENTRY main {
+  p = s32[2,3]{1,0} parameter(0)
+  ROOT perm = s32[2,4]{1,0} custom-call(p), custom_call_target="cu_lu_pivots_to_permutation", operand_layout_constraints={s32[2,3]{1,0}}, api_version=API_VERSION_TYPED_FFI
+}
+"""
+    perm, = run("pivots", text, [piv - 1], 1)
+    for b in range(2):
+        want = np.arange(4)
+        for i, pv in enumerate(piv[b] - 1):
+            want[[i, pv]] = want[[pv, i]]
+        if list(perm[b]) != list(want):
+            return "permutation %s, expected %s" % (perm[b], want)
+        L = np.tril(lu[b], -1) + np.eye(3)
+        msg = hl.compare("P A = L U", L @ np.triu(lu[b]), x[b][perm[b][:3]], (1e-12, 1e-12))
+        if msg:
+            return msg
+    return None if list(info) == [0, 0] else "info %s" % info
+
+
+def cusolver_potrf_syevd():
+    a = rand((2, 4, 4), np.float64, 21)
+    spd = a @ np.swapaxes(a, 1, 2) + 4 * np.eye(4)
+    out, info = run("cusolver-potrf", solver_program(
+        "cusolver_potrf_ffi", spd.shape, [("f64", spd.shape), ("s32", (2,))], "lower = true"),
+        [spd], 2)
+    msg = hl.compare("cholesky", np.tril(out), np.linalg.cholesky(spd), (1e-12, 1e-12))
+    if msg or list(info) != [0, 0]:
+        return msg or "info %s" % info
+    v, w, info = run("cusolver-syevd", solver_program(
+        "cusolver_syevd_ffi", spd.shape, [("f64", spd.shape), ("f64", (2, 4)), ("s32", (2,))],
+        "algorithm = 0 : ui8, lower = false"), [spd], 3)
+    return hl.compare("eigenvalues", w, np.linalg.eigvalsh(spd), (1e-12, 1e-12)) or \
+        hl.compare("A V = V W", spd @ v, v * w[:, None, :], (1e-10, 1e-10))
+
+
 if __name__ == "__main__":
     hl.require_binaries("hlo-launch")
     hl.main([
@@ -203,4 +269,6 @@ if __name__ == "__main__":
         ("cublaslt_gelu_bf16", lt_gelu_bf16),
         ("cublas_gemm_complex_alpha", gemm_complex_alpha),
         ("cublas_errors", gemm_errors),
+        ("cusolver_getrf_lu_pivots_to_permutation", cusolver_getrf_and_permutation),
+        ("cusolver_potrf_syevd", cusolver_potrf_syevd),
     ])
