@@ -259,6 +259,102 @@ def cusolver_potrf_syevd():
         hl.compare("A V = V W", spd @ v, v * w[:, None, :], (1e-10, 1e-10))
 
 
+# --- cuDNN convolutions (conv_rewriter.cc / cudnn_fused_conv_rewriter.cc forms) ------------
+
+CONV_CONFIG = ('{"operation_queue_id":"0","wait_on_operation_queues":[],"cudnn_conv_backend_config":'
+               '{"activation_mode":"%s","conv_result_scale":%s,"side_input_scale":%s,'
+               '"leakyrelu_alpha":%s},"force_earliest_schedule":false,"reification_cost":[]}')
+
+
+def conv_nhwc(x, w, stride, pad, dil, groups=1):
+    """Forward convolution, x [b,h,w,f] (b01f), w [o,kh,kw,i] (o01i) -> [b,oh,ow,o]."""
+    b, h, wd, f = x.shape
+    o, kh, kw, i = w.shape
+    xp = np.zeros((b, h + pad[0][0] + pad[0][1], wd + pad[1][0] + pad[1][1], f))
+    xp[:, pad[0][0]:pad[0][0] + h, pad[1][0]:pad[1][0] + wd, :] = x
+    oh = (xp.shape[1] - ((kh - 1) * dil[0] + 1)) // stride[0] + 1
+    ow = (xp.shape[2] - ((kw - 1) * dil[1] + 1)) // stride[1] + 1
+    out = np.zeros((b, oh, ow, o))
+    og = o // groups
+    for y in range(oh):
+        for z in range(ow):
+            for a in range(kh):
+                for c in range(kw):
+                    patch = xp[:, y * stride[0] + a * dil[0], z * stride[1] + c * dil[1], :]
+                    for g in range(groups):
+                        out[:, y, z, g * og:(g + 1) * og] += \
+                            patch[:, g * i:(g + 1) * i] @ w[g * og:(g + 1) * og, a, c, :].T
+    return out
+
+
+def conv_program(target, operands, result, window, groups=1, act="kNone", scale=1, side=0, alpha=0):
+    params = "\n".join("  p%d = %s parameter(%d)" % (k, s, k) for k, s in enumerate(operands))
+    return ("HloModule m\n\nENTRY main {\n%s\n  conv = (%s, u8[0]{0}) custom-call(%s), window={%s}, "
+            "dim_labels=b01f_o01i->b01f%s, custom_call_target=\"%s\", backend_config=%s\n"
+            "  ROOT r = %s get-tuple-element(conv), index=0\n}\n" % (
+                params, result, ", ".join("p%d" % k for k in range(len(operands))), window,
+                ", feature_group_count=%d" % groups if groups > 1 else "", target,
+                CONV_CONFIG % (act, scale, side, alpha), result))
+
+
+def f32s(shape):
+    return "f32[%s]{%s}" % (",".join(map(str, shape)),
+                            ",".join(map(str, range(len(shape) - 1, -1, -1))))
+
+
+def cudnn_conv_forward():
+    x, w = rand((2, 6, 5, 4), np.float32, 30), rand((6, 3, 2, 2), np.float32, 31)
+    stride, pad, dil = (2, 1), ((1, 1), (0, 1)), (1, 2)
+    want = conv_nhwc(x.astype(np.float64), w.astype(np.float64), stride, pad, dil, groups=2)
+    text = conv_program("__cudnn$convForward", [f32s(x.shape), f32s(w.shape)], f32s(want.shape),
+                        "size=3x2 stride=2x1 pad=1_1x0_1 rhs_dilate=1x2", groups=2, scale=0.5)
+    d, = run("cudnn-fwd", text, [x, w], 1)
+    return hl.compare("scaled grouped conv", d, (0.5 * want).astype(np.float32), (1e-5, 1e-5))
+
+
+def cudnn_conv_bias_activation():
+    x, w = rand((1, 5, 5, 3), np.float32, 32), rand((4, 3, 3, 3), np.float32, 33)
+    bias, side = rand((4,), np.float32, 34), rand((1, 5, 5, 4), np.float32, 35)
+    conv = conv_nhwc(x.astype(np.float64), w.astype(np.float64), (1, 1), ((1, 1), (1, 1)), (1, 1))
+    ops = [f32s(x.shape), f32s(w.shape), "f32[4]{0}", f32s(side.shape)]
+    msgs = []
+    for act, fn in (("kRelu", lambda v: np.maximum(v, 0)),
+                    ("kLeakyRelu", lambda v: np.where(v > 0, v, 0.1 * v)),
+                    ("kTanh", np.tanh)):
+        text = conv_program("__cudnn$convBiasActivationForward", ops, f32s(conv.shape),
+                            "size=3x3 pad=1_1x1_1", act=act, scale=1, side=0.5, alpha=0.1)
+        d, = run("cudnn-fused", text, [x, w, bias, side], 1)
+        msgs.append(hl.compare(act, d, fn(conv + 0.5 * side + bias).astype(np.float32),
+                               (1e-5, 1e-5)))
+    return next((m for m in msgs if m), None)
+
+
+def cudnn_conv_backward():
+    """Gradients against the adjoint of the forward map, probed one element at a time."""
+    x, w = rand((1, 5, 4, 2), np.float64, 36), rand((3, 2, 2, 2), np.float64, 37)
+    stride, pad = (2, 1), ((1, 0), (0, 1))
+    fwd = lambda xx, ww: conv_nhwc(xx, ww, stride, pad, (1, 1))
+    dy = rand(fwd(x, w).shape, np.float64, 38)
+    def probe(shape, f):
+        g = np.zeros(shape)
+        for idx in np.ndindex(*shape):
+            e = np.zeros(shape)
+            e[idx] = 1
+            g[idx] = np.sum(f(e) * dy)
+        return g
+    dx = probe(x.shape, lambda e: fwd(e, w))
+    dw = probe(w.shape, lambda e: fwd(x, e))
+    f64s = lambda sh: f32s(sh).replace("f32", "f64")
+    window = "size=2x2 stride=2x1 pad=1_0x0_1"
+    text = conv_program("__cudnn$convBackwardInput", [f64s(dy.shape), f64s(w.shape)],
+                        f64s(x.shape), window)
+    gx, = run("cudnn-bwd-in", text, [dy, w], 1)
+    text = conv_program("__cudnn$convBackwardFilter", [f64s(x.shape), f64s(dy.shape)],
+                        f64s(w.shape), window)
+    gw, = run("cudnn-bwd-filter", text, [x, dy], 1)
+    return hl.compare("input gradient", gx, dx) or hl.compare("filter gradient", gw, dw)
+
+
 if __name__ == "__main__":
     hl.require_binaries("hlo-launch")
     hl.main([
@@ -271,4 +367,7 @@ if __name__ == "__main__":
         ("cublas_errors", gemm_errors),
         ("cusolver_getrf_lu_pivots_to_permutation", cusolver_getrf_and_permutation),
         ("cusolver_potrf_syevd", cusolver_potrf_syevd),
+        ("cudnn_conv_forward_grouped_strided_dilated", cudnn_conv_forward),
+        ("cudnn_conv_bias_activation_side_input", cudnn_conv_bias_activation),
+        ("cudnn_conv_backward_input_and_filter", cudnn_conv_backward),
     ])
