@@ -443,6 +443,37 @@ def errors():
     return None
 
 
+def layout_constraints_survive_conversion():
+    """operand_layout_constraints (proto field 57) through hlo-convert text -> pb -> text,
+    and the converted program still runs."""
+    t = np.float64
+    x = rand(t, (2, 3, 3), 17)
+    text = program("lapack_dgetrf_ffi", [(t, x.shape)],
+                   [(t, x.shape), (np.int32, (2, 3)), (np.int32, (2,))])
+    with hl.tempdir("cc-convert") as d:
+        src, pb, back = (os.path.join(d, n) for n in ("p.hlo", "p.pb", "back.hlo"))
+        with open(src, "w") as f:
+            f.write(text)
+        for a, b in ((src, pb), (pb, back)):
+            r = hl.convert(a, b)
+            if r.returncode != 0:
+                return r.describe()
+        with open(back) as f:
+            printed = f.read()
+        if "operand_layout_constraints={f64[2,3,3]{1,2,0}}" not in printed:
+            return "constraint lost:\n" + printed
+        hl.write_args(os.path.join(d, "args"), [x])
+        r = hl.launch(pb, args_dir=os.path.join(d, "args"), output_dir=os.path.join(d, "o1"))
+        r2 = hl.launch(src, args_dir=os.path.join(d, "args"), output_dir=os.path.join(d, "o2"))
+        if r.returncode or r2.returncode:
+            return r.describe() + r2.describe()
+        for a, b in zip(hl.read_outputs(os.path.join(d, "o1"), 0, 0, 3),
+                        hl.read_outputs(os.path.join(d, "o2"), 0, 0, 3)):
+            if not np.array_equal(a, b):
+                return "proto and text runs differ"
+    return None
+
+
 def tests():
     out = []
     for p in "sdcz":
@@ -476,9 +507,10 @@ def tests():
             ("row_major_layout_%s" % p, lambda p=p: row_major_layout_honoured(p)),
         ]
     out.append(("errors", errors))
+    out.append(("layout_constraints_survive_conversion", layout_constraints_survive_conversion))
     return out
 
 
 if __name__ == "__main__":
-    hl.require_binaries("hlo-launch")
+    hl.require_binaries("hlo-launch", "hlo-convert")
     hl.main(tests())
