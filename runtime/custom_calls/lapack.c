@@ -80,10 +80,30 @@ static hl_status_t check(const hl_custom_call_t *call, const hl_cc_buffer_t *b, 
 #define CHECK(b, what, dtype, nt, ...) \
   HL_RETURN_IF_ERROR(check(call, (b), (what), (dtype), x, nb, (nt), (const int64_t[]){__VA_ARGS__}))
 
+// Attributes of a pre-FFI call, taken from its scalar operands (see legacy below).
+typedef struct legacy_attrs {
+  int n;
+  const char *keys[4];
+  int64_t values[4];
+} legacy_attrs_t;
+
+static const legacy_attrs_t *g_legacy;  // set for the duration of one pre-FFI call
+
+static hl_status_t attr_int(const hl_custom_call_t *call, const char *key, int64_t *out) {
+  if (!g_legacy) return hl_ffi_attr_int(call, key, out);
+  for (int i = 0; i < g_legacy->n; i++)
+    if (strcmp(g_legacy->keys[i], key) == 0) {
+      *out = g_legacy->values[i];
+      return NULL;
+    }
+  return HL_INTERNAL_ERROR("%s: custom-call \"%s\": no %s from the operands",
+                           hl_instruction_location(call->inst), call->name, key);
+}
+
 static hl_status_t char_attr(const hl_custom_call_t *call, const char *key, const char *allowed,
                              char *out) {
   int64_t v;
-  HL_RETURN_IF_ERROR(hl_ffi_attr_int(call, key, &v));
+  HL_RETURN_IF_ERROR(attr_int(call, key, &v));
   if (v <= 0 || v > 127 || !strchr(allowed, (int)v))
     return HL_UNIMPL("%s: custom-call \"%s\" attribute %s=%lld is not one of the supported "
                      "values '%s'", hl_instruction_location(call->inst), call->name, key,
@@ -97,7 +117,7 @@ static hl_status_t uplo_attr(const hl_custom_call_t *call, const lapack_target_t
                              char *out) {
   if (!spec->cusolver) return char_attr(call, "uplo", "LU", out);
   int64_t lower;
-  HL_RETURN_IF_ERROR(hl_ffi_attr_int(call, "lower", &lower));
+  HL_RETURN_IF_ERROR(attr_int(call, "lower", &lower));
   *out = lower ? 'L' : 'U';
   return NULL;
 }
@@ -459,8 +479,8 @@ static hl_status_t run_routine(const hl_custom_call_t *call, const lapack_target
     }
     case GEHRD: {
       int64_t low, high;
-      HL_RETURN_IF_ERROR(hl_ffi_attr_int(call, "low", &low));
-      HL_RETURN_IF_ERROR(hl_ffi_attr_int(call, "high", &high));
+      HL_RETURN_IF_ERROR(attr_int(call, "low", &low));
+      HL_RETURN_IF_ERROR(attr_int(call, "high", &high));
       int64_t nt = n > 1 ? n - 1 : 0;
       CHECK(&r[0], "result 0 (x_out)", t, 2, n, n);
       CHECK(&r[1], "result 1 (tau)", t, 1, nt);
@@ -539,6 +559,98 @@ static hl_status_t run_lapack(const hl_custom_call_t *call, hl_literal_t **out) 
   return st;
 }
 
+// The pre-FFI spellings (`lapack_sgetrf`, ...) of jaxlib before its FFI
+// targets (jaxlib/cpu/lapack_kernels.cc of that time): leading s32 scalar
+// operands (batch, sizes, flags; u8 job characters for geev / gees), the
+// matrix operands, and a result tuple that also holds LAPACK's workspaces.
+// They run through the same routines on a view of the frame.
+typedef struct legacy_target {
+  lapack_target_t spec;
+  int scalars;          // leading scalar operands
+  const char *names;    // one letter per scalar: b batch, m rows, n cols, k, l lwork (ignored),
+                        // L lower, F full_matrices, U compute_uv, j/J geev jobs, v/s gees jobs
+  int rets[2][8];       // result indexes the FFI routine reads, real / complex; -1 ends
+} legacy_target_t;
+
+static hl_status_t run_legacy(const hl_custom_call_t *call, hl_literal_t **out) {
+  *out = NULL;
+  const legacy_target_t *lt = call->target->data;
+  const lapack_target_t *spec = &lt->spec;
+  const char *loc = hl_instruction_location(call->inst);
+  hl_cc_frame_t f;
+  hl_status_t st = hl_cc_frame_init(call, &f);
+  legacy_attrs_t la = {0};
+  int64_t full = 1, uv = 1;
+  int64_t dims[3] = {-1, -1, -1};  // b, m, n as passed
+  hl_cc_buffer_t args[4], rets[8];
+  hl_cc_frame_t view = {0};
+  int want_args = spec->routine == ORGQR ? 2 : 1;
+  if (!st && f.arg_count != lt->scalars + want_args)
+    st = HL_INVALID("%s: custom-call \"%s\" takes %d operands (jaxlib's pre-FFI signature), got %d",
+                    loc, call->name, lt->scalars + want_args, f.arg_count);
+  for (int i = 0; !st && i < lt->scalars; i++) {
+    const hl_cc_buffer_t *b = &f.args[i];
+    if (b->count != 1 || (b->dtype != HL_S32 && b->dtype != HL_U8)) {
+      st = HL_INVALID("%s: custom-call \"%s\" operand %d must be an s32 or u8 scalar", loc,
+                      call->name, i);
+      break;
+    }
+    int64_t v = b->dtype == HL_S32 ? *(const int32_t *)b->data : *(const uint8_t *)b->data;
+    switch (lt->names[i]) {
+      case 'b': dims[0] = v; break;
+      case 'm': dims[1] = v; break;
+      case 'n': dims[2] = v; break;
+      case 'L': la.keys[la.n] = "uplo", la.values[la.n++] = v ? 'L' : 'U'; break;
+      case 'F': full = v; break;
+      case 'U': uv = v; break;
+      case 'j': la.keys[la.n] = "compute_left", la.values[la.n++] = v; break;
+      case 'J': la.keys[la.n] = "compute_right", la.values[la.n++] = v; break;
+      case 'v': la.keys[la.n] = "mode", la.values[la.n++] = v; break;
+      case 's': la.keys[la.n] = "sort", la.values[la.n++] = v; break;
+      default: break;  // k, lwork: LAPACK's own queries size the workspaces here
+    }
+  }
+  if (!st && (spec->routine == GESDD)) {
+    la.keys[la.n] = "mode";
+    la.values[la.n++] = !uv ? 'N' : full ? 'A' : 'S';
+  }
+  if (!st && spec->routine == SYEVD) la.keys[la.n] = "mode", la.values[la.n++] = 'V';
+  if (!st) {
+    const hl_cc_buffer_t *a = &f.args[lt->scalars];
+    int64_t batch = a->rank >= 2 ? hl_cc_dims_product(a, 0, a->rank - 2) : -1;
+    int64_t want[3] = {batch, a->rank >= 2 ? a->dims[a->rank - 2] : -1,
+                       a->rank >= 2 ? a->dims[a->rank - 1] : -1};
+    for (int i = 0; i < 3 && !st; i++)
+      if (dims[i] >= 0 && dims[i] != want[i])
+        st = HL_INVALID("%s: custom-call \"%s\": its %s operand says %lld but the matrix "
+                        "operand is %s[%s%lld]", loc, call->name,
+                        i == 0 ? "batch" : i == 1 ? "row" : "column", (long long)dims[i],
+                        hl_dtype_name(a->dtype), i == 0 ? "batch " : "", (long long)want[i]);
+  }
+  if (!st) {
+    for (int i = 0; i < want_args; i++) args[i] = f.args[lt->scalars + i];
+    const int *map = lt->rets[is_complex(spec->dtype) ? 1 : 0];
+    int n = 0;
+    for (; n < 8 && map[n] >= 0; n++) {
+      if (map[n] >= f.ret_count) {
+        st = HL_INVALID("%s: custom-call \"%s\" has %d results; jaxlib's pre-FFI signature has "
+                        "more", loc, call->name, f.ret_count);
+        break;
+      }
+      rets[n] = f.rets[map[n]];
+    }
+    view = (hl_cc_frame_t){want_args, n, args, rets};
+  }
+  if (!st) {
+    g_legacy = &la;
+    st = run_routine(call, spec, &view);
+    g_legacy = NULL;
+  }
+  if (!st) st = hl_cc_frame_finish(call, &f, out);
+  hl_cc_frame_deinit(&f);
+  return st;
+}
+
 #define SPEC(r, t) ((const void *)&(const lapack_target_t){r, t, false})
 #define GPU(name, r)                                                                   \
   {"cusolver_" name "_ffi", run_lapack, &(const lapack_target_t){r, HL_INVALID, true}}, \
@@ -548,6 +660,18 @@ static hl_status_t run_lapack(const hl_custom_call_t *call, hl_literal_t **out) 
   {"lapack_" prefix_d "_ffi", run_lapack, SPEC(routine, HL_F64)},       \
   {"lapack_" prefix_c "_ffi", run_lapack, SPEC(routine, HL_C64)},       \
   {"lapack_" prefix_z "_ffi", run_lapack, SPEC(routine, HL_C128)}
+
+#define R(...) (__VA_ARGS__)
+#define UNPAREN(...) __VA_ARGS__
+#define LEGACY(name, r, t, n, names, real_rets, complex_rets)                           \
+  {"lapack_" name, run_legacy,                                                          \
+   &(const legacy_target_t){{r, t, false}, n, names,                                    \
+                            {{UNPAREN real_rets, -1}, {UNPAREN complex_rets, -1}}}}
+#define LEGACY4(real, cplx, r, n, names, real_rets, complex_rets)                        \
+  LEGACY("s" real, r, HL_F32, n, names, real_rets, complex_rets),                       \
+  LEGACY("d" real, r, HL_F64, n, names, real_rets, complex_rets),                       \
+  LEGACY("c" cplx, r, HL_C64, n, names, real_rets, complex_rets),                       \
+  LEGACY("z" cplx, r, HL_C128, n, names, real_rets, complex_rets)
 
 const hl_custom_call_target_t hl_custom_calls_lapack[] = {
     FOUR("sgetrf", "dgetrf", "cgetrf", "zgetrf", GETRF),
@@ -566,5 +690,13 @@ const hl_custom_call_target_t hl_custom_calls_lapack[] = {
     // results and layouts; jaxlib/gpu/solver_kernels_ffi.cc).
     GPU("getrf", GETRF), GPU("geqrf", GEQRF), GPU("orgqr", ORGQR), GPU("potrf", POTRF),
     GPU("syevd", SYEVD), GPU("sytrd", SYTRD),
+    LEGACY4("getrf", "getrf", GETRF, 3, "bmn", R(0, 1, 2), R(0, 1, 2)),
+    LEGACY4("geqrf", "geqrf", GEQRF, 4, "bmnl", R(0, 1), R(0, 1)),
+    LEGACY4("orgqr", "ungqr", ORGQR, 5, "bmnkl", R(0), R(0)),
+    LEGACY4("potrf", "potrf", POTRF, 3, "Lbn", R(0, 1), R(0, 1)),
+    LEGACY4("gesdd", "gesdd", GESDD, 6, "FUbmnl", R(0, 1, 2, 3, 4), R(0, 1, 2, 3, 4)),
+    LEGACY4("syevd", "heevd", SYEVD, 3, "Lbn", R(0, 1, 2), R(0, 1, 2)),
+    LEGACY4("geev", "geev", GEEV, 4, "bnjJ", R(3, 4, 5, 6, 7), R(2, 3, 4, 5)),
+    LEGACY4("gees", "gees", GEES, 4, "bnvs", R(0, 3, 1, 2, 4, 5), R(0, 3, 2, 4, 5)),
     {NULL, NULL, NULL},
 };

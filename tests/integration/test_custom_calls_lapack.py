@@ -474,6 +474,99 @@ def layout_constraints_survive_conversion():
     return None
 
 
+# --- the pre-FFI spellings (jaxlib before its FFI targets): scalar constants first ---------
+
+def legacy_program(target, scalars, matrices, results):
+    """scalars: (hlo type, value) constants; matrices: (dtype, dims) parameters;
+    results: (dtype, dims). Layouts as jax set them: column-major matrices."""
+    lines, names, cons = [], [], []
+    top = max(len(d) for _, d in matrices)
+    lay = lambda d: col_major(len(d)) if len(d) == top else None
+    for i, (t, v) in enumerate(scalars):
+        lines.append("  c%d = %s[] constant(%d)" % (i, t, v))
+        names.append("c%d" % i)
+        cons.append("%s[]" % t)
+    for i, (t, d) in enumerate(matrices):
+        lines.append("  p%d = %s parameter(%d)" % (i, shape(t, d), i))
+        names.append("p%d" % i)
+        cons.append(shape(t, d, lay(d)))
+    res = [shape(t, d, lay(d)) for t, d in results]
+    return ("HloModule m\n\nENTRY main {\n%s\n  ROOT r = (%s) custom-call(%s), "
+            "custom_call_target=\"%s\", operand_layout_constraints={%s}\n}\n" % (
+                "\n".join(lines), ", ".join(res), ", ".join(names), target, ", ".join(cons)))
+
+
+def legacy(p):
+    t = DTYPES[p]
+    msgs = []
+    x = rand(t, (2, 3, 3), 40)
+    lu, piv, info = run("legacy-getrf", legacy_program(
+        "lapack_%sgetrf" % p, [("s32", 2), ("s32", 3), ("s32", 3)], [(t, x.shape)],
+        [(t, x.shape), (np.int32, (2, 3)), (np.int32, (2,))]), [x], 3)
+    for b in range(2):
+        a = x[b].astype(np.complex128).copy()
+        for i, pv in enumerate(piv[b]):
+            a[[i, pv - 1]] = a[[pv - 1, i]]
+        msgs.append(close("legacy getrf", (np.tril(lu[b], -1) + np.eye(3)) @ np.triu(lu[b]), a, p))
+    spd = (x @ H(x) + 3 * np.eye(3)).astype(t)
+    out, info = run("legacy-potrf", legacy_program(
+        "lapack_%spotrf" % p, [("s32", 1), ("s32", 2), ("s32", 3)], [(t, spd.shape)],
+        [(t, spd.shape), (np.int32, (2,))]), [spd], 2)
+    msgs.append(close("legacy potrf", np.tril(out), np.linalg.cholesky(spd.astype(np.complex128)), p))
+    w_t = REAL[p]
+    rets = [(t, spd.shape), (w_t, (2, 3)), (np.int32, (2,)), (t, (64,)), (np.int32, (64,))]
+    if p in "cz":
+        rets.append((w_t, (64,)))
+    name = "syevd" if p in "sd" else "heevd"
+    v, w, info = run("legacy-syevd", legacy_program(
+        "lapack_%s%s" % (p, name), [("s32", 1), ("s32", 2), ("s32", 3)], [(t, spd.shape)],
+        rets), [spd], len(rets))[:3]
+    msgs.append(close("legacy eigenvalues", w, np.linalg.eigvalsh(spd.astype(np.complex128)), p))
+    msgs.append(close("legacy A V = V W", spd @ v, v * w[:, None, :], p))
+    m, n = 4, 3
+    y = rand(t, (2, m, n), 41)
+    rets = [(t, y.shape), (w_t, (2, n)), (t, (2, m, m)), (t, (2, n, n)), (np.int32, (2,)),
+            (np.int32, (64,)), (t, (256,))]
+    if p in "cz":
+        rets.append((w_t, (256,)))
+    out = run("legacy-gesdd", legacy_program(
+        "lapack_%sgesdd" % p, [("s32", 1), ("s32", 1), ("s32", 2), ("s32", m), ("s32", n),
+                               ("s32", 256)], [(t, y.shape)], rets), [y], len(rets))
+    _, s, u, vt = out[:4]
+    msgs.append(close("legacy U S Vt", (u[:, :, :n] * s[:, None, :]) @ vt, y, p))
+    ct = COMPLEX[p]
+    g = rand(t, (1, 3, 3), 42)
+    if p in "sd":
+        rets = [(t, (1, 3, 3)), (t, (1, 3, 3)), (t, (1, 3, 3)), (t, (1, 3)), (t, (1, 3)),
+                (ct, (1, 3, 3)), (ct, (1, 3, 3)), (np.int32, (1,))]
+    else:
+        rets = [(t, (1, 3, 3)), (w_t, (6,)), (t, (1, 3)), (ct, (1, 3, 3)), (ct, (1, 3, 3)),
+                (np.int32, (1,))]
+    out = run("legacy-geev", legacy_program(
+        "lapack_%sgeev" % p, [("s32", 1), ("s32", 3), ("u8", ord("N")), ("u8", ord("V"))],
+        [(t, g.shape)], rets), [g], len(rets))
+    w = out[3] + 1j * out[4] if p in "sd" else out[2]
+    vr = out[-2]
+    msgs.append(close("legacy A VR = VR W", g @ vr, vr * w[:, None, :], p))
+    return first(*msgs)
+
+
+def legacy_scalar_mismatch():
+    x = np.eye(3, dtype=np.float32)
+    text = legacy_program("lapack_sgetrf", [("s32", 1), ("s32", 4), ("s32", 3)],
+                          [(np.float32, (3, 3))],
+                          [(np.float32, (3, 3)), (np.int32, (3,)), (np.int32, ())])
+    with hl.tempdir("cc-legacy-err") as d:
+        path = os.path.join(d, "p.hlo")
+        with open(path, "w") as f:
+            f.write(text)
+        hl.write_args(os.path.join(d, "args"), [x])
+        r = hl.launch(path, args_dir=os.path.join(d, "args"))
+        if r.returncode == 0 or "its row operand says 4" not in r.stdout + r.stderr:
+            return "expected the scalar/shape mismatch error\n" + r.describe()
+    return None
+
+
 def tests():
     out = []
     for p in "sdcz":
@@ -505,8 +598,10 @@ def tests():
             ("trsm_left_upper_adjoint_%s" % p, lambda p=p: trsm(p, "L", "U", "C", "N")),
             ("legacy_blas_trsm_%s" % p, lambda p=p: legacy_trsm(p)),
             ("row_major_layout_%s" % p, lambda p=p: row_major_layout_honoured(p)),
+            ("legacy_spellings_%s" % p, lambda p=p: legacy(p)),
         ]
     out.append(("errors", errors))
+    out.append(("legacy_scalar_mismatch", legacy_scalar_mismatch))
     out.append(("layout_constraints_survive_conversion", layout_constraints_survive_conversion))
     return out
 
