@@ -21,7 +21,7 @@
 _Static_assert(sizeof(lapack_int) == 4, "jaxlib's LAPACK targets use 32-bit integers");
 
 typedef enum routine {
-  GETRF, GEQRF, ORGQR, POTRF, GESDD, GESVD, SYEVD, GEEV, GEES, GEHRD, SYTRD, GTSV,
+  GETRF, GEQRF, ORGQR, POTRF, GESDD, GESVD, SYEVD, GEEV, GEES, GEHRD, SYTRD, GTSV, ORMQR,
 } routine_t;
 
 typedef struct lapack_target {
@@ -182,9 +182,9 @@ static hl_status_t run_routine(const hl_custom_call_t *call, const lapack_target
                         hl_instruction_location(inst), call->name, hl_dtype_name(t));
   }
   hl_dtype_t rt = real_of(t);
-  static const int kArgs[] = {1, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 4};
-  static const int kRetsReal[] = {3, 2, 1, 2, 5, 5, 3, 5, 6, 3, 5, 5};
-  static const int kRetsComplex[] = {3, 2, 1, 2, 5, 5, 3, 4, 5, 3, 5, 5};
+  static const int kArgs[] = {1, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 4, 3};
+  static const int kRetsReal[] = {3, 2, 1, 2, 5, 5, 3, 5, 6, 3, 5, 5, 1};
+  static const int kRetsComplex[] = {3, 2, 1, 2, 5, 5, 3, 4, 5, 3, 5, 5, 1};
   int want_args = kArgs[spec->routine];
   int want_rets = is_complex(t) ? kRetsComplex[spec->routine] : kRetsReal[spec->routine];
   if (f->arg_count != want_args || f->ret_count != want_rets)
@@ -192,8 +192,9 @@ static hl_status_t run_routine(const hl_custom_call_t *call, const lapack_target
                       "(jaxlib's signature), got %d operands and %d results",
                       hl_instruction_location(inst), call->name, want_args, want_rets,
                       f->arg_count, f->ret_count);
-  // The matrix operand (b for gtsv) fixes the batch.
-  const hl_cc_buffer_t *x = &f->args[spec->routine == GTSV ? 3 : 0];
+  // The matrix operand (b for gtsv, c for ormqr) fixes the batch.
+  const hl_cc_buffer_t *x =
+      &f->args[spec->routine == GTSV ? 3 : spec->routine == ORMQR ? 2 : 0];
   if (x->dtype != t || x->rank < 2)
     return HL_INVALID("%s: custom-call \"%s\" needs a %s operand of rank >= 2, got %s[rank %d]",
                       hl_instruction_location(inst), call->name, hl_dtype_name(t),
@@ -517,6 +518,35 @@ static hl_status_t run_routine(const hl_custom_call_t *call, const lapack_target
                                      at(&r[2], b, nt), at(&r[3], b, nt), work, lw);
       break;
     }
+    case ORMQR: {
+      // c_out = op(Q) c or c op(Q), Q from a's reflectors and tau (jaxlib's
+      // OrthogonalQrMultiply: lda = m when left, else n).
+      int64_t left, transpose;
+      HL_RETURN_IF_ERROR(attr_int(call, "left", &left));
+      HL_RETURN_IF_ERROR(attr_int(call, "transpose", &transpose));
+      const hl_cc_buffer_t *a = &f->args[0], *tau = &f->args[1];
+      int64_t k = tau->rank == nb + 1 ? tau->dims[nb] : -1;
+      int64_t lda = left ? m : n;
+      CHECK(tau, "operand 1 (tau)", t, 1, k);
+      int64_t acols = a->rank == nb + 2 ? a->dims[nb + 1] : -1;
+      CHECK(a, "operand 0 (a)", t, 2, lda, acols);
+      CHECK(&r[0], "result 0 (c_out)", t, 2, m, n);
+      if (k > acols || k > lda)
+        return HL_INVALID("%s: custom-call \"%s\" has %lld reflectors for a %lldx%lld a",
+                          hl_instruction_location(inst), call->name, (long long)k,
+                          (long long)lda, (long long)acols);
+      char side = left ? 'L' : 'R', trans = !transpose ? 'N' : is_complex(t) ? 'C' : 'T';
+      copy_in(&r[0], x);
+      LAPACK4(t, sormqr, dormqr, cunmqr, zunmqr, LAPACK_COL_MAJOR, side, trans, lm, ln,
+              (lapack_int)k, NULL, ld(lda), NULL, NULL, ld(m), (void *)q, -1);
+      lapack_int lw = query_size(t, q);
+      ALLOC(work, lw, es);
+      for (int64_t b = 0; b < batch; b++)
+        LAPACK4(t, sormqr, dormqr, cunmqr, zunmqr, LAPACK_COL_MAJOR, side, trans, lm, ln,
+                (lapack_int)k, at(a, b, lda * acols), ld(lda), at(tau, b, k),
+                at(&r[0], b, m * n), ld(m), work, lw);
+      break;
+    }
     case GTSV: {
       // dl, d, du: (batch..., m); b: (batch..., m, nrhs). dl[0] and du[m-1]
       // are outside the matrix (jaxlib passes dl + 1 to LAPACK).
@@ -686,10 +716,11 @@ const hl_custom_call_target_t hl_custom_calls_lapack[] = {
     FOUR("sgehrd", "dgehrd", "cgehrd", "zgehrd", GEHRD),
     FOUR("ssytrd", "dsytrd", "chetrd", "zhetrd", SYTRD),
     FOUR("sgtsv", "dgtsv", "cgtsv", "zgtsv", GTSV),
+    FOUR("sormqr", "dormqr", "cunmqr", "zunmqr", ORMQR),
     // jaxlib's GPU solver targets replayed with LAPACK (same operands,
     // results and layouts; jaxlib/gpu/solver_kernels_ffi.cc).
     GPU("getrf", GETRF), GPU("geqrf", GEQRF), GPU("orgqr", ORGQR), GPU("potrf", POTRF),
-    GPU("syevd", SYEVD), GPU("sytrd", SYTRD),
+    GPU("syevd", SYEVD), GPU("sytrd", SYTRD), GPU("ormqr", ORMQR),
     LEGACY4("getrf", "getrf", GETRF, 3, "bmn", R(0, 1, 2), R(0, 1, 2)),
     LEGACY4("geqrf", "geqrf", GEQRF, 4, "bmnl", R(0, 1), R(0, 1)),
     LEGACY4("orgqr", "ungqr", ORGQR, 5, "bmnkl", R(0), R(0)),

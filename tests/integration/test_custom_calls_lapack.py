@@ -567,6 +567,30 @@ def legacy_scalar_mismatch():
     return None
 
 
+def ormqr(p, left=True, transpose=False):
+    """geqrf, then ormqr/unmqr applies op(Q) from its reflectors to c."""
+    t = DTYPES[p]
+    m, n = 5, 3
+    x = rand(t, (2, m, n), 43)
+    a_out, tau = run("geqrf", program("lapack_%sgeqrf_ffi" % p, [(t, x.shape)],
+                                      [(t, x.shape), (t, (2, n))]), [x], 2)
+    c = rand(t, (2, m, 4) if left else (2, 4, m), 44)
+    name = "ormqr" if p in "sd" else "unmqr"
+    got, = run("ormqr", program("lapack_%s%s_ffi" % (p, name),
+                                [(t, x.shape), (t, (2, n)), (t, c.shape)], [(t, c.shape)],
+                                {"left": "true" if left else "false",
+                                 "transpose": "true" if transpose else "false"}),
+               [a_out, tau, c], 1)
+    for b in range(2):
+        v = np.tril(a_out[b], -1).astype(np.complex128) + np.eye(m, n)
+        q = householder_q(v, tau[b])
+        op = H(q) if transpose else q
+        msg = close("op(Q) C", got[b], op @ c[b] if left else c[b] @ op, p)
+        if msg:
+            return msg
+    return None
+
+
 def tests():
     out = []
     for p in "sdcz":
@@ -599,6 +623,8 @@ def tests():
             ("legacy_blas_trsm_%s" % p, lambda p=p: legacy_trsm(p)),
             ("row_major_layout_%s" % p, lambda p=p: row_major_layout_honoured(p)),
             ("legacy_spellings_%s" % p, lambda p=p: legacy(p)),
+            ("ormqr_left_%s" % p, lambda p=p: ormqr(p)),
+            ("ormqr_right_transpose_%s" % p, lambda p=p: ormqr(p, False, True)),
         ]
     out.append(("errors", errors))
     out.append(("legacy_scalar_mismatch", legacy_scalar_mismatch))
