@@ -49,6 +49,7 @@ extern const hl_custom_call_target_t hl_custom_calls_lapack[];
 extern const hl_custom_call_target_t hl_custom_calls_blas[];
 extern const hl_custom_call_target_t hl_custom_calls_cublas[];
 extern const hl_custom_call_target_t hl_custom_calls_cudnn[];
+extern const hl_custom_call_target_t hl_custom_calls_ducc_fft[];
 extern const hl_custom_call_target_t hl_custom_calls_jax_gpu_linalg[];
 
 #endif  // HL_CUSTOM_CALLS_REGISTRY_H_
