@@ -95,6 +95,16 @@ static const char kHelp[] =
     "                        run's. Not with --infeed / --infeed-dir / --outfeed-dir\n"
     "                        (a run consumes its feeds).\n"
     "\n"
+    "Custom-calls (docs/CUSTOM_CALLS.md lists the built-in targets):\n"
+    "  --custom-call-library PATH[:TARGET=SYMBOL,...]\n"
+    "                        load XLA typed-FFI handlers (repeatable): PATH alone\n"
+    "                        calls its exported hlo_launch_ffi_init(api), which\n"
+    "                        registers handlers by name (platform \"Host\"); with\n"
+    "                        TARGET=SYMBOL pairs, custom-call TARGET runs the\n"
+    "                        exported XLA_FFI_Handler SYMBOL. A program whose\n"
+    "                        target is neither built in nor loaded stops before\n"
+    "                        launch.\n"
+    "\n"
     "Channels and host transfers:\n"
     "  --infeed A.npy,B.npy  infeed and host recv (is_host_transfer=true) take these\n"
     "                        files in order (one per array; the same files for every\n"
@@ -225,6 +235,7 @@ enum {
   OPT_ARG_SHARDINGS,
   OPT_EXPLAIN_PARTITIONING,
   OPT_GLOBAL_PROGRAM,
+  OPT_CUSTOM_CALL_LIBRARY,
 };
 
 static const struct option kLongOptions[] = {
@@ -263,6 +274,7 @@ static const struct option kLongOptions[] = {
     {"arg-shardings", required_argument, NULL, OPT_ARG_SHARDINGS},
     {"explain-partitioning", no_argument, NULL, OPT_EXPLAIN_PARTITIONING},
     {"global-program", no_argument, NULL, OPT_GLOBAL_PROGRAM},
+    {"custom-call-library", required_argument, NULL, OPT_CUSTOM_CALL_LIBRARY},
     {NULL, 0, NULL, 0},
 };
 
@@ -522,6 +534,14 @@ static hl_status_t parse_into(int argc, char **argv, hl_launch_options_t *o) {
         HL_RETURN_IF_ERROR(
             hl_program_parse_size("--max-inflated-size", optarg, &o->max_inflated_bytes));
         break;
+      case OPT_CUSTOM_CALL_LIBRARY: {
+        const char **grown = hl_realloc(o->custom_call_libraries,
+                                        sizeof(char *) * (size_t)(o->custom_call_library_count + 1));
+        if (!grown) return HL_OOM();
+        o->custom_call_libraries = grown;
+        o->custom_call_libraries[o->custom_call_library_count++] = optarg;
+        break;
+      }
       case ':': {
         const char *flag = argv[optind - 1];
         return HL_INVALID("%s needs a value", flag);
@@ -568,6 +588,7 @@ void hl_launch_options_deinit(hl_launch_options_t *o) {
   hl_free(o->mpiexec_args);
   for (int i = 0; i < o->arg_sharding_count; i++) hl_free(o->arg_shardings[i]);
   hl_free(o->arg_shardings);
+  hl_free(o->custom_call_libraries);
   for (int i = 0; i < o->infeed_file_count; i++) hl_free(o->infeed_files[i]);
   hl_free(o->infeed_files);
   hl_free(o->mpmd_programs);

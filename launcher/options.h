@@ -70,6 +70,8 @@ typedef struct hl_launch_options {
   bool global_program;            // --global-program: PROGRAM is global; partition it (runtime/spmd)
   int64_t repeat;                // --repeat N: runs of the program, timed (0: not given, one run)
   uint64_t max_inflated_bytes;   // --max-inflated-size: gzip'd program limit (0: default)
+  const char **custom_call_libraries;  // --custom-call-library SPEC, in order (owned array)
+  int custom_call_library_count;
   // Internal: set on the command line the launcher gives mpiexec.
   bool worker;                   // --worker: run as one rank
   const char *status_file;       // --status-file: rank 0 writes the job's exit code here

@@ -21,8 +21,9 @@
 #include "launcher/outputs.h"
 #include "runtime/base/alloc.h"
 #include "runtime/base/strbuf.h"
-#include "runtime/kernels/custom_call.h"
 #include "launcher/partition_hook.h"
+#include "runtime/custom_calls/check.h"
+#include "runtime/custom_calls/ffi_plugin.h"
 #include "runtime/proto/program_loader.h"
 #include "runtime/verifier/verifier.h"
 
@@ -341,18 +342,14 @@ static int run_mpiexec(const hl_launch_options_t *o, char **cmd, const char *sta
   return code;
 }
 
-// Found before any rank starts: a custom-call target the runtime lacks, and
-// collective groups that do not fit the grid (one message naming the -np /
-// --replicas / --partitions to use).
+// Found before any rank starts: collective groups that do not fit the grid
+// (one message naming the -np / --replicas / --partitions to use). Unknown
+// custom-call targets are found by hl_custom_calls_check_module.
 static hl_status_t check_instructions(const hl_module_t *m, const hl_grid_t *grid) {
   for (int c = 0; c < m->computation_count; c++) {
     const hl_computation_t *comp = m->computations[c];
     for (int i = 0; i < comp->instruction_count; i++) {
       const hl_instruction_t *inst = comp->instructions[i];
-      const char *target = inst->attrs.custom_call_target ? inst->attrs.custom_call_target : "";
-      if (inst->opcode == HL_OP_CUSTOM_CALL && !hl_custom_call_target_supported(target))
-        return HL_UNIMPL("%s: custom-call target \"%s\" is not supported by this runtime",
-                         hl_instruction_location(inst), target);
       if (!hl_opcode_is_collective(inst->opcode)) continue;
       hl_process_groups_t g;
       hl_status_t st = hl_process_groups_resolve(inst, grid->replicas, grid->partitions, &g);
@@ -367,10 +364,13 @@ int hl_spawn_main(const hl_launch_options_t *o, int argc, char **argv) {
   // The program is checked here once, so a bad file or grid stops before any
   // rank starts, with one message.
   hl_program_t program;
-  hl_status_t st = hl_program_load_file_with(
+  hl_status_t st = hl_ffi_plugins_load(o->custom_call_libraries, o->custom_call_library_count);
+  if (st) return fail_status(st);
+  st = hl_program_load_file_with(
       o->program, &(hl_program_load_options_t){o->max_inflated_bytes}, &program);
   if (st) return fail_status(st);
   st = hl_verify_module(program.module);
+  if (!st) st = hl_custom_calls_check_module(program.module);
   hl_grid_t grid;
   if (!st)
     st = hl_grid_resolve(o->np, o->replicas, o->partitions, program.module->replica_count,

@@ -21,6 +21,7 @@
 #include "launcher/partition_hook.h"
 #include "launcher/timing.h"
 #include "runtime/base/alloc.h"
+#include "runtime/custom_calls/ffi_plugin.h"
 #include "runtime/exec/executor.h"
 #include "runtime/proto/program_loader.h"
 #include "runtime/verifier/verifier.h"
@@ -336,8 +337,10 @@ static bool run(worker_t *w) {
 
   // Every rank loads the program itself (the file must be readable on every
   // host, as the program binary is).
-  hl_status_t st = hl_program_load_file_with(
-      o->program, &(hl_program_load_options_t){o->max_inflated_bytes}, &program);
+  hl_status_t st = hl_ffi_plugins_load(o->custom_call_libraries, o->custom_call_library_count);
+  if (!st)
+    st = hl_program_load_file_with(
+        o->program, &(hl_program_load_options_t){o->max_inflated_bytes}, &program);
   if (!st) st = hl_verify_module(program.module);
   if (!agree(w, st, false)) goto done;
   if (!agree(w, resolve_grid(w, program.module), false)) goto done;

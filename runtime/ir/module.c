@@ -94,6 +94,9 @@ void hl_attrs_deinit(hl_attrs_t *a) {
   hl_free(a->outfeed_config);
   hl_free(a->infeed_config);
   hl_free(a->custom_call_target);
+  for (int i = 0; i < a->operand_shapes_with_layout_count; i++)
+    hl_shape_deinit(&a->operand_shapes_with_layout[i]);
+  hl_free(a->operand_shapes_with_layout);
   if (a->outfeed_shape) {
     hl_shape_deinit(a->outfeed_shape);
     hl_free(a->outfeed_shape);

@@ -223,6 +223,9 @@ typedef struct hl_attrs {
   bool use_global_device_ids;           // 71
   hl_comparison_type_t comparison_type; // 72
   int custom_call_api_version;          // 77
+  // 57: custom-call operand_layout_constraints (owned array of shapes with layouts; 0 = none)
+  hl_shape_t *operand_shapes_with_layout;
+  int operand_shapes_with_layout_count;
   char *async_execution_thread;         // 79
   int64_t k;                            // 81
   bool largest;                         // 85

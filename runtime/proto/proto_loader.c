@@ -317,6 +317,15 @@ static hl_status_t attrs_from_message(const Xla__HloInstructionProto *p, hl_inst
     if (!a->outfeed_shape) return HL_OOM();
     HL_RETURN_IF_ERROR(shape_field(p->outfeed_shape, a->outfeed_shape, "outfeed_shape (field 29)"));
   }
+  if (p->n_operand_shapes_with_layout > 0) {
+    a->operand_shapes_with_layout = hl_calloc(p->n_operand_shapes_with_layout, sizeof(hl_shape_t));
+    if (!a->operand_shapes_with_layout) return HL_OOM();
+    a->operand_shapes_with_layout_count = (int)p->n_operand_shapes_with_layout;
+    for (size_t i = 0; i < p->n_operand_shapes_with_layout; i++)
+      HL_RETURN_IF_ERROR(shape_field(p->operand_shapes_with_layout[i],
+                                     &a->operand_shapes_with_layout[i],
+                                     "operand_shapes_with_layout (field 57)"));
+  }
   const Xla__DotDimensionNumbers *dot_dims = p->dot_dimension_numbers;
   if (p->ragged_dot_dimension_numbers) {
     const Xla__RaggedDotDimensionNumbers *r = p->ragged_dot_dimension_numbers;

@@ -262,6 +262,15 @@ static hl_status_t instruction_msg(writer_t *w, const hl_instruction_t *inst,
   p->custom_call_target = w_str(w, a->custom_call_target);
   if (a->outfeed_shape)
     HL_RETURN_IF_ERROR(hl_proto_shape_to_message(w->arena, a->outfeed_shape, &p->outfeed_shape));
+  if (a->operand_shapes_with_layout_count > 0) {
+    p->operand_shapes_with_layout =
+        w_alloc(w, sizeof(*p->operand_shapes_with_layout) * (size_t)a->operand_shapes_with_layout_count);
+    if (!p->operand_shapes_with_layout) return HL_OOM();
+    p->n_operand_shapes_with_layout = (size_t)a->operand_shapes_with_layout_count;
+    for (int i = 0; i < a->operand_shapes_with_layout_count; i++)
+      HL_RETURN_IF_ERROR(hl_proto_shape_to_message(w->arena, &a->operand_shapes_with_layout[i],
+                                                   &p->operand_shapes_with_layout[i]));
+  }
   if (a->has_dot_dimension_numbers) {
     const hl_dot_dims_t *d = &a->dot_dimension_numbers;
     Xla__DotDimensionNumbers *dm = w_alloc(w, sizeof(*dm));

@@ -338,6 +338,24 @@ ATTR_FN(attr_operand_precision) {
   return hl_i64_list_set(&A->operand_precision, buf, n);
 }
 
+// custom-call operand_layout_constraints={f32[3,3]{0,1}, s32[]}: the memory
+// order each operand is handed to the target in.
+ATTR_FN(attr_operand_layout_constraints) {
+  HL_RETURN_IF_ERROR(hl_expect(LX, HL_TOK_LBRACE, "'{'"));
+  while (LX->tok.kind != HL_TOK_RBRACE) {
+    int n = A->operand_shapes_with_layout_count;
+    hl_shape_t *grown = hl_realloc(A->operand_shapes_with_layout, (size_t)(n + 1) * sizeof(hl_shape_t));
+    if (!grown) return HL_OOM();
+    A->operand_shapes_with_layout = grown;
+    memset(&grown[n], 0, sizeof(hl_shape_t));
+    A->operand_shapes_with_layout_count = n + 1;
+    HL_RETURN_IF_ERROR(hl_parse_shape_tokens(LX, &grown[n]));
+    if (LX->tok.kind != HL_TOK_COMMA) break;
+    hl_lexer_next(LX);
+  }
+  return hl_expect(LX, HL_TOK_RBRACE, "',' or '}'");
+}
+
 ATTR_FN(attr_direction) {
   static const char *const names[] = {NULL, "EQ", "NE", "GE", "GT", "LE", "LT"};
   int v = 0;
@@ -1071,6 +1089,7 @@ static const struct {
     {"backend_config", attr_backend_config},
     {"kind", attr_kind},
     {"api_version", attr_api_version},
+    {"operand_layout_constraints", attr_operand_layout_constraints},
     {"distribution", attr_distribution},
     {"fft_type", attr_fft_type},
     {"fft_length", attr_fft_length},

@@ -589,6 +589,14 @@ static void print_op_attributes(const hl_instruction_t *inst, sb_t *out) {
       const char *v = name_of(kApiVersionNames, COUNT_OF(kApiVersionNames),
                               a->custom_call_api_version);
       if (v && a->custom_call_api_version > 1) hl_strbuf_appendf(out, ", api_version=%s", v);
+      if (a->operand_shapes_with_layout_count > 0) {
+        hl_strbuf_append(out, ", operand_layout_constraints={");
+        for (int i = 0; i < a->operand_shapes_with_layout_count; i++) {
+          if (i) hl_strbuf_append(out, ", ");
+          hl_shape_print(&a->operand_shapes_with_layout[i], true, out);
+        }
+        hl_strbuf_append(out, "}");
+      }
       break;
     }
     case HL_OP_FUSION:
