@@ -122,6 +122,23 @@ static const char kHelp[] =
     "  --report-bindings     rank 0 prints one line per rank to stderr:\n"
     "                        host, rank, replica, partition, local rank, cpuset\n"
     "\n"
+    "Debugging (docs/DEBUGGING.md):\n"
+    "  --hang-timeout S      when a rank has waited S seconds (default 300; 0: never) in a\n"
+    "                        collective or channel instruction, or for the others at\n"
+    "                        the end of the run, every rank reports where it is (the\n"
+    "                        instruction, its group, the iterations of the enclosing\n"
+    "                        while loops, its last collectives); rank 0 prints the\n"
+    "                        merged report, naming the ranks that never arrived, writes\n"
+    "                        it to DIR/hang-report.txt and the job exits 3\n"
+    "  --debug-dir DIR       the per-job directory for the ranks' state files and the\n"
+    "                        hang report (must be shared by all hosts; default: a new\n"
+    "                        directory in $TMPDIR, removed after a clean run)\n"
+    "  --check-nans          after every instruction, stop at the first NaN it produced\n"
+    "                        (the error names the rank, replica, partition, instruction,\n"
+    "                        element index, while iterations and the operands' min / max\n"
+    "                        / NaN / Inf counts)\n"
+    "  --check-infs          the same for +-Inf\n"
+    "\n"
     "  --explain-groups      print, for every collective of PROGRAM, its group mode and\n"
     "                        process groups as (replica, partition) lists and MPI\n"
     "                        ranks on the grid (-np / --replicas / --partitions), and\n"
@@ -151,6 +168,7 @@ static const char kHelp[] =
     "  1    an error: a bad program or input, or a failed process (its message names\n"
     "       the rank, replica and partition)\n"
     "  2    a usage error (bad options)\n"
+    "  3    a hang: --hang-timeout expired (the report names every rank's instruction)\n"
     "  124  --timeout expired\n"
     "  other  mpiexec's own status when the job ended another way (a signal, ...)\n"
     "\n"
@@ -191,6 +209,10 @@ enum {
   OPT_MPMD_PROGRAM,
   OPT_EXPLAIN_GROUPS,
   OPT_REPEAT,
+  OPT_HANG_TIMEOUT,
+  OPT_DEBUG_DIR,
+  OPT_CHECK_NANS,
+  OPT_CHECK_INFS,
 };
 
 static const struct option kLongOptions[] = {
@@ -224,6 +246,10 @@ static const struct option kLongOptions[] = {
     {"mpmd-program", required_argument, NULL, OPT_MPMD_PROGRAM},
     {"explain-groups", no_argument, NULL, OPT_EXPLAIN_GROUPS},
     {"repeat", required_argument, NULL, OPT_REPEAT},
+    {"hang-timeout", required_argument, NULL, OPT_HANG_TIMEOUT},
+    {"debug-dir", required_argument, NULL, OPT_DEBUG_DIR},
+    {"check-nans", no_argument, NULL, OPT_CHECK_NANS},
+    {"check-infs", no_argument, NULL, OPT_CHECK_INFS},
     {NULL, 0, NULL, 0},
 };
 
@@ -348,6 +374,7 @@ static hl_status_t parse_into(int argc, char **argv, hl_launch_options_t *o) {
   int full_argc = argc;
   if (mpmd_at) argc = mpmd_at;
   const char *mpmd_program = NULL;  // --mpmd-program: this rank's own program
+  o->hang_timeout_s = 300;
   opterr = 0;
   optind = 0;  // 0, not 1: makes GNU getopt reinitialize (the parser may run more than once)
   int c;
@@ -430,6 +457,18 @@ static hl_status_t parse_into(int argc, char **argv, hl_launch_options_t *o) {
       case OPT_MPMD_PROGRAM: mpmd_program = optarg; break;
       case OPT_EXPLAIN_GROUPS: o->explain_groups = true; break;
       case OPT_REPEAT: HL_RETURN_IF_ERROR(parse_count("--repeat", optarg, &o->repeat)); break;
+      case OPT_HANG_TIMEOUT: {
+        char *end;
+        errno = 0;
+        double t = strtod(optarg, &end);
+        if (errno || end == optarg || *end || !(t >= 0) || t > 1e7)
+          return HL_INVALID("--hang-timeout needs a number of seconds >= 0, got '%s'", optarg);
+        o->hang_timeout_s = t;
+        break;
+      }
+      case OPT_DEBUG_DIR: o->debug_dir = optarg; break;
+      case OPT_CHECK_NANS: o->check_nans = true; break;
+      case OPT_CHECK_INFS: o->check_infs = true; break;
       case ':': {
         const char *flag = argv[optind - 1];
         return HL_INVALID("%s needs a value", flag);
@@ -453,6 +492,7 @@ static hl_status_t parse_into(int argc, char **argv, hl_launch_options_t *o) {
   if (!o->mpiexec) o->mpiexec = "mpiexec";
   if (o->output_dir && !*o->output_dir) return HL_INVALID("--output-dir is empty");
   if (o->args_dir && !*o->args_dir) return HL_INVALID("--args-dir is empty");
+  if (o->debug_dir && !*o->debug_dir) return HL_INVALID("--debug-dir is empty");
   if (o->global_output && !*o->global_output) return HL_INVALID("--global-output is empty");
   if (o->hosts && o->hostfile) return HL_INVALID("-H and --hostfile both name the hosts; give one");
   if (o->repeat > 1 && (o->infeed_files || o->infeed_dir || o->outfeed_dir))

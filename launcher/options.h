@@ -64,6 +64,10 @@ typedef struct hl_launch_options {
   bool help, version;
   bool explain_groups;            // --explain-groups: print each collective's groups, run nothing
   int64_t repeat;                // --repeat N: runs of the program, timed (0: not given, one run)
+  // Debugging (runtime/debug, launcher/debug_session.c, docs/DEBUGGING.md).
+  double hang_timeout_s;         // --hang-timeout S (default 300; 0: no watchdog)
+  const char *debug_dir;         // --debug-dir DIR: the per-job directory of rank states / reports
+  bool check_nans, check_infs;   // --check-nans / --check-infs
   // Internal: set on the command line the launcher gives mpiexec.
   bool worker;                   // --worker: run as one rank
   const char *status_file;       // --status-file: rank 0 writes the job's exit code here

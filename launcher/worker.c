@@ -14,6 +14,7 @@
 #include "channels/mpi_channels.h"
 #include "collectives/mpi_comm.h"
 #include "launcher/binding.h"
+#include "launcher/debug_session.h"
 #include "launcher/global_io.h"
 #include "launcher/grid.h"
 #include "launcher/inputs.h"
@@ -38,6 +39,7 @@ typedef struct worker {
   int64_t replica, partition;
   hl_binding_t binding;
   hl_channel_env_t channels;  // channel routes and host feeds (channels/)
+  hl_debug_session_t debug;   // hang watchdog, NaN checks (launcher/debug_session.h)
 } worker_t;
 
 static double now_seconds(void) {
@@ -252,6 +254,7 @@ static hl_status_t execute(const worker_t *w, hl_comm_t *comm, hl_executable_t *
       .num_partitions = w->grid.partitions,
       .comm = comm,
       .channels = (hl_channel_env_t *)&w->channels,
+      .observer = hl_debug_session_observer(&w->debug),
   };
   const char *inject = getenv("HL_TEST_EXEC_FAIL_RANK");
   if (inject && *inject) {
@@ -280,9 +283,12 @@ static bool execute_runs(worker_t *w, hl_comm_t *comm, const hl_program_t *progr
     *result = NULL;
     if (timed) MPI_Barrier(MPI_COMM_WORLD);
     double start = MPI_Wtime();
+    hl_debug_session_phase(&w->debug, HL_PHASE_RUNNING);
     st = execute(w, comm, exe, inputs, result);
     double mine = MPI_Wtime() - start;
+    hl_debug_session_phase(&w->debug, HL_PHASE_WAITING);
     ok = agree(w, st, true);
+    hl_debug_session_phase(&w->debug, HL_PHASE_DONE);
     if (ok && timed)
       MPI_Reduce(&mine, &seconds[i], 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
   }
@@ -330,7 +336,7 @@ static bool run(worker_t *w) {
   memset(&inputs, 0, sizeof(inputs));
   hl_literal_t *result = NULL;
   hl_comm_t *comm = NULL;
-  bool ok = false;
+  bool ok = false, debug_begun = false;
 
   // Every rank loads the program itself (the file must be readable on every
   // host, as the program binary is).
@@ -354,6 +360,12 @@ static bool run(worker_t *w) {
              false))
     goto done;
   if (!agree(w, setup_channels(w, comm, &program), false)) goto done;
+  if (!agree(w, hl_debug_session_begin(&w->debug, o, MPI_COMM_WORLD, w->rank, w->size), false))
+    goto done;
+  debug_begun = true;
+  if (!agree(w, hl_debug_session_start(&w->debug, program.module, w->grid.replicas,
+                                       w->grid.partitions), false))
+    goto done;
   // Freed only after the agreement, which a failed rank may end with
   // MPI_Abort: freeing is collective too, and the others may never get there.
   if (!execute_runs(w, comm, &program, &inputs, &result)) goto done;
@@ -383,6 +395,8 @@ static bool run(worker_t *w) {
   ok = true;
 
 done:
+  // Every rank gets here together unless the job is being aborted.
+  if (debug_begun) hl_debug_session_end(&w->debug, ok);
   hl_mpi_channels_release_routes(&w->channels);
   hl_host_feeds_close(&w->channels);
   hl_comm_destroy(comm);
