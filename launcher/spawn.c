@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "launcher/binding.h"
+#include "launcher/debug_launcher.h"
 #include "launcher/grid.h"
 #include "launcher/outputs.h"
 #include "runtime/base/alloc.h"
@@ -153,7 +154,8 @@ static void push_mpiexec(const hl_launch_options_t *o, argv_builder_t *b) {
 }
 
 static void build_command(const hl_launch_options_t *o, const hl_grid_t *grid, int argc,
-                          char **argv, const char *status_file, argv_builder_t *b) {
+                          char **argv, const char *status_file, const char *debug_dir,
+                          argv_builder_t *b) {
   char count[32], self[4096];
   if (hl_spawn_choose_launcher(o) == HL_LAUNCHER_SRUN)
     push_srun(o, b);
@@ -181,6 +183,10 @@ static void build_command(const hl_launch_options_t *o, const hl_grid_t *grid, i
     if (status_file) {
       push(b, "--status-file");
       push(b, status_file);
+    }
+    if (debug_dir && *debug_dir && !o->debug_dir) {
+      push(b, "--debug-dir");
+      push(b, debug_dir);
     }
     for (int i = 1; i < options_end; i++)
       if (strcmp(argv[i], "--dry-run") != 0) push(b, argv[i]);
@@ -344,7 +350,7 @@ int hl_spawn_main(const hl_launch_options_t *o, int argc, char **argv) {
 
   argv_builder_t cmd = {0};
   if (o->dry_run) {
-    build_command(o, &grid, argc, argv, NULL, &cmd);
+    build_command(o, &grid, argc, argv, NULL, NULL, &cmd);
     if (cmd.failed) {
       builder_free(&cmd);
       return fail("out of memory");
@@ -367,9 +373,14 @@ int hl_spawn_main(const hl_launch_options_t *o, int argc, char **argv) {
   int fd = mkstemp(status_file);
   bool have_status = fd >= 0;
   if (have_status) close(fd);
-  build_command(o, &grid, argc, argv, have_status ? status_file : NULL, &cmd);
+  // The ranks' state files go there, so a rank that dies can be named.
+  char debug_dir[4096];
+  bool made_debug_dir;
+  hl_debug_prepare_dir(o, debug_dir, sizeof(debug_dir), &made_debug_dir);
+  build_command(o, &grid, argc, argv, have_status ? status_file : NULL, debug_dir, &cmd);
   int code = cmd.failed ? fail("out of memory")
                         : run_mpiexec(o, cmd.v, have_status ? status_file : NULL);
+  code = hl_debug_after_job(o, &grid, debug_dir, made_debug_dir, code);
   builder_free(&cmd);
   if (have_status) unlink(status_file);
   return code;

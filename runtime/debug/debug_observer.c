@@ -75,6 +75,10 @@ static void record_start(hl_debug_observer_t *o, const hl_instruction_t *inst,
 static void observer_enter(hl_exec_observer_t *base, const hl_instruction_t *inst,
                            hl_literal_t *const *operands, int count) {
   hl_debug_observer_t *o = (hl_debug_observer_t *)base;
+  // The checks summarise the operands after the kernel: held here, the
+  // kernel cannot take one over for its result (hl_kernel_reuse_operand).
+  if (o->options.check_nans || o->options.check_infs)
+    for (int k = 0; k < count; k++) hl_literal_retain(operands[k]);
   int d = o->depth++;
   hl_rank_state_t *s = o->state;
   if (!s || d >= HL_RANK_STATE_MAX_DEPTH) {
@@ -116,11 +120,14 @@ static hl_status_t observer_leave(hl_exec_observer_t *base, const hl_instruction
                                   const hl_literal_t *result) {
   hl_debug_observer_t *o = (hl_debug_observer_t *)base;
   hl_status_t st = NULL;
-  if (result && (o->options.check_nans || o->options.check_infs)) {
-    char where[512] = "";
-    describe_loops(o, where, sizeof(where));
-    st = hl_nonfinite_check(inst, operands, count, result, o->options.check_nans,
-                            o->options.check_infs, where);
+  if (o->options.check_nans || o->options.check_infs) {
+    if (result) {
+      char where[512] = "";
+      describe_loops(o, where, sizeof(where));
+      st = hl_nonfinite_check(inst, operands, count, result, o->options.check_nans,
+                              o->options.check_infs, where);
+    }
+    for (int k = 0; k < count; k++) hl_literal_release(operands[k]);
   }
   int d = --o->depth;
   hl_rank_state_t *s = o->state;

@@ -52,6 +52,7 @@ typedef struct hl_rank_state {
   int32_t phase;              // hl_rank_phase_t
   int32_t depth;              // frames in use (may exceed MAX_DEPTH)
   int32_t signal;             // a fatal signal the process caught (0: none)
+  int32_t exited;             // the process called exit() (its atexit handlers ran)
   int64_t phase_ns;           // when the phase began
   int64_t progress_ns;        // when the last instruction finished
   int64_t events_written;     // the ring's next serial - 1

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <time.h>
@@ -248,7 +249,7 @@ void hl_watchdog_stop(hl_watchdog_t *w) {
 //===----------------------------------------------------------------------===//
 
 static hl_rank_state_t *g_signal_state;
-static const int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM};
+static const int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGQUIT, SIGUSR1, SIGUSR2};
 static struct sigaction g_previous[sizeof(kFatalSignals) / sizeof(kFatalSignals[0])];
 
 static void on_fatal_signal(int sig) {
@@ -258,10 +259,15 @@ static void on_fatal_signal(int sig) {
   raise(sig);  // delivered on return, to the previous handler or the default action
 }
 
-static bool g_installed;
+static bool g_installed, g_atexit_registered;
+
+static void on_exit_record(void) {
+  if (g_signal_state) g_signal_state->exited = 1;
+}
 
 void hl_watchdog_catch_fatal_signals(hl_rank_state_t *state) {
   g_signal_state = state;
+  if (!g_atexit_registered) g_atexit_registered = atexit(on_exit_record) == 0;
   if (g_installed) return;
   g_installed = true;
   struct sigaction sa;
