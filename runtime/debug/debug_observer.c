@@ -18,6 +18,7 @@ struct hl_debug_observer {
   // The process's own view of the stack (the state holds ids only).
   int depth;
   const hl_instruction_t *insts[HL_RANK_STATE_MAX_DEPTH];
+  int64_t iteration[HL_RANK_STATE_MAX_DEPTH];  // while frames: 0-based iteration (-1: none yet)
   int event_slot[HL_RANK_STATE_MAX_DEPTH];  // flight-recorder slot of a communicating frame
 };
 
@@ -80,12 +81,15 @@ static void observer_enter(hl_exec_observer_t *base, const hl_instruction_t *ins
   if (o->options.check_nans || o->options.check_infs)
     for (int k = 0; k < count; k++) hl_literal_retain(operands[k]);
   int d = o->depth++;
+  if (d < HL_RANK_STATE_MAX_DEPTH) {
+    o->insts[d] = inst;
+    o->iteration[d] = -1;
+  }
   hl_rank_state_t *s = o->state;
   if (!s || d >= HL_RANK_STATE_MAX_DEPTH) {
     if (s) __atomic_store_n(&s->depth, o->depth, __ATOMIC_RELEASE);
     return;
   }
-  o->insts[d] = inst;
   hl_rank_frame_t *f = &s->frames[d];
   f->id = inst->id;
   f->iteration = inst->opcode == HL_OP_WHILE ? -1 : -2;  // -2: not a loop
@@ -100,12 +104,11 @@ static void observer_enter(hl_exec_observer_t *base, const hl_instruction_t *ins
 // "iteration 3 of while.1, iteration 0 of while.7" for the enclosing loops.
 static void describe_loops(const hl_debug_observer_t *o, char *buf, size_t cap) {
   buf[0] = '\0';
-  if (!o->state) return;
   size_t used = 0;
   int top = o->depth < HL_RANK_STATE_MAX_DEPTH ? o->depth : HL_RANK_STATE_MAX_DEPTH;
   for (int d = 0; d < top && used < cap; d++) {
     if (o->insts[d]->opcode != HL_OP_WHILE) continue;
-    int64_t it = o->state->frames[d].iteration;
+    int64_t it = o->iteration[d];
     if (it < 0)
       used += (size_t)snprintf(buf + used, cap - used, "%sbefore the first iteration of %s",
                                used ? ", " : "", o->insts[d]->name);
@@ -149,10 +152,11 @@ static hl_status_t observer_leave(hl_exec_observer_t *base, const hl_instruction
 static void observer_call(hl_exec_observer_t *base, const hl_computation_t *computation) {
   hl_debug_observer_t *o = (hl_debug_observer_t *)base;
   int d = o->depth - 1;
-  if (!o->state || d < 0 || d >= HL_RANK_STATE_MAX_DEPTH) return;
+  if (d < 0 || d >= HL_RANK_STATE_MAX_DEPTH) return;
   const hl_instruction_t *top = o->insts[d];
-  if (top->opcode == HL_OP_WHILE && hl_instruction_while_body(top) == computation)
-    o->state->frames[d].iteration++;
+  if (top->opcode != HL_OP_WHILE || hl_instruction_while_body(top) != computation) return;
+  o->iteration[d]++;
+  if (o->state) o->state->frames[d].iteration = o->iteration[d];
 }
 
 static const hl_exec_observer_vtable_t kVtable = {
