@@ -138,6 +138,10 @@ static const char kHelp[] =
     "                        element index, while iterations and the operands' min / max\n"
     "                        / NaN / Inf counts)\n"
     "  --check-infs          the same for +-Inf\n"
+    "  --no-collective-check do not check before the run that the ranks' collectives\n"
+    "                        pair up (by kind, shape and group; conditionals on\n"
+    "                        replica-id / partition-id are decided per rank): a\n"
+    "                        mismatch is otherwise an error naming both instructions\n"
     "\n"
     "  --explain-groups      print, for every collective of PROGRAM, its group mode and\n"
     "                        process groups as (replica, partition) lists and MPI\n"
@@ -213,6 +217,7 @@ enum {
   OPT_DEBUG_DIR,
   OPT_CHECK_NANS,
   OPT_CHECK_INFS,
+  OPT_NO_COLLECTIVE_CHECK,
 };
 
 static const struct option kLongOptions[] = {
@@ -250,6 +255,7 @@ static const struct option kLongOptions[] = {
     {"debug-dir", required_argument, NULL, OPT_DEBUG_DIR},
     {"check-nans", no_argument, NULL, OPT_CHECK_NANS},
     {"check-infs", no_argument, NULL, OPT_CHECK_INFS},
+    {"no-collective-check", no_argument, NULL, OPT_NO_COLLECTIVE_CHECK},
     {NULL, 0, NULL, 0},
 };
 
@@ -469,6 +475,7 @@ static hl_status_t parse_into(int argc, char **argv, hl_launch_options_t *o) {
       case OPT_DEBUG_DIR: o->debug_dir = optarg; break;
       case OPT_CHECK_NANS: o->check_nans = true; break;
       case OPT_CHECK_INFS: o->check_infs = true; break;
+      case OPT_NO_COLLECTIVE_CHECK: o->no_collective_check = true; break;
       case ':': {
         const char *flag = argv[optind - 1];
         return HL_INVALID("%s needs a value", flag);

@@ -68,6 +68,7 @@ typedef struct hl_launch_options {
   double hang_timeout_s;         // --hang-timeout S (default 300; 0: no watchdog)
   const char *debug_dir;         // --debug-dir DIR: the per-job directory of rank states / reports
   bool check_nans, check_infs;   // --check-nans / --check-infs
+  bool no_collective_check;      // --no-collective-check: skip the static check before the run
   // Internal: set on the command line the launcher gives mpiexec.
   bool worker;                   // --worker: run as one rank
   const char *status_file;       // --status-file: rank 0 writes the job's exit code here

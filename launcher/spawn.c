@@ -16,6 +16,7 @@
 
 #include "launcher/binding.h"
 #include "launcher/debug_launcher.h"
+#include "runtime/debug/collective_check.h"
 #include "launcher/grid.h"
 #include "launcher/outputs.h"
 #include "runtime/base/alloc.h"
@@ -344,6 +345,10 @@ int hl_spawn_main(const hl_launch_options_t *o, int argc, char **argv) {
   if (!st)
     st = hl_grid_resolve(o->np, o->replicas, o->partitions, program.module->replica_count,
                          program.module->num_partitions, &grid);
+  // Ranks whose collectives cannot pair up would deadlock: said before any
+  // starts (MPMD programs differ per rank and are not compared).
+  if (!st && o->mpmd_count <= 1 && !o->no_collective_check)
+    st = hl_collective_check(program.module, grid.replicas, grid.partitions);
   hl_program_deinit(&program);
   if (!st) st = hl_outputs_check_options(o);
   if (st) return fail_status(st);

@@ -1,18 +1,17 @@
-"""Debugging tools through real multi-rank hlo-launch runs (docs/DEBUGGING.md).
+"""The hang watchdog and post-mortems through real multi-rank hlo-launch runs
+(docs/DEBUGGING.md).
 
 Programs that deadlock on purpose (a rank taking the other branch, mismatched
 collectives, a missing send) must end with the merged hang report and exit
-status 3 within a few seconds; a rank killed mid-run must be named with its
-instruction; --check-nans / --check-infs must stop at the instruction that made
-the first NaN / Inf, on the rank where it happened. Expected places come from
-how the programs are built (see their comments), not from this project's output.
+status 3 within a few seconds; a rank killed or crashed mid-run must be named
+with its instruction. Expected places come from how the programs are built (see
+their comments), not from this project's output.
 """
 
 import os
 import signal
 import struct
 import subprocess
-import sys
 import time
 
 import numpy as np
@@ -81,7 +80,7 @@ def test_other_branch():
 def test_mismatched_collectives():
     with hl.tempdir("dbg") as d:
         res = launch(4, program("hang_mismatched_collectives.hlo"), "--hang-timeout", "1",
-                     "--debug-dir", d)
+                     "--debug-dir", d, "--no-collective-check")
         return expect_hang(res, [
             "ranks 0-2 wait in all-reduce.5 (group {0..3}); never arrived: rank 3",
             "rank 3 waits in g (all-gather, group {0..3}); never arrived: ranks 0-2",
@@ -159,92 +158,6 @@ def test_rank_crashed():
     return kill_rank_mid_run(signal.SIGSEGV, ["died on signal 11 (Segmentation fault)"])
 
 
-def nan_oracle(replicas, iterations=4):
-    """The program's result per NumPy (identical on every rank)."""
-    acc = np.zeros(4, np.float32)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        for i in range(iterations):
-            total = np.zeros(4, np.float32)
-            for r in range(replicas):
-                d = np.float32((r - 1) ** 2 + (i - 2) ** 2)
-                zeros = acc - acc
-                local = acc + (zeros / d + np.float32(1) / d)
-                total = total + local
-            acc = total.astype(np.float32)
-    return acc
-
-
-def test_check_nans():
-    res = launch(4, program("nan_on_one_rank.hlo"), "--zeros", "--check-nans")
-    want = ("hlo-launch: rank 1 (replica 1, partition 0): --check-nans: instruction 'nan.q' "
-            "(divide) in computation 'body' at ")
-    if res.returncode != 1 or want not in res.stderr:
-        return "expected %r and exit 1\n%s" % (want, res.describe())
-    for part in ["produced NaN (iteration 2 of loop): first at index [0]; result f32[4] has 4 "
-                 "NaN and 0 Inf of 4 elements",
-                 "operand 0 ('zeros') f32[4] min 0 max 0, 0 NaN, 0 Inf",
-                 "operand 1 ('db') f32[4] min 0 max 0, 0 NaN, 0 Inf"]:
-        if part not in res.stderr:
-            return "missing %r\n%s" % (part, res.describe())
-    if "rank 0 " in res.stderr or "rank 2 " in res.stderr:
-        return "other ranks reported\n" + res.describe()
-    return None
-
-
-def test_check_infs():
-    res = launch(4, program("nan_on_one_rank.hlo"), "--zeros", "--check-infs")
-    want = "rank 1 (replica 1, partition 0): --check-infs: instruction 'inf.q' (divide)"
-    if res.returncode != 1 or want not in res.stderr or \
-            "produced Inf (iteration 2 of loop): first at index [0]" not in res.stderr:
-        return "expected %r and exit 1\n%s" % (want, res.describe())
-    return None
-
-
-def test_unchecked_run_matches_oracle():
-    # Without the checks the same program runs to the end, NaNs included.
-    with hl.tempdir("dbg") as out:
-        res = launch(4, program("nan_on_one_rank.hlo"), "--zeros", "--output-dir", out, "-q")
-        if res.returncode != 0:
-            return res.describe()
-        want = nan_oracle(4)
-        for r in range(4):
-            got = hl.read_outputs(out, r, 0, 1)[0]
-            msg = hl.compare("replica %d" % r, got, want)
-            if msg:
-                return msg
-    return None
-
-
-def test_clean_run_leaves_nothing():
-    # The watchdog is on by default; a clean run removes its directory, and
-    # a stale hang file in a reused --debug-dir does not end the next job.
-    with hl.tempdir("tmp") as tmp, hl.tempdir("dbg") as d:
-        open(os.path.join(d, "hang"), "w").write("rank 0\n")
-        env = dict(os.environ, TMPDIR=tmp)
-        prog = os.path.join(hl.PROGRAMS_DIR, "cluster_allreduce_loop.hlo")
-        res = launch(2, prog, "--zeros", "-q", env=env)
-        if res.returncode != 0:
-            return res.describe()
-        if os.listdir(tmp):
-            return "left in TMPDIR: %r" % os.listdir(tmp)
-        res = launch(2, prog, "--zeros", "-q", "--debug-dir", d, "--hang-timeout", "0.5", env=env)
-        if res.returncode != 0:
-            return "stale hang file: " + res.describe()
-        res = launch(2, prog, "--zeros", "-q", "--hang-timeout", "0", env=env)
-        if res.returncode != 0:
-            return res.describe()
-    return None
-
-
-def test_bad_options():
-    for extra, want in [(["--hang-timeout", "-1"], "--hang-timeout needs a number of seconds"),
-                        (["--debug-dir", ""], "--debug-dir is empty")]:
-        res = launch(2, program("hang_other_branch.hlo"), *extra)
-        if res.returncode != 2 or want not in res.stderr:
-            return "%r: expected %r, exit 2\n%s" % (extra, want, res.describe())
-    return None
-
-
 if __name__ == "__main__":
     hl.require_binaries("hlo-launch")
     hl.main([
@@ -253,9 +166,4 @@ if __name__ == "__main__":
         ("missing_send", test_missing_send),
         ("rank_killed", test_rank_killed),
         ("rank_crashed", test_rank_crashed),
-        ("check_nans", test_check_nans),
-        ("check_infs", test_check_infs),
-        ("unchecked_run_matches_oracle", test_unchecked_run_matches_oracle),
-        ("clean_run_leaves_nothing", test_clean_run_leaves_nothing),
-        ("bad_options", test_bad_options),
     ])
