@@ -125,10 +125,16 @@ static hl_status_t observer_leave(hl_exec_observer_t *base, const hl_instruction
   hl_status_t st = NULL;
   if (o->options.check_nans || o->options.check_infs) {
     if (result) {
-      char where[512] = "";
-      describe_loops(o, where, sizeof(where));
       st = hl_nonfinite_check(inst, operands, count, result, o->options.check_nans,
-                              o->options.check_infs, where);
+                              o->options.check_infs, NULL);
+      if (st && hl_status_code(st) != HL_OUT_OF_MEMORY) {
+        // Found: said again with the loop iterations, which cost a format.
+        hl_status_free(st);
+        char where[512] = "";
+        describe_loops(o, where, sizeof(where));
+        st = hl_nonfinite_check(inst, operands, count, result, o->options.check_nans,
+                                o->options.check_infs, where);
+      }
     }
     for (int k = 0; k < count; k++) hl_literal_release(operands[k]);
   }
