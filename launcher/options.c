@@ -142,6 +142,19 @@ static const char kHelp[] =
     "                        pair up (by kind, shape and group; conditionals on\n"
     "                        replica-id / partition-id are decided per rank): a\n"
     "                        mismatch is otherwise an error naming both instructions\n"
+    "  --expect DIR          compare every process's result with\n"
+    "                        DIR/replica<r>_partition<p>/result<i>.npy; rank 0 prints\n"
+    "                        per rank the mismatch count and the worst element, and the\n"
+    "                        job exits 4 when any differs. Running an HloSnapshot, its\n"
+    "                        recorded result is the expectation when --expect is absent\n"
+    "  --rtol R, --atol A, --ulp N\n"
+    "                        an element matches when |got - want| <= A + R * |want| or\n"
+    "                        is within N units in the last place of want (default:\n"
+    "                        exact; NaN matches NaN)\n"
+    "  --record DIR          write DIR/replica<r>_partition<p>/arg<i>.npy,\n"
+    "                        result<i>.npy and snapshot.pb (an HloSnapshot of the\n"
+    "                        program, arguments and result): replay with\n"
+    "                        --args-dir DIR --expect DIR\n"
     "\n"
     "  --explain-groups      print, for every collective of PROGRAM, its group mode and\n"
     "                        process groups as (replica, partition) lists and MPI\n"
@@ -173,6 +186,7 @@ static const char kHelp[] =
     "       the rank, replica and partition)\n"
     "  2    a usage error (bad options)\n"
     "  3    a hang: --hang-timeout expired (the report names every rank's instruction)\n"
+    "  4    the results differ from --expect (or the HloSnapshot's result)\n"
     "  124  --timeout expired\n"
     "  other  mpiexec's own status when the job ended another way (a signal, ...)\n"
     "\n"
@@ -218,6 +232,11 @@ enum {
   OPT_CHECK_NANS,
   OPT_CHECK_INFS,
   OPT_NO_COLLECTIVE_CHECK,
+  OPT_EXPECT,
+  OPT_RTOL,
+  OPT_ATOL,
+  OPT_ULP,
+  OPT_RECORD,
 };
 
 static const struct option kLongOptions[] = {
@@ -256,6 +275,11 @@ static const struct option kLongOptions[] = {
     {"check-nans", no_argument, NULL, OPT_CHECK_NANS},
     {"check-infs", no_argument, NULL, OPT_CHECK_INFS},
     {"no-collective-check", no_argument, NULL, OPT_NO_COLLECTIVE_CHECK},
+    {"expect", required_argument, NULL, OPT_EXPECT},
+    {"rtol", required_argument, NULL, OPT_RTOL},
+    {"atol", required_argument, NULL, OPT_ATOL},
+    {"ulp", required_argument, NULL, OPT_ULP},
+    {"record", required_argument, NULL, OPT_RECORD},
     {NULL, 0, NULL, 0},
 };
 
@@ -476,6 +500,20 @@ static hl_status_t parse_into(int argc, char **argv, hl_launch_options_t *o) {
       case OPT_CHECK_NANS: o->check_nans = true; break;
       case OPT_CHECK_INFS: o->check_infs = true; break;
       case OPT_NO_COLLECTIVE_CHECK: o->no_collective_check = true; break;
+      case OPT_EXPECT: o->expect_dir = optarg; break;
+      case OPT_RECORD: o->record_dir = optarg; break;
+      case OPT_RTOL:
+      case OPT_ATOL:
+      case OPT_ULP: {
+        char *end;
+        errno = 0;
+        double v = strtod(optarg, &end);
+        const char *flag = c == OPT_RTOL ? "--rtol" : c == OPT_ATOL ? "--atol" : "--ulp";
+        if (errno || end == optarg || *end || !(v >= 0) || v > 1e300)
+          return HL_INVALID("%s needs a number >= 0, got '%s'", flag, optarg);
+        *(c == OPT_RTOL ? &o->rtol : c == OPT_ATOL ? &o->atol : &o->ulp) = v;
+        break;
+      }
       case ':': {
         const char *flag = argv[optind - 1];
         return HL_INVALID("%s needs a value", flag);
@@ -500,6 +538,8 @@ static hl_status_t parse_into(int argc, char **argv, hl_launch_options_t *o) {
   if (o->output_dir && !*o->output_dir) return HL_INVALID("--output-dir is empty");
   if (o->args_dir && !*o->args_dir) return HL_INVALID("--args-dir is empty");
   if (o->debug_dir && !*o->debug_dir) return HL_INVALID("--debug-dir is empty");
+  if (o->expect_dir && !*o->expect_dir) return HL_INVALID("--expect is empty");
+  if (o->record_dir && !*o->record_dir) return HL_INVALID("--record is empty");
   if (o->global_output && !*o->global_output) return HL_INVALID("--global-output is empty");
   if (o->hosts && o->hostfile) return HL_INVALID("-H and --hostfile both name the hosts; give one");
   if (o->repeat > 1 && (o->infeed_files || o->infeed_dir || o->outfeed_dir))

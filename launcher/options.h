@@ -69,6 +69,10 @@ typedef struct hl_launch_options {
   const char *debug_dir;         // --debug-dir DIR: the per-job directory of rank states / reports
   bool check_nans, check_infs;   // --check-nans / --check-infs
   bool no_collective_check;      // --no-collective-check: skip the static check before the run
+  // Checked results (launcher/checked_results.h).
+  const char *expect_dir;        // --expect DIR
+  double rtol, atol, ulp;        // --rtol / --atol / --ulp (0: exact)
+  const char *record_dir;        // --record DIR
   // Internal: set on the command line the launcher gives mpiexec.
   bool worker;                   // --worker: run as one rank
   const char *status_file;       // --status-file: rank 0 writes the job's exit code here

@@ -14,6 +14,7 @@
 #include "channels/mpi_channels.h"
 #include "collectives/mpi_comm.h"
 #include "launcher/binding.h"
+#include "launcher/checked_results.h"
 #include "launcher/debug_session.h"
 #include "launcher/global_io.h"
 #include "launcher/grid.h"
@@ -40,6 +41,7 @@ typedef struct worker {
   hl_binding_t binding;
   hl_channel_env_t channels;  // channel routes and host feeds (channels/)
   hl_debug_session_t debug;   // hang watchdog, NaN checks (launcher/debug_session.h)
+  int exit_code;              // of a job that ran to the end (HL_EXIT_MISMATCH: --expect)
 } worker_t;
 
 static double now_seconds(void) {
@@ -327,6 +329,36 @@ static hl_status_t setup_channels(worker_t *w, hl_comm_t *comm, const hl_program
                             w->replica, w->partition, &w->channels);
 }
 
+// --expect: every rank compares its result; rank 0 prints one line per rank
+// and the job's exit status says whether all matched. False: an error
+// (already reported).
+static bool check_expectation(worker_t *w, const hl_program_t *program,
+                              const hl_literal_t *result) {
+  enum { kLine = 512 };
+  char line[kLine];
+  bool matched = false;
+  hl_status_t st = hl_expect_check(w->options, program, result, w->replica, w->partition, line,
+                                   sizeof(line), &matched);
+  if (!agree(w, st, false)) return false;
+  char *all = w->rank == 0 ? hl_calloc((size_t)w->size, kLine) : NULL;
+  MPI_Gather(line, kLine, MPI_CHAR, all, kLine, MPI_CHAR, 0, MPI_COMM_WORLD);
+  int mine = matched ? 0 : 1, differ = 0;
+  MPI_Allreduce(&mine, &differ, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (w->rank == 0 && all) {
+    for (int r = 0; r < w->size; r++) {
+      char who[96];
+      describe_rank(w, r, who, sizeof(who));
+      fprintf(stderr, "hlo-launch: --expect: %s: %.*s\n", who, kLine, all + (size_t)r * kLine);
+    }
+    if (differ)
+      fprintf(stderr, "hlo-launch: --expect: %d of %d processes differ\n", differ, w->size);
+    fflush(stderr);
+  }
+  hl_free(all);
+  if (differ) w->exit_code = HL_EXIT_MISMATCH;
+  return true;
+}
+
 // The steps after MPI_Init; returns true when the job succeeded everywhere.
 static bool run(worker_t *w) {
   const hl_launch_options_t *o = w->options;
@@ -380,6 +412,11 @@ static bool run(worker_t *w) {
                false))
       goto done;
   }
+  if (o->record_dir &&
+      !agree(w, hl_record_write(o->record_dir, &program, &inputs, result, w->replica,
+                                w->partition), false))
+    goto done;
+  if (hl_expect_wanted(o, &program) && !check_expectation(w, &program, result)) goto done;
   if (!o->quiet) {
     hl_strbuf_t sb;
     hl_strbuf_init(&sb);
@@ -425,7 +462,7 @@ int hl_worker_main(const hl_launch_options_t *options) {
   // from the rank's own cores (and NUMA node).
   hl_binding_apply(MPI_COMM_WORLD, (hl_bind_policy_t)options->bind_to, &w.binding);
   bool ok = run(&w);
-  int code = ok ? 0 : 1;
+  int code = ok ? w.exit_code : 1;
   // After a reported failure the ranks exit 0 when the launcher can learn
   // the real status from the file, so mpiexec adds no banner of its own.
   if (write_status_file(&w, code)) code = 0;
