@@ -4,11 +4,15 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "runtime/base/alloc.h"
+#include "runtime/base/strbuf.h"
 
 // Files a previous job may have left in a reused --debug-dir; a stale
 // "hang" would end this job at once.
@@ -43,6 +47,42 @@ static void prepare_dir(hl_debug_session_t *s, char *error, size_t cap) {
   if (!error[0]) remove_stale_files(s->dir, s->size);
 }
 
+// Spans kept per rank for --trace (40 bytes each).
+static const int64_t kTraceMaxSpans = 4 << 20;
+
+// Every rank's clock offset to rank 0 by ping-pong (Cristian's method): of
+// a few rounds, the one with the shortest round trip, assuming the reply
+// took half of it. On one host CLOCK_MONOTONIC is shared and the offset is
+// about 0; across hosts it aligns the timelines to within that half trip.
+static void measure_clock_offset(hl_debug_session_t *s) {
+  enum { kRounds = 8 };
+  int64_t origin = hl_rank_state_now_ns();
+  MPI_Bcast(&origin, 1, MPI_INT64_T, 0, s->comm);
+  s->trace_origin_ns = origin;
+  for (int r = 1; r < s->size; r++) {
+    if (s->rank != 0 && s->rank != r) continue;
+    int64_t best_rtt = INT64_MAX, offset = 0;
+    for (int k = 0; k < kRounds; k++) {
+      if (s->rank == 0) {
+        int64_t dummy;
+        MPI_Recv(&dummy, 1, MPI_INT64_T, r, 77, s->comm, MPI_STATUS_IGNORE);
+        int64_t now = hl_rank_state_now_ns();
+        MPI_Send(&now, 1, MPI_INT64_T, r, 78, s->comm);
+      } else {
+        int64_t t1 = hl_rank_state_now_ns(), t0;
+        MPI_Send(&t1, 1, MPI_INT64_T, 0, 77, s->comm);
+        MPI_Recv(&t0, 1, MPI_INT64_T, 0, 78, s->comm, MPI_STATUS_IGNORE);
+        int64_t t2 = hl_rank_state_now_ns();
+        if (t2 - t1 < best_rtt) {
+          best_rtt = t2 - t1;
+          offset = t1 + (t2 - t1) / 2 - t0;
+        }
+      }
+    }
+    if (s->rank == r) s->clock_offset_ns = offset;
+  }
+}
+
 hl_status_t hl_debug_session_begin(hl_debug_session_t *s, const hl_launch_options_t *o,
                                    MPI_Comm comm, int rank, int size) {
   memset(s, 0, sizeof(*s));
@@ -66,9 +106,15 @@ hl_status_t hl_debug_session_begin(hl_debug_session_t *s, const hl_launch_option
     HL_RETURN_IF_ERROR(hl_rank_state_create(path, rank, o->program, &s->state));
     hl_watchdog_catch_fatal_signals(s->state);
   }
-  if (watch || o->check_nans || o->check_infs) {
-    hl_debug_observer_options_t obs = {
-        .state = s->state, .check_nans = o->check_nans, .check_infs = o->check_infs};
+  if (o->trace_file) {
+    HL_RETURN_IF_ERROR(hl_trace_recorder_create(kTraceMaxSpans, &s->trace));
+    measure_clock_offset(s);
+  }
+  if (watch || o->check_nans || o->check_infs || o->trace_file) {
+    hl_debug_observer_options_t obs = {.state = s->state,
+                                       .check_nans = o->check_nans,
+                                       .check_infs = o->check_infs,
+                                       .trace = s->trace};
     HL_RETURN_IF_ERROR(hl_debug_observer_create(&obs, &s->observer));
   }
   return NULL;
@@ -110,11 +156,69 @@ void hl_debug_session_phase(hl_debug_session_t *s, hl_rank_phase_t phase) {
   hl_rank_state_set_phase(s->state, phase);
 }
 
+hl_status_t hl_debug_session_write_trace(hl_debug_session_t *s, int64_t R, int64_t P,
+                                         const hl_channel_env_t *channels) {
+  if (!s->trace) return NULL;
+  hl_strbuf_t sb;
+  hl_strbuf_init(&sb);
+  // Rank clocks minus offset = rank 0's clock.
+  hl_trace_recorder_write_events(s->trace, s->rank, R, P, -s->clock_offset_ns,
+                                 s->trace_origin_ns, channels, &sb);
+  long long mine = sb.failed ? 0 : (long long)sb.length;
+  long long *lengths = s->rank == 0 ? hl_calloc((size_t)s->size, sizeof(long long)) : NULL;
+  MPI_Gather(&mine, 1, MPI_LONG_LONG, lengths, 1, MPI_LONG_LONG, 0, s->comm);
+  hl_status_t st = NULL;
+  FILE *f = NULL;
+  if (s->rank == 0) {
+    f = fopen(s->options->trace_file, "w");
+    if (!f)
+      st = HL_ERROR(HL_IO_ERROR, "--trace %s: %s", s->options->trace_file, strerror(errno));
+    else
+      fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n", f);
+  }
+  // One rank at a time, so no int count limit applies to the whole file.
+  for (int r = 0; r < s->size; r++) {
+    if (s->rank == 0) {
+      char *text = NULL;
+      if (r == 0) {
+        text = sb.data;
+      } else if (lengths && lengths[r] > 0) {
+        text = hl_malloc((size_t)lengths[r]);
+        for (long long off = 0; off < lengths[r]; off += 1 << 28) {
+          int n = lengths[r] - off < (1 << 28) ? (int)(lengths[r] - off) : 1 << 28;
+          MPI_Recv(text ? text + off : NULL, text ? n : 0, MPI_CHAR, r, 79, s->comm,
+                   MPI_STATUS_IGNORE);
+        }
+      }
+      if (f && text && lengths && lengths[r] > 0) {
+        if (r) fputs(",\n", f);
+        fwrite(text, 1, (size_t)lengths[r], f);
+      }
+      if (r) hl_free(text);
+    } else if (s->rank == r && mine > 0) {
+      for (long long off = 0; off < mine; off += 1 << 28) {
+        int n = mine - off < (1 << 28) ? (int)(mine - off) : 1 << 28;
+        MPI_Send(sb.data + off, n, MPI_CHAR, 0, 79, s->comm);
+      }
+    }
+  }
+  if (f) {
+    fputs("\n]}\n", f);
+    if (fclose(f) != 0 && !st)
+      st = HL_ERROR(HL_IO_ERROR, "--trace %s: cannot write", s->options->trace_file);
+  }
+  hl_free(lengths);
+  hl_strbuf_deinit(&sb);
+  return st;
+}
+
 void hl_debug_session_end(hl_debug_session_t *s, bool clean) {
   hl_watchdog_stop(s->watchdog);
   s->watchdog = NULL;
   hl_debug_observer_destroy(s->observer);
   s->observer = NULL;
+  hl_trace_recorder_destroy(s->trace);
+  s->trace = NULL;
   if (s->state) {
     hl_rank_state_set_phase(s->state, HL_PHASE_DONE);
     hl_watchdog_release_fatal_signals();

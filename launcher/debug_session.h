@@ -26,6 +26,9 @@ typedef struct hl_debug_session {
   hl_rank_state_t *state;
   hl_debug_observer_t *observer;
   hl_watchdog_t *watchdog;
+  hl_trace_recorder_t *trace;  // --trace
+  int64_t clock_offset_ns;     // this rank's CLOCK_MONOTONIC minus rank 0's (--trace)
+  int64_t trace_origin_ns;     // rank 0's clock when the session began
 } hl_debug_session_t;
 
 // Collective over `comm`: rank 0 prepares the directory (--debug-dir, else
@@ -38,6 +41,10 @@ hl_status_t hl_debug_session_start(hl_debug_session_t *session, const hl_module_
 // The observer for hl_exec_options_t (NULL: nothing to observe).
 hl_exec_observer_t *hl_debug_session_observer(const hl_debug_session_t *session);
 void hl_debug_session_phase(hl_debug_session_t *session, hl_rank_phase_t phase);
+// --trace: collective; rank 0 gathers every rank's spans and writes the file.
+hl_status_t hl_debug_session_write_trace(hl_debug_session_t *session, int64_t num_replicas,
+                                         int64_t num_partitions,
+                                         const hl_channel_env_t *channels);
 // Stops the watchdog. After a clean run (collective then) the state files
 // and a directory made here are removed; after a failure they stay.
 void hl_debug_session_end(hl_debug_session_t *session, bool clean);

@@ -155,6 +155,11 @@ static const char kHelp[] =
     "                        result<i>.npy and snapshot.pb (an HloSnapshot of the\n"
     "                        program, arguments and result): replay with\n"
     "                        --args-dir DIR --expect DIR\n"
+    "  --trace FILE.json     write one Chrome trace-event file (chrome://tracing,\n"
+    "                        Perfetto) for the job: a process per rank, a span per\n"
+    "                        instruction (executor track) and per collective / channel\n"
+    "                        instruction (bytes, group, channel), arrows from each send\n"
+    "                        to its recv-done, clocks aligned to rank 0's\n"
     "\n"
     "  --explain-groups      print, for every collective of PROGRAM, its group mode and\n"
     "                        process groups as (replica, partition) lists and MPI\n"
@@ -237,6 +242,7 @@ enum {
   OPT_ATOL,
   OPT_ULP,
   OPT_RECORD,
+  OPT_TRACE,
 };
 
 static const struct option kLongOptions[] = {
@@ -280,6 +286,7 @@ static const struct option kLongOptions[] = {
     {"atol", required_argument, NULL, OPT_ATOL},
     {"ulp", required_argument, NULL, OPT_ULP},
     {"record", required_argument, NULL, OPT_RECORD},
+    {"trace", required_argument, NULL, OPT_TRACE},
     {NULL, 0, NULL, 0},
 };
 
@@ -502,6 +509,7 @@ static hl_status_t parse_into(int argc, char **argv, hl_launch_options_t *o) {
       case OPT_NO_COLLECTIVE_CHECK: o->no_collective_check = true; break;
       case OPT_EXPECT: o->expect_dir = optarg; break;
       case OPT_RECORD: o->record_dir = optarg; break;
+      case OPT_TRACE: o->trace_file = optarg; break;
       case OPT_RTOL:
       case OPT_ATOL:
       case OPT_ULP: {
@@ -540,6 +548,7 @@ static hl_status_t parse_into(int argc, char **argv, hl_launch_options_t *o) {
   if (o->debug_dir && !*o->debug_dir) return HL_INVALID("--debug-dir is empty");
   if (o->expect_dir && !*o->expect_dir) return HL_INVALID("--expect is empty");
   if (o->record_dir && !*o->record_dir) return HL_INVALID("--record is empty");
+  if (o->trace_file && !*o->trace_file) return HL_INVALID("--trace is empty");
   if (o->global_output && !*o->global_output) return HL_INVALID("--global-output is empty");
   if (o->hosts && o->hostfile) return HL_INVALID("-H and --hostfile both name the hosts; give one");
   if (o->repeat > 1 && (o->infeed_files || o->infeed_dir || o->outfeed_dir))

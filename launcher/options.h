@@ -73,6 +73,7 @@ typedef struct hl_launch_options {
   const char *expect_dir;        // --expect DIR
   double rtol, atol, ulp;        // --rtol / --atol / --ulp (0: exact)
   const char *record_dir;        // --record DIR
+  const char *trace_file;        // --trace FILE.json: one Chrome trace-event file for the job
   // Internal: set on the command line the launcher gives mpiexec.
   bool worker;                   // --worker: run as one rank
   const char *status_file;       // --status-file: rank 0 writes the job's exit code here

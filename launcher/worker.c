@@ -401,6 +401,11 @@ static bool run(worker_t *w) {
   // Freed only after the agreement, which a failed rank may end with
   // MPI_Abort: freeing is collective too, and the others may never get there.
   if (!execute_runs(w, comm, &program, &inputs, &result)) goto done;
+  if (!agree(w,
+             hl_debug_session_write_trace(&w->debug, w->grid.replicas, w->grid.partitions,
+                                          &w->channels),
+             false))
+    goto done;
   if (o->output_dir &&
       !agree(w, hl_outputs_write(o->output_dir, result, w->replica, w->partition, &inputs), false))
     goto done;

@@ -81,6 +81,7 @@ static void observer_enter(hl_exec_observer_t *base, const hl_instruction_t *ins
   if (o->options.check_nans || o->options.check_infs)
     for (int k = 0; k < count; k++) hl_literal_retain(operands[k]);
   int d = o->depth++;
+  if (o->options.trace) hl_trace_recorder_enter(o->options.trace, d, hl_rank_state_now_ns());
   if (d < HL_RANK_STATE_MAX_DEPTH) {
     o->insts[d] = inst;
     o->iteration[d] = -1;
@@ -139,6 +140,15 @@ static hl_status_t observer_leave(hl_exec_observer_t *base, const hl_instruction
     for (int k = 0; k < count; k++) hl_literal_release(operands[k]);
   }
   int d = --o->depth;
+  if (o->options.trace) {
+    int64_t bytes = 0;
+    if (hl_debug_opcode_communicates(inst->opcode)) {
+      if (is_done_form(inst->opcode)) bytes = literal_bytes(result);
+      else
+        for (int k = 0; k < count; k++) bytes += literal_bytes(operands[k]);
+    }
+    hl_trace_recorder_leave(o->options.trace, inst, d, hl_rank_state_now_ns(), bytes);
+  }
   hl_rank_state_t *s = o->state;
   if (s) {
     if (d < HL_RANK_STATE_MAX_DEPTH && hl_debug_opcode_communicates(inst->opcode)) {

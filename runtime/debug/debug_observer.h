@@ -8,11 +8,13 @@
 #include <stdbool.h>
 
 #include "runtime/debug/rank_state.h"
+#include "runtime/debug/trace_recorder.h"
 #include "runtime/exec/observer.h"
 
 typedef struct hl_debug_observer_options {
   hl_rank_state_t *state;  // NULL: no stack / flight recorder (NaN checks only)
   bool check_nans, check_infs;
+  hl_trace_recorder_t *trace;  // --trace: a span per instruction (NULL: none)
 } hl_debug_observer_options_t;
 
 typedef struct hl_debug_observer hl_debug_observer_t;
