@@ -32,6 +32,13 @@ void hl_trace_recorder_destroy(hl_trace_recorder_t *t) {
   hl_free(t);
 }
 
+void hl_trace_recorder_clear(hl_trace_recorder_t *t) {
+  t->count = 0;
+  t->dropped = 0;
+  memset(t->sends, 0, sizeof(t->sends));
+  memset(t->recvs, 0, sizeof(t->recvs));
+}
+
 void hl_trace_recorder_enter(hl_trace_recorder_t *t, int depth, int64_t now) {
   if (depth >= 0 && depth < kMaxDepth) t->start[depth] = now;
 }

@@ -25,6 +25,8 @@ typedef struct hl_trace_recorder hl_trace_recorder_t;
 // At most `max_spans` spans are kept (later ones are counted, not stored).
 hl_status_t hl_trace_recorder_create(int64_t max_spans, hl_trace_recorder_t **out_recorder);
 void hl_trace_recorder_destroy(hl_trace_recorder_t *recorder);  // NULL-safe
+// Forgets the spans recorded so far (keeps the memory).
+void hl_trace_recorder_clear(hl_trace_recorder_t *recorder);
 
 // Called by the debugging observer.
 void hl_trace_recorder_enter(hl_trace_recorder_t *recorder, int depth, int64_t now_ns);
