@@ -22,11 +22,12 @@ bool hl_expect_wanted(const hl_launch_options_t *options, const hl_program_t *pr
 
 // Compares `result` with this process's expectation; writes a one-line
 // verdict ("matches: 16 elements ..." / "3 of 16 elements differ; worst
-// ...") into `line` and sets *out_matched. Errors: an expectation that cannot
-// be read or has other shapes.
+// ...") into `line` and sets *out_matched. *out_checked is false (and
+// nothing compared) for a snapshot that records no result. Errors: an
+// expectation that cannot be read or has other shapes.
 hl_status_t hl_expect_check(const hl_launch_options_t *options, const hl_program_t *program,
                             const hl_literal_t *result, int64_t replica, int64_t partition,
-                            char *line, size_t cap, bool *out_matched);
+                            char *line, size_t cap, bool *out_checked, bool *out_matched);
 
 // --record DIR: DIR/replica<r>_partition<p>/arg<i>.npy, result<i>.npy and
 // snapshot.pb (an HloSnapshot: program, arguments, result).
