@@ -151,6 +151,46 @@ static const char kHelp[] =
     "                        most bytes a gzip'd PROGRAM may inflate to (K, M, G, T\n"
     "                        suffixes); default: half the memory available, so a gzip\n"
     "                        bomb stops with a message instead of exhausting memory\n"
+    "\n"
+    "Debugging (docs/DEBUGGING.md):\n"
+    "  --hang-timeout S      when a rank has waited S seconds (default 300; 0: never) in a\n"
+    "                        collective or channel instruction, or for the others at\n"
+    "                        the end of the run, every rank reports where it is (the\n"
+    "                        instruction, its group, the iterations of the enclosing\n"
+    "                        while loops, its last collectives); rank 0 prints the\n"
+    "                        merged report, naming the ranks that never arrived, writes\n"
+    "                        it to DIR/hang-report.txt and the job exits 3\n"
+    "  --debug-dir DIR       the per-job directory for the ranks' state files and the\n"
+    "                        hang report (must be shared by all hosts; default: a new\n"
+    "                        directory in $TMPDIR, removed after a clean run)\n"
+    "  --check-nans          after every instruction, stop at the first NaN it produced\n"
+    "                        (the error names the rank, replica, partition, instruction,\n"
+    "                        element index, while iterations and the operands' min / max\n"
+    "                        / NaN / Inf counts)\n"
+    "  --check-infs          the same for +-Inf\n"
+    "  --no-collective-check do not check before the run that the ranks' collectives\n"
+    "                        pair up (by kind, shape and group; conditionals on\n"
+    "                        replica-id / partition-id are decided per rank): a\n"
+    "                        mismatch is otherwise an error naming both instructions\n"
+    "  --expect DIR          compare every process's result with\n"
+    "                        DIR/replica<r>_partition<p>/result<i>.npy; rank 0 prints\n"
+    "                        per rank the mismatch count and the worst element, and the\n"
+    "                        job exits 4 when any differs. Running an HloSnapshot, its\n"
+    "                        recorded result is the expectation when --expect is absent\n"
+    "  --rtol R, --atol A, --ulp N\n"
+    "                        an element matches when |got - want| <= A + R * |want| or\n"
+    "                        is within N units in the last place of want (default:\n"
+    "                        exact; NaN matches NaN)\n"
+    "  --record DIR          write DIR/replica<r>_partition<p>/arg<i>.npy,\n"
+    "                        result<i>.npy and snapshot.pb (an HloSnapshot of the\n"
+    "                        program, arguments and result): replay with\n"
+    "                        --args-dir DIR --expect DIR\n"
+    "  --trace FILE.json     write one Chrome trace-event file (chrome://tracing,\n"
+    "                        Perfetto) for the job: a process per rank, a span per\n"
+    "                        instruction (executor track) and per collective / channel\n"
+    "                        instruction (bytes, group, channel), arrows from each send\n"
+    "                        to its recv-done, clocks aligned to rank 0's\n"
+    "\n"
     "  --explain-groups      print, for every collective of PROGRAM, its group mode and\n"
     "                        process groups as (replica, partition) lists and MPI\n"
     "                        ranks on the grid (-np / --replicas / --partitions), and\n"
@@ -188,6 +228,8 @@ static const char kHelp[] =
     "  1    an error: a bad program or input, or a failed process (its message names\n"
     "       the rank, replica and partition)\n"
     "  2    a usage error (bad options)\n"
+    "  3    a hang: --hang-timeout expired (the report names every rank's instruction)\n"
+    "  4    the results differ from --expect (or the HloSnapshot's result)\n"
     "  124  --timeout expired\n"
     "  130, 143, 129  SIGINT (Ctrl-C), SIGTERM or SIGHUP reached hlo-launch: the job\n"
     "       was stopped (128 + the signal number, as shells report it)\n"
@@ -236,6 +278,17 @@ enum {
   OPT_EXPLAIN_PARTITIONING,
   OPT_GLOBAL_PROGRAM,
   OPT_CUSTOM_CALL_LIBRARY,
+  OPT_HANG_TIMEOUT,
+  OPT_DEBUG_DIR,
+  OPT_CHECK_NANS,
+  OPT_CHECK_INFS,
+  OPT_NO_COLLECTIVE_CHECK,
+  OPT_EXPECT,
+  OPT_RTOL,
+  OPT_ATOL,
+  OPT_ULP,
+  OPT_RECORD,
+  OPT_TRACE,
 };
 
 static const struct option kLongOptions[] = {
@@ -275,6 +328,17 @@ static const struct option kLongOptions[] = {
     {"explain-partitioning", no_argument, NULL, OPT_EXPLAIN_PARTITIONING},
     {"global-program", no_argument, NULL, OPT_GLOBAL_PROGRAM},
     {"custom-call-library", required_argument, NULL, OPT_CUSTOM_CALL_LIBRARY},
+    {"hang-timeout", required_argument, NULL, OPT_HANG_TIMEOUT},
+    {"debug-dir", required_argument, NULL, OPT_DEBUG_DIR},
+    {"check-nans", no_argument, NULL, OPT_CHECK_NANS},
+    {"check-infs", no_argument, NULL, OPT_CHECK_INFS},
+    {"no-collective-check", no_argument, NULL, OPT_NO_COLLECTIVE_CHECK},
+    {"expect", required_argument, NULL, OPT_EXPECT},
+    {"rtol", required_argument, NULL, OPT_RTOL},
+    {"atol", required_argument, NULL, OPT_ATOL},
+    {"ulp", required_argument, NULL, OPT_ULP},
+    {"record", required_argument, NULL, OPT_RECORD},
+    {"trace", required_argument, NULL, OPT_TRACE},
     {NULL, 0, NULL, 0},
 };
 
@@ -438,6 +502,7 @@ static hl_status_t parse_into(int argc, char **argv, hl_launch_options_t *o) {
   int full_argc = argc;
   if (mpmd_at) argc = mpmd_at;
   const char *mpmd_program = NULL;  // --mpmd-program: this rank's own program
+  o->hang_timeout_s = 300;
   opterr = 0;
   optind = 0;  // 0, not 1: makes GNU getopt reinitialize (the parser may run more than once)
   int c;
@@ -542,6 +607,34 @@ static hl_status_t parse_into(int argc, char **argv, hl_launch_options_t *o) {
         o->custom_call_libraries[o->custom_call_library_count++] = optarg;
         break;
       }
+      case OPT_HANG_TIMEOUT: {
+        char *end;
+        errno = 0;
+        double t = strtod(optarg, &end);
+        if (errno || end == optarg || *end || !(t >= 0) || t > 1e7)
+          return HL_INVALID("--hang-timeout needs a number of seconds >= 0, got '%s'", optarg);
+        o->hang_timeout_s = t;
+        break;
+      }
+      case OPT_DEBUG_DIR: o->debug_dir = optarg; break;
+      case OPT_CHECK_NANS: o->check_nans = true; break;
+      case OPT_CHECK_INFS: o->check_infs = true; break;
+      case OPT_NO_COLLECTIVE_CHECK: o->no_collective_check = true; break;
+      case OPT_EXPECT: o->expect_dir = optarg; break;
+      case OPT_RECORD: o->record_dir = optarg; break;
+      case OPT_TRACE: o->trace_file = optarg; break;
+      case OPT_RTOL:
+      case OPT_ATOL:
+      case OPT_ULP: {
+        char *end;
+        errno = 0;
+        double v = strtod(optarg, &end);
+        const char *flag = c == OPT_RTOL ? "--rtol" : c == OPT_ATOL ? "--atol" : "--ulp";
+        if (errno || end == optarg || *end || !(v >= 0) || v > 1e300)
+          return HL_INVALID("%s needs a number >= 0, got '%s'", flag, optarg);
+        *(c == OPT_RTOL ? &o->rtol : c == OPT_ATOL ? &o->atol : &o->ulp) = v;
+        break;
+      }
       case ':': {
         const char *flag = argv[optind - 1];
         return HL_INVALID("%s needs a value", flag);
@@ -565,6 +658,10 @@ static hl_status_t parse_into(int argc, char **argv, hl_launch_options_t *o) {
   if (!o->mpiexec) o->mpiexec = "mpiexec";
   if (o->output_dir && !*o->output_dir) return HL_INVALID("--output-dir is empty");
   if (o->args_dir && !*o->args_dir) return HL_INVALID("--args-dir is empty");
+  if (o->debug_dir && !*o->debug_dir) return HL_INVALID("--debug-dir is empty");
+  if (o->expect_dir && !*o->expect_dir) return HL_INVALID("--expect is empty");
+  if (o->record_dir && !*o->record_dir) return HL_INVALID("--record is empty");
+  if (o->trace_file && !*o->trace_file) return HL_INVALID("--trace is empty");
   if (o->global_output && !*o->global_output) return HL_INVALID("--global-output is empty");
   if (o->hosts && o->hostfile) return HL_INVALID("-H and --hostfile both name the hosts; give one");
   if (o->repeat > 1 && (o->infeed_files || o->infeed_dir || o->outfeed_dir))

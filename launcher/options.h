@@ -72,6 +72,16 @@ typedef struct hl_launch_options {
   uint64_t max_inflated_bytes;   // --max-inflated-size: gzip'd program limit (0: default)
   const char **custom_call_libraries;  // --custom-call-library SPEC, in order (owned array)
   int custom_call_library_count;
+  // Debugging (runtime/debug, launcher/debug_session.c, docs/DEBUGGING.md).
+  double hang_timeout_s;         // --hang-timeout S (default 300; 0: no watchdog)
+  const char *debug_dir;         // --debug-dir DIR: the per-job directory of rank states / reports
+  bool check_nans, check_infs;   // --check-nans / --check-infs
+  bool no_collective_check;      // --no-collective-check: skip the static check before the run
+  // Checked results (launcher/checked_results.h).
+  const char *expect_dir;        // --expect DIR
+  double rtol, atol, ulp;        // --rtol / --atol / --ulp (0: exact)
+  const char *record_dir;        // --record DIR
+  const char *trace_file;        // --trace FILE.json: one Chrome trace-event file for the job
   // Internal: set on the command line the launcher gives mpiexec.
   bool worker;                   // --worker: run as one rank
   const char *status_file;       // --status-file: rank 0 writes the job's exit code here

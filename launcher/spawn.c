@@ -17,6 +17,8 @@
 #include "collectives/groups.h"
 #include "launcher/binding.h"
 #include "launcher/global_io.h"
+#include "launcher/debug_launcher.h"
+#include "runtime/debug/collective_check.h"
 #include "launcher/grid.h"
 #include "launcher/outputs.h"
 #include "runtime/base/alloc.h"
@@ -158,7 +160,8 @@ static void push_mpiexec(const hl_launch_options_t *o, argv_builder_t *b) {
 }
 
 static void build_command(const hl_launch_options_t *o, const hl_grid_t *grid, int argc,
-                          char **argv, const char *status_file, argv_builder_t *b) {
+                          char **argv, const char *status_file, const char *debug_dir,
+                          argv_builder_t *b) {
   char count[32], self[4096];
   if (hl_spawn_choose_launcher(o) == HL_LAUNCHER_SRUN)
     push_srun(o, b);
@@ -186,6 +189,10 @@ static void build_command(const hl_launch_options_t *o, const hl_grid_t *grid, i
     if (status_file) {
       push(b, "--status-file");
       push(b, status_file);
+    }
+    if (debug_dir && *debug_dir && !o->debug_dir) {
+      push(b, "--debug-dir");
+      push(b, debug_dir);
     }
     for (int i = 1; i < options_end; i++)
       if (strcmp(argv[i], "--dry-run") != 0) push(b, argv[i]);
@@ -382,6 +389,10 @@ int hl_spawn_main(const hl_launch_options_t *o, int argc, char **argv) {
     st = hl_program_is_global(o, program.module, &global, &ambiguous);
   if (!st && o->mpmd_count == 0) st = check_instructions(program.module, &grid);
   if (!st && o->mpmd_count == 0) st = hl_global_io_precheck(o, &program, &grid);
+  // Ranks whose collectives cannot pair up would deadlock: said before any
+  // starts (MPMD programs differ per rank and are not compared).
+  if (!st && o->mpmd_count <= 1 && !o->no_collective_check)
+    st = hl_collective_check(program.module, grid.replicas, grid.partitions);
   hl_program_deinit(&program);
   if (!st) st = hl_outputs_check_options(o);
   if (st) return fail_status(st);
@@ -393,7 +404,7 @@ int hl_spawn_main(const hl_launch_options_t *o, int argc, char **argv) {
 
   argv_builder_t cmd = {0};
   if (o->dry_run) {
-    build_command(o, &grid, argc, argv, NULL, &cmd);
+    build_command(o, &grid, argc, argv, NULL, NULL, &cmd);
     if (cmd.failed) {
       builder_free(&cmd);
       return fail("out of memory");
@@ -416,9 +427,14 @@ int hl_spawn_main(const hl_launch_options_t *o, int argc, char **argv) {
   int fd = mkstemp(status_file);
   bool have_status = fd >= 0;
   if (have_status) close(fd);
-  build_command(o, &grid, argc, argv, have_status ? status_file : NULL, &cmd);
+  // The ranks' state files go there, so a rank that dies can be named.
+  char debug_dir[4096];
+  bool made_debug_dir;
+  hl_debug_prepare_dir(o, debug_dir, sizeof(debug_dir), &made_debug_dir);
+  build_command(o, &grid, argc, argv, have_status ? status_file : NULL, debug_dir, &cmd);
   int code = cmd.failed ? fail("out of memory")
                         : run_mpiexec(o, cmd.v, have_status ? status_file : NULL);
+  code = hl_debug_after_job(o, &grid, debug_dir, made_debug_dir, code);
   builder_free(&cmd);
   if (have_status) unlink(status_file);
   return code;

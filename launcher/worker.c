@@ -14,6 +14,8 @@
 #include "channels/mpi_channels.h"
 #include "collectives/mpi_comm.h"
 #include "launcher/binding.h"
+#include "launcher/checked_results.h"
+#include "launcher/debug_session.h"
 #include "launcher/global_io.h"
 #include "launcher/grid.h"
 #include "launcher/inputs.h"
@@ -40,6 +42,8 @@ typedef struct worker {
   int64_t replica, partition;
   hl_binding_t binding;
   hl_channel_env_t channels;  // channel routes and host feeds (channels/)
+  hl_debug_session_t debug;   // hang watchdog, NaN checks (launcher/debug_session.h)
+  int exit_code;              // of a job that ran to the end (HL_EXIT_MISMATCH: --expect)
 } worker_t;
 
 static double now_seconds(void) {
@@ -255,6 +259,7 @@ static hl_status_t execute(const worker_t *w, hl_comm_t *comm, hl_executable_t *
       .num_partitions = w->grid.partitions,
       .comm = comm,
       .channels = (hl_channel_env_t *)&w->channels,
+      .observer = hl_debug_session_observer(&w->debug),
   };
   const char *inject = getenv("HL_TEST_EXEC_FAIL_RANK");
   if (inject && *inject) {
@@ -283,9 +288,12 @@ static bool execute_runs(worker_t *w, hl_comm_t *comm, const hl_program_t *progr
     *result = NULL;
     if (timed) MPI_Barrier(MPI_COMM_WORLD);
     double start = MPI_Wtime();
+    hl_debug_session_phase(&w->debug, HL_PHASE_RUNNING);
     st = execute(w, comm, exe, inputs, result);
     double mine = MPI_Wtime() - start;
+    hl_debug_session_phase(&w->debug, HL_PHASE_WAITING);
     ok = agree(w, st, true);
+    hl_debug_session_phase(&w->debug, HL_PHASE_DONE);
     if (ok && timed)
       MPI_Reduce(&mine, &seconds[i], 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
   }
@@ -324,6 +332,43 @@ static hl_status_t setup_channels(worker_t *w, hl_comm_t *comm, const hl_program
                             w->replica, w->partition, &w->channels);
 }
 
+// --expect: every rank compares its result; rank 0 prints one line per rank
+// and the job's exit status says whether all matched. False: an error
+// (already reported).
+static bool check_expectation(worker_t *w, const hl_program_t *program,
+                              const hl_literal_t *result) {
+  enum { kLine = 512 };
+  char line[kLine];
+  bool checked = false, matched = false;
+  hl_status_t st = hl_expect_check(w->options, program, result, w->replica, w->partition, line,
+                                   sizeof(line), &checked, &matched);
+  if (!agree(w, st, false)) return false;
+  int checked_here = checked, checked_anywhere = 0;
+  MPI_Allreduce(&checked_here, &checked_anywhere, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (!checked_anywhere) return true;  // snapshots without a recorded result
+  if (!checked) {
+    snprintf(line, sizeof(line), "no expectation (its snapshot records no result)");
+    matched = true;
+  }
+  char *all = w->rank == 0 ? hl_calloc((size_t)w->size, kLine) : NULL;
+  MPI_Gather(line, kLine, MPI_CHAR, all, kLine, MPI_CHAR, 0, MPI_COMM_WORLD);
+  int mine = matched ? 0 : 1, differ = 0;
+  MPI_Allreduce(&mine, &differ, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  if (w->rank == 0 && all) {
+    for (int r = 0; r < w->size; r++) {
+      char who[96];
+      describe_rank(w, r, who, sizeof(who));
+      fprintf(stderr, "hlo-launch: --expect: %s: %.*s\n", who, kLine, all + (size_t)r * kLine);
+    }
+    if (differ)
+      fprintf(stderr, "hlo-launch: --expect: %d of %d processes differ\n", differ, w->size);
+    fflush(stderr);
+  }
+  hl_free(all);
+  if (differ) w->exit_code = HL_EXIT_MISMATCH;
+  return true;
+}
+
 // The steps after MPI_Init; returns true when the job succeeded everywhere.
 static bool run(worker_t *w) {
   const hl_launch_options_t *o = w->options;
@@ -333,7 +378,7 @@ static bool run(worker_t *w) {
   memset(&inputs, 0, sizeof(inputs));
   hl_literal_t *result = NULL;
   hl_comm_t *comm = NULL;
-  bool ok = false;
+  bool ok = false, debug_begun = false;
 
   // Every rank loads the program itself (the file must be readable on every
   // host, as the program binary is).
@@ -364,9 +409,20 @@ static bool run(worker_t *w) {
              false))
     goto done;
   if (!agree(w, setup_channels(w, comm, &program), false)) goto done;
+  if (!agree(w, hl_debug_session_begin(&w->debug, o, MPI_COMM_WORLD, w->rank, w->size), false))
+    goto done;
+  debug_begun = true;
+  if (!agree(w, hl_debug_session_start(&w->debug, program.module, w->grid.replicas,
+                                       w->grid.partitions), false))
+    goto done;
   // Freed only after the agreement, which a failed rank may end with
   // MPI_Abort: freeing is collective too, and the others may never get there.
   if (!execute_runs(w, comm, &program, &inputs, &result)) goto done;
+  if (!agree(w,
+             hl_debug_session_write_trace(&w->debug, w->grid.replicas, w->grid.partitions,
+                                          &w->channels),
+             false))
+    goto done;
   if (o->output_dir &&
       !agree(w, hl_outputs_write(o->output_dir, result, w->replica, w->partition, &inputs), false))
     goto done;
@@ -378,6 +434,11 @@ static bool run(worker_t *w) {
                false))
       goto done;
   }
+  if (o->record_dir &&
+      !agree(w, hl_record_write(o->record_dir, &program, &inputs, result, w->replica,
+                                w->partition), false))
+    goto done;
+  if (hl_expect_wanted(o, &program) && !check_expectation(w, &program, result)) goto done;
   if (!o->quiet) {
     hl_strbuf_t sb;
     hl_strbuf_init(&sb);
@@ -393,6 +454,8 @@ static bool run(worker_t *w) {
   ok = true;
 
 done:
+  // Every rank gets here together unless the job is being aborted.
+  if (debug_begun) hl_debug_session_end(&w->debug, ok);
   hl_mpi_channels_release_routes(&w->channels);
   hl_host_feeds_close(&w->channels);
   hl_comm_destroy(comm);
@@ -421,7 +484,7 @@ int hl_worker_main(const hl_launch_options_t *options) {
   // from the rank's own cores (and NUMA node).
   hl_binding_apply(MPI_COMM_WORLD, (hl_bind_policy_t)options->bind_to, &w.binding);
   bool ok = run(&w);
-  int code = ok ? 0 : 1;
+  int code = ok ? w.exit_code : 1;
   // After a reported failure the ranks exit 0 when the launcher can learn
   // the real status from the file, so mpiexec adds no banner of its own.
   if (write_status_file(&w, code)) code = 0;

@@ -198,6 +198,17 @@ static inline void stats_value_born(void) {
   if (++s->live_values > s->peak_live_values) s->peak_live_values = s->live_values;
 }
 
+// The observer's view of one kernel call; its status stops the run only
+// when the kernel itself succeeded.
+static hl_status_t observe_leave(hl_exec_observer_t *obs, const hl_instruction_t *inst,
+                                 hl_literal_t *const *operands, int count,
+                                 const hl_literal_t *result, hl_status_t st) {
+  hl_status_t seen = obs->vtable->leave(obs, inst, operands, count, st ? NULL : result);
+  if (!st) return seen;
+  hl_status_free(seen);
+  return st;
+}
+
 static hl_status_t run_computation(hl_kernel_context_t *ctx, const hl_computation_t *c,
                                    hl_literal_t *const *args, int arg_count,
                                    hl_literal_t **out) {
@@ -220,6 +231,7 @@ static hl_status_t run_computation(hl_kernel_context_t *ctx, const hl_computatio
   const int *ostart = plan->operand_start, *oslots = plan->operand_slots;
   const int *rstart = plan->release_start, *rslots = plan->release_slots;
   hl_status_t st = NULL;
+  hl_exec_observer_t *obs = ctx->options.observer;
   int n = plan->count;
   for (int q = 0; q < n; q++) {
     const hl_instruction_t *inst = plan->order[q];
@@ -227,7 +239,9 @@ static hl_status_t run_computation(hl_kernel_context_t *ctx, const hl_computatio
     for (int k = b; k < e; k++) opbuf[k - b] = values[oslots[k]];
     hl_literal_t *result = NULL;
     ctx->position = q;
+    if (obs) obs->vtable->enter(obs, inst, opbuf, e - b);
     st = plan->kernels[q](ctx, inst, opbuf, &result);
+    if (obs) st = observe_leave(obs, inst, opbuf, e - b, result, st);
     if (st) {
       hl_literal_release(result);
       st = locate_error(ctx, inst, st);
@@ -306,6 +320,8 @@ hl_status_t hl_kernel_call_computation(hl_kernel_context_t *ctx,
   if (!computation) return HL_INVALID("missing called computation");
   hl_status_t st = check_arguments(computation, args, arg_count);
   if (st) return hl_status_annotate(st, "calling computation '%s'", computation->name);
+  hl_exec_observer_t *obs = ctx->options.observer;
+  if (obs) obs->vtable->call(obs, computation);
   hl_scalar_program_t *program = NULL;
   st = scalar_program_for(ctx, computation, &program);
   if (!st && program) st = hl_scalar_program_run(program, args, out);

@@ -24,6 +24,7 @@
 #include "runtime/base/literal.h"
 #include "runtime/base/status.h"
 #include "runtime/exec/comm.h"
+#include "runtime/exec/observer.h"
 #include "runtime/ir/module.h"
 
 typedef struct hl_exec_options {
@@ -33,6 +34,8 @@ typedef struct hl_exec_options {
   // Channel routes and host-transfer queues (runtime/exec/channels.h), set
   // up by the launcher's channel rendezvous; NULL: no channels, no feeds.
   struct hl_channel_env *channels;
+  // Called around every instruction (runtime/exec/observer.h); NULL: none.
+  hl_exec_observer_t *observer;
 } hl_exec_options_t;
 
 // Runs module->entry on `args` (one literal per entry parameter, shapes

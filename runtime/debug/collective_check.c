@@ -1,0 +1,366 @@
+// The static pre-run check of collective sequences (see collective_check.h).
+#include "runtime/debug/collective_check.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collectives/groups.h"
+#include "runtime/base/alloc.h"
+
+// One entry of a rank's sequence: a collective, or "unknown from here".
+typedef struct step {
+  const hl_instruction_t *inst;  // NULL: undecidable from here on
+  int *group;                    // this rank's group (sorted), owned
+  int group_size;
+} step_t;
+
+typedef struct sequence {
+  step_t *steps;
+  int count, cap;
+  bool open_ended;  // ends in an undecidable step
+} sequence_t;
+
+typedef struct checker {
+  const hl_module_t *module;
+  int64_t R, P;
+  hl_status_t error;  // an error resolving groups (the verifier's job; reported as is)
+} checker_t;
+
+//===----------------------------------------------------------------------===//
+// Per-rank static values: replica-id, partition-id, constants and the
+// integer / predicate ops that combine them
+//===----------------------------------------------------------------------===//
+
+static bool eval_scalar(const hl_instruction_t *inst, int rank, const checker_t *c,
+                        int64_t *out, int depth) {
+  if (depth > 64 || !hl_shape_is_array(&inst->shape) || inst->shape.rank != 0) return false;
+  int64_t a = 0, b = 0;
+  const hl_instruction_t *const *op = (const hl_instruction_t *const *)inst->operands;
+  switch (inst->opcode) {
+    case HL_OP_CONSTANT:
+      if (!inst->attrs.literal || hl_dtype_is_float(inst->shape.dtype) ||
+          hl_dtype_is_complex(inst->shape.dtype))
+        return false;
+      *out = hl_literal_get_s64(inst->attrs.literal, 0);
+      return true;
+    case HL_OP_REPLICA_ID: *out = rank / c->P; return true;
+    case HL_OP_PARTITION_ID: *out = rank % c->P; return true;
+    case HL_OP_CONVERT: case HL_OP_COPY: case HL_OP_BITCAST: case HL_OP_RESHAPE:
+      if (hl_dtype_is_float(inst->shape.dtype) || hl_dtype_is_complex(inst->shape.dtype) ||
+          inst->operand_count != 1)
+        return false;
+      if (!eval_scalar(op[0], rank, c, &a, depth + 1)) return false;
+      if (inst->shape.dtype == HL_PRED) a = a != 0;
+      *out = a;
+      return true;
+    case HL_OP_NOT:
+      if (!eval_scalar(op[0], rank, c, &a, depth + 1)) return false;
+      *out = inst->shape.dtype == HL_PRED ? !a : ~a;
+      return true;
+    case HL_OP_NEGATE:
+      if (!eval_scalar(op[0], rank, c, &a, depth + 1)) return false;
+      *out = -a;
+      return true;
+    case HL_OP_ADD: case HL_OP_SUBTRACT: case HL_OP_MULTIPLY: case HL_OP_AND: case HL_OP_OR:
+    case HL_OP_XOR: case HL_OP_COMPARE:
+      if (inst->operand_count != 2 || !eval_scalar(op[0], rank, c, &a, depth + 1) ||
+          !eval_scalar(op[1], rank, c, &b, depth + 1))
+        return false;
+      switch (inst->opcode) {
+        case HL_OP_ADD: *out = a + b; return true;
+        case HL_OP_SUBTRACT: *out = a - b; return true;
+        case HL_OP_MULTIPLY: *out = a * b; return true;
+        case HL_OP_AND: *out = a & b; return true;
+        case HL_OP_OR: *out = a | b; return true;
+        case HL_OP_XOR: *out = a ^ b; return true;
+        default: break;
+      }
+      // Unsigned comparisons would need the unsigned view; values here
+      // (ids, small constants) are non-negative, so signed order agrees.
+      switch (inst->attrs.comparison_direction) {
+        case HL_CMP_EQ: *out = a == b; return true;
+        case HL_CMP_NE: *out = a != b; return true;
+        case HL_CMP_LT: *out = a < b; return true;
+        case HL_CMP_LE: *out = a <= b; return true;
+        case HL_CMP_GT: *out = a > b; return true;
+        case HL_CMP_GE: *out = a >= b; return true;
+        default: return false;
+      }
+    case HL_OP_SELECT:
+      if (inst->operand_count != 3 || !eval_scalar(op[0], rank, c, &a, depth + 1)) return false;
+      return eval_scalar(op[a ? 1 : 2], rank, c, out, depth + 1);
+    default:
+      return false;
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Sequences
+//===----------------------------------------------------------------------===//
+
+static void sequence_deinit(sequence_t *s) {
+  for (int i = 0; i < s->count; i++) hl_free(s->steps[i].group);
+  hl_free(s->steps);
+  memset(s, 0, sizeof(*s));
+}
+
+static bool push(sequence_t *s, step_t step) {
+  if (s->count == s->cap) {
+    int cap = s->cap ? 2 * s->cap : 16;
+    step_t *grown = hl_realloc(s->steps, (size_t)cap * sizeof(step_t));
+    if (!grown) return false;
+    s->steps = grown;
+    s->cap = cap;
+  }
+  s->steps[s->count++] = step;
+  return true;
+}
+
+static int compare_ints(const void *a, const void *b) {
+  int x = *(const int *)a, y = *(const int *)b;
+  return (x > y) - (x < y);
+}
+
+// The ranks that must issue `inst` together with `rank` (sorted). For a
+// permute: every rank of its mode takes part (the executor runs it on all).
+static hl_status_t group_of(checker_t *c, const hl_instruction_t *inst, int rank, int **out,
+                            int *out_size) {
+  *out = NULL;
+  *out_size = 0;
+  hl_process_groups_t g;
+  HL_RETURN_IF_ERROR(hl_process_groups_resolve(inst, c->R, c->P, &g));
+  int n = 0;
+  int *members = hl_calloc((size_t)(c->R * c->P), sizeof(int));
+  if (!members) {
+    hl_process_groups_deinit(&g);
+    return HL_OOM();
+  }
+  if (g.is_permute || inst->opcode == HL_OP_COLLECTIVE_BROADCAST) {
+    // Every process executes it; pairs / group members only decide data.
+    for (int64_t r = 0; r < c->R * c->P; r++) members[n++] = (int)r;
+  } else {
+    int k = hl_process_groups_find(&g, rank, NULL);
+    for (int i = k >= 0 ? g.offsets[k] : 0; k >= 0 && i < g.offsets[k + 1]; i++)
+      members[n++] = g.ranks[i];
+  }
+  hl_process_groups_deinit(&g);
+  qsort(members, (size_t)n, sizeof(int), compare_ints);
+  *out = members;
+  *out_size = n;
+  return NULL;
+}
+
+// Collectives pair up at run time by kind, shape and group, not by name.
+static bool steps_match(const step_t *a, const step_t *b) {
+  if (a->inst->opcode != b->inst->opcode || !hl_shape_equal(&a->inst->shape, &b->inst->shape))
+    return false;
+  return a->group_size == b->group_size &&
+         memcmp(a->group, b->group, sizeof(int) * (size_t)a->group_size) == 0;
+}
+
+static bool same_steps(const sequence_t *a, const sequence_t *b) {
+  if (a->count != b->count || a->open_ended != b->open_ended) return false;
+  for (int i = 0; i < a->count; i++)
+    if (!steps_match(&a->steps[i], &b->steps[i])) return false;
+  return true;
+}
+
+static void append_sequence(sequence_t *to, sequence_t *from) {
+  for (int i = 0; i < from->count; i++) {
+    if (!push(to, from->steps[i])) hl_free(from->steps[i].group);
+    from->steps[i].group = NULL;
+  }
+  to->open_ended = from->open_ended;
+  from->count = 0;
+}
+
+static bool has_collective(const hl_computation_t *comp, int depth);
+
+// The loop certainly runs its body once: the condition is compare(gte(p, k),
+// constant N) with LT / LE / NE / GT / GE and the init's element k a
+// constant that passes it. Otherwise, its collectives cannot be counted.
+static bool first_trip_certain(const hl_instruction_t *w, int rank, const checker_t *c) {
+  const hl_computation_t *cond = hl_instruction_while_condition(w);
+  if (!cond || !cond->root || cond->root->opcode != HL_OP_COMPARE || w->operand_count != 1)
+    return false;
+  const hl_instruction_t *cmp = cond->root, *init = w->operands[0];
+  const hl_instruction_t *lhs = cmp->operands[0];
+  int64_t bound = 0, start = 0;
+  if (lhs->opcode != HL_OP_GET_TUPLE_ELEMENT || lhs->operands[0]->opcode != HL_OP_PARAMETER ||
+      !eval_scalar(cmp->operands[1], rank, c, &bound, 0) || init->opcode != HL_OP_TUPLE)
+    return false;
+  int64_t k = lhs->attrs.tuple_index;
+  if (k < 0 || k >= init->operand_count || !eval_scalar(init->operands[k], rank, c, &start, 0))
+    return false;
+  switch (cmp->attrs.comparison_direction) {
+    case HL_CMP_LT: return start < bound;
+    case HL_CMP_LE: return start <= bound;
+    case HL_CMP_GT: return start > bound;
+    case HL_CMP_GE: return start >= bound;
+    case HL_CMP_NE: return start != bound;
+    default: return false;
+  }
+}
+
+// Appends rank's collectives of `comp` (in instruction order: every rank
+// runs the same plan, so any fixed order compares them alike).
+static void collect(checker_t *c, const hl_computation_t *comp, int rank, sequence_t *out,
+                    int depth) {
+  if (!comp || depth > 32 || out->open_ended || c->error) return;
+  for (int i = 0; i < comp->instruction_count && !out->open_ended && !c->error; i++) {
+    const hl_instruction_t *inst = comp->instructions[i];
+    if (hl_opcode_is_collective(inst->opcode)) {
+      step_t s = {.inst = inst};
+      c->error = group_of(c, inst, rank, &s.group, &s.group_size);
+      if (c->error || !push(out, s)) {
+        hl_free(s.group);
+        return;
+      }
+      continue;
+    }
+    if (inst->opcode == HL_OP_CONDITIONAL) {
+      int64_t sel = 0;
+      int branches = inst->called_count;
+      if (branches > 0 && eval_scalar(inst->operands[0], rank, c, &sel, 0)) {
+        int pick = inst->operands[0]->shape.dtype == HL_PRED ? (sel ? 0 : 1)
+                   : (sel < 0 || sel >= branches) ? branches - 1 : (int)sel;
+        if (pick < branches) collect(c, inst->called_computations[pick], rank, out, depth + 1);
+        continue;
+      }
+      // Data-dependent: fine when every branch issues the same collectives.
+      sequence_t first = {0};
+      bool same = true;
+      collect(c, branches ? inst->called_computations[0] : NULL, rank, &first, depth + 1);
+      for (int b = 1; b < branches && same; b++) {
+        sequence_t other = {0};
+        collect(c, inst->called_computations[b], rank, &other, depth + 1);
+        same = same_steps(&first, &other);
+        sequence_deinit(&other);
+      }
+      if (same) append_sequence(out, &first);
+      else out->open_ended = true;
+      sequence_deinit(&first);
+      continue;
+    }
+    if (inst->opcode == HL_OP_WHILE) {
+      const hl_computation_t *body = hl_instruction_while_body(inst);
+      const hl_computation_t *cond = hl_instruction_while_condition(inst);
+      if (!has_collective(body, 0) && !has_collective(cond, 0)) continue;
+      if (!first_trip_certain(inst, rank, c)) {
+        out->open_ended = true;
+        continue;
+      }
+      // One trip stands for all: every rank runs the same trip count when
+      // the body's collectives do not depend on the rank (checked here).
+      collect(c, cond, rank, out, depth + 1);
+      collect(c, body, rank, out, depth + 1);
+      continue;
+    }
+    // call, fusion, async wrappers, map / reduce bodies: their collectives
+    // (if any) run in place.
+    for (int k = 0; k < inst->called_count; k++)
+      if (has_collective(inst->called_computations[k], 0))
+        collect(c, inst->called_computations[k], rank, out, depth + 1);
+  }
+}
+
+static bool has_collective(const hl_computation_t *comp, int depth) {
+  if (!comp || depth > 32) return false;
+  for (int i = 0; i < comp->instruction_count; i++) {
+    const hl_instruction_t *inst = comp->instructions[i];
+    if (hl_opcode_is_collective(inst->opcode)) return true;
+    for (int k = 0; k < inst->called_count; k++)
+      if (has_collective(inst->called_computations[k], depth + 1)) return true;
+  }
+  return false;
+}
+
+//===----------------------------------------------------------------------===//
+// Matching
+//===----------------------------------------------------------------------===//
+
+static void append_group(hl_strbuf_t *sb, const step_t *s) {
+  hl_strbuf_append(sb, "{");
+  for (int i = 0; i < s->group_size; i++) hl_strbuf_appendf(sb, i ? ",%d" : "%d", s->group[i]);
+  hl_strbuf_append(sb, "}");
+}
+
+static hl_status_t mismatch(const checker_t *c, int r, const step_t *a, int q, const step_t *b,
+                            int index_r, int index_q) {
+  hl_strbuf_t sb;
+  hl_strbuf_init(&sb);
+  hl_strbuf_appendf(&sb, "collective check: the ranks would deadlock: rank %d's collective #%d "
+                    "is %s, shape %s, group ", r, index_r + 1, hl_instruction_location(a->inst),
+                    hl_shape_debug_string(&a->inst->shape));
+  append_group(&sb, a);
+  if (b) {
+    hl_strbuf_appendf(&sb, ", but rank %d's collective #%d is %s, shape %s, group ", q,
+                      index_q + 1, hl_instruction_location(b->inst),
+                      hl_shape_debug_string(&b->inst->shape));
+    append_group(&sb, b);
+  } else {
+    hl_strbuf_appendf(&sb, ", but rank %d ends the program after %d collective%s", q, index_q,
+                      index_q == 1 ? "" : "s");
+  }
+  hl_strbuf_appendf(&sb, " (grid %lld x %lld; --no-collective-check runs it anyway)",
+                    (long long)c->R, (long long)c->P);
+  hl_status_t st = sb.failed ? HL_OOM() : HL_INVALID("%s", hl_strbuf_cstr(&sb));
+  hl_strbuf_deinit(&sb);
+  return st;
+}
+
+hl_status_t hl_collective_check(const hl_module_t *module, int64_t R, int64_t P) {
+  if (!module || !module->entry || R < 1 || P < 1 || R * P > 4096) return NULL;
+  if (!has_collective(module->entry, 0)) return NULL;
+  checker_t c = {.module = module, .R = R, .P = P};
+  int n = (int)(R * P);
+  sequence_t *seq = hl_calloc((size_t)n, sizeof(sequence_t));
+  int *pos = hl_calloc((size_t)n, sizeof(int));
+  hl_status_t st = NULL;
+  if (!seq || !pos) {
+    st = HL_OOM();
+    goto out;
+  }
+  for (int r = 0; r < n && !c.error; r++) collect(&c, module->entry, r, &seq[r], 0);
+  if (c.error) {
+    st = c.error;
+    goto out;
+  }
+  // Advance every group whose members all stand at the same collective.
+  for (bool progress = true; progress;) {
+    progress = false;
+    for (int r = 0; r < n; r++) {
+      if (pos[r] >= seq[r].count) continue;
+      const step_t *s = &seq[r].steps[pos[r]];
+      bool all = true;
+      for (int i = 0; i < s->group_size && all; i++) {
+        int q = s->group[i];
+        all = pos[q] < seq[q].count && steps_match(s, &seq[q].steps[pos[q]]);
+      }
+      if (!all) continue;
+      for (int i = 0; i < s->group_size; i++) pos[s->group[i]]++;
+      progress = true;
+    }
+  }
+  // Stalled. Undecidable ranks may unblock the others: then say nothing.
+  for (int r = 0; r < n; r++)
+    if (pos[r] >= seq[r].count && seq[r].open_ended) goto out;
+  for (int r = 0; r < n && !st; r++) {
+    if (pos[r] >= seq[r].count) continue;
+    const step_t *s = &seq[r].steps[pos[r]];
+    for (int i = 0; i < s->group_size && !st; i++) {
+      int q = s->group[i];
+      if (q == r) continue;
+      if (pos[q] >= seq[q].count) st = mismatch(&c, r, s, q, NULL, pos[r], pos[q]);
+      else if (!steps_match(s, &seq[q].steps[pos[q]]))
+        st = mismatch(&c, r, s, q, &seq[q].steps[pos[q]], pos[r], pos[q]);
+    }
+  }
+out:
+  if (seq)
+    for (int r = 0; r < n; r++) sequence_deinit(&seq[r]);
+  hl_free(seq);
+  hl_free(pos);
+  return st;
+}

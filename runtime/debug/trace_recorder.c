@@ -1,0 +1,173 @@
+// Instruction spans for --trace (see trace_recorder.h).
+#include "runtime/debug/trace_recorder.h"
+
+#include <string.h>
+
+#include "collectives/groups.h"
+#include "runtime/base/alloc.h"
+#include "runtime/debug/debug_observer.h"
+
+enum { kMaxDepth = 64, kChannelSlots = 256 };
+
+struct hl_trace_recorder {
+  hl_trace_span_t *spans;
+  int64_t count, cap, max, dropped;
+  int64_t start[kMaxDepth];
+  // Occurrences of send / recv-done per channel id (hashed into slots).
+  int64_t sends[kChannelSlots], recvs[kChannelSlots];
+};
+
+hl_status_t hl_trace_recorder_create(int64_t max_spans, hl_trace_recorder_t **out) {
+  *out = NULL;
+  hl_trace_recorder_t *t = hl_calloc(1, sizeof(*t));
+  if (!t) return HL_OOM();
+  t->max = max_spans;
+  *out = t;
+  return NULL;
+}
+
+void hl_trace_recorder_destroy(hl_trace_recorder_t *t) {
+  if (!t) return;
+  hl_free(t->spans);
+  hl_free(t);
+}
+
+void hl_trace_recorder_clear(hl_trace_recorder_t *t) {
+  t->count = 0;
+  t->dropped = 0;
+  memset(t->sends, 0, sizeof(t->sends));
+  memset(t->recvs, 0, sizeof(t->recvs));
+}
+
+void hl_trace_recorder_enter(hl_trace_recorder_t *t, int depth, int64_t now) {
+  if (depth >= 0 && depth < kMaxDepth) t->start[depth] = now;
+}
+
+void hl_trace_recorder_leave(hl_trace_recorder_t *t, const hl_instruction_t *inst, int depth,
+                             int64_t now, int64_t bytes) {
+  if (depth < 0 || depth >= kMaxDepth) return;
+  int64_t flow = 0;
+  if (inst->opcode == HL_OP_SEND || inst->opcode == HL_OP_RECV_DONE) {
+    int slot = (int)((uint64_t)inst->attrs.channel_id % kChannelSlots);
+    flow = inst->opcode == HL_OP_SEND ? ++t->sends[slot] : ++t->recvs[slot];
+  }
+  if (t->count == t->max) {
+    t->dropped++;
+    return;
+  }
+  if (t->count == t->cap) {
+    int64_t cap = t->cap ? 2 * t->cap : 4096;
+    if (cap > t->max) cap = t->max;
+    hl_trace_span_t *grown = hl_realloc(t->spans, (size_t)cap * sizeof(*grown));
+    if (!grown) {
+      t->dropped++;
+      return;
+    }
+    t->spans = grown;
+    t->cap = cap;
+  }
+  t->spans[t->count++] = (hl_trace_span_t){inst, t->start[depth], now, bytes, flow};
+}
+
+// JSON string contents: instruction names are identifiers, but quote anyway.
+static void append_json_string(hl_strbuf_t *out, const char *s) {
+  hl_strbuf_append_char(out, '"');
+  for (; s && *s; s++) {
+    if (*s == '"' || *s == '\\') hl_strbuf_append_char(out, '\\');
+    if ((unsigned char)*s < 0x20) {
+      hl_strbuf_appendf(out, "\\u%04x", (unsigned char)*s);
+      continue;
+    }
+    hl_strbuf_append_char(out, *s);
+  }
+  hl_strbuf_append_char(out, '"');
+}
+
+// "{0,1,2,3}" for the collective's group holding `rank` ("" when none).
+static void append_group(hl_strbuf_t *out, const hl_instruction_t *inst, int rank, int64_t R,
+                         int64_t P) {
+  hl_process_groups_t g;
+  hl_status_t st = hl_process_groups_resolve(inst, R, P, &g);
+  if (st) {
+    hl_status_free(st);
+    return;
+  }
+  if (g.is_permute) {
+    int src = hl_process_groups_permute_source(&g, rank),
+        dst = hl_process_groups_permute_target(&g, rank);
+    hl_strbuf_appendf(out, "from %d to %d", src, dst);
+  } else {
+    int k = hl_process_groups_find(&g, rank, NULL);
+    hl_strbuf_append(out, "{");
+    for (int i = k >= 0 ? g.offsets[k] : 0; k >= 0 && i < g.offsets[k + 1]; i++)
+      hl_strbuf_appendf(out, i > g.offsets[k] ? ",%d" : "%d", g.ranks[i]);
+    hl_strbuf_append(out, "}");
+  }
+  hl_process_groups_deinit(&g);
+}
+
+static void append_span(hl_strbuf_t *out, const hl_trace_span_t *s, int rank, int tid,
+                        double ts, double dur, int64_t R, int64_t P) {
+  const hl_instruction_t *inst = s->inst;
+  hl_strbuf_append(out, ",\n{\"ph\":\"X\",\"name\":");
+  append_json_string(out, inst->name);
+  hl_strbuf_appendf(out, ",\"cat\":\"%s\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
+                    "\"args\":{\"opcode\":\"%s\",\"computation\":",
+                    tid ? "collective" : "instruction", rank, tid, ts, dur,
+                    hl_opcode_name(inst->opcode));
+  append_json_string(out, inst->parent ? inst->parent->name : "");
+  if (tid) {
+    hl_strbuf_appendf(out, ",\"bytes\":%lld", (long long)s->bytes);
+    if (inst->attrs.channel_id > 0)
+      hl_strbuf_appendf(out, ",\"channel\":%lld", (long long)inst->attrs.channel_id);
+    if (hl_opcode_is_collective(inst->opcode)) {
+      hl_strbuf_t group;
+      hl_strbuf_init(&group);
+      append_group(&group, inst, rank, R, P);
+      hl_strbuf_append(out, ",\"group\":");
+      append_json_string(out, hl_strbuf_cstr(&group));
+      hl_strbuf_deinit(&group);
+    }
+  }
+  hl_strbuf_append(out, "}}");
+}
+
+void hl_trace_recorder_write_events(const hl_trace_recorder_t *t, int rank, int64_t R,
+                                    int64_t P, int64_t offset_ns, int64_t origin_ns,
+                                    const hl_channel_env_t *channels, hl_strbuf_t *out) {
+  if (P <= 0) P = 1;
+  hl_strbuf_appendf(out, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":"
+                    "\"rank %d (replica %lld, partition %lld)\"}}", rank, rank,
+                    (long long)(rank / P), (long long)(rank % P));
+  hl_strbuf_appendf(out, ",\n{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%d,\"args\":"
+                    "{\"sort_index\":%d}}", rank, rank);
+  hl_strbuf_appendf(out, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":0,"
+                    "\"args\":{\"name\":\"executor\"}}", rank);
+  hl_strbuf_appendf(out, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":1,"
+                    "\"args\":{\"name\":\"collectives and channels\"}}", rank);
+  for (int64_t i = 0; i < t->count; i++) {
+    const hl_trace_span_t *s = &t->spans[i];
+    double ts = (double)(s->start_ns + offset_ns - origin_ns) * 1e-3;
+    double dur = (double)(s->end_ns - s->start_ns) * 1e-3;
+    append_span(out, s, rank, 0, ts, dur, R, P);
+    if (!hl_debug_opcode_communicates(s->inst->opcode)) continue;
+    append_span(out, s, rank, 1, ts, dur, R, P);
+    if (!s->flow) continue;
+    // Bound to the enclosing slices: the send's start, the recv-done's middle.
+    bool send = s->inst->opcode == HL_OP_SEND;
+    int64_t channel = s->inst->attrs.channel_id;
+    const hl_channel_route_t *route =
+        hl_channel_env_route(channels, channel, send ? HL_CHANNEL_SEND : HL_CHANNEL_RECV);
+    if (!route || route->peer < 0) continue;  // a send to nobody, a recv of zeros
+    int from = send ? rank : route->peer, to = send ? route->peer : rank;
+    hl_strbuf_appendf(out, ",\n{\"ph\":\"%s\",%s\"name\":\"channel %lld\",\"cat\":\"channel\","
+                      "\"id\":\"%lld:%d>%d#%lld\",\"pid\":%d,\"tid\":1,\"ts\":%.3f}",
+                      send ? "s" : "f", send ? "" : "\"bp\":\"e\",", (long long)channel,
+                      (long long)channel, from, to, (long long)s->flow, rank,
+                      send ? ts : ts + dur * 0.5);
+  }
+  if (t->dropped)
+    hl_strbuf_appendf(out, ",\n{\"ph\":\"i\",\"s\":\"p\",\"name\":\"%lld spans not recorded "
+                      "(limit reached)\",\"pid\":%d,\"tid\":0,\"ts\":0}",
+                      (long long)t->dropped, rank);
+}

@@ -1,0 +1,135 @@
+"""Checks before and during a run, through real multi-rank hlo-launch runs
+(docs/DEBUGGING.md): the static collective check, --check-nans / --check-infs
+stopping at the instruction that made the first NaN / Inf on the rank where it
+happened, and the debug directory's life cycle. Expected places and values come
+from how the programs are built (see their comments) and from NumPy.
+"""
+
+import os
+
+import numpy as np
+
+import hl_testlib as hl
+
+DEBUG_DIR = os.path.join(hl.PROGRAMS_DIR, "debug")
+
+
+def program(name):
+    return os.path.join(DEBUG_DIR, name)
+
+
+def launch(np_, prog, *extra, timeout=60, env=None):
+    argv = [hl.HLO_LAUNCH, "-np", str(np_), "--timeout", str(timeout - 10)] + list(extra) + [prog]
+    return hl.run(argv, timeout=timeout, env=env)
+
+
+def test_mismatched_collectives_static():
+    # Decided per rank from replica-id before any rank starts.
+    res = launch(4, program("hang_mismatched_collectives.hlo"))
+    want = ("hlo-launch: collective check: the ranks would deadlock: rank 0's collective #1 is "
+            "instruction 'all-reduce.5' (all-reduce) in computation 'reduce_branch' at ")
+    also = ("shape f32[4], group {0,1,2,3}, but rank 3's collective #1 is instruction 'g' "
+            "(all-gather) in computation 'gather_branch' at ")
+    if res.returncode != 1 or want not in res.stderr or also not in res.stderr:
+        return "expected the static check's error\n" + res.describe()
+    if res.seconds > 10:
+        return "the check should stop the job before it starts\n" + res.describe()
+    return None
+
+
+def nan_oracle(replicas, iterations=4):
+    """The program's result per NumPy (identical on every rank)."""
+    acc = np.zeros(4, np.float32)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for i in range(iterations):
+            total = np.zeros(4, np.float32)
+            for r in range(replicas):
+                d = np.float32((r - 1) ** 2 + (i - 2) ** 2)
+                zeros = acc - acc
+                local = acc + (zeros / d + np.float32(1) / d)
+                total = total + local
+            acc = total.astype(np.float32)
+    return acc
+
+
+def test_check_nans():
+    res = launch(4, program("nan_on_one_rank.hlo"), "--zeros", "--check-nans")
+    want = ("hlo-launch: rank 1 (replica 1, partition 0): --check-nans: instruction 'nan.q' "
+            "(divide) in computation 'body' at ")
+    if res.returncode != 1 or want not in res.stderr:
+        return "expected %r and exit 1\n%s" % (want, res.describe())
+    for part in ["produced NaN (iteration 2 of loop): first at index [0]; result f32[4] has 4 "
+                 "NaN and 0 Inf of 4 elements",
+                 "operand 0 ('zeros') f32[4] min 0 max 0, 0 NaN, 0 Inf",
+                 "operand 1 ('db') f32[4] min 0 max 0, 0 NaN, 0 Inf"]:
+        if part not in res.stderr:
+            return "missing %r\n%s" % (part, res.describe())
+    if "rank 0 " in res.stderr or "rank 2 " in res.stderr:
+        return "other ranks reported\n" + res.describe()
+    return None
+
+
+def test_check_infs():
+    res = launch(4, program("nan_on_one_rank.hlo"), "--zeros", "--check-infs")
+    want = "rank 1 (replica 1, partition 0): --check-infs: instruction 'inf.q' (divide)"
+    if res.returncode != 1 or want not in res.stderr or \
+            "produced Inf (iteration 2 of loop): first at index [0]" not in res.stderr:
+        return "expected %r and exit 1\n%s" % (want, res.describe())
+    return None
+
+
+def test_unchecked_run_matches_oracle():
+    # Without the checks the same program runs to the end, NaNs included.
+    with hl.tempdir("dbg") as out:
+        res = launch(4, program("nan_on_one_rank.hlo"), "--zeros", "--output-dir", out, "-q")
+        if res.returncode != 0:
+            return res.describe()
+        want = nan_oracle(4)
+        for r in range(4):
+            got = hl.read_outputs(out, r, 0, 1)[0]
+            msg = hl.compare("replica %d" % r, got, want)
+            if msg:
+                return msg
+    return None
+
+
+def test_clean_run_leaves_nothing():
+    # The watchdog is on by default; a clean run removes its directory, and
+    # a stale hang file in a reused --debug-dir does not end the next job.
+    with hl.tempdir("tmp") as tmp, hl.tempdir("dbg") as d:
+        open(os.path.join(d, "hang"), "w").write("rank 0\n")
+        env = dict(os.environ, TMPDIR=tmp)
+        prog = os.path.join(hl.PROGRAMS_DIR, "cluster_allreduce_loop.hlo")
+        res = launch(2, prog, "--zeros", "-q", env=env)
+        if res.returncode != 0:
+            return res.describe()
+        if os.listdir(tmp):
+            return "left in TMPDIR: %r" % os.listdir(tmp)
+        res = launch(2, prog, "--zeros", "-q", "--debug-dir", d, "--hang-timeout", "0.5", env=env)
+        if res.returncode != 0:
+            return "stale hang file: " + res.describe()
+        res = launch(2, prog, "--zeros", "-q", "--hang-timeout", "0", env=env)
+        if res.returncode != 0:
+            return res.describe()
+    return None
+
+
+def test_bad_options():
+    for extra, want in [(["--hang-timeout", "-1"], "--hang-timeout needs a number of seconds"),
+                        (["--debug-dir", ""], "--debug-dir is empty")]:
+        res = launch(2, program("hang_other_branch.hlo"), *extra)
+        if res.returncode != 2 or want not in res.stderr:
+            return "%r: expected %r, exit 2\n%s" % (extra, want, res.describe())
+    return None
+
+
+if __name__ == "__main__":
+    hl.require_binaries("hlo-launch")
+    hl.main([
+        ("mismatched_collectives_static", test_mismatched_collectives_static),
+        ("check_nans", test_check_nans),
+        ("check_infs", test_check_infs),
+        ("unchecked_run_matches_oracle", test_unchecked_run_matches_oracle),
+        ("clean_run_leaves_nothing", test_clean_run_leaves_nothing),
+        ("bad_options", test_bad_options),
+    ])

@@ -1,0 +1,153 @@
+"""--trace through real multi-rank hlo-launch runs, validated against the Chrome
+trace-event format (the JSON Object Format of "Trace Event Format", the document
+chrome://tracing and Perfetto implement): complete events ("X") with
+name / cat / ph / ts / dur / pid / tid, metadata ("M") naming processes and threads,
+and flow events ("s" / "f" with "bp":"e") that bind to enclosing slices. Expected
+counts come from the programs (n iterations of one all-reduce; one send per channel
+per pair), not from this project's output.
+"""
+
+import json
+import os
+
+import numpy as np
+
+import hl_testlib as hl
+
+EPS_US = 0.002  # the file's timestamps have 3 decimals (ns in microseconds)
+
+
+def launch(np_, program, *extra):
+    argv = [hl.HLO_LAUNCH, "-np", str(np_), "--timeout", "50", "-q"] + list(extra) + [program]
+    return hl.run(argv, timeout=60)
+
+
+def check_format(trace, ranks):
+    """Returns a message for the first violation of the trace-event format."""
+    if not isinstance(trace, dict) or not isinstance(trace.get("traceEvents"), list):
+        return "not a JSON object with a traceEvents array"
+    if trace.get("displayTimeUnit") not in (None, "ms", "ns"):
+        return "bad displayTimeUnit"
+    names = {}
+    for e in trace["traceEvents"]:
+        ph = e.get("ph")
+        if ph not in ("X", "M", "s", "f", "i"):
+            return "unexpected phase %r" % (e,)
+        if not isinstance(e.get("pid"), int) or not isinstance(e.get("name"), str):
+            return "pid / name missing: %r" % (e,)
+        if ph == "M":
+            if e["name"] not in ("process_name", "process_sort_index", "thread_name") or \
+                    not isinstance(e.get("args"), dict):
+                return "bad metadata %r" % (e,)
+            if e["name"] == "process_name":
+                names[e["pid"]] = e["args"]["name"]
+            continue
+        if not isinstance(e.get("tid"), int) or not isinstance(e.get("ts"), (int, float)):
+            return "tid / ts missing: %r" % (e,)
+        if ph == "X" and not (isinstance(e.get("dur"), (int, float)) and e["dur"] >= 0):
+            return "X without a non-negative dur: %r" % (e,)
+        if ph in "sf" and not isinstance(e.get("id"), (int, str)):
+            return "flow without id: %r" % (e,)
+        if ph == "f" and e.get("bp") != "e":
+            return "flow end not bound to its enclosing slice: %r" % (e,)
+    want = {r: "rank %d (replica %d, partition 0)" % (r, r) for r in range(ranks)}
+    if names != want:
+        return "process names %r, expected %r" % (names, want)
+    # Complete events of one thread must nest (the viewers draw them as a stack).
+    tracks = {}
+    for e in trace["traceEvents"]:
+        if e["ph"] == "X":
+            tracks.setdefault((e["pid"], e["tid"]), []).append(e)
+    for key, events in tracks.items():
+        events.sort(key=lambda e: (e["ts"], -e["dur"]))
+        stack = []
+        for e in events:
+            while stack and stack[-1]["ts"] + stack[-1]["dur"] <= e["ts"] + EPS_US:
+                stack.pop()
+            if stack and e["ts"] + e["dur"] > stack[-1]["ts"] + stack[-1]["dur"] + EPS_US:
+                return "%r overlaps %r on track %r without nesting" % (e, stack[-1], key)
+            stack.append(e)
+    return None
+
+
+def enclosing(trace, e, opcode):
+    for x in trace["traceEvents"]:
+        if x["ph"] == "X" and x["pid"] == e["pid"] and x["tid"] == e["tid"] and \
+                x["args"]["opcode"] == opcode and \
+                x["ts"] - EPS_US <= e["ts"] <= x["ts"] + x["dur"] + EPS_US:
+            return x
+    return None
+
+
+def test_collectives_timeline():
+    with hl.tempdir("trace") as d:
+        n = os.path.join(d, "n.npy")
+        np.save(n, np.array(3, np.int32))
+        out = os.path.join(d, "t.json")
+        res = launch(4, os.path.join(hl.PROGRAMS_DIR, "cluster_allreduce_loop.hlo"),
+                     "--args", n, "--trace", out)
+        if res.returncode != 0:
+            return res.describe()
+        trace = json.load(open(out))
+        msg = check_format(trace, 4)
+        if msg:
+            return msg
+        for r in range(4):
+            spans = [e for e in trace["traceEvents"]
+                     if e["ph"] == "X" and e["pid"] == r and e["tid"] == 1]
+            if len(spans) != 3 or any(e["name"] != "acc2" or e["args"]["bytes"] != 1024 or
+                                      e["args"]["group"] != "{0,1,2,3}" for e in spans):
+                return "rank %d's collective spans: %r" % (r, spans)
+            executor = [e for e in trace["traceEvents"]
+                        if e["ph"] == "X" and e["pid"] == r and e["tid"] == 0]
+            if not any(e["name"] == "loop" and e["args"]["opcode"] == "while" for e in executor):
+                return "no span for the while loop on rank %d" % r
+        # Aligned clocks: the k-th all-reduce cannot end on any rank before it
+        # started on every rank.
+        for k in range(3):
+            its = [sorted((e for e in trace["traceEvents"] if e["ph"] == "X" and e["pid"] == r
+                           and e["tid"] == 1), key=lambda e: e["ts"])[k] for r in range(4)]
+            latest_start = max(e["ts"] for e in its)
+            earliest_end = min(e["ts"] + e["dur"] for e in its)
+            if earliest_end + EPS_US < latest_start:
+                return "all-reduce %d ends at %.3f before it starts on another rank at %.3f" % (
+                    k, earliest_end, latest_start)
+    return None
+
+
+def test_channel_flows():
+    # Neighbour exchange 0<->1, 2<->3 on channels 1 (even -> odd) and 2.
+    tmpl = open(os.path.join(hl.PROGRAMS_DIR, "channels", "bidir_dangerous.hlo.tmpl")).read()
+    with hl.tempdir("trace") as d:
+        prog = os.path.join(d, "bidir.hlo")
+        open(prog, "w").write(tmpl.replace("@EVEN_TO_ODD@", "{{0,1},{2,3}}")
+                              .replace("@ODD_TO_EVEN@", "{{1,0},{3,2}}"))
+        out = os.path.join(d, "t.json")
+        res = launch(4, prog, "--trace", out)
+        if res.returncode != 0:
+            return res.describe()
+        trace = json.load(open(out))
+        msg = check_format(trace, 4)
+        if msg:
+            return msg
+        starts = {e["id"]: e for e in trace["traceEvents"] if e["ph"] == "s"}
+        ends = {e["id"]: e for e in trace["traceEvents"] if e["ph"] == "f"}
+        want = {"1:0>1#1", "1:2>3#1", "2:1>0#1", "2:3>2#1"}
+        if set(starts) != want or set(ends) != want:
+            return "flows %r -> %r, expected %r" % (sorted(starts), sorted(ends), sorted(want))
+        for fid in want:
+            s, f = starts[fid], ends[fid]
+            sender, receiver = int(fid.split(":")[1].split(">")[0]), int(fid.split(">")[1][0])
+            if s["pid"] != sender or f["pid"] != receiver:
+                return "flow %s from pid %d to %d" % (fid, s["pid"], f["pid"])
+            if not enclosing(trace, s, "send") or not enclosing(trace, f, "recv-done"):
+                return "flow %s not inside its send / recv-done slices" % fid
+    return None
+
+
+if __name__ == "__main__":
+    hl.require_binaries("hlo-launch")
+    hl.main([
+        ("collectives_timeline", test_collectives_timeline),
+        ("channel_flows", test_channel_flows),
+    ])

@@ -1,0 +1,111 @@
+// The static collective check (runtime/debug/collective_check.c) on small
+// programs whose deadlocks, or lack of them, are worked out by hand.
+// hl-test-libs: hl_debug hl_collectives hl_text hl_ir hl_base
+#include <string.h>
+
+#include "runtime/debug/collective_check.h"
+#include "runtime/text/hlo_parser.h"
+#include "tests/unit/test_util.h"
+
+static const char kHead[] =
+    "HloModule m\n"
+    "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n"
+    "reduce {\n  x = f32[4] parameter(0)\n"
+    "  ROOT ar = f32[4] all-reduce(x), replica_groups={}, to_apply=add\n}\n"
+    "reduce_pairs {\n  x = f32[4] parameter(0)\n"
+    "  ROOT arp = f32[4] all-reduce(x), replica_groups={{0,1},{2,3}}, to_apply=add\n}\n"
+    "gather {\n  x = f32[4] parameter(0)\n"
+    "  g = f32[16] all-gather(x), replica_groups={}, dimensions={0}\n"
+    "  ROOT s = f32[4] slice(g), slice={[0:4]}\n}\n"
+    "skip {\n  ROOT x = f32[4] parameter(0)\n}\n";
+
+static hl_status_t check(const char *entry_and_more) {
+  char text[8192];
+  snprintf(text, sizeof(text), "%s%s", kHead, entry_and_more);
+  hl_module_t *m = NULL;
+  HL_ASSERT_OK(hl_parse_hlo_module(text, strlen(text), "c.hlo", &m));
+  hl_status_t st = hl_collective_check(m, 4, 1);
+  hl_module_destroy(m);
+  return st;
+}
+
+// Rank 3 picks `other`, the rest `reduce`.
+static char *on_rank3(const char *other, char *buf, size_t cap) {
+  snprintf(buf, cap,
+           "ENTRY e {\n  x = f32[4] parameter(0)\n  r = u32[] replica-id()\n"
+           "  three = u32[] constant(3)\n  is3 = pred[] compare(r, three), direction=EQ\n"
+           "  ROOT y = f32[4] conditional(is3, x, x), true_computation=%s, "
+           "false_computation=reduce\n}\n",
+           other);
+  return buf;
+}
+
+static void test_mismatch_names_both(void) {
+  char buf[1024];
+  HL_ASSERT_ERROR_CONTAINS(check(on_rank3("gather", buf, sizeof(buf))),
+                           "rank 0's collective #1 is instruction 'ar' (all-reduce) in "
+                           "computation 'reduce' at c.hlo:9:8, shape f32[4], group {0,1,2,3}, "
+                           "but rank 3's collective #1 is instruction 'g' (all-gather)");
+}
+
+static void test_skipping_rank(void) {
+  char buf[1024];
+  HL_ASSERT_ERROR_CONTAINS(check(on_rank3("skip", buf, sizeof(buf))),
+                           "but rank 3 ends the program after 0 collectives");
+}
+
+static void test_group_mismatch(void) {
+  // Rank 3 reduces in {2,3} while 0-2 reduce over everyone: rank 2 cannot
+  // be in both.
+  char buf[1024];
+  HL_ASSERT_ERROR_CONTAINS(check(on_rank3("reduce_pairs", buf, sizeof(buf))), "group {2,3}");
+}
+
+static void test_same_collectives_everywhere(void) {
+  char buf[1024];
+  CU_ASSERT_PTR_NULL(check(on_rank3("reduce", buf, sizeof(buf))));
+}
+
+static void test_data_dependent_branch_is_not_judged(void) {
+  CU_ASSERT_PTR_NULL(check("ENTRY e {\n  x = f32[4] parameter(0)\n  p = pred[] parameter(1)\n"
+                           "  ROOT y = f32[4] conditional(p, x, x), true_computation=gather, "
+                           "false_computation=reduce\n}\n"));
+}
+
+static const char kLoop[] =
+    "cond {\n  s = (s32[], f32[4]) parameter(0)\n  i = s32[] get-tuple-element(s), index=0\n"
+    "  n = s32[] constant(%s)\n  ROOT lt = pred[] compare(i, n), direction=LT\n}\n"
+    "body {\n  s = (s32[], f32[4]) parameter(0)\n  i = s32[] get-tuple-element(s), index=0\n"
+    "  x = f32[4] get-tuple-element(s), index=1\n  r = u32[] replica-id()\n"
+    "  three = u32[] constant(3)\n  is3 = pred[] compare(r, three), direction=EQ\n"
+    "  y = f32[4] conditional(is3, x, x), true_computation=skip, false_computation=reduce\n"
+    "  ROOT t = (s32[], f32[4]) tuple(i, y)\n}\n"
+    "ENTRY e {\n  x = f32[4] parameter(0)\n  z = s32[] constant(%s)\n"
+    "  p = (s32[], f32[4]) tuple(z, x)\n"
+    "  ROOT w = (s32[], f32[4]) while(p), condition=cond, body=body\n}\n";
+
+static void test_loop_runs_at_least_once(void) {
+  char buf[2048];
+  snprintf(buf, sizeof(buf), kLoop, "5", "0");
+  HL_ASSERT_ERROR_CONTAINS(check(buf), "rank 3 ends the program after 0 collectives");
+}
+
+static void test_loop_that_may_not_run(void) {
+  // 0 < 0 is false: the body never runs, so nothing deadlocks.
+  char buf[2048];
+  snprintf(buf, sizeof(buf), kLoop, "0", "0");
+  CU_ASSERT_PTR_NULL(check(buf));
+}
+
+static CU_TestInfo tests[] = {
+    {"mismatch_names_both", test_mismatch_names_both},
+    {"skipping_rank", test_skipping_rank},
+    {"group_mismatch", test_group_mismatch},
+    {"same_collectives_everywhere", test_same_collectives_everywhere},
+    {"data_dependent_branch_is_not_judged", test_data_dependent_branch_is_not_judged},
+    {"loop_runs_at_least_once", test_loop_runs_at_least_once},
+    {"loop_that_may_not_run", test_loop_that_may_not_run},
+    CU_TEST_INFO_NULL,
+};
+
+HL_TEST_MAIN("collective_check", tests)
