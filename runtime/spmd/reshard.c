@@ -230,6 +230,43 @@ static hl_status_t all_to_all(spmd_ctx_t *c, const char **v, const hl_shape_t *g
   return NULL;
 }
 
+// The same tiles on other devices: every device receives its target tile
+// from a device that holds it (the i-th holder of a tile sends to its i-th
+// needer, so sources and targets are each used once, self pairs included)
+// with one collective-permute of one shard.
+static hl_status_t permute(spmd_ctx_t *c, const char **v, const hl_shape_t *g, const int64_t *dims,
+                           const hl_spmd_sharding_t *from, const hl_spmd_sharding_t *to) {
+  int64_t bytes = bytes_of(g->dtype, g->rank, dims);
+  c->bytes += bytes;
+  if (c->dry) return NULL;
+  int n = from->num_devices;
+  int64_t src_of[HL_SPMD_MAX_DEVICES];
+  int used[HL_SPMD_MAX_DEVICES] = {0};
+  for (int p = 0; p < n; p++) {  // p needs to's tile; take the first unused holder
+    src_of[p] = -1;
+    for (int q = 0; q < n && src_of[p] < 0; q++) {
+      if (used[q]) continue;
+      bool same = true;
+      for (int d = 0; d < g->rank && same; d++) same = from->coords[q][d] == to->coords[p][d];
+      if (same) {
+        src_of[p] = q;
+        used[q] = 1;
+      }
+    }
+    if (src_of[p] < 0) return HL_INTERNAL_ERROR("resharding: no holder left for a tile");
+  }
+  const char *name = spmd_name(c, "collective-permute");
+  if (!name) return HL_OOM();
+  begin_line(c, name, g->dtype, g->rank, dims);
+  hl_strbuf_appendf(&c->body, "collective-permute(%s), channel_id=%lld, source_target_pairs={", *v,
+                    (long long)(c->inserted++, ++c->channel));
+  for (int p = 0; p < n; p++) hl_strbuf_appendf(&c->body, "%s{%lld,%d}", p ? "," : "", (long long)src_of[p], p);
+  hl_strbuf_append(&c->body, "}\n");
+  hl_strbuf_appendf(&c->explain, "      collective-permute of one shard: %lld bytes per partition\n", (long long)bytes);
+  *v = name;
+  return NULL;
+}
+
 // Whether the split of cur's dimension a can move to dimension b by one
 // all-to-all: same device groups and tile order, even sizes, b unsplit.
 static bool can_all_to_all(const hl_spmd_sharding_t *cur, const hl_spmd_sharding_t *tgt, const hl_shape_t *g,
@@ -261,6 +298,13 @@ hl_status_t spmd_reshard(spmd_ctx_t *c, const char *name, const hl_shape_t *g,
   int rank = g->rank;
   int64_t dims[HL_MAX_RANK];
   spmd_local_dims(g, &cur, dims);
+  bool same_tiles = cur.kind == HL_SPMD_TILED && hl_spmd_tile_count(&cur) > 1;
+  for (int d = 0; d < rank; d++) same_tiles &= cur.tiles[d] == tgt.tiles[d];
+  if (same_tiles) {  // only the devices differ
+    HL_RETURN_IF_ERROR(permute(c, &v, g, dims, &cur, &tgt));
+    *out = v;
+    return NULL;
+  }
   for (int a = 0; a < rank && rank < HL_MAX_RANK; a++)
     for (int b = 0; b < rank; b++) {
       if (!can_all_to_all(&cur, &tgt, g, a, b)) continue;
