@@ -22,6 +22,7 @@
 #include "launcher/outputs.h"
 #include "launcher/partition_hook.h"
 #include "launcher/timing.h"
+#include "runtime/debug/collective_check.h"
 #include "runtime/base/alloc.h"
 #include "runtime/custom_calls/ffi_plugin.h"
 #include "runtime/exec/executor.h"
@@ -369,6 +370,22 @@ static bool check_expectation(worker_t *w, const hl_program_t *program,
   return true;
 }
 
+// The static collective check (runtime/debug/collective_check.h) for ranks
+// started by a user's own mpirun / srun; hlo-launch's spawner ran it already
+// (--worker). Collective: it applies only when every rank runs the same
+// program file (an MPMD job's programs differ), and then every rank reaches
+// the same verdict.
+static hl_status_t check_collectives_here(const worker_t *w, const hl_module_t *module) {
+  const hl_launch_options_t *o = w->options;
+  if (o->worker || o->no_collective_check) return NULL;
+  unsigned long long hash = 14695981039346656037ull, low = 0, high = 0;  // FNV-1a of the path
+  for (const char *p = o->program; *p; p++) hash = (hash ^ (unsigned char)*p) * 1099511628211ull;
+  MPI_Allreduce(&hash, &low, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(&hash, &high, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+  if (low != high) return NULL;
+  return hl_collective_check(module, w->grid.replicas, w->grid.partitions);
+}
+
 // The steps after MPI_Init; returns true when the job succeeded everywhere.
 static bool run(worker_t *w) {
   const hl_launch_options_t *o = w->options;
@@ -393,6 +410,7 @@ static bool run(worker_t *w) {
   // per-partition program here; every rank partitions it the same way.
   bool partitioned = false;
   if (!agree(w, hl_partition_if_global(o, &program, w->grid.replicas, w->grid.partitions, &partitioned), false)) goto done;
+  if (!agree(w, check_collectives_here(w, program.module), false)) goto done;
   if (o->report_bindings)
     hl_binding_report(MPI_COMM_WORLD, &w->binding, w->rank, w->replica, w->partition,
                       (hl_bind_policy_t)o->bind_to);

@@ -37,6 +37,19 @@ def test_mismatched_collectives_static():
     return None
 
 
+def test_mismatched_collectives_under_users_mpiexec():
+    # Ranks started by the user's own mpiexec check the program themselves.
+    argv = ["mpiexec", "--oversubscribe", "-n", "4"]
+    if os.geteuid() == 0:
+        argv.insert(1, "--allow-run-as-root")
+    res = hl.run(argv + [hl.HLO_LAUNCH, program("hang_mismatched_collectives.hlo")], timeout=60)
+    want = ("hlo-launch: all 4 ranks: collective check: the ranks would deadlock: rank 0's "
+            "collective #1 is instruction 'all-reduce.5'")
+    if res.returncode == 0 or res.timed_out or want not in res.stderr:
+        return "expected the static check's error\n" + res.describe()
+    return None
+
+
 def nan_oracle(replicas, iterations=4):
     """The program's result per NumPy (identical on every rank)."""
     acc = np.zeros(4, np.float32)
@@ -127,6 +140,8 @@ if __name__ == "__main__":
     hl.require_binaries("hlo-launch")
     hl.main([
         ("mismatched_collectives_static", test_mismatched_collectives_static),
+        ("mismatched_collectives_under_users_mpiexec",
+         test_mismatched_collectives_under_users_mpiexec),
         ("check_nans", test_check_nans),
         ("check_infs", test_check_infs),
         ("unchecked_run_matches_oracle", test_unchecked_run_matches_oracle),
