@@ -87,23 +87,23 @@ typedef struct legacy_attrs {
   int64_t values[4];
 } legacy_attrs_t;
 
-static const legacy_attrs_t *g_legacy;  // set for the duration of one pre-FFI call
-
-static hl_status_t attr_int(const hl_custom_call_t *call, const char *key, int64_t *out) {
-  if (!g_legacy) return hl_ffi_attr_int(call, key, out);
-  for (int i = 0; i < g_legacy->n; i++)
-    if (strcmp(g_legacy->keys[i], key) == 0) {
-      *out = g_legacy->values[i];
+// An attribute from the backend_config, or from `la` for a pre-FFI call.
+static hl_status_t attr_int(const hl_custom_call_t *call, const legacy_attrs_t *la,
+                            const char *key, int64_t *out) {
+  if (!la) return hl_ffi_attr_int(call, key, out);
+  for (int i = 0; i < la->n; i++)
+    if (strcmp(la->keys[i], key) == 0) {
+      *out = la->values[i];
       return NULL;
     }
   return HL_INTERNAL_ERROR("%s: custom-call \"%s\": no %s from the operands",
                            hl_instruction_location(call->inst), call->name, key);
 }
 
-static hl_status_t char_attr(const hl_custom_call_t *call, const char *key, const char *allowed,
-                             char *out) {
+static hl_status_t char_attr(const hl_custom_call_t *call, const legacy_attrs_t *la,
+                             const char *key, const char *allowed, char *out) {
   int64_t v;
-  HL_RETURN_IF_ERROR(attr_int(call, key, &v));
+  HL_RETURN_IF_ERROR(attr_int(call, la, key, &v));
   if (v <= 0 || v > 127 || !strchr(allowed, (int)v))
     return HL_UNIMPL("%s: custom-call \"%s\" attribute %s=%lld is not one of the supported "
                      "values '%s'", hl_instruction_location(call->inst), call->name, key,
@@ -113,11 +113,11 @@ static hl_status_t char_attr(const hl_custom_call_t *call, const char *key, cons
 }
 
 // uplo: jaxlib's CPU targets pass the ui8 character, cuSOLVER's the bool `lower`.
-static hl_status_t uplo_attr(const hl_custom_call_t *call, const lapack_target_t *spec,
-                             char *out) {
-  if (!spec->cusolver) return char_attr(call, "uplo", "LU", out);
+static hl_status_t uplo_attr(const hl_custom_call_t *call, const legacy_attrs_t *la,
+                             const lapack_target_t *spec, char *out) {
+  if (!spec->cusolver) return char_attr(call, la, "uplo", "LU", out);
   int64_t lower;
-  HL_RETURN_IF_ERROR(attr_int(call, "lower", &lower));
+  HL_RETURN_IF_ERROR(attr_int(call, la, "lower", &lower));
   *out = lower ? 'L' : 'U';
   return NULL;
 }
@@ -171,7 +171,8 @@ static void unpack_eigenvectors(hl_dtype_t t, int64_t n, const void *wi, const v
 
 static int32_t *info_at(const hl_cc_buffer_t *b, int64_t i) { return (int32_t *)b->data + i; }
 
-static hl_status_t run_routine(const hl_custom_call_t *call, const lapack_target_t *spec,
+static hl_status_t run_routine(const hl_custom_call_t *call, const legacy_attrs_t *la,
+                               const lapack_target_t *spec,
                                hl_cc_frame_t *f) {
   const hl_instruction_t *inst = call->inst;
   hl_dtype_t t = spec->dtype;
@@ -262,7 +263,7 @@ static hl_status_t run_routine(const hl_custom_call_t *call, const lapack_target
     }
     case POTRF: {
       char uplo = 0;
-      HL_RETURN_IF_ERROR(uplo_attr(call, spec, &uplo));
+      HL_RETURN_IF_ERROR(uplo_attr(call, la, spec, &uplo));
       CHECK(&r[0], "result 0 (x_out)", t, 2, m, n);
       CHECK(&r[1], "result 1 (info)", HL_S32, 0, 0);
       copy_in(&r[0], x);
@@ -274,7 +275,7 @@ static hl_status_t run_routine(const hl_custom_call_t *call, const lapack_target
     case GESDD:
     case GESVD: {
       char mode = 0;
-      HL_RETURN_IF_ERROR(char_attr(call, "mode", "ASN", &mode));
+      HL_RETURN_IF_ERROR(char_attr(call, la, "mode", "ASN", &mode));
       int64_t ucols = mode == 'A' ? m : k, vtrows = mode == 'A' ? n : k;
       CHECK(&r[0], "result 0 (x_out)", t, 2, m, n);
       CHECK(&r[1], "result 1 (s)", rt, 1, k);
@@ -338,14 +339,14 @@ static hl_status_t run_routine(const hl_custom_call_t *call, const lapack_target
     }
     case SYEVD: {
       char uplo = 0, mode = 'V';
-      HL_RETURN_IF_ERROR(uplo_attr(call, spec, &uplo));
+      HL_RETURN_IF_ERROR(uplo_attr(call, la, spec, &uplo));
       if (!spec->cusolver) {
-        HL_RETURN_IF_ERROR(char_attr(call, "mode", "NV", &mode));
+        HL_RETURN_IF_ERROR(char_attr(call, la, "mode", "NV", &mode));
       } else {
         // cuSOLVER's algorithm (0 default, 1 divide and conquer, 2 Jacobi)
         // changes how, not what: LAPACK's divide and conquer serves all three.
         int64_t algorithm;
-        HL_RETURN_IF_ERROR(hl_ffi_attr_int(call, "algorithm", &algorithm));
+        HL_RETURN_IF_ERROR(attr_int(call, la, "algorithm", &algorithm));
         if (algorithm < 0 || algorithm > 2)
           return HL_INVALID("%s: custom-call \"%s\" algorithm=%lld is not 0, 1 or 2",
                             hl_instruction_location(inst), call->name, (long long)algorithm);
@@ -386,8 +387,8 @@ static hl_status_t run_routine(const hl_custom_call_t *call, const lapack_target
     }
     case GEEV: {
       char jl = 0, jr = 0;
-      HL_RETURN_IF_ERROR(char_attr(call, "compute_left", "NV", &jl));
-      HL_RETURN_IF_ERROR(char_attr(call, "compute_right", "NV", &jr));
+      HL_RETURN_IF_ERROR(char_attr(call, la, "compute_left", "NV", &jl));
+      HL_RETURN_IF_ERROR(char_attr(call, la, "compute_right", "NV", &jr));
       hl_dtype_t ct = complex_of(t);
       int w = is_complex(t) ? 1 : 2;  // eigenvalue results before the vectors
       CHECK(&r[0], is_complex(t) ? "result 0 (eigvals)" : "result 0 (eigvals_real)", t, 1, n);
@@ -440,8 +441,8 @@ static hl_status_t run_routine(const hl_custom_call_t *call, const lapack_target
     }
     case GEES: {
       char mode = 0, sort = 0;
-      HL_RETURN_IF_ERROR(char_attr(call, "mode", "NV", &mode));
-      HL_RETURN_IF_ERROR(char_attr(call, "sort", "NS", &sort));
+      HL_RETURN_IF_ERROR(char_attr(call, la, "mode", "NV", &mode));
+      HL_RETURN_IF_ERROR(char_attr(call, la, "sort", "NS", &sort));
       if (sort != 'N')
         return HL_UNIMPL("%s: custom-call \"%s\": sorted Schur eigenvalues (sort='S') need a "
                          "select function jaxlib does not pass either",
@@ -480,8 +481,8 @@ static hl_status_t run_routine(const hl_custom_call_t *call, const lapack_target
     }
     case GEHRD: {
       int64_t low, high;
-      HL_RETURN_IF_ERROR(attr_int(call, "low", &low));
-      HL_RETURN_IF_ERROR(attr_int(call, "high", &high));
+      HL_RETURN_IF_ERROR(attr_int(call, la, "low", &low));
+      HL_RETURN_IF_ERROR(attr_int(call, la, "high", &high));
       int64_t nt = n > 1 ? n - 1 : 0;
       CHECK(&r[0], "result 0 (x_out)", t, 2, n, n);
       CHECK(&r[1], "result 1 (tau)", t, 1, nt);
@@ -500,7 +501,7 @@ static hl_status_t run_routine(const hl_custom_call_t *call, const lapack_target
     }
     case SYTRD: {
       char uplo = 0;
-      HL_RETURN_IF_ERROR(uplo_attr(call, spec, &uplo));
+      HL_RETURN_IF_ERROR(uplo_attr(call, la, spec, &uplo));
       int64_t nt = n > 1 ? n - 1 : 0;
       CHECK(&r[0], "result 0 (x_out)", t, 2, n, n);
       CHECK(&r[1], "result 1 (diag)", rt, 1, n);
@@ -522,8 +523,8 @@ static hl_status_t run_routine(const hl_custom_call_t *call, const lapack_target
       // c_out = op(Q) c or c op(Q), Q from a's reflectors and tau (jaxlib's
       // OrthogonalQrMultiply: lda = m when left, else n).
       int64_t left, transpose;
-      HL_RETURN_IF_ERROR(attr_int(call, "left", &left));
-      HL_RETURN_IF_ERROR(attr_int(call, "transpose", &transpose));
+      HL_RETURN_IF_ERROR(attr_int(call, la, "left", &left));
+      HL_RETURN_IF_ERROR(attr_int(call, la, "transpose", &transpose));
       const hl_cc_buffer_t *a = &f->args[0], *tau = &f->args[1];
       int64_t k = tau->rank == nb + 1 ? tau->dims[nb] : -1;
       int64_t lda = left ? m : n;
@@ -583,7 +584,7 @@ static hl_status_t run_lapack(const hl_custom_call_t *call, hl_literal_t **out) 
   const lapack_target_t *spec = call->target->data;
   hl_cc_frame_t f;
   hl_status_t st = hl_cc_frame_init(call, &f);
-  if (!st) st = run_routine(call, spec, &f);
+  if (!st) st = run_routine(call, NULL, spec, &f);
   if (!st) st = hl_cc_frame_finish(call, &f, out);
   hl_cc_frame_deinit(&f);
   return st;
@@ -672,9 +673,7 @@ static hl_status_t run_legacy(const hl_custom_call_t *call, hl_literal_t **out) 
     view = (hl_cc_frame_t){want_args, n, args, rets};
   }
   if (!st) {
-    g_legacy = &la;
-    st = run_routine(call, spec, &view);
-    g_legacy = NULL;
+    st = run_routine(call, &la, spec, &view);
   }
   if (!st) st = hl_cc_frame_finish(call, &f, out);
   hl_cc_frame_deinit(&f);

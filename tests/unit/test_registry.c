@@ -19,7 +19,7 @@ static void test_lookup(void) {
     CU_ASSERT_PTR_NOT_NULL(t);
     if (t) CU_ASSERT_STRING_EQUAL(t->name, known[i]);
   }
-  CU_ASSERT_PTR_NULL(hl_custom_call_lookup("lapack_sgetrf"));
+  CU_ASSERT_PTR_NULL(hl_custom_call_lookup("lapack_sgetrs_ffi"));
   CU_ASSERT_PTR_NULL(hl_custom_call_lookup(""));
   CU_ASSERT_PTR_NULL(hl_custom_call_lookup(NULL));
 }
