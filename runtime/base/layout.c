@@ -220,18 +220,23 @@ hl_status_t hl_layout_check_bitcast(const hl_shape_t *x, const hl_shape_t *r) {
                         hl_dtype_name(s->dtype), bits);
   }
   if (x->dtype != r->dtype) {
-    // Packed nibble order and the unused bits of unpacked sub-byte elements
-    // are backend details XLA leaves open: no exact answer exists.
-    if (is_packed(x) || is_packed(r))
-      return HL_UNIMPL("bitcast from %s to %s reinterprets packed sub-byte storage (E(n)), "
-                       "whose bit order XLA does not define; only bitcasts between equal "
-                       "element types may be packed",
-                       hl_dtype_name(x->dtype), hl_dtype_name(r->dtype));
+    int xw = hl_dtype_bit_width(x->dtype), rw = hl_dtype_bit_width(r->dtype);
     if (x->dtype == HL_PRED || r->dtype == HL_PRED)
       return HL_UNIMPL("bitcast between pred and %s is not supported: XLA gives a pred byte "
                        "other than 0 or 1 no meaning",
                        hl_dtype_name(x->dtype == HL_PRED ? r->dtype : x->dtype));
-    if (hl_dtype_bit_width(x->dtype) < 8 || hl_dtype_bit_width(r->dtype) < 8)
+    // Sub-byte types of one width (s4 / u4 / f4e2m1fn, ...) stored alike
+    // share their bits exactly: an element is its low `width` bits, packed or
+    // not. Any other change across sub-byte storage would read the bit order
+    // inside a packed byte or the unused bits of an unpacked one, which XLA
+    // leaves to the backend: no exact answer exists.
+    bool same_width = xw == rw && hl_layout_element_bits(x) == hl_layout_element_bits(r);
+    if (!same_width && (is_packed(x) || is_packed(r)))
+      return HL_UNIMPL("bitcast from %s to %s reinterprets packed sub-byte storage (E(n)), "
+                       "whose bit order XLA does not define; packed bitcasts must keep the "
+                       "element width",
+                       hl_dtype_name(x->dtype), hl_dtype_name(r->dtype));
+    if (!same_width && (xw < 8 || rw < 8))
       return HL_UNIMPL("bitcast from %s to %s reinterprets the unused bits of sub-byte "
                        "elements, which XLA leaves unspecified",
                        hl_dtype_name(x->dtype), hl_dtype_name(r->dtype));

@@ -326,6 +326,21 @@ static void from_physical(void *dst, const void *src, const hl_shape_t *s, size_
   strided_gather(dst, src, es, s->rank, s->dims, str);
 }
 
+// A bitcast between sub-byte types of one width (s4 -> u4, ...) keeps each
+// element's low bits; the result type's own in-memory form is then restored
+// (signed kept sign-extended in its byte, unsigned and f4 zero-extended).
+static void retype_sub_byte(hl_literal_t *y, hl_dtype_t from) {
+  int bits = hl_dtype_bit_width(y->shape.dtype);
+  if (y->shape.dtype == from || bits >= 8) return;
+  uint8_t mask = (uint8_t)((1u << bits) - 1), sign = (uint8_t)(1u << (bits - 1));
+  bool is_signed = hl_dtype_is_signed_int(y->shape.dtype);
+  uint8_t *v = y->data;
+  for (size_t i = 0; i < y->byte_size; i++) {
+    uint8_t b = v[i] & mask;
+    v[i] = is_signed && (b & sign) ? (uint8_t)(b | ~mask) : b;
+  }
+}
+
 hl_status_t hl_kernel_bitcast(hl_kernel_context_t *ctx, const hl_instruction_t *inst,
                               hl_literal_t *const *operands, hl_literal_t **out) {
   hl_literal_t *op = operands[0];
@@ -343,8 +358,11 @@ hl_status_t hl_kernel_bitcast(hl_kernel_context_t *ctx, const hl_instruction_t *
     return HL_INVALID("operand %s has %zu bytes in memory, result %s has %lld",
                       hl_shape_debug_string(os), op->byte_size, hl_shape_debug_string(rs),
                       (long long)bytes);
-  if (hl_layout_is_row_major_order(os) && hl_layout_is_row_major_order(rs))
-    return same_bytes_result(ctx, inst, op, out);
+  if (hl_layout_is_row_major_order(os) && hl_layout_is_row_major_order(rs)) {
+    HL_RETURN_IF_ERROR(same_bytes_result(ctx, inst, op, out));
+    retype_sub_byte(*out, os->dtype);
+    return NULL;
+  }
   size_t oes = hl_dtype_size(os->dtype), res = hl_dtype_size(rs->dtype);
   void *phys = NULL;
   const void *stream = op->data;
@@ -360,6 +378,7 @@ hl_status_t hl_kernel_bitcast(hl_kernel_context_t *ctx, const hl_instruction_t *
       memcpy((*out)->data, stream, (size_t)bytes);
     else
       from_physical((*out)->data, stream, rs, res);
+    retype_sub_byte(*out, os->dtype);
   }
   hl_free(phys);
   return st;

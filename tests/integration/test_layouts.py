@@ -120,6 +120,23 @@ def random_values(ty, n):
     return rng.integers(0, 256, (n, size)).astype(np.uint8)
 
 
+SUB_BYTE_PEERS = {1: ["s1", "u1"], 2: ["s2", "u2"], 4: ["s4", "u4", "f4e2m1fn"]}
+
+
+def retype_sub_byte(elems, src, dst):
+    """A bitcast between sub-byte types of one width keeps each element's low
+    bits (XLA stores an unpacked sub-byte element in the low bits of its byte,
+    a packed one in `width` bits); signed types hold them sign-extended here."""
+    bits = next(t[2] for t in TYPES if t[0] == dst)
+    if src == dst or not bits or dst == "pred":
+        return elems
+    low = elems & ((1 << bits) - 1)
+    if dst.startswith("s"):
+        neg = (low >> (bits - 1)) & 1
+        low = np.where(neg == 1, low | (0xFF ^ ((1 << bits) - 1)), low)
+    return low.astype(np.uint8)
+
+
 # ------------------------------------------------------------ program builder
 class Builder:
     def __init__(self, ty):
@@ -160,7 +177,7 @@ class Builder:
         dims = dims if dims is not None else random_dims(nbytes // size)
         m2m = m2m if m2m is not None else random_layout(len(dims))
         stream = to_physical(arr.elems, arr.dims, arr.m2m)
-        elems = from_physical(stream, dims, m2m, size)
+        elems = retype_sub_byte(from_physical(stream, dims, m2m, size), arr.ty, ty)
         if suffix is None:
             suffix = self.suffix() if ty == self.ty else ""
         out = Arr(ty, dims, m2m, elems, suffix)
@@ -238,8 +255,16 @@ def build_part(ty, seed_count, first_param):
               "  %s = %s get-tuple-element(%s), index=1" % (res, arr.shape(), loop)]
     roots.append((res, Arr(ty, arr.dims, arr.m2m, elems, arr.suffix)))
 
-    # 4. Byte-sized types: a bitcast to another element type of the same bytes.
-    if b.size and next(t[2] for t in TYPES if t[0] == ty) == 0:
+    # 4. A bitcast to another element type: of the same bytes for byte-sized
+    #    types, of the same width (and packing) for sub-byte ones.
+    bits = next(t[2] for t in TYPES if t[0] == ty)
+    if bits and ty != "pred":
+        src, arr = new_input()
+        src, arr = b.copy(entry, src, arr)
+        other = str(rng.choice([t for t in SUB_BYTE_PEERS[bits] if t != ty]))
+        src, arr = b.bitcast(entry, src, arr, ty=other, suffix=b.packed)
+        roots.append((src, arr))
+    if b.size and bits == 0:
         src, arr = new_input()
         src, arr = b.copy(entry, src, arr)
         nbytes = arr.elems.size

@@ -439,7 +439,24 @@ static void test_bitcast_layouts(void) {
   set_layout(&b->shape, 2, 1, 0);
   expect_error(&k, "bitcast with a tiled layout (T(...)) on its result");
   end_case(&k);
-  // Packed s4 only between equal types.
+  // s4 -> u4 keeps each element's low 4 bits, here through a column-major
+  // result: s4[2,2]{1,0} [[-1,7],[-8,3]] -> u4[2,2]{0,1} = [[15,8],[7,3]]
+  // (low nibbles 15,7,8,3 in physical order, laid out column-major).
+  b = make_case(&k, HL_OP_BITCAST, shp(HL_U4, 2, 2, 2), 1, arange(shp(HL_S4, 2, 2, 2)));
+  {
+    int8_t *v = k.args[0]->data;
+    v[0] = -1, v[1] = 7, v[2] = -8, v[3] = 3;
+  }
+  set_layout(&b->shape, 2, 0, 1);
+  expect_values(&k, (double[]){15, 8, 7, 3}, 4);
+  end_case(&k);
+  // and back: u4 [15, 8] -> s4 [-1, -8]
+  b = make_case(&k, HL_OP_BITCAST, shp(HL_S4, 1, 2), 1, arange(shp(HL_U4, 1, 2)));
+  ((uint8_t *)k.args[0]->data)[0] = 15;
+  ((uint8_t *)k.args[0]->data)[1] = 8;
+  expect_values(&k, (double[]){-1, -8}, 2);
+  end_case(&k);
+  // Packed s4 only to a type of its own width.
   b = make_case(&k, HL_OP_BITCAST, shp(HL_U8, 1, 2), 1, arange(shp(HL_S4, 1, 4)));
   k.m->computations[0]->parameters[0]->shape.element_size_in_bits = 4;
   expect_error(&k, "packed sub-byte storage");

@@ -53,7 +53,15 @@ static void test_bitcast_rules(void) {
   HL_ASSERT_ERROR_CONTAINS(hl_layout_check_bitcast(&s4, &s4b), "packed and unpacked s4");
   hl_shape_t u8 = arr(HL_U8, 1, (int64_t[]){4}, (int64_t[]){0});
   HL_ASSERT_ERROR_CONTAINS(hl_layout_check_bitcast(&s4, &u8), "packed sub-byte storage");
+  hl_shape_t u4 = arr(HL_U4, 2, (int64_t[]){4, 2}, (int64_t[]){0, 1});
+  u4.element_size_in_bits = 4;  // same width, both packed: exact
+  HL_ASSERT_OK(hl_layout_check_bitcast(&s4, &u4));
+  u4.element_size_in_bits = 0;
+  HL_ASSERT_ERROR_CONTAINS(hl_layout_check_bitcast(&s4, &u4), "packed sub-byte storage");
   s4.element_size_in_bits = 0;
+  HL_ASSERT_OK(hl_layout_check_bitcast(&s4, &u4));  // both unpacked
+  hl_shape_t s2 = arr(HL_S2, 1, (int64_t[]){8}, (int64_t[]){0});
+  HL_ASSERT_ERROR_CONTAINS(hl_layout_check_bitcast(&s4, &s2), "unused bits of sub-byte");
   hl_shape_t s8 = arr(HL_S8, 1, (int64_t[]){8}, (int64_t[]){0});
   HL_ASSERT_ERROR_CONTAINS(hl_layout_check_bitcast(&s4, &s8), "unused bits of sub-byte");
   hl_shape_t pr = arr(HL_PRED, 1, (int64_t[]){8}, (int64_t[]){0});
