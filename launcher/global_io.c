@@ -1,5 +1,6 @@
 #include "launcher/global_io.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -112,7 +113,7 @@ static hl_status_t read_global(const char *path, hl_dtype_t want, hl_literal_t *
   // Only the header's dimensions are needed to ask for the typed read.
   hl_status_free(st);
   FILE *f = fopen(path, "rb");
-  if (!f) return HL_ERROR(HL_IO_ERROR, "%s: cannot open", path);
+  if (!f) return HL_ERROR(HL_IO_ERROR, "%s: cannot open: %s", path, strerror(errno));
   uint8_t head[4096];
   size_t n = fread(head, 1, sizeof(head), f);
   fclose(f);
