@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collectives/shm/shm_layer.h"
 #include "launcher/binding.h"
 #include "runtime/base/alloc.h"
 
@@ -121,6 +122,11 @@ static const char kHelp[] =
     "                        OMP_NUM_THREADS override).\n"
     "  --report-bindings     rank 0 prints one line per rank to stderr:\n"
     "                        host, rank, replica, partition, local rank, cpuset\n"
+    "  --collectives mpi|shm|auto\n"
+    "                        how collectives within one node move data: auto\n"
+    "                        (default) node shared memory for large messages, MPI\n"
+    "                        for small ones; shm: shared memory whenever a group\n"
+    "                        lies on one node; mpi: always MPI\n"
     "\n"
     "  --explain-groups      print, for every collective of PROGRAM, its group mode and\n"
     "                        process groups as (replica, partition) lists and MPI\n"
@@ -191,6 +197,7 @@ enum {
   OPT_MPMD_PROGRAM,
   OPT_EXPLAIN_GROUPS,
   OPT_REPEAT,
+  OPT_COLLECTIVES,
 };
 
 static const struct option kLongOptions[] = {
@@ -224,6 +231,7 @@ static const struct option kLongOptions[] = {
     {"mpmd-program", required_argument, NULL, OPT_MPMD_PROGRAM},
     {"explain-groups", no_argument, NULL, OPT_EXPLAIN_GROUPS},
     {"repeat", required_argument, NULL, OPT_REPEAT},
+    {"collectives", required_argument, NULL, OPT_COLLECTIVES},
     {NULL, 0, NULL, 0},
 };
 
@@ -430,6 +438,12 @@ static hl_status_t parse_into(int argc, char **argv, hl_launch_options_t *o) {
       case OPT_MPMD_PROGRAM: mpmd_program = optarg; break;
       case OPT_EXPLAIN_GROUPS: o->explain_groups = true; break;
       case OPT_REPEAT: HL_RETURN_IF_ERROR(parse_count("--repeat", optarg, &o->repeat)); break;
+      case OPT_COLLECTIVES: {
+        hl_collectives_mode_t mode;
+        HL_RETURN_IF_ERROR(hl_collectives_mode_parse(optarg, &mode));
+        o->collectives = (int)mode;
+        break;
+      }
       case ':': {
         const char *flag = argv[optind - 1];
         return HL_INVALID("%s needs a value", flag);

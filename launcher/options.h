@@ -64,6 +64,7 @@ typedef struct hl_launch_options {
   bool help, version;
   bool explain_groups;            // --explain-groups: print each collective's groups, run nothing
   int64_t repeat;                // --repeat N: runs of the program, timed (0: not given, one run)
+  int collectives;               // --collectives: hl_collectives_mode_t (collectives/shm/shm_layer.h)
   // Internal: set on the command line the launcher gives mpiexec.
   bool worker;                   // --worker: run as one rank
   const char *status_file;       // --status-file: rank 0 writes the job's exit code here
