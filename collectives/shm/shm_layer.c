@@ -11,12 +11,16 @@
 // on what every member of the group knows alike, so members never split
 // between the two paths.
 //
-// The -start forms complete inside the start when they take this path: the
-// transfer is a few memory copies by the group's own ranks, and a rank's
-// peers could not proceed without it anyway. The request handed back is
-// already complete (the backend's wait frees it).
+// The -start forms are queued to the layer's progress thread, which runs
+// them in order while the executor computes; -done (wait) waits for the
+// job. A blocking call first waits until the queue is empty, so every rank
+// runs its shared-memory collectives in program order (the slots and call
+// counters rely on that). A reduction that runs the executor's reducer
+// (custom computations, s4 / f8 ...) completes inside the start, as on the
+// MPI path: the executor is not re-entrant across threads.
 #include "collectives/shm/shm_layer.h"
 
+#include <pthread.h>
 #include <string.h>
 
 #include "collectives/mpi_internal.h"
@@ -38,6 +42,23 @@ typedef struct shm_set {
   hl_shm_group_t group;
 } shm_set_t;
 
+// A queued -start: what to run, and its outcome.
+typedef struct shm_job {
+  op_kind_t kind;
+  bool scatter;                 // OP_REDUCE: reduce-scatter
+  hl_shm_group_t *group;
+  const void *send;
+  void *recv;
+  int64_t count;                // elements (reductions) or bytes
+  int src, dst;                 // OP_PERMUTE, node ranks
+  hl_comm_reducer_t reducer;    // a copy: the caller's may not outlive the start
+  hl_shm_reduction_t red;
+  hl_status_t status;
+  bool done;                    // under the layer's mutex
+  struct shm_job *next;         // the queue
+  struct shm_job *next_pending; // every job handed out and not yet waited for
+} shm_job_t;
+
 typedef struct hl_shm_layer {
   hl_comm_vtable_t vtable;
   const hl_comm_vtable_t *base;
@@ -46,6 +67,15 @@ typedef struct hl_shm_layer {
   shm_set_t *sets;
   int set_count;
   int64_t calls;        // taken by shared memory (hl_shm_layer_call_count)
+  // The progress thread and its queue (jobs run in order; `running` counts
+  // queued + running jobs). `pending` lists the jobs handed out as requests
+  // until their wait.
+  pthread_t thread;
+  bool thread_started, stopping;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  shm_job_t *queue_head, *queue_tail, *pending;
+  int running;
 } shm_layer_t;
 
 hl_status_t hl_collectives_mode_parse(const char *text, hl_collectives_mode_t *out) {
@@ -62,7 +92,67 @@ const char *hl_collectives_mode_name(hl_collectives_mode_t mode) {
 
 static shm_layer_t *layer_of(hl_comm_t *comm) { return ((hl_mpi_comm_t *)comm)->shm; }
 
+static void run_job(shm_job_t *j) {
+  hl_shm_group_t *g = j->group;
+  switch (j->kind) {
+    case OP_REDUCE:
+      j->status = j->scatter ? hl_shm_reduce_scatter(g, &j->red, j->send, j->recv, j->count)
+                             : hl_shm_all_reduce(g, &j->red, j->send, j->recv, j->count);
+      break;
+    case OP_GATHER: hl_shm_all_gather(g, j->send, j->recv, (size_t)j->count); break;
+    case OP_TO_ALL: hl_shm_all_to_all(g, j->send, j->recv, (size_t)j->count); break;
+    case OP_BROADCAST: hl_shm_broadcast(g, j->send, j->recv, (size_t)j->count); break;
+    default: hl_shm_permute(g, j->src, j->dst, j->send, j->recv, (size_t)j->count); break;
+  }
+}
+
+static void *progress_main(void *arg) {
+  shm_layer_t *l = arg;
+  pthread_mutex_lock(&l->mu);
+  for (;;) {
+    while (!l->queue_head && !l->stopping) pthread_cond_wait(&l->cv, &l->mu);
+    if (!l->queue_head) break;
+    shm_job_t *j = l->queue_head;
+    l->queue_head = j->next;
+    if (!l->queue_head) l->queue_tail = NULL;
+    pthread_mutex_unlock(&l->mu);
+    run_job(j);
+    pthread_mutex_lock(&l->mu);
+    j->done = true;
+    l->running--;
+    pthread_cond_broadcast(&l->cv);
+  }
+  pthread_mutex_unlock(&l->mu);
+  return NULL;
+}
+
+// Blocks until the progress thread has run everything queued.
+static void drain(shm_layer_t *l) {
+  if (!l->thread_started) return;
+  pthread_mutex_lock(&l->mu);
+  while (l->running > 0) pthread_cond_wait(&l->cv, &l->mu);
+  pthread_mutex_unlock(&l->mu);
+}
+
+static void stop_thread(shm_layer_t *l) {
+  if (!l->thread_started) return;
+  pthread_mutex_lock(&l->mu);
+  l->stopping = true;
+  pthread_cond_broadcast(&l->cv);
+  pthread_mutex_unlock(&l->mu);
+  pthread_join(l->thread, NULL);
+  l->thread_started = l->stopping = false;
+  // Jobs never waited for (an abandoned execution): their status only.
+  while (l->pending) {
+    shm_job_t *j = l->pending;
+    l->pending = j->next_pending;
+    hl_status_free(j->status);
+    hl_free(j);
+  }
+}
+
 static void release_sets(shm_layer_t *l) {
+  stop_thread(l);
   for (int i = 0; i < l->set_count; i++) hl_free(l->sets[i].members);
   hl_free(l->sets);
   l->sets = NULL;
@@ -120,7 +210,11 @@ static hl_status_t layer_prepare(hl_comm_t *comm, const hl_module_t *module,
   // knows this alike (prepare agreed on it), so all skip the node setup.
   if (m->coll.check_calls) return NULL;
   HL_RETURN_IF_ERROR(hl_shm_node_create(m->comm, m->coll.set_count, &l->node));
-  return describe_sets(l, &m->coll);
+  HL_RETURN_IF_ERROR(describe_sets(l, &m->coll));
+  if (pthread_create(&l->thread, NULL, progress_main, l) != 0)
+    return HL_INTERNAL_ERROR("cannot start the shared-memory progress thread");
+  l->thread_started = true;
+  return NULL;
 }
 
 static void layer_destroy(hl_comm_t *comm) {
@@ -128,6 +222,8 @@ static void layer_destroy(hl_comm_t *comm) {
   release_sets(l);
   comm->vtable = l->base;
   ((hl_mpi_comm_t *)comm)->shm = NULL;
+  pthread_mutex_destroy(&l->mu);
+  pthread_cond_destroy(&l->cv);
   hl_free(l);
   comm->vtable->destroy(comm);
 }
@@ -144,12 +240,60 @@ static shm_set_t *choose(hl_comm_t *comm, const hl_instruction_t *inst, op_kind_
   return &l->sets[i];
 }
 
-// A blocking call that completed: the request, if one is wanted, is an
-// already complete one of the backend.
-static hl_status_t finish(hl_status_t st, const hl_instruction_t *inst,
+// Runs job `j` (on the caller's stack): queued to the progress thread when a
+// request is wanted (*out_request is then the job, completed by layer_wait),
+// otherwise here, after everything queued before it. A reduction through
+// the executor's reducer always runs here.
+static hl_status_t submit(shm_layer_t *l, shm_job_t *j, const hl_instruction_t *inst,
                           hl_comm_request_t **out_request) {
-  if (st) return hl_status_annotate(st, "%s", hl_instruction_location(inst));
-  return out_request ? hl_mpi_request_new(out_request) : NULL;
+  bool here = !out_request || !l->thread_started ||
+              (j->kind == OP_REDUCE && !j->red.native);
+  if (here) {
+    drain(l);
+    run_job(j);
+    if (j->status) return hl_status_annotate(j->status, "%s", hl_instruction_location(inst));
+    return out_request ? hl_mpi_request_new(out_request) : NULL;
+  }
+  shm_job_t *q = hl_malloc(sizeof(*q));
+  if (!q) return HL_OOM();
+  *q = *j;
+  q->red.reducer = &q->reducer;
+  q->next = NULL;
+  pthread_mutex_lock(&l->mu);
+  if (l->queue_tail) l->queue_tail->next = q;
+  else l->queue_head = q;
+  l->queue_tail = q;
+  q->next_pending = l->pending;
+  l->pending = q;
+  l->running++;
+  pthread_cond_broadcast(&l->cv);
+  pthread_mutex_unlock(&l->mu);
+  *out_request = (hl_comm_request_t *)q;
+  return NULL;
+}
+
+// The layer's requests are its jobs (found on its lists); anything else is
+// the backend's.
+static hl_status_t layer_wait(hl_comm_t *comm, hl_comm_request_t *request) {
+  shm_layer_t *l = layer_of(comm);
+  shm_job_t *j = (shm_job_t *)request;
+  bool mine = false;
+  if (l->thread_started && request) {
+    pthread_mutex_lock(&l->mu);
+    for (shm_job_t **p = &l->pending; *p; p = &(*p)->next_pending)
+      if (*p == j) {
+        *p = j->next_pending;
+        mine = true;
+        break;
+      }
+    while (mine && !j->done) pthread_cond_wait(&l->cv, &l->mu);
+    pthread_mutex_unlock(&l->mu);
+  }
+  if (!mine) return l->base->wait(comm, request);
+  hl_status_t st = j->status;
+  if (st) st = hl_status_annotate(st, "a shared-memory collective");
+  hl_free(j);
+  return st;
 }
 
 static hl_status_t reduce_common(hl_comm_t *comm, const hl_instruction_t *inst,
@@ -166,12 +310,11 @@ static hl_status_t reduce_common(hl_comm_t *comm, const hl_instruction_t *inst,
                    : l->base->all_reduce(comm, inst, dtype, send, recv, count, reducer,
                                          out_request);
   if (out_request) *out_request = NULL;
-  hl_shm_reduction_t red;
-  hl_status_t st = hl_shm_reduction_init(dtype, reducer, &red);
-  if (!st)
-    st = scatter ? hl_shm_reduce_scatter(&t->group, &red, send, recv, count)
-                 : hl_shm_all_reduce(&t->group, &red, send, recv, count);
-  return finish(st, inst, out_request);
+  shm_job_t j = {.kind = OP_REDUCE, .scatter = scatter, .group = &t->group, .send = send,
+                 .recv = recv, .count = count, .reducer = *reducer};
+  hl_status_t st = hl_shm_reduction_init(dtype, &j.reducer, &j.red);
+  if (st) return hl_status_annotate(st, "%s", hl_instruction_location(inst));
+  return submit(l, &j, inst, out_request);
 }
 
 static hl_status_t layer_all_reduce(hl_comm_t *comm, const hl_instruction_t *inst,
@@ -194,8 +337,9 @@ static hl_status_t layer_all_gather(hl_comm_t *comm, const hl_instruction_t *ins
   shm_set_t *t = choose(comm, inst, OP_GATHER, bytes);
   if (!t) return layer_of(comm)->base->all_gather(comm, inst, send, recv, bytes, out_request);
   if (out_request) *out_request = NULL;
-  hl_shm_all_gather(&t->group, send, recv, bytes);
-  return finish(NULL, inst, out_request);
+  shm_job_t j = {.kind = OP_GATHER, .group = &t->group, .send = send, .recv = recv,
+                 .count = (int64_t)bytes};
+  return submit(layer_of(comm), &j, inst, out_request);
 }
 
 static hl_status_t layer_all_to_all(hl_comm_t *comm, const hl_instruction_t *inst,
@@ -204,8 +348,9 @@ static hl_status_t layer_all_to_all(hl_comm_t *comm, const hl_instruction_t *ins
   shm_set_t *t = choose(comm, inst, OP_TO_ALL, bytes);
   if (!t) return layer_of(comm)->base->all_to_all(comm, inst, send, recv, bytes, out_request);
   if (out_request) *out_request = NULL;
-  hl_shm_all_to_all(&t->group, send, recv, bytes);
-  return finish(NULL, inst, out_request);
+  shm_job_t j = {.kind = OP_TO_ALL, .group = &t->group, .send = send, .recv = recv,
+                 .count = (int64_t)bytes};
+  return submit(layer_of(comm), &j, inst, out_request);
 }
 
 static hl_status_t layer_broadcast(hl_comm_t *comm, const hl_instruction_t *inst,
@@ -216,8 +361,9 @@ static hl_status_t layer_broadcast(hl_comm_t *comm, const hl_instruction_t *inst
     return layer_of(comm)->base->collective_broadcast(comm, inst, send, recv, bytes,
                                                       out_request);
   if (out_request) *out_request = NULL;
-  hl_shm_broadcast(&t->group, send, recv, bytes);
-  return finish(NULL, inst, out_request);
+  shm_job_t j = {.kind = OP_BROADCAST, .group = &t->group, .send = send, .recv = recv,
+                 .count = (int64_t)bytes};
+  return submit(layer_of(comm), &j, inst, out_request);
 }
 
 // Pairs [slot * gc / slots, (slot + 1) * gc / slots) of the set: this
@@ -255,9 +401,10 @@ static hl_status_t permute_common(hl_comm_t *comm, const hl_instruction_t *inst,
     src = dst = -1;  // nothing to exchange, but the call still counts
   }
   hl_shm_node_t *n = l->node;
-  hl_shm_permute(&t->group, src >= 0 ? n->node_rank_of[src] : -1,
-                 dst >= 0 ? n->node_rank_of[dst] : -1, send, recv, bytes);
-  return finish(NULL, inst, out_request);
+  shm_job_t j = {.kind = OP_PERMUTE, .group = &t->group, .send = send, .recv = recv,
+                 .count = (int64_t)bytes, .src = src >= 0 ? n->node_rank_of[src] : -1,
+                 .dst = dst >= 0 ? n->node_rank_of[dst] : -1};
+  return submit(l, &j, inst, out_request);
 }
 
 static hl_status_t layer_permute(hl_comm_t *comm, const hl_instruction_t *inst,
@@ -285,10 +432,13 @@ hl_status_t hl_shm_layer_install(hl_comm_t *comm, hl_collectives_mode_t mode) {
   shm_layer_t *l = hl_calloc(1, sizeof(*l));
   if (!l) return HL_OOM();
   l->mode = mode;
+  pthread_mutex_init(&l->mu, NULL);
+  pthread_cond_init(&l->cv, NULL);
   l->base = comm->vtable;
   l->vtable = *comm->vtable;
   l->vtable.destroy = layer_destroy;
   l->vtable.prepare = layer_prepare;
+  l->vtable.wait = layer_wait;
   l->vtable.all_reduce = layer_all_reduce;
   l->vtable.reduce_scatter = layer_reduce_scatter;
   l->vtable.all_gather = layer_all_gather;

@@ -11,6 +11,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "collectives/mpi_comm.h"
 #include "runtime/base/alloc.h"
@@ -138,10 +139,18 @@ void hl_shm_wait(const hl_shm_group_t *g, int member, int which, uint64_t rounds
   _Atomic uint64_t *c = hl_shm_counter(g->node, g->members[member], g->set, which);
   uint64_t want = g->call << 32 | rounds;
   // Spin briefly (a peer on another core answers within a microsecond), then
-  // yield: with more ranks than cores the peer needs this core to get there.
-  for (int spins = 0; atomic_load_explicit(c, memory_order_acquire) < want; spins++) {
-    if (spins < 256) CPU_RELAX();
-    else sched_yield();
+  // yield: with more ranks than cores the peer needs this core to get there;
+  // a peer that is far behind (computing before its -start) gets 50 us naps,
+  // so a waiting progress thread does not steal its core.
+  for (long spins = 0; atomic_load_explicit(c, memory_order_acquire) < want; spins++) {
+    if (spins < 256) {
+      CPU_RELAX();
+    } else if (spins < 20000) {
+      sched_yield();
+    } else {
+      struct timespec nap = {0, 50000};
+      nanosleep(&nap, NULL);
+    }
   }
 }
 
