@@ -91,6 +91,12 @@ hl_status_t hl_shm_reduce_scatter(hl_shm_group_t *g, hl_shm_reduction_t *red,
 void hl_shm_all_gather(hl_shm_group_t *g, const void *send, void *recv, size_t bytes);
 void hl_shm_all_to_all(hl_shm_group_t *g, const void *send, void *recv, size_t bytes);
 void hl_shm_broadcast(hl_shm_group_t *g, const void *send, void *recv, size_t bytes);
+// Elements [*lo, *hi) of slice j when n elements are split over p members
+// in units of `unit` elements (the all-reduce's split).
+void hl_shm_slice_of(int64_t n, int64_t unit, int p, int j, int64_t *lo, int64_t *hi);
+// buf holds `count` elements of es bytes, of which this member's slice (the
+// all-reduce's split) is valid: copies in every other member's slice.
+void hl_shm_gather_slices(hl_shm_group_t *g, void *buf, int64_t count, size_t es);
 // Point-to-point within the node: sends to node rank `dst` and receives from
 // node rank `src` (-1: none). Counters of the set's row of this rank.
 void hl_shm_permute(hl_shm_group_t *g, int src, int dst, const void *send, void *recv,

@@ -25,6 +25,7 @@
 
 #include "collectives/mpi_internal.h"
 #include "collectives/shm/shm_internal.h"
+#include "collectives/shm/shm_hier.h"
 #include "collectives/shm/shm_node.h"
 #include "runtime/base/alloc.h"
 
@@ -38,6 +39,12 @@ static const size_t kAutoMinBytes[OP_KINDS] = {
 
 typedef struct shm_set {
   bool local;        // the group (or every permute pair) lies on this node
+  // The group spans nodes, each holding the same number (>= 2) of its
+  // members: all-reduce goes hierarchically (shm_hier.c); `group` is then
+  // this node's part of it and `cross` joins the members at the same
+  // position on every node.
+  bool hier;
+  MPI_Comm cross;
   int *members;      // node ranks in group order (owned); identity for permute
   hl_shm_group_t group;
 } shm_set_t;
@@ -153,7 +160,10 @@ static void stop_thread(shm_layer_t *l) {
 
 static void release_sets(shm_layer_t *l) {
   stop_thread(l);
-  for (int i = 0; i < l->set_count; i++) hl_free(l->sets[i].members);
+  for (int i = 0; i < l->set_count; i++) {
+    hl_free(l->sets[i].members);
+    if (l->sets[i].cross != MPI_COMM_NULL) MPI_Comm_free(&l->sets[i].cross);
+  }
   hl_free(l->sets);
   l->sets = NULL;
   l->set_count = 0;
@@ -161,12 +171,72 @@ static void release_sets(shm_layer_t *l) {
   l->node = NULL;
 }
 
+// Whether group `g` of a set spans at least 2 nodes with the same number
+// (>= 2) of its members on each; *out_per_node is that number.
+static bool spans_nodes_evenly(const hl_shm_node_t *n, const hl_process_groups_t *gs, int g,
+                               int *out_per_node) {
+  const int *ranks = gs->ranks + gs->offsets[g];
+  int size = hl_process_groups_size(gs, g), nodes = 0, per = -1;
+  for (int k = 0; k < size; k++) {
+    int node = n->node_of[ranks[k]], here = 0;
+    bool first = true;
+    for (int j = 0; j < size; j++) {
+      if (n->node_of[ranks[j]] != node) continue;
+      if (j < k) first = false;
+      here++;
+    }
+    if (!first) continue;
+    nodes++;
+    if (per >= 0 && here != per) return false;
+    per = here;
+  }
+  *out_per_node = per;
+  return nodes >= 2 && per >= 2;
+}
+
+// Sets whose groups span nodes evenly: this node's part of the group as the
+// shared-memory group, and a communicator across the nodes per position.
+// Collective over the job (every rank splits for every such set, in order).
+static hl_status_t describe_hier(shm_layer_t *l, hl_mpi_comm_t *m, int i) {
+  hl_shm_node_t *n = l->node;
+  const hl_mpi_group_set_t *s = &m->coll.sets[i];
+  const hl_process_groups_t *g = &s->groups;
+  bool any = false;
+  int per = 0;
+  for (int k = 0; k < g->group_count && !any; k++) any = spans_nodes_evenly(n, g, k, &per);
+  if (!any) return NULL;
+  shm_set_t *t = &l->sets[i];
+  int color = MPI_UNDEFINED, key = 0;
+  if (s->my_group >= 0 && spans_nodes_evenly(n, g, s->my_group, &per)) {
+    const int *ranks = g->ranks + g->offsets[s->my_group];
+    t->members = hl_malloc((size_t)per * sizeof(int));
+    if (!t->members) return HL_OOM();
+    int mine = n->node_of[m->base.rank], li = 0;
+    for (int k = 0; k < s->my_size; k++) {
+      if (n->node_of[ranks[k]] != mine) continue;
+      if (k == s->my_index) t->group.me = li;
+      t->members[li++] = n->node_rank_of[ranks[k]];
+    }
+    t->group.size = per;
+    t->group.members = t->members;
+    color = s->my_group * m->base.size + t->group.me;
+    key = s->my_index;
+  }
+  int err = MPI_Comm_split(m->comm, color, key, &t->cross);
+  if (err != MPI_SUCCESS) return hl_mpi_status(err, "creating a cross-node communicator");
+  t->hier = t->cross != MPI_COMM_NULL;
+  if (t->hier) MPI_Comm_set_errhandler(t->cross, MPI_ERRORS_RETURN);
+  return NULL;
+}
+
 // Which sets this rank can run on the node, and their members' node ranks.
-static hl_status_t describe_sets(shm_layer_t *l, hl_mpi_coll_t *coll) {
+static hl_status_t describe_sets(shm_layer_t *l, hl_mpi_comm_t *m) {
+  hl_mpi_coll_t *coll = &m->coll;
   hl_shm_node_t *n = l->node;
   l->sets = hl_calloc((size_t)(coll->set_count ? coll->set_count : 1), sizeof(*l->sets));
   if (!l->sets) return HL_OOM();
   l->set_count = coll->set_count;
+  for (int i = 0; i < coll->set_count; i++) l->sets[i].cross = MPI_COMM_NULL;
   for (int i = 0; i < coll->set_count; i++) {
     const hl_mpi_group_set_t *s = &coll->sets[i];
     const hl_process_groups_t *g = &s->groups;
@@ -183,7 +253,8 @@ static hl_status_t describe_sets(shm_layer_t *l, hl_mpi_coll_t *coll) {
       t->group.me = n->rank;
       continue;
     }
-    if (s->my_group < 0 || s->my_size < 2) continue;
+    HL_RETURN_IF_ERROR(describe_hier(l, m, i));
+    if (t->hier || s->my_group < 0 || s->my_size < 2) continue;
     t->members = hl_malloc((size_t)s->my_size * sizeof(int));
     if (!t->members) return HL_OOM();
     bool local = true;
@@ -210,7 +281,7 @@ static hl_status_t layer_prepare(hl_comm_t *comm, const hl_module_t *module,
   // knows this alike (prepare agreed on it), so all skip the node setup.
   if (m->coll.check_calls) return NULL;
   HL_RETURN_IF_ERROR(hl_shm_node_create(m->comm, m->coll.set_count, &l->node));
-  HL_RETURN_IF_ERROR(describe_sets(l, &m->coll));
+  HL_RETURN_IF_ERROR(describe_sets(l, m));
   if (pthread_create(&l->thread, NULL, progress_main, l) != 0)
     return HL_INTERNAL_ERROR("cannot start the shared-memory progress thread");
   l->thread_started = true;
@@ -234,7 +305,9 @@ static shm_set_t *choose(hl_comm_t *comm, const hl_instruction_t *inst, op_kind_
   shm_layer_t *l = layer_of(comm);
   if (!l->node) return NULL;
   int i = hl_mpi_set_index_of(comm, inst);
-  if (i < 0 || i >= l->set_count || !l->sets[i].local) return NULL;
+  if (i < 0 || i >= l->set_count) return NULL;
+  // Only all-reduce (reduce_common) takes the hierarchical path.
+  if (!l->sets[i].local && !(kind == OP_REDUCE && l->sets[i].hier)) return NULL;
   if (l->mode == HL_COLLECTIVES_AUTO && bytes < kAutoMinBytes[kind]) return NULL;
   l->calls++;
   return &l->sets[i];
@@ -304,6 +377,27 @@ static hl_status_t reduce_common(hl_comm_t *comm, const hl_instruction_t *inst,
   size_t es = hl_dtype_size(dtype);
   size_t bytes = (size_t)(count > 0 ? count : 0) * es;
   shm_set_t *t = choose(comm, inst, OP_REDUCE, bytes);
+  if (t && t->hier && !scatter && count >= 0) {
+    hl_shm_reduction_t red;
+    hl_status_t st = hl_shm_reduction_init(dtype, reducer, &red);
+    // The executor's reducers keep the MPI path: across nodes the order
+    // would not be the group's.
+    if (!st && red.native) {
+      if (out_request) *out_request = NULL;
+      drain(l);
+      st = hl_shm_hier_all_reduce(&t->group, t->cross, &((hl_mpi_comm_t *)comm)->coll, dtype,
+                                  reducer, &red, send, recv, count);
+      if (st) return hl_status_annotate(st, "%s", hl_instruction_location(inst));
+      return out_request ? hl_mpi_request_new(out_request) : NULL;
+    }
+    hl_status_free(st);
+    t = NULL;
+    l->calls--;
+  }
+  if (t && t->hier) {  // other collectives across nodes: the backend
+    t = NULL;
+    l->calls--;
+  }
   if (!t || count < 0)
     return scatter ? l->base->reduce_scatter(comm, inst, dtype, send, recv, count, reducer,
                                              out_request)

@@ -47,6 +47,17 @@ hl_status_t hl_shm_node_create(MPI_Comm job, int set_count, hl_shm_node_t **out)
   MPI_Comm_rank(job, &job_rank);
   MPI_Comm_size(job, &job_size);
   err = MPI_Comm_split_type(job, MPI_COMM_TYPE_SHARED, job_rank, MPI_INFO_NULL, &n->comm);
+  // HL_SHM_NODE_RANKS=k cuts each node into nodes of k ranks, so the
+  // hierarchical path across nodes can be tested on one machine.
+  const char *k_text = getenv("HL_SHM_NODE_RANKS");
+  int k = k_text && *k_text ? atoi(k_text) : 0;
+  if (err == MPI_SUCCESS && k > 0) {
+    int node_rank;
+    MPI_Comm whole = n->comm;
+    MPI_Comm_rank(whole, &node_rank);
+    err = MPI_Comm_split(whole, node_rank / k, node_rank, &n->comm);
+    MPI_Comm_free(&whole);
+  }
   if (err == MPI_SUCCESS) err = MPI_Comm_set_errhandler(n->comm, MPI_ERRORS_RETURN);
   if (err == MPI_SUCCESS) err = MPI_Comm_rank(n->comm, &n->rank);
   if (err == MPI_SUCCESS) err = MPI_Comm_size(n->comm, &n->size);

@@ -25,9 +25,7 @@ enum { kBlockBytes = 16384 };
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
-// Elements [*lo, *hi) of slice j of n elements split over p members in units
-// of `unit` elements.
-static void slice_of(int64_t n, int64_t unit, int p, int j, int64_t *lo, int64_t *hi) {
+void hl_shm_slice_of(int64_t n, int64_t unit, int p, int j, int64_t *lo, int64_t *hi) {
   int64_t units = (n + unit - 1) / unit;
   *lo = min64(n, units * j / p * unit);
   *hi = min64(n, units * (j + 1) / p * unit);
@@ -68,12 +66,12 @@ hl_status_t hl_shm_all_reduce(hl_shm_group_t *g, hl_shm_reduction_t *red, const 
     // Only the slices the others reduce: this rank reads its own from send.
     for (int j = 0; j < p; j++) {
       if (j == me) continue;
-      slice_of(len, unit, p, j, &lo, &hi);
+      hl_shm_slice_of(len, unit, p, j, &lo, &hi);
       memcpy(mine + lo * es, in + (off + lo) * es, (size_t)(hi - lo) * es);
     }
     hl_shm_publish(g, HL_SHM_COPIED, (uint64_t)r + 1);
     hl_shm_wait_all(g, HL_SHM_COPIED, (uint64_t)r + 1);
-    slice_of(len, unit, p, me, &lo, &hi);
+    hl_shm_slice_of(len, unit, p, me, &lo, &hi);
     for (int64_t b = lo; b < hi; b += block) {
       int64_t c = min64(block, hi - b);
       for (int k = 0; k < p; k++)
@@ -86,7 +84,7 @@ hl_status_t hl_shm_all_reduce(hl_shm_group_t *g, hl_shm_reduction_t *red, const 
     hl_shm_publish(g, HL_SHM_REDUCED, (uint64_t)r + 1);
     for (int step = 1; step < p; step++) {
       int j = (me + step) % p;
-      slice_of(len, unit, p, j, &lo, &hi);
+      hl_shm_slice_of(len, unit, p, j, &lo, &hi);
       hl_shm_wait(g, j, HL_SHM_REDUCED, (uint64_t)r + 1);
       memcpy(out + (off + lo) * es, hl_shm_slot(n, g->members[j], (uint64_t)r) + lo * es,
              (size_t)(hi - lo) * es);
@@ -235,4 +233,39 @@ void hl_shm_permute(hl_shm_group_t *g, int src, int dst, const void *send, void 
     }
   }
   if (dst >= 0) hl_shm_wait(g, dst, HL_SHM_CONSUMED, rounds);
+}
+
+void hl_shm_gather_slices(hl_shm_group_t *g, void *buf, int64_t count, size_t es) {
+  g->call++;
+  hl_shm_node_t *n = g->node;
+  int p = g->size, me = g->me;
+  int64_t unit = es >= HL_SHM_LINE ? 1 : HL_SHM_LINE / (int64_t)es, lo, hi, most = 0;
+  for (int j = 0; j < p; j++) {
+    hl_shm_slice_of(count, unit, p, j, &lo, &hi);
+    if (hi - lo > most) most = hi - lo;
+  }
+  size_t per_round = n->slot_bytes;
+  uint64_t rounds = ((size_t)most * es + per_round - 1) / per_round;
+  char *data = buf;
+  for (uint64_t r = 0; r < rounds; r++) {
+    size_t off = r * per_round;
+    if (r >= 2) hl_shm_wait_all(g, HL_SHM_CONSUMED, r - 1);
+    hl_shm_slice_of(count, unit, p, me, &lo, &hi);
+    size_t bytes = (size_t)(hi - lo) * es;
+    if (off < bytes)
+      memcpy(hl_shm_slot(n, g->members[me], r), data + (size_t)lo * es + off,
+             bytes - off < per_round ? bytes - off : per_round);
+    hl_shm_publish(g, HL_SHM_COPIED, r + 1);
+    for (int step = 1; step < p; step++) {
+      int j = (me + step) % p;
+      hl_shm_slice_of(count, unit, p, j, &lo, &hi);
+      bytes = (size_t)(hi - lo) * es;
+      hl_shm_wait(g, j, HL_SHM_COPIED, r + 1);
+      if (off < bytes)
+        memcpy(data + (size_t)lo * es + off, hl_shm_slot(n, g->members[j], r),
+               bytes - off < per_round ? bytes - off : per_round);
+    }
+    hl_shm_publish(g, HL_SHM_CONSUMED, r + 1);
+  }
+  hl_shm_wait_all(g, HL_SHM_CONSUMED, rounds);
 }
