@@ -31,10 +31,14 @@
 
 typedef enum { OP_REDUCE, OP_GATHER, OP_TO_ALL, OP_PERMUTE, OP_BROADCAST, OP_KINDS } op_kind_t;
 
-// Below these sizes (bytes per member: the larger of operand and result)
-// MPI's own small-message paths are as fast or faster.
+// Below these sizes (bytes per member: the larger of its operand and
+// result) MPI's own small-message paths are as fast or faster. Measured
+// with bench/run_collectives.sh --shm-mode shm (collectives/shm/README.md):
+// on 2 ranks the layer matches MPI from 4 B up; on 8 ranks sharing 2 cores
+// its flag waits cost more than MPI below about 16 KiB (all-reduce,
+// reduce-scatter), 64 KiB (all-gather, permute) and 256 KiB (all-to-all).
 static const size_t kAutoMinBytes[OP_KINDS] = {
-    [OP_REDUCE] = 64 << 10, [OP_GATHER] = 64 << 10, [OP_TO_ALL] = 64 << 10,
+    [OP_REDUCE] = 16 << 10, [OP_GATHER] = 64 << 10, [OP_TO_ALL] = 256 << 10,
     [OP_PERMUTE] = 64 << 10, [OP_BROADCAST] = 64 << 10};
 
 typedef struct shm_set {
@@ -300,14 +304,17 @@ static void layer_destroy(hl_comm_t *comm) {
 }
 
 // The set to run `inst` on through shared memory, or NULL for the backend.
+// `bytes` is per member, times the group size when `whole` (the larger
+// buffer holds a block per member).
 static shm_set_t *choose(hl_comm_t *comm, const hl_instruction_t *inst, op_kind_t kind,
-                         size_t bytes) {
+                         size_t bytes, bool whole) {
   shm_layer_t *l = layer_of(comm);
   if (!l->node) return NULL;
   int i = hl_mpi_set_index_of(comm, inst);
   if (i < 0 || i >= l->set_count) return NULL;
   // Only all-reduce (reduce_common) takes the hierarchical path.
   if (!l->sets[i].local && !(kind == OP_REDUCE && l->sets[i].hier)) return NULL;
+  if (whole) bytes *= (size_t)((hl_mpi_comm_t *)comm)->coll.sets[i].my_size;
   if (l->mode == HL_COLLECTIVES_AUTO && bytes < kAutoMinBytes[kind]) return NULL;
   l->calls++;
   return &l->sets[i];
@@ -376,7 +383,7 @@ static hl_status_t reduce_common(hl_comm_t *comm, const hl_instruction_t *inst,
   shm_layer_t *l = layer_of(comm);
   size_t es = hl_dtype_size(dtype);
   size_t bytes = (size_t)(count > 0 ? count : 0) * es;
-  shm_set_t *t = choose(comm, inst, OP_REDUCE, bytes);
+  shm_set_t *t = choose(comm, inst, OP_REDUCE, bytes, scatter);
   if (t && t->hier && !scatter && count >= 0) {
     hl_shm_reduction_t red;
     hl_status_t st = hl_shm_reduction_init(dtype, reducer, &red);
@@ -428,7 +435,7 @@ static hl_status_t layer_reduce_scatter(hl_comm_t *comm, const hl_instruction_t 
 static hl_status_t layer_all_gather(hl_comm_t *comm, const hl_instruction_t *inst,
                                     const void *send, void *recv, size_t bytes,
                                     hl_comm_request_t **out_request) {
-  shm_set_t *t = choose(comm, inst, OP_GATHER, bytes);
+  shm_set_t *t = choose(comm, inst, OP_GATHER, bytes, true);
   if (!t) return layer_of(comm)->base->all_gather(comm, inst, send, recv, bytes, out_request);
   if (out_request) *out_request = NULL;
   shm_job_t j = {.kind = OP_GATHER, .group = &t->group, .send = send, .recv = recv,
@@ -439,7 +446,7 @@ static hl_status_t layer_all_gather(hl_comm_t *comm, const hl_instruction_t *ins
 static hl_status_t layer_all_to_all(hl_comm_t *comm, const hl_instruction_t *inst,
                                     const void *send, void *recv, size_t bytes,
                                     hl_comm_request_t **out_request) {
-  shm_set_t *t = choose(comm, inst, OP_TO_ALL, bytes);
+  shm_set_t *t = choose(comm, inst, OP_TO_ALL, bytes, true);
   if (!t) return layer_of(comm)->base->all_to_all(comm, inst, send, recv, bytes, out_request);
   if (out_request) *out_request = NULL;
   shm_job_t j = {.kind = OP_TO_ALL, .group = &t->group, .send = send, .recv = recv,
@@ -450,7 +457,7 @@ static hl_status_t layer_all_to_all(hl_comm_t *comm, const hl_instruction_t *ins
 static hl_status_t layer_broadcast(hl_comm_t *comm, const hl_instruction_t *inst,
                                    const void *send, void *recv, size_t bytes,
                                    hl_comm_request_t **out_request) {
-  shm_set_t *t = choose(comm, inst, OP_BROADCAST, bytes);
+  shm_set_t *t = choose(comm, inst, OP_BROADCAST, bytes, false);
   if (!t)
     return layer_of(comm)->base->collective_broadcast(comm, inst, send, recv, bytes,
                                                       out_request);
@@ -478,7 +485,7 @@ static hl_status_t permute_common(hl_comm_t *comm, const hl_instruction_t *inst,
                                   bool zero_fill, int *out_source,
                                   hl_comm_request_t **out_request) {
   shm_layer_t *l = layer_of(comm);
-  shm_set_t *t = choose(comm, inst, OP_PERMUTE, bytes);
+  shm_set_t *t = choose(comm, inst, OP_PERMUTE, bytes, false);
   const hl_mpi_group_set_t *s =
       t ? &((hl_mpi_comm_t *)comm)->coll.sets[t->group.set] : NULL;
   if (!t || slots < 1 || slot < 0 || slot >= slots || s->groups.group_count % slots != 0)
