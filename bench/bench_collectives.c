@@ -15,6 +15,15 @@
 //         hl_executable_run, i.e. what a program run repeatedly pays per
 //         call: executor, kernel, result allocation (the check before timing
 //         runs plain hl_execute, which also plans the module).
+//   shm   the communicator interface with the node shared-memory layer
+//         (collectives/shm/) in --shm-mode auto (default: the layer's own
+//         choice per size) or shm (forced), on the same buffers;
+//   copy  every rank memcpy()s a message-sized buffer at the same time: the
+//         node's memory bandwidth under the same load, from which the
+//         "bound" column is the fraction of the bandwidth bound the shm path
+//         reaches (minimal bytes each rank must read + write for the op,
+//         e.g. all-reduce on p ranks N (1 + 1/p) + 2 N (p-1)/p, at the copy
+//         loop's read + write rate).
 // Message size = the larger per-process buffer (all-gather: its result,
 // reduce-scatter: its operand; the others: both), f32 elements, one group of
 // all processes (cross_replica, R = N, P = 1). Sizes that do not split evenly
@@ -26,7 +35,9 @@
 // against the raw block of the same round: paired, so drift on shared cores
 // cancels, and a median, so a round hit by another process's burst does not
 // decide. The time columns are each path's best block. Targets (issue 4):
-// >= 1 MiB at most 1.05x raw, 4 B at most raw + 2 us.
+// >= 1 MiB at most 1.05x raw, 4 B at most raw + 2 us; shm (issue 16):
+// >= 4 MiB all-reduce / reduce-scatter <= 0.5x raw, the others <= 0.6x,
+// <= 4 KiB at most raw + 2 us.
 #include <malloc.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -34,6 +45,7 @@
 #include <string.h>
 
 #include "collectives/mpi_comm.h"
+#include "collectives/shm/shm_layer.h"
 #include "runtime/base/alloc.h"
 #include "runtime/base/literal.h"
 #include "runtime/base/status.h"
@@ -56,6 +68,7 @@ typedef struct {
   int rank, size;
   MPI_Comm world;  // a duplicate: the raw calls never match the backend's traffic
   hl_comm_t *comm;
+  hl_comm_t *shm;  // with the shared-memory layer
   double budget;   // seconds per (op, size), all paths and rounds together
   int max_iters;   // per block
   int rounds;      // blocks per path; ratios are medians over rounds
@@ -70,6 +83,7 @@ typedef struct {
   const hl_instruction_t *inst;
   hl_literal_t *arg;
   float *out;                   // raw and comm results
+  char *copy_src, *copy_dst;    // the copy loop's message-sized buffers
 } config_t;
 
 static void die(hl_status_t st, const char *what) {
@@ -137,6 +151,7 @@ static void setup(const bench_t *b, config_t *c, op_t op, int64_t bytes) {
   build_module(b, c);
   die(hl_executable_create(c->module, &c->exe), "executable");
   die(b->comm->vtable->prepare(b->comm, c->module, b->size, 1), "prepare");
+  die(b->shm->vtable->prepare(b->shm, c->module, b->size, 1), "prepare (shm)");
   hl_shape_t shape = hl_shape_array(HL_F32, 1, &c->in_count);
   die(hl_literal_create(&shape, &c->arg), "argument");
   float *in = c->arg->data;
@@ -144,11 +159,19 @@ static void setup(const bench_t *b, config_t *c, op_t op, int64_t bytes) {
   c->out = hl_malloc((size_t)c->out_count * 4);
   if (!c->out) die(HL_OOM(), "result buffer");
   memset(c->out, 0, (size_t)c->out_count * 4);
+  size_t big = (size_t)(c->in_count > c->out_count ? c->in_count : c->out_count) * 4;
+  c->copy_src = hl_malloc(big);
+  c->copy_dst = hl_malloc(big);
+  if (!c->copy_src || !c->copy_dst) die(HL_OOM(), "copy buffers");
+  memset(c->copy_src, 1, big);
+  memset(c->copy_dst, 2, big);
 }
 
 static void teardown(config_t *c) {
   hl_literal_release(c->arg);
   hl_free(c->out);
+  hl_free(c->copy_src);
+  hl_free(c->copy_dst);
   hl_executable_destroy(c->exe);
   hl_module_destroy(c->module);
 }
@@ -175,25 +198,45 @@ static void run_raw(const bench_t *b, const config_t *c) {
   if (rc != MPI_SUCCESS) die(hl_mpi_status(rc, "raw MPI call"), op_name(c->op));
 }
 
-static void run_comm(const bench_t *b, const config_t *c) {
-  const hl_comm_vtable_t *v = b->comm->vtable;
+static void run_comm_on(hl_comm_t *comm, const bench_t *b, const config_t *c) {
+  const hl_comm_vtable_t *v = comm->vtable;
   const void *in = c->arg->data;
   hl_status_t st = NULL;
   switch (c->op) {
-    case OP_AR: st = v->all_reduce(b->comm, c->inst, HL_F32, in, c->out, c->in_count, &kAdd, NULL); break;
-    case OP_AG: st = v->all_gather(b->comm, c->inst, in, c->out, (size_t)c->in_count * 4, NULL); break;
+    case OP_AR: st = v->all_reduce(comm, c->inst, HL_F32, in, c->out, c->in_count, &kAdd, NULL); break;
+    case OP_AG: st = v->all_gather(comm, c->inst, in, c->out, (size_t)c->in_count * 4, NULL); break;
     case OP_RS:
-      st = v->reduce_scatter(b->comm, c->inst, HL_F32, in, c->out, c->out_count, &kAdd, NULL);
+      st = v->reduce_scatter(comm, c->inst, HL_F32, in, c->out, c->out_count, &kAdd, NULL);
       break;
     case OP_A2A:
-      st = v->all_to_all(b->comm, c->inst, in, c->out, (size_t)(c->in_count / b->size) * 4, NULL);
+      st = v->all_to_all(comm, c->inst, in, c->out, (size_t)(c->in_count / b->size) * 4, NULL);
       break;
     case OP_CP:
-      st = v->collective_permute(b->comm, c->inst, in, c->out, (size_t)c->in_count * 4, NULL);
+      st = v->collective_permute(comm, c->inst, in, c->out, (size_t)c->in_count * 4, NULL);
       break;
     default: break;
   }
   die(st, op_name(c->op));
+}
+
+static void run_comm(const bench_t *b, const config_t *c) { run_comm_on(b->comm, b, c); }
+
+static void run_shm(const bench_t *b, const config_t *c) { run_comm_on(b->shm, b, c); }
+
+static void run_copy(const bench_t *b, const config_t *c) {
+  (void)b;
+  size_t big = (size_t)(c->in_count > c->out_count ? c->in_count : c->out_count) * 4;
+  memcpy(c->copy_dst, c->copy_src, big);
+}
+
+// Bytes one rank must at least read + write for the op on p ranks, message
+// size n (the larger per-rank buffer).
+static double min_traffic(op_t op, double n, int p) {
+  switch (op) {
+    case OP_AR: return n + n / p + 2 * n * (p - 1) / p;  // reduce a slice, copy out the rest
+    case OP_RS: return n + n / p;                         // read every block's slice, write one
+    default: return 2 * n;                                // read n, write n
+  }
 }
 
 static void run_exec(const bench_t *b, const config_t *c) {
@@ -226,6 +269,8 @@ static void timed_raw(const bench_t *b, const config_t *c) { with_fresh_result(b
 
 static void timed_comm(const bench_t *b, const config_t *c) { with_fresh_result(b, c, run_comm); }
 
+static void timed_shm(const bench_t *b, const config_t *c) { with_fresh_result(b, c, run_shm); }
+
 // Mean seconds per call of `iters` calls, the slowest rank's.
 static double block(const bench_t *b, const config_t *c, path_fn fn, int iters) {
   fn(b, c);  // untimed: each path starts with its own buffers warm, as the others left them cold
@@ -245,6 +290,13 @@ static void check(const bench_t *b, const config_t *c) {
   run_comm(b, c);
   if (c->out[0] != want0 || c->out[c->out_count - 1] != want1) {
     fprintf(stderr, "bench_collectives: rank %d: %s via comm gave %g..%g, raw MPI %g..%g\n",
+            b->rank, op_name(c->op), c->out[0], c->out[c->out_count - 1], want0, want1);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  c->out[0] = c->out[c->out_count - 1] = -1;
+  run_shm(b, c);
+  if (c->out[0] != want0 || c->out[c->out_count - 1] != want1) {
+    fprintf(stderr, "bench_collectives: rank %d: %s via shm gave %g..%g, raw MPI %g..%g\n",
             b->rank, op_name(c->op), c->out[0], c->out[c->out_count - 1], want0, want1);
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
@@ -282,24 +334,32 @@ static void bench_one(const bench_t *b, op_t op, int64_t bytes) {
   int iters = (int)(b->budget / 3 / b->rounds / (t > 1e-7 ? t : 1e-7));
   if (iters < 2) iters = 2;
   if (iters > b->max_iters) iters = b->max_iters;
-  path_fn paths[3] = {timed_raw, timed_comm, run_exec};
-  double best[3] = {1e30, 1e30, 1e30};
+  enum { kPaths = 5 };
+  path_fn paths[kPaths] = {timed_raw, timed_comm, run_exec, timed_shm, run_copy};
+  double best[kPaths] = {1e30, 1e30, 1e30, 1e30, 1e30};
   double comm_ratio[kMaxRounds], exec_ratio[kMaxRounds], exec_delta[kMaxRounds];
+  double shm_ratio[kMaxRounds], shm_delta[kMaxRounds], shm_bound[kMaxRounds];
+  int64_t shm_calls = hl_shm_layer_call_count(b->shm);
   for (int round = 0; round < b->rounds; ++round) {
-    // Cycle through the 6 orders, so each path runs as often before as after
-    // each other path.
-    static const int kOrders[6][3] = {{0, 1, 2}, {1, 2, 0}, {2, 0, 1},
-                                      {0, 2, 1}, {2, 1, 0}, {1, 0, 2}};
-    double m[3];
-    for (int k = 0; k < 3; ++k) {
-      int p = kOrders[round % 6][k];
+    // Rotate the order from round to round, and reverse it every other
+    // cycle, so each path runs about as often before as after each other.
+    double m[kPaths];
+    for (int k = 0; k < kPaths; ++k) {
+      int pos = (k + round) % kPaths;
+      int p = (round / kPaths) % 2 ? kPaths - 1 - pos : pos;
       m[p] = block(b, &c, paths[p], iters);
       if (m[p] < best[p]) best[p] = m[p];
     }
     comm_ratio[round] = m[1] / m[0];
     exec_ratio[round] = m[2] / m[0];
     exec_delta[round] = (m[2] - m[0]) * 1e6;
+    shm_ratio[round] = m[3] / m[0];
+    shm_delta[round] = (m[3] - m[0]) * 1e6;
+    double n = (double)(c.in_count > c.out_count ? c.in_count : c.out_count) * 4;
+    // The copy loop moves n bytes read + n written in m[4].
+    shm_bound[round] = min_traffic(op, n, b->size) * m[4] / (2 * n) / m[3];
   }
+  bool took_shm = hl_shm_layer_call_count(b->shm) > shm_calls;
   if (b->rank == 0) {
     int64_t size = (c.in_count > c.out_count ? c.in_count : c.out_count) * 4;
     double raw = best[0] * 1e6, comm = best[1] * 1e6, exec = best[2] * 1e6;
@@ -310,8 +370,19 @@ static void bench_one(const bench_t *b, op_t op, int64_t bytes) {
       verdict = er <= 1.05 ? "ok" : "MISS (>1.05x)";
     else if (bytes <= 4)
       verdict = ed <= 2.0 ? "ok" : "MISS (>+2us)";
-    printf("%-19s %10lld %6d %12.2f %12.2f %6.3f %12.2f %6.3f %+9.2f  %s\n", op_name(op),
-           (long long)size, iters, raw, comm, cr, exec, er, ed, verdict);
+    double sr = median(shm_ratio, b->rounds), sd = median(shm_delta, b->rounds);
+    double sb = median(shm_bound, b->rounds);
+    const char *shm_verdict = "";
+    double limit = op == OP_AR || op == OP_RS ? 0.5 : 0.6;
+    if (size >= (4 << 20))
+      shm_verdict = sr <= limit ? "ok" : (op == OP_AR || op == OP_RS) ? "MISS (>0.5x)"
+                                                                       : "MISS (>0.6x)";
+    else if (size <= 4096)
+      shm_verdict = sd <= 2.0 ? "ok" : "MISS (>+2us)";
+    printf("%-19s %10lld %6d %12.2f %12.2f %6.3f %12.2f %6.3f %+9.2f  %-13s %12.2f %6.3f "
+           "%+9.2f %5.2f %4s %12.2f  %s\n", op_name(op), (long long)size, iters, raw, comm, cr,
+           exec, er, ed, verdict, best[3] * 1e6, sr, sd, sb, took_shm ? "shm" : "mpi",
+           best[4] * 1e6, shm_verdict);
     fflush(stdout);
   }
   teardown(&c);
@@ -334,6 +405,7 @@ int main(int argc, char **argv) {
   bench_t b = {.budget = 0.9, .max_iters = 5000, .rounds = 12};
   int64_t min_bytes = 4, max_bytes = 64 << 20;
   bool ops[OP_COUNT] = {true, true, true, true, true};
+  hl_collectives_mode_t shm_mode = HL_COLLECTIVES_AUTO;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--quick")) {  // smoke test (ctest): tiny sizes, short blocks
       max_bytes = 1024;
@@ -344,6 +416,13 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--budget") && i + 1 < argc) b.budget = atof(argv[++i]);
     else if (!strcmp(argv[i], "--max-iters") && i + 1 < argc) b.max_iters = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--fresh-results")) b.fresh = true;
+    else if (!strcmp(argv[i], "--shm-mode") && i + 1 < argc) {
+      hl_status_t st = hl_collectives_mode_parse(argv[++i], &shm_mode);
+      if (st || shm_mode == HL_COLLECTIVES_MPI) {
+        fprintf(stderr, "bench_collectives: --shm-mode needs auto or shm\n");
+        MPI_Abort(MPI_COMM_WORLD, 2);
+      }
+    }
     else if (!strcmp(argv[i], "--rounds") && i + 1 < argc) {
       b.rounds = atoi(argv[++i]);
       if (b.rounds < 1 || b.rounds > kMaxRounds) b.rounds = 12;
@@ -362,7 +441,7 @@ int main(int argc, char **argv) {
     } else {
       fprintf(stderr, "usage: bench_collectives [--quick] [--min-bytes N] [--max-bytes N] "
                       "[--budget SECONDS] [--max-iters N] [--rounds N] [--fresh-results] "
-                      "[--ops all-reduce,...]\n");
+                      "[--ops all-reduce,...] [--shm-mode auto|shm]\n");
       MPI_Abort(MPI_COMM_WORLD, 2);
     }
   }
@@ -370,13 +449,19 @@ int main(int argc, char **argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &b.size);
   MPI_Comm_dup(MPI_COMM_WORLD, &b.world);
   die(hl_mpi_comm_create(MPI_COMM_WORLD, &b.comm), "communicator");
+  die(hl_mpi_comm_create(MPI_COMM_WORLD, &b.shm), "communicator (shm)");
+  die(hl_shm_layer_install(b.shm, shm_mode), "shared-memory layer");
   if (b.rank == 0) {
     printf("# bench_collectives: %d processes, f32, one group of all; times: best block mean "
            "in us per call (slowest rank); ratio / delta: median over %d rounds of the same "
-           "round's path vs raw MPI%s\n", b.size, b.rounds,
-           b.fresh ? "; raw and comm results in a buffer malloc'd per call" : "");
-    printf("%-19s %10s %6s %12s %12s %6s %12s %6s %9s  %s\n", "op", "bytes", "iters", "raw_mpi",
-           "comm", "ratio", "exec", "ratio", "delta", "target");
+           "round's path vs raw MPI%s; shm: the shared-memory layer in --shm-mode %s (path: "
+           "the one it took); bound: fraction of the memory-bandwidth bound (copy loop, same "
+           "run)\n", b.size, b.rounds,
+           b.fresh ? "; raw and comm results in a buffer malloc'd per call" : "",
+           hl_collectives_mode_name(shm_mode));
+    printf("%-19s %10s %6s %12s %12s %6s %12s %6s %9s  %-13s %12s %6s %9s %5s %4s %12s  %s\n",
+           "op", "bytes", "iters", "raw_mpi", "comm", "ratio", "exec", "ratio", "delta",
+           "target", "shm", "ratio", "delta", "bound", "path", "copy", "shm_target");
   }
   // 4 B, then every 16x up to 64 MiB, plus 1 MiB.
   static const int64_t kSizes[] = {4, 64, 1024, 16 << 10, 256 << 10, 1 << 20, 4 << 20,
@@ -386,6 +471,7 @@ int main(int argc, char **argv) {
     for (size_t s = 0; s < sizeof kSizes / sizeof kSizes[0]; ++s)
       if (kSizes[s] >= min_bytes && kSizes[s] <= max_bytes) bench_one(&b, (op_t)op, kSizes[s]);
   }
+  hl_comm_destroy(b.shm);
   hl_comm_destroy(b.comm);
   MPI_Comm_free(&b.world);
   MPI_Finalize();

@@ -5,6 +5,8 @@
 #   bench/run_collectives.sh [BUILD_DIR] [-- bench options, e.g. --max-bytes 1048576]
 # Without bench options it runs the settings of collectives/README.md's table
 # (--budget 2 --fresh-results).
+# The shm columns time the node shared-memory layer (collectives/shm/) in its
+# auto mode; add "--shm-mode shm" to force it at every size.
 # Environment: NPS="2 8" (process counts), JOBS=2 (build parallelism).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)

@@ -905,3 +905,11 @@ hl_status_t hl_mpi_member_set_checked(hl_comm_t *base, const hl_instruction_t *i
   HL_RETURN_IF_ERROR(member_set(base, inst, out));
   return check_call((hl_mpi_comm_t *)base, *out, inst, what, bytes);
 }
+
+int hl_mpi_set_index_of(hl_comm_t *base, const hl_instruction_t *inst) {
+  hl_mpi_comm_t *m = (hl_mpi_comm_t *)base;
+  hl_status_t st;
+  hl_mpi_group_set_t *s = lookup(m, inst, &st);
+  hl_status_free(st);
+  return s ? (int)(s - m->coll.sets) : -1;
+}

@@ -44,6 +44,7 @@ typedef struct hl_mpi_comm {
   hl_comm_t base;
   MPI_Comm comm;        // the duplicate of the world the launcher handed in
   hl_mpi_coll_t coll;   // collectives state (mpi_collectives.c)
+  struct hl_shm_layer *shm;  // the shared-memory layer on top (collectives/shm/); NULL: none
 } hl_mpi_comm_t;
 
 // A pending operation: its MPI requests (two inline; a message split into
@@ -111,6 +112,9 @@ hl_status_t hl_mpi_ragged_all_to_all(hl_comm_t *comm, const hl_instruction_t *in
 hl_status_t hl_mpi_member_set_checked(hl_comm_t *comm, const hl_instruction_t *inst,
                                       int64_t what, int64_t bytes,
                                       hl_mpi_group_set_t **out_set);
+// The index into coll.sets of inst's group set; -1 when it was not prepared
+// (for layers on top of the backend: collectives/shm/shm_layer.c).
+int hl_mpi_set_index_of(hl_comm_t *comm, const hl_instruction_t *inst);
 // collective-reduce (mpi_reduce.c).
 hl_status_t hl_mpi_reduce(hl_comm_t *comm, const hl_instruction_t *inst, hl_dtype_t dtype,
                           const void *send, void *recv, int64_t count, int root,

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collectives/shm/shm_layer.h"
 #include "launcher/binding.h"
 #include "runtime/base/alloc.h"
 #include "runtime/proto/program_loader.h"
@@ -146,6 +147,11 @@ static const char kHelp[] =
     "                        OMP_NUM_THREADS override).\n"
     "  --report-bindings     rank 0 prints one line per rank to stderr:\n"
     "                        host, rank, replica, partition, local rank, cpuset\n"
+    "  --collectives mpi|shm|auto\n"
+    "                        how collectives within one node move data: auto\n"
+    "                        (default) node shared memory for large messages, MPI\n"
+    "                        for small ones; shm: shared memory whenever a group\n"
+    "                        lies on one node; mpi: always MPI\n"
     "\n"
     "  --max-inflated-size SIZE\n"
     "                        most bytes a gzip'd PROGRAM may inflate to (K, M, G, T\n"
@@ -289,6 +295,7 @@ enum {
   OPT_ULP,
   OPT_RECORD,
   OPT_TRACE,
+  OPT_COLLECTIVES,
 };
 
 static const struct option kLongOptions[] = {
@@ -339,6 +346,7 @@ static const struct option kLongOptions[] = {
     {"ulp", required_argument, NULL, OPT_ULP},
     {"record", required_argument, NULL, OPT_RECORD},
     {"trace", required_argument, NULL, OPT_TRACE},
+    {"collectives", required_argument, NULL, OPT_COLLECTIVES},
     {NULL, 0, NULL, 0},
 };
 
@@ -633,6 +641,12 @@ static hl_status_t parse_into(int argc, char **argv, hl_launch_options_t *o) {
         if (errno || end == optarg || *end || !(v >= 0) || v > 1e300)
           return HL_INVALID("%s needs a number >= 0, got '%s'", flag, optarg);
         *(c == OPT_RTOL ? &o->rtol : c == OPT_ATOL ? &o->atol : &o->ulp) = v;
+        break;
+      }
+      case OPT_COLLECTIVES: {
+        hl_collectives_mode_t mode;
+        HL_RETURN_IF_ERROR(hl_collectives_mode_parse(optarg, &mode));
+        o->collectives = (int)mode;
         break;
       }
       case ':': {

@@ -82,6 +82,7 @@ typedef struct hl_launch_options {
   double rtol, atol, ulp;        // --rtol / --atol / --ulp (0: exact)
   const char *record_dir;        // --record DIR
   const char *trace_file;        // --trace FILE.json: one Chrome trace-event file for the job
+  int collectives;               // --collectives: hl_collectives_mode_t (collectives/shm/shm_layer.h)
   // Internal: set on the command line the launcher gives mpiexec.
   bool worker;                   // --worker: run as one rank
   const char *status_file;       // --status-file: rank 0 writes the job's exit code here

@@ -13,6 +13,7 @@
 #include "channels/host_feeds.h"
 #include "channels/mpi_channels.h"
 #include "collectives/mpi_comm.h"
+#include "collectives/shm/shm_layer.h"
 #include "launcher/binding.h"
 #include "launcher/checked_results.h"
 #include "launcher/debug_session.h"
@@ -423,6 +424,8 @@ static bool run(worker_t *w) {
     goto done;
   // Created only once every rank got this far: it is collective.
   if (!agree(w, hl_mpi_comm_create(MPI_COMM_WORLD, &comm), false)) goto done;
+  if (!agree(w, hl_shm_layer_install(comm, (hl_collectives_mode_t)o->collectives), false))
+    goto done;
   if (!agree(w, comm->vtable->prepare(comm, program.module, w->grid.replicas, w->grid.partitions),
              false))
     goto done;

@@ -1,0 +1,105 @@
+// Private to the shared-memory layer (collectives/shm/*.c): the node's
+// shared segment, the per-group-set view of it, the progress counters and
+// the reduction kernels the algorithms share.
+#ifndef HL_COLLECTIVES_SHM_SHM_INTERNAL_H_
+#define HL_COLLECTIVES_SHM_SHM_INTERNAL_H_
+
+#include <mpi.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime/base/status.h"
+#include "runtime/exec/comm.h"
+
+// The three progress counters every (group set, node rank) owns, each on its
+// own cache line: COPIED (its operand chunk of a round is in its slot),
+// REDUCED (its share of a round is reduced / read), CONSUMED (it has copied
+// out everything it needs from the round). A value is (call << 32) | rounds,
+// so counters only grow and a call never mistakes an earlier call's rounds
+// for its own.
+enum { HL_SHM_COPIED = 0, HL_SHM_REDUCED = 1, HL_SHM_CONSUMED = 2, HL_SHM_COUNTERS = 3 };
+enum { HL_SHM_LINE = 64 };
+
+// The node: every rank of the job that shares memory with this one
+// (MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)) and one shared window on it.
+// Node rank k's part of the window: set_count * 3 counter lines, then two
+// data slots of slot_bytes (double buffering: round r uses slot r % 2).
+typedef struct hl_shm_node {
+  MPI_Comm comm;        // the node's ranks
+  MPI_Win win;
+  int rank, size;       // in the node
+  int *node_rank_of;    // job rank -> node rank; -1 when on another node
+  int *node_of;         // job rank -> its node's first job rank (a node id)
+  bool locked;          // in the window's lock_all epoch
+  char **parts;         // node rank -> its part of the window (mapped here)
+  int *identity;        // identity[k] = k: members of point-to-point "groups"
+  size_t slot_bytes;    // one data slot
+  size_t counters_bytes;
+  int set_count;
+} hl_shm_node_t;
+
+// One group of a group set as the algorithms see it: members' node ranks in
+// group order, this rank's position, and the set's call counter.
+typedef struct hl_shm_group {
+  hl_shm_node_t *node;
+  int set;              // counter row
+  int size, me;         // group size, this rank's position
+  const int *members;   // node rank of each member
+  uint64_t call;        // calls made on this set (the counters' high half)
+} hl_shm_group_t;
+
+static inline _Atomic uint64_t *hl_shm_counter(const hl_shm_node_t *n, int node_rank, int set,
+                                               int which) {
+  return (_Atomic uint64_t *)(n->parts[node_rank] +
+                              ((size_t)set * HL_SHM_COUNTERS + (size_t)which) * HL_SHM_LINE);
+}
+
+static inline char *hl_shm_slot(const hl_shm_node_t *n, int node_rank, uint64_t round) {
+  return n->parts[node_rank] + n->counters_bytes + (size_t)(round & 1) * n->slot_bytes;
+}
+
+// Publishes `rounds` done for the group's current call (release: the data
+// written before is visible to whoever sees the value).
+void hl_shm_publish(const hl_shm_group_t *g, int which, uint64_t rounds);
+// Waits until member `member` published at least `rounds` (acquire).
+void hl_shm_wait(const hl_shm_group_t *g, int member, int which, uint64_t rounds);
+// Waits for every member but this one.
+void hl_shm_wait_all(const hl_shm_group_t *g, int which, uint64_t rounds);
+
+// Reductions (shm_reduce.c): inout[i] = in[i] (op) inout[i], bit-for-bit the
+// operation the MPI path applies to the same pair (mpi_reduce_ops.c), or
+// reducer->combine where the MPI path calls the executor.
+typedef struct hl_shm_reduction {
+  hl_dtype_t dtype;
+  const hl_comm_reducer_t *reducer;
+  bool native;          // a C loop of shm_reduce.c; else reducer->combine
+  hl_status_t error;    // the first error combine reported
+} hl_shm_reduction_t;
+
+hl_status_t hl_shm_reduction_init(hl_dtype_t dtype, const hl_comm_reducer_t *reducer,
+                                  hl_shm_reduction_t *out);
+void hl_shm_combine(hl_shm_reduction_t *r, const void *in, void *inout, int64_t count);
+
+// The algorithms (shm_ops.c). All block until the group is done; each call
+// advances g->call on every member alike.
+hl_status_t hl_shm_all_reduce(hl_shm_group_t *g, hl_shm_reduction_t *red, const void *send,
+                              void *recv, int64_t count);
+hl_status_t hl_shm_reduce_scatter(hl_shm_group_t *g, hl_shm_reduction_t *red,
+                                  const void *send, void *recv, int64_t count);
+void hl_shm_all_gather(hl_shm_group_t *g, const void *send, void *recv, size_t bytes);
+void hl_shm_all_to_all(hl_shm_group_t *g, const void *send, void *recv, size_t bytes);
+void hl_shm_broadcast(hl_shm_group_t *g, const void *send, void *recv, size_t bytes);
+// Elements [*lo, *hi) of slice j when n elements are split over p members
+// in units of `unit` elements (the all-reduce's split).
+void hl_shm_slice_of(int64_t n, int64_t unit, int p, int j, int64_t *lo, int64_t *hi);
+// buf holds `count` elements of es bytes, of which this member's slice (the
+// all-reduce's split) is valid: copies in every other member's slice.
+void hl_shm_gather_slices(hl_shm_group_t *g, void *buf, int64_t count, size_t es);
+// Point-to-point within the node: sends to node rank `dst` and receives from
+// node rank `src` (-1: none). Counters of the set's row of this rank.
+void hl_shm_permute(hl_shm_group_t *g, int src, int dst, const void *send, void *recv,
+                    size_t bytes);
+
+#endif  // HL_COLLECTIVES_SHM_SHM_INTERNAL_H_

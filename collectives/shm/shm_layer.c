@@ -1,0 +1,553 @@
+// The shared-memory layer: interposes on the MPI backend's vtable (as the
+// channel layer does, channels/mpi_channels.c) and runs a collective through
+// the node's shared window (shm_ops.c) when
+//   - its group lies on this node (every member; permute: every pair of the
+//     instruction's set on one node), has at least 2 members, and
+//   - the programs are the same on every rank (the backend's per-call
+//     agreement for differing programs stays on MPI), and
+//   - the mode says so: shm always; auto from the size (kAutoMinBytes,
+//     measured with bench/run_collectives.sh, collectives/shm/README.md).
+// Everything else goes to the backend unchanged. The decision depends only
+// on what every member of the group knows alike, so members never split
+// between the two paths.
+//
+// The -start forms are queued to the layer's progress thread, which runs
+// them in order while the executor computes; -done (wait) waits for the
+// job. A blocking call first waits until the queue is empty, so every rank
+// runs its shared-memory collectives in program order (the slots and call
+// counters rely on that). A reduction that runs the executor's reducer
+// (custom computations, s4 / f8 ...) completes inside the start, as on the
+// MPI path: the executor is not re-entrant across threads.
+#include "collectives/shm/shm_layer.h"
+
+#include <pthread.h>
+#include <string.h>
+
+#include "collectives/mpi_internal.h"
+#include "collectives/shm/shm_internal.h"
+#include "collectives/shm/shm_hier.h"
+#include "collectives/shm/shm_node.h"
+#include "runtime/base/alloc.h"
+
+typedef enum { OP_REDUCE, OP_GATHER, OP_TO_ALL, OP_PERMUTE, OP_BROADCAST, OP_KINDS } op_kind_t;
+
+// Below these sizes (bytes per member: the larger of its operand and
+// result) MPI's own small-message paths are as fast or faster. Measured
+// with bench/run_collectives.sh --shm-mode shm (collectives/shm/README.md):
+// on 2 ranks the layer matches MPI from 4 B up; on 8 ranks sharing 2 cores
+// its flag waits cost more than MPI below about 16 KiB (all-reduce,
+// reduce-scatter), 64 KiB (all-gather, permute) and 256 KiB (all-to-all).
+static const size_t kAutoMinBytes[OP_KINDS] = {
+    [OP_REDUCE] = 16 << 10, [OP_GATHER] = 64 << 10, [OP_TO_ALL] = 256 << 10,
+    [OP_PERMUTE] = 64 << 10, [OP_BROADCAST] = 64 << 10};
+
+typedef struct shm_set {
+  bool local;        // the group (or every permute pair) lies on this node
+  // The group spans nodes, each holding the same number (>= 2) of its
+  // members: all-reduce goes hierarchically (shm_hier.c); `group` is then
+  // this node's part of it and `cross` joins the members at the same
+  // position on every node.
+  bool hier;
+  MPI_Comm cross;
+  int *members;      // node ranks in group order (owned); identity for permute
+  hl_shm_group_t group;
+} shm_set_t;
+
+// A queued -start: what to run, and its outcome.
+typedef struct shm_job {
+  op_kind_t kind;
+  bool scatter;                 // OP_REDUCE: reduce-scatter
+  hl_shm_group_t *group;
+  const void *send;
+  void *recv;
+  int64_t count;                // elements (reductions) or bytes
+  int src, dst;                 // OP_PERMUTE, node ranks
+  hl_comm_reducer_t reducer;    // a copy: the caller's may not outlive the start
+  hl_shm_reduction_t red;
+  hl_status_t status;
+  bool done;                    // under the layer's mutex
+  struct shm_job *next;         // the queue
+  struct shm_job *next_pending; // every job handed out and not yet waited for
+} shm_job_t;
+
+typedef struct hl_shm_layer {
+  hl_comm_vtable_t vtable;
+  const hl_comm_vtable_t *base;
+  hl_collectives_mode_t mode;
+  hl_shm_node_t *node;  // NULL until prepared, or when nothing can use it
+  shm_set_t *sets;
+  int set_count;
+  int64_t calls;        // taken by shared memory (hl_shm_layer_call_count)
+  // The progress thread and its queue (jobs run in order; `running` counts
+  // queued + running jobs). `pending` lists the jobs handed out as requests
+  // until their wait.
+  pthread_t thread;
+  bool thread_started, stopping;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  shm_job_t *queue_head, *queue_tail, *pending;
+  int running;
+} shm_layer_t;
+
+hl_status_t hl_collectives_mode_parse(const char *text, hl_collectives_mode_t *out) {
+  if (!strcmp(text, "auto")) *out = HL_COLLECTIVES_AUTO;
+  else if (!strcmp(text, "mpi")) *out = HL_COLLECTIVES_MPI;
+  else if (!strcmp(text, "shm")) *out = HL_COLLECTIVES_SHM;
+  else return HL_INVALID("--collectives needs mpi, shm or auto, got '%s'", text);
+  return NULL;
+}
+
+const char *hl_collectives_mode_name(hl_collectives_mode_t mode) {
+  return mode == HL_COLLECTIVES_MPI ? "mpi" : mode == HL_COLLECTIVES_SHM ? "shm" : "auto";
+}
+
+static shm_layer_t *layer_of(hl_comm_t *comm) { return ((hl_mpi_comm_t *)comm)->shm; }
+
+static void run_job(shm_job_t *j) {
+  hl_shm_group_t *g = j->group;
+  switch (j->kind) {
+    case OP_REDUCE:
+      j->status = j->scatter ? hl_shm_reduce_scatter(g, &j->red, j->send, j->recv, j->count)
+                             : hl_shm_all_reduce(g, &j->red, j->send, j->recv, j->count);
+      break;
+    case OP_GATHER: hl_shm_all_gather(g, j->send, j->recv, (size_t)j->count); break;
+    case OP_TO_ALL: hl_shm_all_to_all(g, j->send, j->recv, (size_t)j->count); break;
+    case OP_BROADCAST: hl_shm_broadcast(g, j->send, j->recv, (size_t)j->count); break;
+    default: hl_shm_permute(g, j->src, j->dst, j->send, j->recv, (size_t)j->count); break;
+  }
+}
+
+static void *progress_main(void *arg) {
+  shm_layer_t *l = arg;
+  pthread_mutex_lock(&l->mu);
+  for (;;) {
+    while (!l->queue_head && !l->stopping) pthread_cond_wait(&l->cv, &l->mu);
+    if (!l->queue_head) break;
+    shm_job_t *j = l->queue_head;
+    l->queue_head = j->next;
+    if (!l->queue_head) l->queue_tail = NULL;
+    pthread_mutex_unlock(&l->mu);
+    run_job(j);
+    pthread_mutex_lock(&l->mu);
+    j->done = true;
+    l->running--;
+    pthread_cond_broadcast(&l->cv);
+  }
+  pthread_mutex_unlock(&l->mu);
+  return NULL;
+}
+
+// Blocks until the progress thread has run everything queued.
+static void drain(shm_layer_t *l) {
+  if (!l->thread_started) return;
+  pthread_mutex_lock(&l->mu);
+  while (l->running > 0) pthread_cond_wait(&l->cv, &l->mu);
+  pthread_mutex_unlock(&l->mu);
+}
+
+static void stop_thread(shm_layer_t *l) {
+  if (!l->thread_started) return;
+  pthread_mutex_lock(&l->mu);
+  l->stopping = true;
+  pthread_cond_broadcast(&l->cv);
+  pthread_mutex_unlock(&l->mu);
+  pthread_join(l->thread, NULL);
+  l->thread_started = l->stopping = false;
+  // Jobs never waited for (an abandoned execution): their status only.
+  while (l->pending) {
+    shm_job_t *j = l->pending;
+    l->pending = j->next_pending;
+    hl_status_free(j->status);
+    hl_free(j);
+  }
+}
+
+static void release_sets(shm_layer_t *l) {
+  stop_thread(l);
+  for (int i = 0; i < l->set_count; i++) {
+    hl_free(l->sets[i].members);
+    if (l->sets[i].cross != MPI_COMM_NULL) MPI_Comm_free(&l->sets[i].cross);
+  }
+  hl_free(l->sets);
+  l->sets = NULL;
+  l->set_count = 0;
+  hl_shm_node_destroy(l->node);  // collective over the node
+  l->node = NULL;
+}
+
+// Whether group `g` of a set spans at least 2 nodes with the same number
+// (>= 2) of its members on each; *out_per_node is that number.
+static bool spans_nodes_evenly(const hl_shm_node_t *n, const hl_process_groups_t *gs, int g,
+                               int *out_per_node) {
+  const int *ranks = gs->ranks + gs->offsets[g];
+  int size = hl_process_groups_size(gs, g), nodes = 0, per = -1;
+  for (int k = 0; k < size; k++) {
+    int node = n->node_of[ranks[k]], here = 0;
+    bool first = true;
+    for (int j = 0; j < size; j++) {
+      if (n->node_of[ranks[j]] != node) continue;
+      if (j < k) first = false;
+      here++;
+    }
+    if (!first) continue;
+    nodes++;
+    if (per >= 0 && here != per) return false;
+    per = here;
+  }
+  *out_per_node = per;
+  return nodes >= 2 && per >= 2;
+}
+
+// Sets whose groups span nodes evenly: this node's part of the group as the
+// shared-memory group, and a communicator across the nodes per position.
+// Collective over the job (every rank splits for every such set, in order).
+static hl_status_t describe_hier(shm_layer_t *l, hl_mpi_comm_t *m, int i) {
+  hl_shm_node_t *n = l->node;
+  const hl_mpi_group_set_t *s = &m->coll.sets[i];
+  const hl_process_groups_t *g = &s->groups;
+  bool any = false;
+  int per = 0;
+  for (int k = 0; k < g->group_count && !any; k++) any = spans_nodes_evenly(n, g, k, &per);
+  if (!any) return NULL;
+  shm_set_t *t = &l->sets[i];
+  int color = MPI_UNDEFINED, key = 0;
+  if (s->my_group >= 0 && spans_nodes_evenly(n, g, s->my_group, &per)) {
+    const int *ranks = g->ranks + g->offsets[s->my_group];
+    t->members = hl_malloc((size_t)per * sizeof(int));
+    if (!t->members) return HL_OOM();
+    int mine = n->node_of[m->base.rank], li = 0;
+    for (int k = 0; k < s->my_size; k++) {
+      if (n->node_of[ranks[k]] != mine) continue;
+      if (k == s->my_index) t->group.me = li;
+      t->members[li++] = n->node_rank_of[ranks[k]];
+    }
+    t->group.size = per;
+    t->group.members = t->members;
+    color = s->my_group * m->base.size + t->group.me;
+    key = s->my_index;
+  }
+  int err = MPI_Comm_split(m->comm, color, key, &t->cross);
+  if (err != MPI_SUCCESS) return hl_mpi_status(err, "creating a cross-node communicator");
+  t->hier = t->cross != MPI_COMM_NULL;
+  if (t->hier) MPI_Comm_set_errhandler(t->cross, MPI_ERRORS_RETURN);
+  return NULL;
+}
+
+// Which sets this rank can run on the node, and their members' node ranks.
+static hl_status_t describe_sets(shm_layer_t *l, hl_mpi_comm_t *m) {
+  hl_mpi_coll_t *coll = &m->coll;
+  hl_shm_node_t *n = l->node;
+  l->sets = hl_calloc((size_t)(coll->set_count ? coll->set_count : 1), sizeof(*l->sets));
+  if (!l->sets) return HL_OOM();
+  l->set_count = coll->set_count;
+  for (int i = 0; i < coll->set_count; i++) l->sets[i].cross = MPI_COMM_NULL;
+  for (int i = 0; i < coll->set_count; i++) {
+    const hl_mpi_group_set_t *s = &coll->sets[i];
+    const hl_process_groups_t *g = &s->groups;
+    shm_set_t *t = &l->sets[i];
+    t->group.node = n;
+    t->group.set = i;
+    if (g->is_permute) {
+      bool local = n->size >= 2;
+      for (int k = 0; k < g->group_count && local; k++)
+        local = n->node_of[g->ranks[g->offsets[k]]] == n->node_of[g->ranks[g->offsets[k] + 1]];
+      t->local = local;
+      t->group.members = n->identity;
+      t->group.size = n->size;
+      t->group.me = n->rank;
+      continue;
+    }
+    HL_RETURN_IF_ERROR(describe_hier(l, m, i));
+    if (t->hier || s->my_group < 0 || s->my_size < 2) continue;
+    t->members = hl_malloc((size_t)s->my_size * sizeof(int));
+    if (!t->members) return HL_OOM();
+    bool local = true;
+    const int *ranks = g->ranks + g->offsets[s->my_group];
+    for (int k = 0; k < s->my_size; k++) {
+      t->members[k] = n->node_rank_of[ranks[k]];
+      local = local && t->members[k] >= 0;
+    }
+    t->local = local;
+    t->group.members = t->members;
+    t->group.size = s->my_size;
+    t->group.me = s->my_index;
+  }
+  return NULL;
+}
+
+static hl_status_t layer_prepare(hl_comm_t *comm, const hl_module_t *module,
+                                 int64_t num_replicas, int64_t num_partitions) {
+  shm_layer_t *l = layer_of(comm);
+  hl_mpi_comm_t *m = (hl_mpi_comm_t *)comm;
+  release_sets(l);
+  HL_RETURN_IF_ERROR(l->base->prepare(comm, module, num_replicas, num_partitions));
+  // Differing programs keep the backend's per-call agreement: every rank
+  // knows this alike (prepare agreed on it), so all skip the node setup.
+  if (m->coll.check_calls) return NULL;
+  HL_RETURN_IF_ERROR(hl_shm_node_create(m->comm, m->coll.set_count, &l->node));
+  HL_RETURN_IF_ERROR(describe_sets(l, m));
+  if (pthread_create(&l->thread, NULL, progress_main, l) != 0)
+    return HL_INTERNAL_ERROR("cannot start the shared-memory progress thread");
+  l->thread_started = true;
+  return NULL;
+}
+
+static void layer_destroy(hl_comm_t *comm) {
+  shm_layer_t *l = layer_of(comm);
+  release_sets(l);
+  comm->vtable = l->base;
+  ((hl_mpi_comm_t *)comm)->shm = NULL;
+  pthread_mutex_destroy(&l->mu);
+  pthread_cond_destroy(&l->cv);
+  hl_free(l);
+  comm->vtable->destroy(comm);
+}
+
+// The set to run `inst` on through shared memory, or NULL for the backend.
+// `bytes` is per member, times the group size when `whole` (the larger
+// buffer holds a block per member).
+static shm_set_t *choose(hl_comm_t *comm, const hl_instruction_t *inst, op_kind_t kind,
+                         size_t bytes, bool whole) {
+  shm_layer_t *l = layer_of(comm);
+  if (!l->node) return NULL;
+  int i = hl_mpi_set_index_of(comm, inst);
+  if (i < 0 || i >= l->set_count) return NULL;
+  // Only all-reduce (reduce_common) takes the hierarchical path.
+  if (!l->sets[i].local && !(kind == OP_REDUCE && l->sets[i].hier)) return NULL;
+  if (whole) bytes *= (size_t)((hl_mpi_comm_t *)comm)->coll.sets[i].my_size;
+  if (l->mode == HL_COLLECTIVES_AUTO && bytes < kAutoMinBytes[kind]) return NULL;
+  l->calls++;
+  return &l->sets[i];
+}
+
+// Runs job `j` (on the caller's stack): queued to the progress thread when a
+// request is wanted (*out_request is then the job, completed by layer_wait),
+// otherwise here, after everything queued before it. A reduction through
+// the executor's reducer always runs here.
+static hl_status_t submit(shm_layer_t *l, shm_job_t *j, const hl_instruction_t *inst,
+                          hl_comm_request_t **out_request) {
+  bool here = !out_request || !l->thread_started ||
+              (j->kind == OP_REDUCE && !j->red.native);
+  if (here) {
+    drain(l);
+    run_job(j);
+    if (j->status) return hl_status_annotate(j->status, "%s", hl_instruction_location(inst));
+    return out_request ? hl_mpi_request_new(out_request) : NULL;
+  }
+  shm_job_t *q = hl_malloc(sizeof(*q));
+  if (!q) return HL_OOM();
+  *q = *j;
+  q->red.reducer = &q->reducer;
+  q->next = NULL;
+  pthread_mutex_lock(&l->mu);
+  if (l->queue_tail) l->queue_tail->next = q;
+  else l->queue_head = q;
+  l->queue_tail = q;
+  q->next_pending = l->pending;
+  l->pending = q;
+  l->running++;
+  pthread_cond_broadcast(&l->cv);
+  pthread_mutex_unlock(&l->mu);
+  *out_request = (hl_comm_request_t *)q;
+  return NULL;
+}
+
+// The layer's requests are its jobs (found on its lists); anything else is
+// the backend's.
+static hl_status_t layer_wait(hl_comm_t *comm, hl_comm_request_t *request) {
+  shm_layer_t *l = layer_of(comm);
+  shm_job_t *j = (shm_job_t *)request;
+  bool mine = false;
+  if (l->thread_started && request) {
+    pthread_mutex_lock(&l->mu);
+    for (shm_job_t **p = &l->pending; *p; p = &(*p)->next_pending)
+      if (*p == j) {
+        *p = j->next_pending;
+        mine = true;
+        break;
+      }
+    while (mine && !j->done) pthread_cond_wait(&l->cv, &l->mu);
+    pthread_mutex_unlock(&l->mu);
+  }
+  if (!mine) return l->base->wait(comm, request);
+  hl_status_t st = j->status;
+  if (st) st = hl_status_annotate(st, "a shared-memory collective");
+  hl_free(j);
+  return st;
+}
+
+static hl_status_t reduce_common(hl_comm_t *comm, const hl_instruction_t *inst,
+                                 hl_dtype_t dtype, const void *send, void *recv, int64_t count,
+                                 const hl_comm_reducer_t *reducer, bool scatter,
+                                 hl_comm_request_t **out_request) {
+  shm_layer_t *l = layer_of(comm);
+  size_t es = hl_dtype_size(dtype);
+  size_t bytes = (size_t)(count > 0 ? count : 0) * es;
+  shm_set_t *t = choose(comm, inst, OP_REDUCE, bytes, scatter);
+  if (t && t->hier && !scatter && count >= 0) {
+    hl_shm_reduction_t red;
+    hl_status_t st = hl_shm_reduction_init(dtype, reducer, &red);
+    // The executor's reducers keep the MPI path: across nodes the order
+    // would not be the group's.
+    if (!st && red.native) {
+      if (out_request) *out_request = NULL;
+      drain(l);
+      st = hl_shm_hier_all_reduce(&t->group, t->cross, &((hl_mpi_comm_t *)comm)->coll, dtype,
+                                  reducer, &red, send, recv, count);
+      if (st) return hl_status_annotate(st, "%s", hl_instruction_location(inst));
+      return out_request ? hl_mpi_request_new(out_request) : NULL;
+    }
+    hl_status_free(st);
+    t = NULL;
+    l->calls--;
+  }
+  if (t && t->hier) {  // other collectives across nodes: the backend
+    t = NULL;
+    l->calls--;
+  }
+  if (!t || count < 0)
+    return scatter ? l->base->reduce_scatter(comm, inst, dtype, send, recv, count, reducer,
+                                             out_request)
+                   : l->base->all_reduce(comm, inst, dtype, send, recv, count, reducer,
+                                         out_request);
+  if (out_request) *out_request = NULL;
+  shm_job_t j = {.kind = OP_REDUCE, .scatter = scatter, .group = &t->group, .send = send,
+                 .recv = recv, .count = count, .reducer = *reducer};
+  hl_status_t st = hl_shm_reduction_init(dtype, &j.reducer, &j.red);
+  if (st) return hl_status_annotate(st, "%s", hl_instruction_location(inst));
+  return submit(l, &j, inst, out_request);
+}
+
+static hl_status_t layer_all_reduce(hl_comm_t *comm, const hl_instruction_t *inst,
+                                    hl_dtype_t dtype, const void *send, void *recv,
+                                    int64_t count, const hl_comm_reducer_t *reducer,
+                                    hl_comm_request_t **out_request) {
+  return reduce_common(comm, inst, dtype, send, recv, count, reducer, false, out_request);
+}
+
+static hl_status_t layer_reduce_scatter(hl_comm_t *comm, const hl_instruction_t *inst,
+                                        hl_dtype_t dtype, const void *send, void *recv,
+                                        int64_t count, const hl_comm_reducer_t *reducer,
+                                        hl_comm_request_t **out_request) {
+  return reduce_common(comm, inst, dtype, send, recv, count, reducer, true, out_request);
+}
+
+static hl_status_t layer_all_gather(hl_comm_t *comm, const hl_instruction_t *inst,
+                                    const void *send, void *recv, size_t bytes,
+                                    hl_comm_request_t **out_request) {
+  shm_set_t *t = choose(comm, inst, OP_GATHER, bytes, true);
+  if (!t) return layer_of(comm)->base->all_gather(comm, inst, send, recv, bytes, out_request);
+  if (out_request) *out_request = NULL;
+  shm_job_t j = {.kind = OP_GATHER, .group = &t->group, .send = send, .recv = recv,
+                 .count = (int64_t)bytes};
+  return submit(layer_of(comm), &j, inst, out_request);
+}
+
+static hl_status_t layer_all_to_all(hl_comm_t *comm, const hl_instruction_t *inst,
+                                    const void *send, void *recv, size_t bytes,
+                                    hl_comm_request_t **out_request) {
+  shm_set_t *t = choose(comm, inst, OP_TO_ALL, bytes, true);
+  if (!t) return layer_of(comm)->base->all_to_all(comm, inst, send, recv, bytes, out_request);
+  if (out_request) *out_request = NULL;
+  shm_job_t j = {.kind = OP_TO_ALL, .group = &t->group, .send = send, .recv = recv,
+                 .count = (int64_t)bytes};
+  return submit(layer_of(comm), &j, inst, out_request);
+}
+
+static hl_status_t layer_broadcast(hl_comm_t *comm, const hl_instruction_t *inst,
+                                   const void *send, void *recv, size_t bytes,
+                                   hl_comm_request_t **out_request) {
+  shm_set_t *t = choose(comm, inst, OP_BROADCAST, bytes, false);
+  if (!t)
+    return layer_of(comm)->base->collective_broadcast(comm, inst, send, recv, bytes,
+                                                      out_request);
+  if (out_request) *out_request = NULL;
+  shm_job_t j = {.kind = OP_BROADCAST, .group = &t->group, .send = send, .recv = recv,
+                 .count = (int64_t)bytes};
+  return submit(layer_of(comm), &j, inst, out_request);
+}
+
+// Pairs [slot * gc / slots, (slot + 1) * gc / slots) of the set: this
+// rank's source and target (job ranks, -1: none).
+static void permute_peers(const hl_process_groups_t *g, int slot, int slots, int me,
+                          int *out_src, int *out_dst) {
+  int per = g->group_count / slots;
+  *out_src = *out_dst = -1;
+  for (int k = slot * per; k < (slot + 1) * per; k++) {
+    const int *p = g->ranks + g->offsets[k];
+    if (p[1] == me) *out_src = p[0];
+    if (p[0] == me) *out_dst = p[1];
+  }
+}
+
+static hl_status_t permute_common(hl_comm_t *comm, const hl_instruction_t *inst, int slot,
+                                  int slots, const void *send, void *recv, size_t bytes,
+                                  bool zero_fill, int *out_source,
+                                  hl_comm_request_t **out_request) {
+  shm_layer_t *l = layer_of(comm);
+  shm_set_t *t = choose(comm, inst, OP_PERMUTE, bytes, false);
+  const hl_mpi_group_set_t *s =
+      t ? &((hl_mpi_comm_t *)comm)->coll.sets[t->group.set] : NULL;
+  if (!t || slots < 1 || slot < 0 || slot >= slots || s->groups.group_count % slots != 0)
+    return zero_fill ? l->base->collective_permute(comm, inst, send, recv, bytes, out_request)
+                     : l->base->collective_permute_slot(comm, inst, slot, slots, send, recv,
+                                                        bytes, out_source, out_request);
+  if (out_request) *out_request = NULL;
+  int src, dst;
+  permute_peers(&s->groups, slot, slots, comm->rank, &src, &dst);
+  if (out_source) *out_source = src;
+  if (src < 0 && zero_fill) memset(recv, 0, bytes);
+  if (src == comm->rank && dst == comm->rank) {
+    if (recv != send) memmove(recv, send, bytes);
+    src = dst = -1;  // nothing to exchange, but the call still counts
+  }
+  hl_shm_node_t *n = l->node;
+  shm_job_t j = {.kind = OP_PERMUTE, .group = &t->group, .send = send, .recv = recv,
+                 .count = (int64_t)bytes, .src = src >= 0 ? n->node_rank_of[src] : -1,
+                 .dst = dst >= 0 ? n->node_rank_of[dst] : -1};
+  return submit(l, &j, inst, out_request);
+}
+
+static hl_status_t layer_permute(hl_comm_t *comm, const hl_instruction_t *inst,
+                                 const void *send, void *recv, size_t bytes,
+                                 hl_comm_request_t **out_request) {
+  return permute_common(comm, inst, 0, 1, send, recv, bytes, true, NULL, out_request);
+}
+
+static hl_status_t layer_permute_slot(hl_comm_t *comm, const hl_instruction_t *inst, int slot,
+                                      int slots, const void *send, void *recv, size_t bytes,
+                                      int *out_source, hl_comm_request_t **out_request) {
+  return permute_common(comm, inst, slot, slots, send, recv, bytes, false, out_source,
+                        out_request);
+}
+
+int64_t hl_shm_layer_call_count(hl_comm_t *comm) {
+  shm_layer_t *l = comm ? layer_of(comm) : NULL;
+  return l ? l->calls : 0;
+}
+
+hl_status_t hl_shm_layer_install(hl_comm_t *comm, hl_collectives_mode_t mode) {
+  if (mode == HL_COLLECTIVES_MPI) return NULL;
+  hl_mpi_comm_t *m = (hl_mpi_comm_t *)comm;
+  if (m->shm) return HL_INTERNAL_ERROR("the shared-memory layer is installed already");
+  shm_layer_t *l = hl_calloc(1, sizeof(*l));
+  if (!l) return HL_OOM();
+  l->mode = mode;
+  pthread_mutex_init(&l->mu, NULL);
+  pthread_cond_init(&l->cv, NULL);
+  l->base = comm->vtable;
+  l->vtable = *comm->vtable;
+  l->vtable.destroy = layer_destroy;
+  l->vtable.prepare = layer_prepare;
+  l->vtable.wait = layer_wait;
+  l->vtable.all_reduce = layer_all_reduce;
+  l->vtable.reduce_scatter = layer_reduce_scatter;
+  l->vtable.all_gather = layer_all_gather;
+  l->vtable.all_to_all = layer_all_to_all;
+  l->vtable.collective_permute = layer_permute;
+  l->vtable.collective_permute_slot = layer_permute_slot;
+  l->vtable.collective_broadcast = layer_broadcast;
+  m->shm = l;
+  comm->vtable = &l->vtable;
+  return NULL;
+}

@@ -1,0 +1,31 @@
+// Node-local collectives through MPI-3 shared memory, as a layer on the MPI
+// backend's communicator (collectives/mpi_comm.h): it takes over the
+// collectives whose group lies on one node and that it is chosen for, and
+// passes everything else to the backend. collectives/shm/README.md.
+#ifndef HL_COLLECTIVES_SHM_SHM_LAYER_H_
+#define HL_COLLECTIVES_SHM_SHM_LAYER_H_
+
+#include "runtime/base/status.h"
+#include "runtime/exec/comm.h"
+
+// hlo-launch --collectives=mpi|shm|auto.
+typedef enum hl_collectives_mode {
+  HL_COLLECTIVES_AUTO = 0,  // shared memory where measured faster (size, group shape)
+  HL_COLLECTIVES_MPI,       // always the MPI backend (no layer)
+  HL_COLLECTIVES_SHM,       // shared memory for every node-local group, any size
+} hl_collectives_mode_t;
+
+hl_status_t hl_collectives_mode_parse(const char *text, hl_collectives_mode_t *out_mode);
+const char *hl_collectives_mode_name(hl_collectives_mode_t mode);
+
+// Installs the layer on `comm`, made by hl_mpi_comm_create, before its
+// prepare (the layer's prepare sets up the node's shared memory, collectively
+// over every rank). HL_COLLECTIVES_MPI installs nothing. Released with the
+// communicator (hl_comm_destroy).
+hl_status_t hl_shm_layer_install(hl_comm_t *comm, hl_collectives_mode_t mode);
+
+// How many collective calls of `comm` ran through shared memory so far (0
+// without the layer): lets tests and benchmarks confirm the path they time.
+int64_t hl_shm_layer_call_count(hl_comm_t *comm);
+
+#endif  // HL_COLLECTIVES_SHM_SHM_LAYER_H_
