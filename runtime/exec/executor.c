@@ -10,6 +10,7 @@
 #include "runtime/exec/channels.h"
 #include "runtime/exec/plan.h"
 #include "runtime/exec/scalar_program.h"
+#include "runtime/fusion/fusion_program.h"
 #include "runtime/kernels/kernel.h"
 
 //===----------------------------------------------------------------------===//
@@ -37,11 +38,19 @@ struct scalar_entry {
   hl_scalar_program_t *program;
 };
 
+// Blocked programs of fusion computations (program NULL: not covered).
+struct fusion_entry {
+  const hl_computation_t *computation;
+  hl_fusion_program_t *program;
+};
+
 struct hl_executable {
   const hl_module_t *module;
   hl_plan_cache_t *plans;
   struct scalar_entry *scalars;
   int scalar_count, scalar_cap;
+  struct fusion_entry *fusions;
+  int fusion_count, fusion_cap;
 };
 
 struct hl_kernel_context {
@@ -297,6 +306,30 @@ static hl_status_t scalar_program_for(hl_kernel_context_t *ctx, const hl_computa
   return NULL;
 }
 
+hl_status_t hl_kernel_fusion_program(hl_kernel_context_t *ctx, const hl_computation_t *c,
+                                     hl_fusion_program_t **out) {
+  *out = NULL;
+  hl_executable_t *exe = ctx->exe;
+  for (int i = 0; i < exe->fusion_count; i++)
+    if (exe->fusions[i].computation == c) {
+      *out = exe->fusions[i].program;
+      return NULL;
+    }
+  if (exe->fusion_count == exe->fusion_cap) {
+    int cap = exe->fusion_cap ? 2 * exe->fusion_cap : 4;
+    struct fusion_entry *e = hl_realloc(exe->fusions, (size_t)cap * sizeof(*e));
+    if (!e) return HL_OOM();
+    exe->fusions = e;
+    exe->fusion_cap = cap;
+  }
+  hl_fusion_program_t *p = NULL;
+  const char *why = NULL;
+  HL_RETURN_IF_ERROR(hl_fusion_program_compile(c, &p, &why));
+  exe->fusions[exe->fusion_count++] = (struct fusion_entry){c, p};
+  *out = p;
+  return NULL;
+}
+
 hl_status_t hl_kernel_call_computation(hl_kernel_context_t *ctx,
                                        const hl_computation_t *computation,
                                        hl_literal_t *const *args, int arg_count,
@@ -333,6 +366,8 @@ void hl_executable_destroy(hl_executable_t *exe) {
   if (!exe) return;
   for (int i = 0; i < exe->scalar_count; i++) hl_scalar_program_destroy(exe->scalars[i].program);
   hl_free(exe->scalars);
+  for (int i = 0; i < exe->fusion_count; i++) hl_fusion_program_destroy(exe->fusions[i].program);
+  hl_free(exe->fusions);
   hl_plan_cache_destroy(exe->plans);
   hl_free(exe);
 }

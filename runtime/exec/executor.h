@@ -19,6 +19,7 @@
 #ifndef HL_RUNTIME_EXEC_EXECUTOR_H_
 #define HL_RUNTIME_EXEC_EXECUTOR_H_
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "runtime/base/literal.h"
@@ -33,6 +34,12 @@ typedef struct hl_exec_options {
   // Channel routes and host-transfer queues (runtime/exec/channels.h), set
   // up by the launcher's channel rendezvous; NULL: no channels, no feeds.
   struct hl_channel_env *channels;
+  // Blocked fusion execution (runtime/fusion) is on unless this is set: the
+  // reference mode runs every fusion op by op (--no-fusion-blocking).
+  bool no_fusion_blocking;
+  // Threads of this process for fusions and other split work
+  // (runtime/exec/thread_pool.h); NULL: the calling thread alone.
+  struct hl_thread_pool *pool;
 } hl_exec_options_t;
 
 // Runs module->entry on `args` (one literal per entry parameter, shapes

@@ -24,6 +24,7 @@
 #include "runtime/base/float_minmax.h"
 #include "runtime/kernels/element_access.h"
 #include "runtime/kernels/kernel.h"
+#include "runtime/kernels/reduce_fast.h"
 #include "runtime/kernels/reducer_match.h"
 
 //===----------------------------------------------------------------------===//
@@ -182,6 +183,15 @@ static bool fast_fns(hl_dtype_t t, hl_opcode_t op, reduce_fns_t *out) {
 #undef FLOAT_CASES_
 }
 #undef FNS_
+
+bool hl_reduce_fast_fns(hl_dtype_t t, hl_opcode_t op, hl_reduce_run_fn *fold,
+                        hl_reduce_run_fn *combine) {
+  reduce_fns_t fns;
+  if (!fast_fns(t, op, &fns)) return false;
+  *fold = fns.fold;
+  *combine = fns.combine;
+  return true;
+}
 
 typedef struct segment {
   int64_t size;
