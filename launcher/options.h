@@ -64,6 +64,10 @@ typedef struct hl_launch_options {
   bool help, version;
   bool explain_groups;            // --explain-groups: print each collective's groups, run nothing
   int64_t repeat;                // --repeat N: runs of the program, timed (0: not given, one run)
+  // Speed (runtime/fusion, runtime/exec/thread_pool.h).
+  int64_t threads;               // --threads N (0: not given: the rank's cpuset size)
+  bool no_fusion_blocking;       // --no-fusion-blocking: run fusions op by op (reference mode)
+  int64_t profile_top;           // --profile[=N]: per-rank instruction profile, top N (0: off)
   // Internal: set on the command line the launcher gives mpiexec.
   bool worker;                   // --worker: run as one rank
   const char *status_file;       // --status-file: rank 0 writes the job's exit code here

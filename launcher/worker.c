@@ -21,6 +21,7 @@
 #include "launcher/timing.h"
 #include "runtime/base/alloc.h"
 #include "runtime/exec/executor.h"
+#include "runtime/exec/thread_pool.h"
 #include "runtime/proto/program_loader.h"
 #include "runtime/verifier/verifier.h"
 
@@ -38,6 +39,7 @@ typedef struct worker {
   int64_t replica, partition;
   hl_binding_t binding;
   hl_channel_env_t channels;  // channel routes and host feeds (channels/)
+  hl_thread_pool_t *pool;     // --threads (NULL: one thread)
 } worker_t;
 
 static double now_seconds(void) {
@@ -252,6 +254,8 @@ static hl_status_t execute(const worker_t *w, hl_comm_t *comm, hl_executable_t *
       .num_partitions = w->grid.partitions,
       .comm = comm,
       .channels = (hl_channel_env_t *)&w->channels,
+      .no_fusion_blocking = w->options->no_fusion_blocking,
+      .pool = w->pool,
   };
   const char *inject = getenv("HL_TEST_EXEC_FAIL_RANK");
   if (inject && *inject) {
@@ -410,7 +414,17 @@ int hl_worker_main(const hl_launch_options_t *options) {
   // Bound before the program is loaded, so its memory is first touched
   // from the rank's own cores (and NUMA node).
   hl_binding_apply(MPI_COMM_WORLD, (hl_bind_policy_t)options->bind_to, &w.binding);
+  // Threads of this rank: --threads, else its cpuset's size; BLAS gets the
+  // same count. Started after binding, so they inherit the rank's cpuset.
+  int threads = hl_binding_set_threads(&w.binding, (int)options->threads);
+  hl_status_t pool_st = threads > 1 ? hl_thread_pool_create(threads, &w.pool) : NULL;
+  if (pool_st) {  // no threads: the rank still runs, on one
+    fprintf(stderr, "hlo-launch: rank %d: %s; running on one thread\n", w.rank,
+            hl_status_message(pool_st));
+    hl_status_free(pool_st);
+  }
   bool ok = run(&w);
+  hl_thread_pool_destroy(w.pool);
   int code = ok ? 0 : 1;
   // After a reported failure the ranks exit 0 when the launcher can learn
   // the real status from the file, so mpiexec adds no banner of its own.
