@@ -21,6 +21,7 @@
 #include "launcher/timing.h"
 #include "runtime/base/alloc.h"
 #include "runtime/exec/executor.h"
+#include "runtime/exec/profile.h"
 #include "runtime/exec/thread_pool.h"
 #include "runtime/proto/program_loader.h"
 #include "runtime/verifier/verifier.h"
@@ -40,6 +41,9 @@ typedef struct worker {
   hl_binding_t binding;
   hl_channel_env_t channels;  // channel routes and host feeds (channels/)
   hl_thread_pool_t *pool;     // --threads (NULL: one thread)
+  hl_profile_t *profile;      // --profile (NULL: off)
+  double profile_seconds;     // this rank's execution time over the profiled runs
+  int64_t profile_runs;
 } worker_t;
 
 static double now_seconds(void) {
@@ -256,6 +260,7 @@ static hl_status_t execute(const worker_t *w, hl_comm_t *comm, hl_executable_t *
       .channels = (hl_channel_env_t *)&w->channels,
       .no_fusion_blocking = w->options->no_fusion_blocking,
       .pool = w->pool,
+      .profile = w->profile,
   };
   const char *inject = getenv("HL_TEST_EXEC_FAIL_RANK");
   if (inject && *inject) {
@@ -286,6 +291,8 @@ static bool execute_runs(worker_t *w, hl_comm_t *comm, const hl_program_t *progr
     double start = MPI_Wtime();
     st = execute(w, comm, exe, inputs, result);
     double mine = MPI_Wtime() - start;
+    w->profile_seconds += mine;
+    w->profile_runs++;
     ok = agree(w, st, true);
     if (ok && timed)
       MPI_Reduce(&mine, &seconds[i], 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
@@ -326,6 +333,45 @@ static hl_status_t setup_channels(worker_t *w, hl_comm_t *comm, const hl_program
 }
 
 // The steps after MPI_Init; returns true when the job succeeded everywhere.
+// --profile: every rank formats its table and roofline line (rates
+// measured in the rank itself, after the runs); rank 0 prints them in rank
+// order to stderr.
+static void print_profile(worker_t *w) {
+  double flops_per_s = 0, bytes_per_s = 0;
+  hl_profile_measure_machine(&flops_per_s, &bytes_per_s);
+  hl_strbuf_t sb;
+  hl_strbuf_init(&sb);
+  char who[96];
+  describe_rank(w, w->rank, who, sizeof(who));
+  hl_strbuf_appendf(&sb, "hlo-launch: profile of %s (%d thread%s):\n", who,
+                    hl_thread_pool_size(w->pool), hl_thread_pool_size(w->pool) == 1 ? "" : "s");
+  hl_profile_format(w->profile, (int)w->options->profile_top, w->profile_seconds,
+                    w->profile_runs, flops_per_s, bytes_per_s, &sb);
+  int len = sb.failed ? 0 : (int)sb.length;
+  int *lens = w->rank == 0 ? hl_calloc((size_t)w->size, sizeof(int)) : NULL;
+  MPI_Gather(&len, 1, MPI_INT, lens, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  int *offs = w->rank == 0 ? hl_calloc((size_t)w->size, sizeof(int)) : NULL;
+  char *all = NULL;
+  if (w->rank == 0 && lens && offs) {
+    int total = 0;
+    for (int r = 0; r < w->size; r++) {
+      offs[r] = total;
+      total += lens[r];
+    }
+    all = hl_malloc((size_t)total + 1);
+  }
+  MPI_Gatherv(hl_strbuf_cstr(&sb), len, MPI_CHAR, all, lens, offs, MPI_CHAR, 0, MPI_COMM_WORLD);
+  if (w->rank == 0 && all) {
+    int total = offs[w->size - 1] + lens[w->size - 1];
+    fwrite(all, 1, (size_t)total, stderr);
+    fflush(stderr);
+  }
+  hl_free(all);
+  hl_free(lens);
+  hl_free(offs);
+  hl_strbuf_deinit(&sb);
+}
+
 static bool run(worker_t *w) {
   const hl_launch_options_t *o = w->options;
   hl_program_t program;
@@ -361,6 +407,7 @@ static bool run(worker_t *w) {
   // Freed only after the agreement, which a failed rank may end with
   // MPI_Abort: freeing is collective too, and the others may never get there.
   if (!execute_runs(w, comm, &program, &inputs, &result)) goto done;
+  if (w->profile) print_profile(w);
   if (o->output_dir &&
       !agree(w, hl_outputs_write(o->output_dir, result, w->replica, w->partition, &inputs), false))
     goto done;
@@ -423,8 +470,17 @@ int hl_worker_main(const hl_launch_options_t *options) {
             hl_status_message(pool_st));
     hl_status_free(pool_st);
   }
+  if (options->profile_top > 0) {
+    hl_status_t prof_st = hl_profile_create(&w.profile);
+    if (prof_st) {  // no profile: the rank still runs
+      fprintf(stderr, "hlo-launch: rank %d: %s; not profiling\n", w.rank,
+              hl_status_message(prof_st));
+      hl_status_free(prof_st);
+    }
+  }
   bool ok = run(&w);
   hl_thread_pool_destroy(w.pool);
+  hl_profile_destroy(w.profile);
   int code = ok ? 0 : 1;
   // After a reported failure the ranks exit 0 when the launcher can learn
   // the real status from the file, so mpiexec adds no banner of its own.

@@ -5,10 +5,12 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "runtime/base/alloc.h"
 #include "runtime/exec/channels.h"
 #include "runtime/exec/plan.h"
+#include "runtime/exec/profile.h"
 #include "runtime/exec/scalar_program.h"
 #include "runtime/fusion/fusion_program.h"
 #include "runtime/kernels/kernel.h"
@@ -66,6 +68,7 @@ struct hl_kernel_context {
   // level adds only "in call from ..." instead of a second location.
   hl_status_t nested_error;
   hl_channel_pending_t *channel_pending;  // started sends / recvs (kernels/channels.c)
+  int fusion_depth;  // > 0 inside a fusion: not profiled instruction by instruction
   // Async collectives started and not yet done (hl_kernel_pending_put).
   struct pending_entry {
     const hl_instruction_t *start;
@@ -207,6 +210,30 @@ static inline void stats_value_born(void) {
   if (++s->live_values > s->peak_live_values) s->peak_live_values = s->live_values;
 }
 
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+// One kernel call, timed into the profile unless it is control flow (its
+// body's instructions are timed) or runs inside a fusion (the fusion is).
+static hl_status_t run_profiled(hl_kernel_context_t *ctx, hl_kernel_fn_t kernel,
+                                const hl_instruction_t *inst, hl_literal_t *const *operands,
+                                int operand_count, hl_literal_t **result) {
+  hl_opcode_t op = inst->opcode;
+  bool timed = ctx->fusion_depth == 0 && op != HL_OP_WHILE && op != HL_OP_CALL &&
+               op != HL_OP_CONDITIONAL;
+  double t0 = timed ? now_seconds() : 0;
+  if (op == HL_OP_FUSION) ctx->fusion_depth++;
+  hl_status_t st = kernel(ctx, inst, operands, result);
+  if (op == HL_OP_FUSION) ctx->fusion_depth--;
+  if (timed && !st)
+    hl_profile_record(ctx->options.profile, inst, now_seconds() - t0, operands, operand_count,
+                      *result);
+  return st;
+}
+
 static hl_status_t run_computation(hl_kernel_context_t *ctx, const hl_computation_t *c,
                                    hl_literal_t *const *args, int arg_count,
                                    hl_literal_t **out) {
@@ -236,7 +263,11 @@ static hl_status_t run_computation(hl_kernel_context_t *ctx, const hl_computatio
     for (int k = b; k < e; k++) opbuf[k - b] = values[oslots[k]];
     hl_literal_t *result = NULL;
     ctx->position = q;
-    st = plan->kernels[q](ctx, inst, opbuf, &result);
+    if (ctx->options.profile) {
+      st = run_profiled(ctx, plan->kernels[q], inst, opbuf, e - b, &result);
+    } else {
+      st = plan->kernels[q](ctx, inst, opbuf, &result);
+    }
     if (st) {
       hl_literal_release(result);
       st = locate_error(ctx, inst, st);

@@ -40,6 +40,9 @@ typedef struct hl_exec_options {
   // Threads of this process for fusions and other split work
   // (runtime/exec/thread_pool.h); NULL: the calling thread alone.
   struct hl_thread_pool *pool;
+  // Per-instruction profile (runtime/exec/profile.h) to add this run's
+  // timings to; NULL: not profiled.
+  struct hl_profile *profile;
 } hl_exec_options_t;
 
 // Runs module->entry on `args` (one literal per entry parameter, shapes

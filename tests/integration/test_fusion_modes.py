@@ -3,7 +3,9 @@ of XLA-style fusions (softmax as reduce-max / exp+sum multi-output / divide,
 tanh-GELU in bf16 with converts, a transposed bias add) runs on real MPI
 ranks blocked (default), op by op (--no-fusion-blocking, the reference) and
 on 2 threads per rank; the results must be bitwise equal across the modes and
-match NumPy. --report-bindings must show the thread count each rank uses.
+match NumPy. --report-bindings must show the thread count each rank uses, and
+--profile its per-rank table (calls, bytes, FLOPs checked against the shapes)
+and roofline line.
 """
 
 import os
@@ -167,6 +169,71 @@ def test_report_bindings_shows_threads():
                 return "no cpuset/threads in %r" % l
             if int(m.group(2)) != cpuset_size(m.group(1)):
                 return "default threads %s differ from the cpuset %s" % (m.group(2), m.group(1))
+    return None
+
+
+DOT_PROGRAM = """HloModule profiled
+fused_scale {
+  d = f32[64,32] parameter(0)
+  two = f32[] constant(2)
+  b = f32[64,32] broadcast(two), dimensions={}
+  ROOT s = f32[64,32] multiply(d, b)
+}
+ENTRY main {
+  a = f32[64,128] parameter(0)
+  w = f32[128,32] parameter(1)
+  mm = f32[64,32] dot(a, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT scaled = f32[64,32] fusion(mm), kind=kLoop, calls=fused_scale
+}
+"""
+
+PROFILE_ROW = re.compile(r"^  (\S+)\s+(\S+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)%\s+([\d.]+)\s+([\d.]+)$")
+ROOFLINE = re.compile(r"^  roofline: 2 runs ([\d.]+) ms \(instructions ([\d.]+) ms\); model "
+                      r"([\d.]+) ms = .* measured / model = ([\d.]+)$")
+
+
+def test_profile_rows_and_roofline():
+    """--profile=2 on 2 ranks, 2 runs: per rank a header, the two instructions
+    that do work (dot and the fusion) with their calls, bytes and FLOPs as
+    computed here from the shapes, and a roofline line."""
+    with tempdir("fusion-profile") as d:
+        prog = os.path.join(d, "p.hlo")
+        with open(prog, "w") as f:
+            f.write(DOT_PROGRAM)
+        res = launch(prog, replicas=2, extra=("--profile=2", "--repeat", "2", "--zeros", "-q"))
+        if res.returncode != 0:
+            return res.describe()
+        lines = res.stderr.splitlines()
+        heads = [i for i, l in enumerate(lines) if l.startswith("hlo-launch: profile of rank")]
+        if len(heads) != 2:
+            return "expected a profile per rank\n" + res.describe()
+        for h in heads:
+            rows = {}
+            for l in lines[h + 2:h + 4]:
+                m = PROFILE_ROW.match(l)
+                if not m:
+                    return "bad profile row %r\n%s" % (l, res.describe())
+                rows[m.group(1)] = m
+            if set(rows) != {"mm", "scaled"}:
+                return "expected rows mm and scaled, got %s\n%s" % (sorted(rows), res.describe())
+            mm, sc = rows["mm"], rows["scaled"]
+            # dot: 2 calls x 2*64*32*128 FLOPs; bytes (64*128 + 128*32 + 64*32) * 4 per call.
+            want_mflop = 2 * 2 * 64 * 32 * 128 / 1e6
+            want_mb = 2 * (64 * 128 + 128 * 32 + 64 * 32) * 4 / 1e6
+            if mm.group(2) != "dot" or int(mm.group(3)) != 2 or \
+                    abs(float(mm.group(7)) - want_mflop) > 1e-3 or \
+                    abs(float(mm.group(6)) - want_mb) > 1e-3:
+                return "dot row %r, want 2 calls, %.3f MB, %.3f MFLOP" % (
+                    mm.group(0), want_mb, want_mflop)
+            if sc.group(2) != "fusion" or float(sc.group(7)) != 0 or \
+                    abs(float(sc.group(6)) - 2 * 2 * 64 * 32 * 4 / 1e6) > 1e-3:
+                return "fusion row %r" % sc.group(0)
+            roof = next((ROOFLINE.match(l) for l in lines[h:h + 12] if ROOFLINE.match(l)), None)
+            if not roof:
+                return "no roofline line\n" + res.describe()
+            run_ms, inst_ms, model_ms, ratio = (float(roof.group(i)) for i in (1, 2, 3, 4))
+            if not (0 < inst_ms <= run_ms and model_ms > 0 and ratio > 0):
+                return "roofline figures do not add up: %r" % roof.group(0)
     return None
 
 
