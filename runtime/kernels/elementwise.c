@@ -379,13 +379,12 @@ static void binary_loop(const binary_row_t *row, family_t fam, hl_dtype_t it, hl
 }
 
 // The bandwidth-bound cases, as loops over restrict parameters the compiler
-// vectorises (one function per (op, type)). noinline: once inlined into the
-// dispatcher, GCC 12 -O3 left the f32 loops scalar. Each gives the bits the
+// vectorises (one function per (op, type), out of line: HL_SIMD_CLONES). Each gives the bits the
 // double-computing generic loop gives: + - * / and sqrt of two floats are
 // exact in double, so rounding the double result equals the float op, and
 // maximum/minimum only pick an operand.
 #define HL_FAST_LOOP_(name, T, EXPR)                                                    \
-  HL_SIMD_CLONES static __attribute__((noinline)) void name(const T *restrict p,             \
+  HL_SIMD_CLONES static void name(const T *restrict p,             \
                                                             const T *restrict q,             \
                                              T *restrict r, int64_t n) {           \
     for (int64_t i = 0; i < n; i++) r[i] = (EXPR);                                      \
@@ -405,7 +404,7 @@ HL_FAST_LOOP_(min_f64, double, hl_minimum_f64(p[i], q[i]))
 #undef HL_FAST_LOOP_
 
 #define HL_FAST_UNARY_(name, T, EXPR)                                                   \
-  HL_SIMD_CLONES static __attribute__((noinline)) void name(const T *restrict p, T *restrict r, \
+  HL_SIMD_CLONES static void name(const T *restrict p, T *restrict r, \
                                              int64_t n) {                               \
     for (int64_t i = 0; i < n; i++) r[i] = (EXPR);                                      \
   }
@@ -423,7 +422,7 @@ HL_FAST_UNARY_(sqrt_f64, double, sqrt(p[i]))
 // One operand a scalar (a broadcast constant in a fusion): the same
 // arithmetic as the array loops with that operand read once.
 #define HL_SCALAR_LOOP_(name, T, EXPR)                                                 \
-  HL_SIMD_CLONES static __attribute__((noinline)) void name(const T *restrict p, T q,  \
+  HL_SIMD_CLONES static void name(const T *restrict p, T q,  \
                                                             T *restrict r, int64_t n) { \
     for (int64_t i = 0; i < n; i++) r[i] = (EXPR);                                     \
   }
@@ -511,6 +510,33 @@ static bool unary_fast(hl_opcode_t op, hl_dtype_t t, const void *x, void *y, int
   return false;
 }
 
+// f16 / bf16 + - * / maximum minimum in f32: f32 has at least 2p + 2
+// significant bits for both (p = 11, 8), so rounding the f32 result to the
+// 16-bit type gives the bits rounding the exact (or the double) result does,
+// as the generic double loop computes it.
+static bool half_arith(hl_opcode_t op, hl_dtype_t t, const void *p, const void *q, void *r,
+                       int64_t n) {
+  if (op != HL_OP_ADD && op != HL_OP_SUBTRACT && op != HL_OP_MULTIPLY && op != HL_OP_DIVIDE &&
+      op != HL_OP_MAXIMUM && op != HL_OP_MINIMUM)
+    return false;
+  float u[HL_ELEM_BLOCK], v[HL_ELEM_BLOCK], w[HL_ELEM_BLOCK];
+  for (int64_t base = 0; base < n; base += HL_ELEM_BLOCK) {
+    int64_t m = n - base < HL_ELEM_BLOCK ? n - base : HL_ELEM_BLOCK;
+    half_to_f32(t, (const uint16_t *)p + base, u, m);
+    half_to_f32(t, (const uint16_t *)q + base, v, m);
+    switch (op) {
+      case HL_OP_ADD: add_f32(u, v, w, m); break;
+      case HL_OP_SUBTRACT: sub_f32(u, v, w, m); break;
+      case HL_OP_MULTIPLY: mul_f32(u, v, w, m); break;
+      case HL_OP_DIVIDE: div_f32(u, v, w, m); break;
+      case HL_OP_MAXIMUM: max_f32(u, v, w, m); break;
+      default: min_f32(u, v, w, m); break;
+    }
+    f32_to_half(t, w, (uint16_t *)r + base, m);
+  }
+  return true;
+}
+
 static bool binary_fast(hl_opcode_t op, hl_dtype_t t, const void *p, const void *q, void *r,
                         int64_t n) {
   hl_vmath_fn_t vf = vmath_fn(op);
@@ -538,6 +564,7 @@ static bool binary_fast(hl_opcode_t op, hl_dtype_t t, const void *p, const void 
       default: return false;
     }
   }
+  if (is_half(t) && !vf) return half_arith(op, t, p, q, r, n);
   if (is_half(t) && vf) {
     float u[HL_ELEM_BLOCK], v[HL_ELEM_BLOCK];
     for (int64_t base = 0; base < n; base += HL_ELEM_BLOCK) {
