@@ -12,6 +12,8 @@
 //                         64 MiB inputs: time(N) / time(2) is the curve
 //                         (figure: time(2) / time(20), target >= 0.67)
 //   gelu_2_threads        the GELU fusion on a pool of 2 threads vs 1
+//   softmax_2_threads     the softmax fusions on 2 threads vs 1
+//   reduce_rows_2_threads a plain (unfused) row-sum reduce on 2 threads vs 1
 //
 // Also prints the op-by-op time of each fusion (--no-fusion-blocking). The C
 // baselines are built like the runtime's hot loops (AVX2 clones, no FMA).
@@ -226,6 +228,23 @@ int main(int argc, char **argv) {
   printf("# softmax: blocked %.2f ms, C loop %.2f ms, op by op %.2f ms\n", 1e3 * t_ours,
          1e3 * t_c, 1e3 * t_ref);
   hl_bench_report("softmax_4096x4096", 1 / t_ours, "runs/s", "C_loop", 1 / t_c, true, 0.5);
+
+  // Softmax and a plain row reduction on 2 threads against 1.
+  double t_soft2 = time_module(text, &sx, 1, reps, false, pool);
+  printf("# softmax: 1 thread %.2f ms, 2 threads %.2f ms\n", 1e3 * t_ours, 1e3 * t_soft2);
+  hl_bench_report("softmax_2_threads", 1 / t_soft2, "runs/s", "1_thread", 1 / t_ours, true,
+                  quick ? 0.0 : 1.8);
+  snprintf(text, sizeof text,
+           "HloModule rows\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+           "  ROOT s = f32[] add(a, b)\n}\nENTRY main {\n  x = f32[%ld,%ld] parameter(0)\n"
+           "  z = f32[] constant(0)\n  ROOT r = f32[%ld] reduce(x, z), dimensions={1}, "
+           "to_apply=add\n}\n",
+           rows, cols, rows);
+  double t_red1 = time_module(text, &sx, 1, reps, false, NULL);
+  double t_red2 = time_module(text, &sx, 1, reps, false, pool);
+  printf("# reduce rows: 1 thread %.2f ms, 2 threads %.2f ms\n", 1e3 * t_red1, 1e3 * t_red2);
+  hl_bench_report("reduce_rows_2_threads", 1 / t_red2, "runs/s", "1_thread", 1 / t_red1, true,
+                  quick ? 0.0 : 1.8);
 
   // Curve: 2..20 ops over the same two inputs.
   hl_literal_t *cargs[2] = {x, y};

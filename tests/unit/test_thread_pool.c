@@ -5,7 +5,11 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "runtime/base/literal.h"
+#include "runtime/exec/executor.h"
 #include "runtime/exec/thread_pool.h"
+#include "runtime/text/hlo_parser.h"
+#include "runtime/verifier/verifier.h"
 #include "tests/unit/test_util.h"
 
 enum { kTasks = 997 };
@@ -59,7 +63,48 @@ static void test_null_pool_runs_in_order(void) {
   CU_ASSERT_PTR_NULL(bad);
 }
 
+// The reduce kernel split over threads (rows when only minor dimensions are
+// reduced, columns otherwise) gives the bits of one thread.
+static void test_threaded_reduce_kernel_is_bitwise_serial(void) {
+  const char *dims[] = {"{1}", "{0}", "{0,1}"};
+  const char *types[] = {"f32", "s32", "f64"};
+  hl_thread_pool_t *pool = NULL;
+  HL_ASSERT_OK(hl_thread_pool_create(3, &pool));
+  for (int t = 0; t < 3; t++)
+    for (int d = 0; d < 3; d++) {
+      char text[1024];
+      const char *out = d == 0 ? "[301]" : d == 1 ? "[703]" : "[]";
+      snprintf(text, sizeof text,
+               "HloModule r\nadd {\n  a = %s[] parameter(0)\n  b = %s[] parameter(1)\n"
+               "  ROOT s = %s[] add(a, b)\n}\nENTRY main {\n  x = %s[301,703] parameter(0)\n"
+               "  z = %s[] constant(0)\n  ROOT r = %s%s reduce(x, z), dimensions=%s, "
+               "to_apply=add\n}\n",
+               types[t], types[t], types[t], types[t], types[t], types[t], out, dims[d]);
+      hl_module_t *m = NULL;
+      HL_ASSERT_OK(hl_parse_hlo_module(text, strlen(text), "r.hlo", &m));
+      HL_ASSERT_OK(hl_verify_module(m));
+      hl_literal_t *x = NULL;
+      HL_ASSERT_OK(hl_literal_create_uninitialized(&m->entry->parameters[0]->shape, &x));
+      uint32_t s = 7;
+      for (int64_t i = 0; i < 301 * 703; i++) {
+        s = s * 1664525u + 1013904223u;
+        hl_literal_set_f64(x, i, ((int)(s >> 12) % 20001 - 10000) / 97.0);
+      }
+      hl_literal_t *one = NULL, *many = NULL;
+      hl_exec_options_t serial = {0}, threaded = {.pool = pool};
+      HL_ASSERT_OK(hl_execute(m, &serial, &x, 1, &one));
+      HL_ASSERT_OK(hl_execute(m, &threaded, &x, 1, &many));
+      CU_ASSERT_TRUE(hl_literal_equal(one, many));
+      hl_literal_release(one);
+      hl_literal_release(many);
+      hl_literal_release(x);
+      hl_module_destroy(m);
+    }
+  hl_thread_pool_destroy(pool);
+}
+
 static CU_TestInfo tests[] = {
+    {"threaded_reduce_kernel_is_bitwise_serial", test_threaded_reduce_kernel_is_bitwise_serial},
     {"every_task_once", test_every_task_once},
     {"null_pool_runs_in_order", test_null_pool_runs_in_order},
     CU_TEST_INFO_NULL,
