@@ -36,6 +36,7 @@
 #include "runtime/base/alloc.h"
 #include "runtime/base/float_minmax.h"
 #include "runtime/base/simd_clones.h"
+#include "runtime/exec/thread_pool.h"
 #include "runtime/kernels/element_access.h"
 #include "runtime/kernels/elementwise_arrays.h"
 #include "runtime/kernels/kernel.h"
@@ -714,6 +715,46 @@ static hl_status_t check_result_type(const hl_instruction_t *inst, hl_dtype_t in
   return NULL;
 }
 
+// Large arrays split into chunks over the thread pool (--threads): every
+// element is computed by the same loop whichever chunk it falls in.
+#define SPLIT_MIN_ELEMS (INT64_C(1) << 16)
+
+typedef struct split_args {
+  hl_opcode_t op;
+  hl_dtype_t in, out;
+  const char *a, *b;
+  char *y;
+  int64_t n, chunk;
+} split_args_t;
+
+static void split_task(void *arg, int64_t task, int worker) {
+  const split_args_t *s = arg;
+  int64_t i0 = task * s->chunk, m = s->n - i0 < s->chunk ? s->n - i0 : s->chunk;
+  size_t ei = hl_dtype_size(s->in), eo = hl_dtype_size(s->out);
+  if (s->b)
+    hl_ew_binary_array(s->op, s->in, s->out, s->a + (size_t)i0 * ei, s->b + (size_t)i0 * ei,
+                       s->y + (size_t)i0 * eo, m);
+  else
+    hl_ew_unary_array(s->op, s->in, s->out, s->a + (size_t)i0 * ei, s->y + (size_t)i0 * eo, m);
+}
+
+// hl_ew_unary_array / hl_ew_binary_array (b NULL: unary) over the pool.
+static void run_split(hl_kernel_context_t *ctx, hl_opcode_t op, hl_dtype_t in, hl_dtype_t out,
+                      const void *a, const void *b, void *y, int64_t n) {
+  const hl_exec_options_t *o = hl_kernel_options(ctx);
+  int threads = hl_thread_pool_size(o ? o->pool : NULL);
+  split_args_t s = {op, in, out, a, b, y, n, n};
+  if (threads > 1 && n >= SPLIT_MIN_ELEMS) {
+    s.chunk = (n + 4 * threads - 1) / (4 * threads);
+    s.chunk = (s.chunk + 63) & ~INT64_C(63);
+    hl_thread_pool_run(o->pool, (n + s.chunk - 1) / s.chunk, split_task, &s);
+  } else if (b) {
+    hl_ew_binary_array(op, in, out, a, b, y, n);
+  } else {
+    hl_ew_unary_array(op, in, out, a, y, n);
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // Kernels
 //===----------------------------------------------------------------------===//
@@ -734,8 +775,8 @@ hl_status_t hl_kernel_unary(hl_kernel_context_t *ctx, const hl_instruction_t *in
   hl_literal_t *y = hl_kernel_reuse_operand(ctx, inst, operands, 1);
   if (!y) HL_RETURN_IF_ERROR(hl_literal_create_uninitialized(&inst->shape, &y));
   if (fam == FAM_COMPLEX) complex_loop(row->c, NULL, x, NULL, y);
-  else hl_ew_unary_array(inst->opcode, t, inst->shape.dtype, x->data, y->data,
-                         hl_literal_element_count(y));
+  else run_split(ctx, inst->opcode, t, inst->shape.dtype, x->data, NULL, y->data,
+                 hl_literal_element_count(y));
   *out = y;
   return NULL;
 }
@@ -761,8 +802,8 @@ hl_status_t hl_kernel_binary(hl_kernel_context_t *ctx, const hl_instruction_t *i
   hl_literal_t *y = hl_kernel_reuse_operand(ctx, inst, operands, 2);
   if (!y) HL_RETURN_IF_ERROR(hl_literal_create_uninitialized(&inst->shape, &y));
   if (fam == FAM_COMPLEX) complex_loop(NULL, row->c, a, b, y);
-  else hl_ew_binary_array(inst->opcode, t, inst->shape.dtype, a->data, b->data, y->data,
-                          hl_literal_element_count(y));
+  else run_split(ctx, inst->opcode, t, inst->shape.dtype, a->data, b->data, y->data,
+                 hl_literal_element_count(y));
   *out = y;
   return NULL;
 }

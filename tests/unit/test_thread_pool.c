@@ -1,6 +1,7 @@
 // The per-process thread pool: every task runs exactly once per run, on
 // every worker count, across many runs (no lost wake-ups), and a NULL or
-// one-thread pool runs tasks on the caller in order.
+// one-thread pool runs tasks on the caller in order; kernels that split
+// their work over it give the bits of one thread.
 #include <CUnit/CUnit.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -103,7 +104,51 @@ static void test_threaded_reduce_kernel_is_bitwise_serial(void) {
   hl_thread_pool_destroy(pool);
 }
 
+// Unfused element-wise ops and transpose / broadcast / slice split over
+// threads give the bits of one thread.
+static void test_threaded_kernels_are_bitwise_serial(void) {
+  const char *text =
+      "HloModule k\nENTRY main {\n  x = f32[301,703] parameter(0)\n"
+      "  y = f32[301,703] parameter(1)\n  a = f32[301,703] add(x, y)\n"
+      "  e = f32[301,703] exponential(a)\n  h = bf16[301,703] convert(e)\n"
+      "  hh = bf16[301,703] multiply(h, h)\n  t = bf16[703,301] transpose(hh), dimensions={1,0}\n"
+      "  s = bf16[350,300] slice(t), slice={[3:703:2], [1:301]}\n"
+      "  z = f32[] constant(0)\n  r = f32[703] reduce(x, z), dimensions={0}, to_apply=add\n"
+      "  b = f32[301,703] broadcast(r), dimensions={1}\n"
+      "  q = f32[301,703] divide(b, e)\n  ROOT out = (bf16[350,300], f32[301,703]) tuple(s, q)\n}\n";
+  const char *reducer =
+      "HloModule k\nadd {\n  p = f32[] parameter(0)\n  q = f32[] parameter(1)\n"
+      "  ROOT r = f32[] add(p, q)\n}\n";
+  char full[4096];
+  snprintf(full, sizeof full, "%s%s", reducer, text + strlen("HloModule k\n"));
+  hl_module_t *m = NULL;
+  HL_ASSERT_OK(hl_parse_hlo_module(full, strlen(full), "k.hlo", &m));
+  HL_ASSERT_OK(hl_verify_module(m));
+  hl_literal_t *args[2];
+  uint32_t s = 3;
+  for (int k = 0; k < 2; k++) {
+    HL_ASSERT_OK(hl_literal_create_uninitialized(&m->entry->parameters[k]->shape, &args[k]));
+    for (int64_t i = 0; i < 301 * 703; i++) {
+      s = s * 1664525u + 1013904223u;
+      hl_literal_set_f64(args[k], i, ((int)(s >> 12) % 2001 - 1000) / 400.0);
+    }
+  }
+  hl_thread_pool_t *pool = NULL;
+  HL_ASSERT_OK(hl_thread_pool_create(3, &pool));
+  hl_literal_t *one = NULL, *many = NULL;
+  hl_exec_options_t serial = {0}, threaded = {.pool = pool};
+  HL_ASSERT_OK(hl_execute(m, &serial, args, 2, &one));
+  HL_ASSERT_OK(hl_execute(m, &threaded, args, 2, &many));
+  CU_ASSERT_TRUE(hl_literal_equal(one, many));
+  hl_literal_release(one);
+  hl_literal_release(many);
+  for (int k = 0; k < 2; k++) hl_literal_release(args[k]);
+  hl_module_destroy(m);
+  hl_thread_pool_destroy(pool);
+}
+
 static CU_TestInfo tests[] = {
+    {"threaded_kernels_are_bitwise_serial", test_threaded_kernels_are_bitwise_serial},
     {"threaded_reduce_kernel_is_bitwise_serial", test_threaded_reduce_kernel_is_bitwise_serial},
     {"every_task_once", test_every_task_once},
     {"null_pool_runs_in_order", test_null_pool_runs_in_order},
