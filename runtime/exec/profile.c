@@ -74,7 +74,8 @@ double hl_profile_flops(const hl_instruction_t *inst, hl_literal_t *const *opera
     const hl_i64_list_t *c = &inst->attrs.dot_dimension_numbers.lhs_contracting_dimensions;
     double k = 1;
     for (int i = 0; i < c->n; i++)
-      if (c->v[i] >= 0 && c->v[i] < operands[0]->shape.rank) k *= (double)operands[0]->shape.dims[c->v[i]];
+      if (c->v[i] >= 0 && c->v[i] < operands[0]->shape.rank)
+        k *= (double)operands[0]->shape.dims[c->v[i]];
     return 2 * out * k;
   }
   if (inst->opcode == HL_OP_CONVOLUTION) {
@@ -163,18 +164,19 @@ void hl_profile_format(const hl_profile_t *p, int top, double run_seconds, int64
     if (!e->inst) continue;
     all[n++] = *e;
     total += e->seconds;
-    if (e->flops > 0) flops += e->flops;
-    else other_bytes += e->bytes;
+    if (e->flops > 0)
+      flops += e->flops;
+    else
+      other_bytes += e->bytes;
   }
   qsort(all, (size_t)n, sizeof(entry_t), by_time);
   hl_strbuf_appendf(out, "  %-32s %-14s %8s %10s %6s %10s %9s\n", "instruction", "op", "calls",
                     "ms", "share", "MB", "MFLOP");
   for (int64_t i = 0; i < n && i < top; i++) {
     const entry_t *e = &all[i];
-    hl_strbuf_appendf(out, "  %-32.32s %-14.14s %8lld %10.3f %5.1f%% %10.3f %9.3f\n",
-                      e->inst->name, hl_opcode_name(e->inst->opcode), (long long)e->calls,
-                      1e3 * e->seconds, total > 0 ? 100 * e->seconds / total : 0,
-                      e->bytes / 1e6, e->flops / 1e6);
+    hl_strbuf_appendf(out, "  %-32.32s %-14.14s %8lld %10.3f %5.1f%% %10.3f %9.3f\n", e->inst->name,
+                      hl_opcode_name(e->inst->opcode), (long long)e->calls, 1e3 * e->seconds,
+                      total > 0 ? 100 * e->seconds / total : 0, e->bytes / 1e6, e->flops / 1e6);
   }
   double model = (gemm_flops_per_s > 0 ? flops / gemm_flops_per_s : 0) +
                  (copy_bytes_per_s > 0 ? other_bytes / copy_bytes_per_s : 0);

@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "runtime/base/alloc.h"
@@ -24,7 +25,15 @@
 #define MAX_WORKERS 64
 
 typedef enum kind {
-  K_PARAM, K_CONST, K_UNARY, K_BINARY, K_COMPARE, K_SELECT, K_CLAMP, K_CONVERT, K_IOTA,
+  K_PARAM,
+  K_CONST,
+  K_UNARY,
+  K_BINARY,
+  K_COMPARE,
+  K_SELECT,
+  K_CLAMP,
+  K_CONVERT,
+  K_IOTA,
   K_SAME,   // same elements in the same row-major order (reshape, bitcast, copy)
   K_MAP,    // operand index = offset + sum_d idx[d] * stride[d]
   K_SPLAT,  // broadcast of a one-element operand
@@ -45,9 +54,9 @@ typedef struct node {
   bool contiguous;                      // K_MAP: stride[] are the row-major strides
   hl_comparison_direction_t dir;        // K_COMPARE
   hl_comparison_type_t ctype;
-  int64_t iota_inner, iota_size;        // K_IOTA
-  int param;                            // K_PARAM
-  const void *data;                     // K_CONST
+  int64_t iota_inner, iota_size;  // K_IOTA
+  int param;                      // K_PARAM
+  const void *data;               // K_CONST
 } node_t;
 
 typedef struct output {
@@ -67,6 +76,8 @@ typedef struct segment {
 typedef struct workspace {
   char *arena;
   size_t used, cap;
+  void **extra;  // blocks beyond the arena (see arena_alloc), freed per block
+  int extra_count, extra_cap;
   uint64_t gen;
   uint64_t *memo_gen;
   int64_t *memo_start, *memo_m;
@@ -85,9 +96,9 @@ struct hl_fusion_program {
   bool has_reduce;
   segment_t seg[HL_MAX_RANK + 1];
   int nseg;
-  int64_t run_len;       // elements per run (reduce: the merged minor segment)
-  int64_t block_runs;    // runs per block (1 run = 1 element without reduce)
-  bool parallel;         // blocks write disjoint outputs
+  int64_t run_len;     // elements per run (reduce: the merged minor segment)
+  int64_t block_runs;  // runs per block (1 run = 1 element without reduce)
+  bool parallel;       // blocks write disjoint outputs
   size_t arena_bytes;
   workspace_t *ws[MAX_WORKERS];
 };
@@ -109,9 +120,7 @@ static void strides_of(int rank, const int64_t *dims, int64_t *str) {
   }
 }
 
-static bool iota_type(hl_dtype_t t) {
-  return hl_dtype_is_integer(t) || t == HL_F32 || t == HL_F64;
-}
+static bool iota_type(hl_dtype_t t) { return hl_dtype_is_integer(t) || t == HL_F32 || t == HL_F64; }
 
 // Fills node n for instruction inst (operand nodes already mapped in
 // index_of); returns the reason when not covered.
@@ -210,7 +219,8 @@ static const char *compile_node(const hl_instruction_t *inst, const int *index_o
       // Between default layouts only: otherwise a layout change is a
       // transpose of the physical order, which the op-by-op path decides.
       if (o0->dtype != s->dtype || x->count != n->count || !hl_shape_has_default_layout(o0) ||
-          !hl_shape_has_default_layout(s) || (inst->opcode == HL_OP_COPY && !hl_shape_same_dims(o0, s)))
+          !hl_shape_has_default_layout(s) ||
+          (inst->opcode == HL_OP_COPY && !hl_shape_same_dims(o0, s)))
         return "bitcast or copy between layouts";
       n->kind = K_SAME;
       return NULL;
@@ -228,8 +238,10 @@ static const char *compile_node(const hl_instruction_t *inst, const int *index_o
         int64_t d = dm->v[i];
         if (d < 0 || d >= s->rank || used[d]) return "broadcast with bad dimensions";
         used[d] = true;
-        if (o0->dims[i] == s->dims[d]) n->stride[d] = ostr[i];
-        else if (o0->dims[i] != 1) return "broadcast with bad dimensions";
+        if (o0->dims[i] == s->dims[d])
+          n->stride[d] = ostr[i];
+        else if (o0->dims[i] != 1)
+          return "broadcast with bad dimensions";
       }
       n->kind = K_MAP;
       break;
@@ -397,8 +409,10 @@ static void make_segments(hl_fusion_program_t *p, const hl_shape_t *xs, const bo
   int ns = 0;
   for (int d = 0; d < xs->rank; d++) {
     if (xs->dims[d] == 1) continue;
-    if (ns > 0 && p->seg[ns - 1].reduced == reduced[d]) p->seg[ns - 1].size *= xs->dims[d];
-    else p->seg[ns++] = (segment_t){xs->dims[d], reduced[d], 0};
+    if (ns > 0 && p->seg[ns - 1].reduced == reduced[d])
+      p->seg[ns - 1].size *= xs->dims[d];
+    else
+      p->seg[ns++] = (segment_t){xs->dims[d], reduced[d], 0};
   }
   if (ns == 0) p->seg[ns++] = (segment_t){1, false, 0};
   int64_t stride = 1;
@@ -425,9 +439,10 @@ hl_status_t hl_fusion_program_compile(const hl_computation_t *c, hl_fusion_progr
   hl_fusion_program_t *p = hl_calloc(1, sizeof(*p));
   int *index_of = hl_malloc(sizeof(int) * (size_t)(n ? n : 1));
   if (p) p->nodes = hl_calloc((size_t)(n ? n : 1), sizeof(node_t));
-  if (p) p->outs = hl_calloc((size_t)(c->root && c->root->shape.dtype == HL_TUPLE
-                                          ? c->root->operand_count + 1 : 1),
-                             sizeof(output_t));
+  if (p)
+    p->outs = hl_calloc(
+        (size_t)(c->root && c->root->shape.dtype == HL_TUPLE ? c->root->operand_count + 1 : 1),
+        sizeof(output_t));
   if (!p || !index_of || !p->nodes || !p->outs) {
     hl_free(index_of);
     hl_fusion_program_destroy(p);
@@ -439,8 +454,10 @@ hl_status_t hl_fusion_program_compile(const hl_computation_t *c, hl_fusion_progr
   for (int i = 0; i < n && !reason; i++) {
     const hl_instruction_t *inst = c->instructions[i];
     index_of[i] = -1;
-    if (inst->control_predecessor_count) reason = "control dependencies";
-    else if (inst->opcode == HL_OP_REDUCE || (inst == root && tuple_root)) continue;
+    if (inst->control_predecessor_count)
+      reason = "control dependencies";
+    else if (inst->opcode == HL_OP_REDUCE || (inst == root && tuple_root))
+      continue;
     else if ((reason = compile_node(inst, index_of, p->nodes, &p->nodes[p->count])) == NULL)
       index_of[i] = p->count++;
   }
@@ -516,8 +533,12 @@ hl_status_t hl_fusion_program_compile(const hl_computation_t *c, hl_fusion_progr
   return NULL;
 }
 
+static void workspace_reset(workspace_t *w);
+
 static void workspace_destroy(workspace_t *w) {
   if (!w) return;
+  workspace_reset(w);
+  hl_free(w->extra);
   hl_free(w->arena);
   hl_free(w->memo_gen);
   hl_free(w->memo_start);
@@ -551,17 +572,48 @@ typedef struct run_state {
 
 static void *arena_alloc(workspace_t *w, size_t bytes) {
   bytes = (bytes + 63) & ~(size_t)63;
-  void *r = w->arena + w->used;
-  w->used += bytes;
-  return r;  // size_arena bounds the total per block
+  if (w->used + bytes <= w->cap) {
+    void *r = w->arena + w->used;
+    w->used += bytes;
+    return r;
+  }
+  // size_arena bounds what a block takes, so this is a safety net: a
+  // separate allocation, released when the next block starts.
+  if (w->extra_count == w->extra_cap) {
+    int cap = w->extra_cap ? 2 * w->extra_cap : 8;
+    void **e = hl_realloc(w->extra, sizeof(void *) * (size_t)cap);
+    if (!e) abort();  // out of memory in the middle of a block: nothing to unwind to
+    w->extra = e;
+    w->extra_cap = cap;
+  }
+  void *r = hl_malloc(bytes);
+  if (!r) abort();
+  w->extra[w->extra_count++] = r;
+  return r;
+}
+
+// Starts a block: the arena is empty and memoized values are stale.
+static void workspace_reset(workspace_t *w) {
+  for (int i = 0; i < w->extra_count; i++) hl_free(w->extra[i]);
+  w->extra_count = 0;
+  w->used = 0;
+  w->gen++;
 }
 
 static void gather(size_t es, const char *base, const int64_t *idx, void *dst, int64_t m) {
   switch (es) {
-    case 1: for (int64_t i = 0; i < m; i++) ((uint8_t *)dst)[i] = ((const uint8_t *)base)[idx[i]]; break;
-    case 2: for (int64_t i = 0; i < m; i++) ((uint16_t *)dst)[i] = ((const uint16_t *)base)[idx[i]]; break;
-    case 4: for (int64_t i = 0; i < m; i++) ((uint32_t *)dst)[i] = ((const uint32_t *)base)[idx[i]]; break;
-    case 8: for (int64_t i = 0; i < m; i++) ((uint64_t *)dst)[i] = ((const uint64_t *)base)[idx[i]]; break;
+    case 1:
+      for (int64_t i = 0; i < m; i++) ((uint8_t *)dst)[i] = ((const uint8_t *)base)[idx[i]];
+      break;
+    case 2:
+      for (int64_t i = 0; i < m; i++) ((uint16_t *)dst)[i] = ((const uint16_t *)base)[idx[i]];
+      break;
+    case 4:
+      for (int64_t i = 0; i < m; i++) ((uint32_t *)dst)[i] = ((const uint32_t *)base)[idx[i]];
+      break;
+    case 8:
+      for (int64_t i = 0; i < m; i++) ((uint64_t *)dst)[i] = ((const uint64_t *)base)[idx[i]];
+      break;
     default:
       for (int64_t i = 0; i < m; i++)
         memcpy((char *)dst + (size_t)i * es, base + (size_t)idx[i] * es, es);
@@ -570,11 +622,29 @@ static void gather(size_t es, const char *base, const int64_t *idx, void *dst, i
 
 static void splat(size_t es, const void *v, void *dst, int64_t m) {
   switch (es) {
-    case 1: memset(dst, *(const uint8_t *)v, (size_t)m); break;
-    case 2: { uint16_t x; memcpy(&x, v, 2); for (int64_t i = 0; i < m; i++) ((uint16_t *)dst)[i] = x; break; }
-    case 4: { uint32_t x; memcpy(&x, v, 4); for (int64_t i = 0; i < m; i++) ((uint32_t *)dst)[i] = x; break; }
-    case 8: { uint64_t x; memcpy(&x, v, 8); for (int64_t i = 0; i < m; i++) ((uint64_t *)dst)[i] = x; break; }
-    default: for (int64_t i = 0; i < m; i++) memcpy((char *)dst + (size_t)i * es, v, es);
+    case 1:
+      memset(dst, *(const uint8_t *)v, (size_t)m);
+      break;
+    case 2: {
+      uint16_t x;
+      memcpy(&x, v, 2);
+      for (int64_t i = 0; i < m; i++) ((uint16_t *)dst)[i] = x;
+      break;
+    }
+    case 4: {
+      uint32_t x;
+      memcpy(&x, v, 4);
+      for (int64_t i = 0; i < m; i++) ((uint32_t *)dst)[i] = x;
+      break;
+    }
+    case 8: {
+      uint64_t x;
+      memcpy(&x, v, 8);
+      for (int64_t i = 0; i < m; i++) ((uint64_t *)dst)[i] = x;
+      break;
+    }
+    default:
+      for (int64_t i = 0; i < m; i++) memcpy((char *)dst + (size_t)i * es, v, es);
   }
 }
 
@@ -622,10 +692,11 @@ static void map_indices(const node_t *n, int64_t start, const int64_t *idx, int6
   }
 }
 
-static void iota_values(const node_t *n, int64_t start, const int64_t *idx, int64_t m,
-                        void *y, workspace_t *w) {
+static void iota_values(const node_t *n, int64_t start, const int64_t *idx, int64_t m, void *y,
+                        workspace_t *w) {
   int64_t *v = arena_alloc(w, (size_t)m * sizeof(int64_t));
-  for (int64_t i = 0; i < m; i++) v[i] = ((idx ? idx[i] : start + i) / n->iota_inner) % n->iota_size;
+  for (int64_t i = 0; i < m; i++)
+    v[i] = ((idx ? idx[i] : start + i) / n->iota_inner) % n->iota_size;
   if (n->dtype == HL_F32) {
     for (int64_t i = 0; i < m; i++) ((float *)y)[i] = (float)(double)v[i];
   } else if (n->dtype == HL_F64) {
@@ -636,11 +707,11 @@ static void iota_values(const node_t *n, int64_t start, const int64_t *idx, int6
   }
 }
 
-static const void *eval_to(const hl_fusion_program_t *p, workspace_t *w, const void **params,
-                           int k, int64_t start, const int64_t *idx, int64_t m, void *dst);
+static const void *eval_to(const hl_fusion_program_t *p, workspace_t *w, const void **params, int k,
+                           int64_t start, const int64_t *idx, int64_t m, void *dst);
 
-static const void *eval(const hl_fusion_program_t *p, workspace_t *w, const void **params,
-                        int k, int64_t start, const int64_t *idx, int64_t m) {
+static const void *eval(const hl_fusion_program_t *p, workspace_t *w, const void **params, int k,
+                        int64_t start, const int64_t *idx, int64_t m) {
   return eval_to(p, w, params, k, start, idx, m, NULL);
 }
 
@@ -690,8 +761,8 @@ static bool map_runs(const hl_fusion_program_t *p, workspace_t *w, const void **
 // Values of node k at its elements start..start+m (idx NULL) or idx[0..m),
 // written to dst when given (the returned pointer may still differ: a
 // parameter's own data or a memoized value).
-static const void *eval_to(const hl_fusion_program_t *p, workspace_t *w, const void **params,
-                           int k, int64_t start, const int64_t *idx, int64_t m, void *dst) {
+static const void *eval_to(const hl_fusion_program_t *p, workspace_t *w, const void **params, int k,
+                           int64_t start, const int64_t *idx, int64_t m, void *dst) {
   const node_t *n = &p->nodes[k];
   if (!idx && w->memo_gen[k] == w->gen && w->memo_start[k] == start && w->memo_m[k] == m)
     return w->memo_ptr[k];
@@ -825,8 +896,7 @@ static void run_block(void *arg, int64_t b, int worker) {
   run_state_t *s = arg;
   hl_fusion_program_t *p = s->p;
   workspace_t *w = p->ws[worker];
-  w->gen++;
-  w->used = 0;
+  workspace_reset(w);
   int64_t runs = p->total / p->run_len;
   int64_t r0 = b * p->block_runs, nr = runs - r0 < p->block_runs ? runs - r0 : p->block_runs;
   int64_t start = r0 * p->run_len, m = nr * p->run_len;
@@ -844,7 +914,7 @@ static void run_block(void *arg, int64_t b, int worker) {
     for (int64_t j = 0; j < nr; j++) {
       int64_t off = run_output_offset(p, r0 + j);
       (fold ? o->fold : o->combine)(v + (size_t)(j * p->run_len) * n->es, p->run_len,
-                                     s->out_data[i] + (size_t)off * n->es);
+                                    s->out_data[i] + (size_t)off * n->es);
     }
   }
 }
@@ -869,14 +939,15 @@ static hl_status_t ensure_workspace(hl_fusion_program_t *p, int worker) {
   return NULL;
 }
 
-hl_status_t hl_fusion_program_run(hl_fusion_program_t *p, hl_literal_t *const *args,
-                                  int arg_count, hl_thread_pool_t *pool, hl_literal_t **out) {
+hl_status_t hl_fusion_program_run(hl_fusion_program_t *p, hl_literal_t *const *args, int arg_count,
+                                  hl_thread_pool_t *pool, hl_literal_t **out) {
   *out = NULL;
   if (arg_count != p->param_count)
     return HL_INTERNAL_ERROR("fusion program takes %d arguments, got %d", p->param_count,
                              arg_count);
   const void *params_local[16];
-  const void **params = arg_count <= 16 ? params_local : hl_malloc(sizeof(void *) * (size_t)arg_count);
+  const void **params =
+      arg_count <= 16 ? params_local : hl_malloc(sizeof(void *) * (size_t)arg_count);
   hl_literal_t *outs_local[16] = {NULL}, **outs = outs_local;
   char *out_data_local[16];
   char **out_data = out_data_local;
@@ -903,18 +974,21 @@ hl_status_t hl_fusion_program_run(hl_fusion_program_t *p, hl_literal_t *const *a
       const output_t *o = &p->outs[i];
       if (!o->reduce) continue;
       workspace_t *w = p->ws[0];
-      w->gen++;
-      w->used = 0;
+      workspace_reset(w);
       const void *init = eval(p, w, params, o->init, 0, NULL, 1);
       splat(p->nodes[o->node].es, init, out_data[i], hl_literal_element_count(outs[i]));
     }
     run_state_t s = {p, params, out_data, blocks};
-    if (parallel) hl_thread_pool_run(pool, blocks, run_block, &s);
-    else for (int64_t b = 0; b < blocks; b++) run_block(&s, b, 0);
+    if (parallel)
+      hl_thread_pool_run(pool, blocks, run_block, &s);
+    else
+      for (int64_t b = 0; b < blocks; b++) run_block(&s, b, 0);
   }
   if (!st) {
-    if (p->tuple) st = hl_literal_create_tuple(outs, p->out_count, out);
-    else *out = hl_literal_retain(outs[0]);
+    if (p->tuple)
+      st = hl_literal_create_tuple(outs, p->out_count, out);
+    else
+      *out = hl_literal_retain(outs[0]);
   }
   for (int i = 0; i < p->out_count; i++) hl_literal_release(outs[i]);
   if (params != params_local) hl_free(params);
