@@ -527,6 +527,185 @@ static hl_status_t conv_pixel_major(const conv_plan_t *p, hl_dtype_t ct, const i
   return NULL;
 }
 
+//===----------------------------------------------------------------------===//
+// lhs dilation by output phase
+//===----------------------------------------------------------------------===//
+// With lhs_dilate L > 1 most taps of a window land in the holes between the
+// real input elements, and im2col would fill the GEMM's K dimension mostly
+// with zeros (a transposed convolution with L = 32 wastes 31/32 of its
+// multiply-adds). Along each spatial dimension, output o reads the dilated
+// position x = o*stride + q*rhs_dilate - pad_low with tap q, and x hits a real
+// element only when x mod L == 0; so the outputs with the same phase
+// (o*stride - pad_low) mod L use the same subset of taps. Each combination of
+// per-dimension phases is an ordinary convolution over the undilated input
+// (its outputs a sub-grid, its taps a sub-window): gathered, multiplied as one
+// GEMM with only the real taps in K, and scattered into its output positions.
+// Taps past the input's ends still read as zero (the tables say -1), as in
+// the plain path, so every result element is the same sum minus hole terms.
+
+typedef struct conv_phase_dim {
+  int64_t *o_of;   // [L][out_sp]: outputs of phase c at o_of[c*out_sp + i]
+  int64_t *k_of;   // [L][k_sp]:   taps (kernel indices) of phase c
+  int64_t *n_o, *n_k;  // [L] counts
+  int64_t l;
+} conv_phase_dim_t;
+
+static void free_phase_dims(conv_phase_dim_t *pd, int ns) {
+  for (int d = 0; d < ns; d++) {
+    hl_free(pd[d].o_of);
+    hl_free(pd[d].k_of);
+    hl_free(pd[d].n_o);
+    hl_free(pd[d].n_k);
+  }
+}
+
+static int64_t pos_mod(int64_t x, int64_t m) { return ((x % m) + m) % m; }
+
+static hl_status_t build_phase_dims(const conv_plan_t *p, conv_phase_dim_t *pd) {
+  for (int d = 0; d < p->ns; d++) {
+    const hl_window_dim_t *w = &p->win[d];
+    int64_t l = w->base_dilation, no = p->out_sp[d], nk = p->k_sp[d];
+    pd[d].l = l;
+    pd[d].o_of = hl_malloc(at_least_one(l * no) * sizeof(int64_t));
+    pd[d].k_of = hl_malloc(at_least_one(l * nk) * sizeof(int64_t));
+    pd[d].n_o = hl_calloc((size_t)l, sizeof(int64_t));
+    pd[d].n_k = hl_calloc((size_t)l, sizeof(int64_t));
+    if (!pd[d].o_of || !pd[d].k_of || !pd[d].n_o || !pd[d].n_k) return HL_OOM();
+    for (int64_t o = 0; o < no; o++) {
+      int64_t c = pos_mod(o * w->stride - w->padding_low, l);
+      pd[d].o_of[c * no + pd[d].n_o[c]++] = o;
+    }
+    for (int64_t c = 0; c < l; c++) {
+      for (int64_t kk = 0; kk < nk; kk++) {
+        int64_t q = w->window_reversal ? nk - 1 - kk : kk;
+        if (pos_mod(c + q * w->window_dilation, l) == 0) pd[d].k_of[c * nk + pd[d].n_k[c]++] = kk;
+      }
+    }
+  }
+  return NULL;
+}
+
+// One phase combination: sub-plan sp (outputs / taps of the phase), its
+// tables, kernel and output offsets, then the plain gather / GEMM / scatter.
+static hl_status_t conv_one_phase(const conv_plan_t *p, const conv_phase_dim_t *pd,
+                                  const int64_t *cls, hl_dtype_t ct, const int64_t *tab,
+                                  const char *w_full, const void *in, char *out) {
+  size_t es = hl_dtype_size(ct);
+  conv_plan_t sp = *p;
+  sp.ks = sp.p = 1;
+  int64_t tsize = 0, full_t = 0, tstart[HL_MAX_RANK], full_start[HL_MAX_RANK];
+  for (int d = 0; d < p->ns; d++) {
+    sp.out_sp[d] = pd[d].n_o[cls[d]];
+    sp.k_sp[d] = pd[d].n_k[cls[d]];
+    sp.ks *= sp.k_sp[d];
+    sp.p *= sp.out_sp[d];
+    tstart[d] = tsize, tsize += sp.k_sp[d] * sp.out_sp[d];
+    full_start[d] = full_t, full_t += p->k_sp[d] * p->out_sp[d];
+  }
+  int64_t kdim = p->ig * sp.ks;
+  int64_t nb = COL_CHUNK_ELEMS / (kdim * sp.p > 0 ? kdim * sp.p : 1);
+  if (nb < 1) nb = 1;
+  if (nb > p->n_out) nb = p->n_out;
+  if (ct != HL_S64 && (p->og > INT_MAX || kdim > INT_MAX || nb * sp.p > INT_MAX))
+    return HL_UNIMPL("convolution dimensions exceed the BLAS index range");
+  int64_t *stab = hl_malloc(at_least_one(tsize) * sizeof(int64_t));
+  int64_t *pofs = hl_malloc(at_least_one(sp.p) * sizeof(int64_t));
+  char *w = hl_malloc(at_least_one(p->o_out * kdim) * es);
+  char *col = hl_malloc(at_least_one(kdim * nb * sp.p) * es);
+  char *tmp = hl_malloc(at_least_one(p->og * nb * sp.p) * es);
+  hl_status_t st = (!stab || !pofs || !w || !col || !tmp) ? HL_OOM() : NULL;
+  if (!st) {
+    for (int d = 0; d < p->ns; d++) {
+      const int64_t *ol = pd[d].o_of + cls[d] * p->out_sp[d];
+      const int64_t *kl = pd[d].k_of + cls[d] * p->k_sp[d];
+      for (int64_t kk = 0; kk < sp.k_sp[d]; kk++)
+        for (int64_t o = 0; o < sp.out_sp[d]; o++)
+          stab[tstart[d] + kk * sp.out_sp[d] + o] =
+              tab[full_start[d] + kl[kk] * p->out_sp[d] + ol[o]];
+    }
+    // Kernel: W[o][c][sub-tap] gathered from the packed full W[o][c][tap].
+    int64_t kidx[HL_MAX_RANK] = {0};
+    for (int64_t k = 0; k < sp.ks; k++) {
+      int64_t fk = 0;
+      for (int d = 0; d < p->ns; d++)
+        fk = fk * p->k_sp[d] + pd[d].k_of[cls[d] * p->k_sp[d] + kidx[d]];
+      for (int64_t oc = 0; oc < p->o_out * p->ig; oc++)
+        memcpy(w + (size_t)(oc * sp.ks + k) * es, w_full + (size_t)(oc * p->ks + fk) * es, es);
+      for (int d = p->ns - 1; d >= 0; d--) {
+        if (++kidx[d] < sp.k_sp[d]) break;
+        kidx[d] = 0;
+      }
+    }
+    int64_t oidx[HL_MAX_RANK] = {0};
+    for (int64_t q = 0; q < sp.p; q++) {
+      int64_t off = 0;
+      for (int d = 0; d < p->ns; d++)
+        off += pd[d].o_of[cls[d] * p->out_sp[d] + oidx[d]] * p->s_osp[d];
+      pofs[q] = off;
+      for (int d = p->ns - 1; d >= 0; d--) {
+        if (++oidx[d] < sp.out_sp[d]) break;
+        oidx[d] = 0;
+      }
+    }
+    for (int64_t g = 0; g < p->groups; g++) {
+      const char *wg = w + (size_t)(g * p->og * kdim) * es;
+      for (int64_t n0 = 0; n0 < p->n_out; n0 += nb) {
+        int64_t cnt = p->n_out - n0 < nb ? p->n_out - n0 : nb;
+        im2col_args_t a = {&sp, stab, in, es, g, n0, cnt};
+        im2col(&a, col);
+        gemm(ct, p->og, cnt * sp.p, kdim, wg, kdim, col, cnt * sp.p, tmp, cnt * sp.p);
+        scatter_out(&sp, pofs, es, g, n0, cnt, tmp, out);
+      }
+    }
+  }
+  hl_free(stab);
+  hl_free(pofs);
+  hl_free(w);
+  hl_free(col);
+  hl_free(tmp);
+  return st;
+}
+
+static bool has_lhs_dilation(const conv_plan_t *p) {
+  for (int d = 0; d < p->ns; d++)
+    if (p->win[d].base_dilation > 1) return true;
+  return false;
+}
+
+static hl_status_t conv_by_phases(const conv_plan_t *p, hl_dtype_t ct, const int64_t *tab,
+                                  const void *in, const hl_literal_t *rhs, char *out) {
+  size_t es = hl_dtype_size(ct);
+  conv_phase_dim_t pd[HL_MAX_RANK];
+  memset(pd, 0, sizeof(pd));
+  char *w = hl_malloc(at_least_one(p->o_out * p->ig * p->ks) * es);
+  hl_status_t st = w ? build_phase_dims(p, pd) : HL_OOM();
+  if (!st) {
+    pack_kernel(rhs, p, ct, w);
+    // Outputs whose phase has no real tap are zero sums; clear everything
+    // once when any exists (the others are overwritten below).
+    bool empty = false;
+    for (int d = 0; d < p->ns; d++)
+      for (int64_t c = 0; c < pd[d].l; c++) empty = empty || (pd[d].n_o[c] && !pd[d].n_k[c]);
+    if (empty) memset(out, 0, (size_t)(p->n_out * p->o_out * p->p) * es);
+    int64_t cls[HL_MAX_RANK] = {0};
+    for (;;) {
+      bool live = true;
+      for (int d = 0; d < p->ns; d++) live = live && pd[d].n_o[cls[d]] && pd[d].n_k[cls[d]];
+      if (live) st = conv_one_phase(p, pd, cls, ct, tab, w, in, out);
+      if (st) break;
+      int d = p->ns - 1;
+      for (; d >= 0; d--) {
+        if (++cls[d] < pd[d].l) break;
+        cls[d] = 0;
+      }
+      if (d < 0) break;
+    }
+  }
+  free_phase_dims(pd, p->ns);
+  hl_free(w);
+  return st;
+}
+
 static hl_status_t conv_compute(const conv_plan_t *p, hl_dtype_t ct, const void *in,
                                 const hl_literal_t *rhs, char *out) {
   size_t es = hl_dtype_size(ct);
@@ -538,6 +717,11 @@ static hl_status_t conv_compute(const conv_plan_t *p, hl_dtype_t ct, const void 
     return NULL;
   }
   HL_RETURN_IF_ERROR(build_tables(p, &tab));
+  if (has_lhs_dilation(p)) {
+    hl_status_t st = conv_by_phases(p, ct, tab, in, rhs, out);
+    hl_free(tab);
+    return st;
+  }
   if (p->s_of == 1 && spatial_row_major(p->ns, p->out_sp, p->s_osp, p->o_out, p->n_out,
                                         p->s_ob)) {
     hl_status_t st = conv_pixel_major(p, ct, tab, in, rhs, out);
