@@ -589,7 +589,7 @@ static hl_status_t build_phase_dims(const conv_plan_t *p, conv_phase_dim_t *pd) 
 // tables, kernel and output offsets, then the plain gather / GEMM / scatter.
 static hl_status_t conv_one_phase(const conv_plan_t *p, const conv_phase_dim_t *pd,
                                   const int64_t *cls, hl_dtype_t ct, const int64_t *tab,
-                                  const char *w_full, const void *in, char *out) {
+                                  const hl_literal_t *rhs, const void *in, char *out) {
   size_t es = hl_dtype_size(ct);
   conv_plan_t sp = *p;
   sp.ks = sp.p = 1;
@@ -611,6 +611,7 @@ static hl_status_t conv_one_phase(const conv_plan_t *p, const conv_phase_dim_t *
   int64_t *stab = hl_malloc(at_least_one(tsize) * sizeof(int64_t));
   int64_t *pofs = hl_malloc(at_least_one(sp.p) * sizeof(int64_t));
   char *w = hl_malloc(at_least_one(p->o_out * kdim) * es);
+  const char *wk = w;
   char *col = hl_malloc(at_least_one(kdim * nb * sp.p) * es);
   char *tmp = hl_malloc(at_least_one(p->og * nb * sp.p) * es);
   hl_status_t st = (!stab || !pofs || !w || !col || !tmp) ? HL_OOM() : NULL;
@@ -623,19 +624,44 @@ static hl_status_t conv_one_phase(const conv_plan_t *p, const conv_phase_dim_t *
           stab[tstart[d] + kk * sp.out_sp[d] + o] =
               tab[full_start[d] + kl[kk] * p->out_sp[d] + ol[o]];
     }
-    // Kernel: W[o][c][sub-tap] gathered from the packed full W[o][c][tap].
-    int64_t kidx[HL_MAX_RANK] = {0};
-    for (int64_t k = 0; k < sp.ks; k++) {
-      int64_t fk = 0;
+    // Kernel W[o][c][sub-tap]: the rhs itself when its (c, sub-tap) offsets
+    // are one contiguous run per output feature (as 0oi1 / oi01 layouts give
+    // for one phase), else gathered.
+    int64_t *koff = hl_malloc(at_least_one(sp.ks) * sizeof(int64_t));
+    if (!koff) st = HL_OOM();
+    for (int64_t k = 0, kidx[HL_MAX_RANK] = {0}; !st && k < sp.ks; k++) {
+      int64_t off = 0;
       for (int d = 0; d < p->ns; d++)
-        fk = fk * p->k_sp[d] + pd[d].k_of[cls[d] * p->k_sp[d] + kidx[d]];
-      for (int64_t oc = 0; oc < p->o_out * p->ig; oc++)
-        memcpy(w + (size_t)(oc * sp.ks + k) * es, w_full + (size_t)(oc * p->ks + fk) * es, es);
+        off += pd[d].k_of[cls[d] * p->k_sp[d] + kidx[d]] * p->s_ksp[d];
+      koff[k] = off;
       for (int d = p->ns - 1; d >= 0; d--) {
         if (++kidx[d] < sp.k_sp[d]) break;
         kidx[d] = 0;
       }
     }
+    bool view = !st && rhs->shape.dtype == ct && (p->o_out <= 1 || p->s_ko >= kdim);
+    for (int64_t c = 0; view && c < p->ig; c++)
+      for (int64_t k = 0; view && k < sp.ks; k++)
+        view = c * p->s_ki + koff[k] == koff[0] + c * sp.ks + k;
+    int64_t ldw = kdim;
+    if (view) {
+      wk = (const char *)rhs->data + (size_t)koff[0] * es;
+      ldw = p->o_out <= 1 ? kdim : p->s_ko;
+    } else if (!st) {
+      bool same = rhs->shape.dtype == ct;
+      for (int64_t o = 0; o < p->o_out; o++)
+        for (int64_t c = 0; c < p->ig; c++) {
+          char *dst = w + (size_t)((o * p->ig + c) * sp.ks) * es;
+          int64_t base = o * p->s_ko + c * p->s_ki;
+          for (int64_t k = 0; k < sp.ks; k++, dst += es) {
+            if (same)
+              memcpy(dst, (const char *)rhs->data + (size_t)(base + koff[k]) * es, es);
+            else
+              to_ct(rhs->shape.dtype, rhs->data, base + koff[k], 1, ct, dst);
+          }
+        }
+    }
+    hl_free(koff);
     int64_t oidx[HL_MAX_RANK] = {0};
     for (int64_t q = 0; q < sp.p; q++) {
       int64_t off = 0;
@@ -647,13 +673,13 @@ static hl_status_t conv_one_phase(const conv_plan_t *p, const conv_phase_dim_t *
         oidx[d] = 0;
       }
     }
-    for (int64_t g = 0; g < p->groups; g++) {
-      const char *wg = w + (size_t)(g * p->og * kdim) * es;
-      for (int64_t n0 = 0; n0 < p->n_out; n0 += nb) {
+    for (int64_t g = 0; !st && g < p->groups; g++) {
+      const char *wg = wk + (size_t)(g * p->og * ldw) * es;
+      for (int64_t n0 = 0; !st && n0 < p->n_out; n0 += nb) {
         int64_t cnt = p->n_out - n0 < nb ? p->n_out - n0 : nb;
         im2col_args_t a = {&sp, stab, in, es, g, n0, cnt};
         im2col(&a, col);
-        gemm(ct, p->og, cnt * sp.p, kdim, wg, kdim, col, cnt * sp.p, tmp, cnt * sp.p);
+        gemm(ct, p->og, cnt * sp.p, kdim, wg, ldw, col, cnt * sp.p, tmp, cnt * sp.p);
         scatter_out(&sp, pofs, es, g, n0, cnt, tmp, out);
       }
     }
@@ -677,10 +703,8 @@ static hl_status_t conv_by_phases(const conv_plan_t *p, hl_dtype_t ct, const int
   size_t es = hl_dtype_size(ct);
   conv_phase_dim_t pd[HL_MAX_RANK];
   memset(pd, 0, sizeof(pd));
-  char *w = hl_malloc(at_least_one(p->o_out * p->ig * p->ks) * es);
-  hl_status_t st = w ? build_phase_dims(p, pd) : HL_OOM();
+  hl_status_t st = build_phase_dims(p, pd);
   if (!st) {
-    pack_kernel(rhs, p, ct, w);
     // Outputs whose phase has no real tap are zero sums; clear everything
     // once when any exists (the others are overwritten below).
     bool empty = false;
@@ -691,7 +715,7 @@ static hl_status_t conv_by_phases(const conv_plan_t *p, hl_dtype_t ct, const int
     for (;;) {
       bool live = true;
       for (int d = 0; d < p->ns; d++) live = live && pd[d].n_o[cls[d]] && pd[d].n_k[cls[d]];
-      if (live) st = conv_one_phase(p, pd, cls, ct, tab, w, in, out);
+      if (live) st = conv_one_phase(p, pd, cls, ct, tab, rhs, in, out);
       if (st) break;
       int d = p->ns - 1;
       for (; d >= 0; d--) {
@@ -702,7 +726,6 @@ static hl_status_t conv_by_phases(const conv_plan_t *p, hl_dtype_t ct, const int
     }
   }
   free_phase_dims(pd, p->ns);
-  hl_free(w);
   return st;
 }
 

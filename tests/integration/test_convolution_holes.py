@@ -8,7 +8,8 @@ s32, in both feature-major (bf01) and pixel-major (b01f) layouts. lhs_dilate
 > 1 takes the kernel's per-phase path (only the taps that meet real input in
 each GEMM); lhs_dilate = 1 the plain im2col path, so both are checked by the
 same oracle. A transposed-convolution shape like XLA's multihost runner test
-(lhs_dilate = stride + 1, one real tap per output) is included, scaled down.
+(lhs_dilate = stride + 1, one real tap per output) is included, scaled down,
+also in the runner's own 0bf1_0oi1->0bf1 layout.
 """
 
 import os
@@ -123,6 +124,11 @@ RUNNER_LIKE = {
     "k": [8, 2], "stride": [7, 1], "pad": [(7, 7), (0, 0)], "ld": [8, 1], "rd": [1, 1],
     "rev": [False, False], "pixel_major": False,
 }
+# The runner's own layout (dim_labels=0bf1_0oi1->0bf1, window 8x4 over a
+# 9x4 input: one output column), where each phase's kernel is a contiguous
+# block of the rhs that the GEMM reads in place.
+RUNNER_LAYOUT = dict(RUNNER_LIKE, hw=[9, 4], k=[8, 4], pad=[(0, 0), (0, 0)], stride=[7, 1],
+                     xla_runner_layout=True)
 
 
 def make_inputs(rng, case):
@@ -143,7 +149,10 @@ def hlo_instruction(i, case, out_shape):
     h, w = case["hw"]
     kh, kw = case["k"]
     nout, oh, ow = out_shape[0], out_shape[2], out_shape[3]
-    if case["pixel_major"]:
+    if case.get("xla_runner_layout"):
+        xs, ws, ys = [h, n, c, w], [kh, o, ig, kw], [oh, nout, o, ow]
+        labels = "0bf1_0oi1->0bf1"
+    elif case["pixel_major"]:
         xs, ws, ys = [n, h, w, c], [kh, kw, ig, o], [nout, oh, ow, o]
         labels = "b01f_01io->b01f"
     else:
@@ -170,7 +179,7 @@ def hlo_instruction(i, case, out_shape):
 def test_random_convolutions():
     require_binaries("hlo-launch")
     rng = np.random.default_rng(20261124)
-    cases = [random_case(rng, i) for i in range(120)] + [RUNNER_LIKE]
+    cases = [random_case(rng, i) for i in range(120)] + [RUNNER_LIKE, RUNNER_LAYOUT]
     body, results, args, wants = [], [], [], []
     for i, case in enumerate(cases):
         x, w = make_inputs(rng, case)
@@ -179,7 +188,9 @@ def test_random_convolutions():
         lines, rshape = hlo_instruction(i, case, want.shape)
         body += lines
         results.append((i, rshape))
-        if case["pixel_major"]:
+        if case.get("xla_runner_layout"):
+            x, w = x.transpose(2, 0, 1, 3), w.transpose(2, 0, 1, 3)
+        elif case["pixel_major"]:
             x, w = x.transpose(0, 2, 3, 1), w.transpose(2, 3, 1, 0)
         args += [np.ascontiguousarray(x), np.ascontiguousarray(w)]
         wants.append((want, mag))
@@ -199,7 +210,9 @@ def test_random_convolutions():
     for i, case in enumerate(cases):
         want, mag = wants[i]
         g = got[i]
-        if case["pixel_major"]:
+        if case.get("xla_runner_layout"):
+            g = g.transpose(1, 2, 0, 3)
+        elif case["pixel_major"]:
             g = g.transpose(0, 3, 1, 2)
         if g.shape != want.shape or g.dtype != case["dtype"]:
             bad.append("case %d %r: shape/dtype %s %s, expected %s %s" % (
