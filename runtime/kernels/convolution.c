@@ -12,7 +12,8 @@
 //   wrap-around (pred: sum != 0).
 // Padding, dilation holes and windows hanging over the edge read as zero, so
 // NaN in the kernel still propagates through padded positions (0 * NaN), as
-// the spec's padded dot product says.
+// the spec's padded dot product says. With lhs_dilate > 1 the per-phase path
+// (below) skips hole taps altogether, as XLA's HloEvaluator does.
 #include <cblas.h>
 #include <limits.h>
 #include <stdbool.h>
