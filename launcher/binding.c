@@ -269,6 +269,18 @@ void hl_binding_apply(MPI_Comm comm, hl_bind_policy_t policy, hl_binding_t *out)
   hwloc_topology_destroy(topo);
 }
 
+int hl_binding_set_threads(hl_binding_t *b, int requested) {
+  int threads = requested > 0 ? requested : (b->bound && b->threads > 0 ? b->threads : 1);
+  if (requested > 0 || b->bound) {
+    typedef void (*set_fn)(int);
+    set_fn set = (set_fn)dlsym(RTLD_DEFAULT, "openblas_set_num_threads");
+    bool user_says = getenv("OPENBLAS_NUM_THREADS") || getenv("OMP_NUM_THREADS");
+    if (set && !user_says) set(threads);
+  }
+  b->threads = threads;
+  return threads;
+}
+
 enum { kLineBytes = 640 };
 
 void hl_binding_report(MPI_Comm comm, const hl_binding_t *b, int rank, int64_t replica,

@@ -106,6 +106,18 @@ static const char kHelp[] =
     "                        target is neither built in nor loaded stops before\n"
     "                        launch.\n"
     "\n"
+    "Speed:\n"
+    "  --threads N           threads per rank for fusions (and BLAS). Default: the\n"
+    "                        size of the rank's cpuset (--bind-to core splits a node's\n"
+    "                        cores among its ranks, so ranks x threads do not\n"
+    "                        oversubscribe it); 1 with --bind-to none.\n"
+    "                        --report-bindings shows the count\n"
+    "  --no-fusion-blocking  run fusions op by op, each intermediate a full array\n"
+    "                        (the reference mode; default: blocked fusion execution)\n"
+    "  --profile[=N]         rank 0 prints, for every rank, the N (default 15)\n"
+    "                        instructions that took longest (fusions by name) with\n"
+    "                        bytes and FLOPs, and a roofline line for the run\n"
+    "\n"
     "Channels and host transfers:\n"
     "  --infeed A.npy,B.npy  infeed and host recv (is_host_transfer=true) take these\n"
     "                        files in order (one per array; the same files for every\n"
@@ -296,6 +308,9 @@ enum {
   OPT_RECORD,
   OPT_TRACE,
   OPT_COLLECTIVES,
+  OPT_THREADS,
+  OPT_NO_FUSION_BLOCKING,
+  OPT_PROFILE,
 };
 
 static const struct option kLongOptions[] = {
@@ -347,6 +362,9 @@ static const struct option kLongOptions[] = {
     {"record", required_argument, NULL, OPT_RECORD},
     {"trace", required_argument, NULL, OPT_TRACE},
     {"collectives", required_argument, NULL, OPT_COLLECTIVES},
+    {"threads", required_argument, NULL, OPT_THREADS},
+    {"no-fusion-blocking", no_argument, NULL, OPT_NO_FUSION_BLOCKING},
+    {"profile", optional_argument, NULL, OPT_PROFILE},
     {NULL, 0, NULL, 0},
 };
 
@@ -649,6 +667,15 @@ static hl_status_t parse_into(int argc, char **argv, hl_launch_options_t *o) {
         o->collectives = (int)mode;
         break;
       }
+      case OPT_THREADS:
+        HL_RETURN_IF_ERROR(parse_count("--threads", optarg, &o->threads));
+        if (o->threads > 1024) return HL_INVALID("--threads %s is more than 1024", optarg);
+        break;
+      case OPT_NO_FUSION_BLOCKING: o->no_fusion_blocking = true; break;
+      case OPT_PROFILE:
+        o->profile_top = 15;
+        if (optarg) HL_RETURN_IF_ERROR(parse_count("--profile", optarg, &o->profile_top));
+        break;
       case ':': {
         const char *flag = argv[optind - 1];
         return HL_INVALID("%s needs a value", flag);

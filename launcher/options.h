@@ -83,6 +83,10 @@ typedef struct hl_launch_options {
   const char *record_dir;        // --record DIR
   const char *trace_file;        // --trace FILE.json: one Chrome trace-event file for the job
   int collectives;               // --collectives: hl_collectives_mode_t (collectives/shm/shm_layer.h)
+  // Speed (runtime/fusion, runtime/exec/thread_pool.h).
+  int64_t threads;               // --threads N (0: not given: the rank's cpuset size)
+  bool no_fusion_blocking;       // --no-fusion-blocking: run fusions op by op (reference mode)
+  int64_t profile_top;           // --profile[=N]: per-rank instruction profile, top N (0: off)
   // Internal: set on the command line the launcher gives mpiexec.
   bool worker;                   // --worker: run as one rank
   const char *status_file;       // --status-file: rank 0 writes the job's exit code here

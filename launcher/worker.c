@@ -27,6 +27,8 @@
 #include "runtime/base/alloc.h"
 #include "runtime/custom_calls/ffi_plugin.h"
 #include "runtime/exec/executor.h"
+#include "runtime/exec/profile.h"
+#include "runtime/exec/thread_pool.h"
 #include "runtime/proto/program_loader.h"
 #include "runtime/verifier/verifier.h"
 
@@ -46,6 +48,10 @@ typedef struct worker {
   hl_channel_env_t channels;  // channel routes and host feeds (channels/)
   hl_debug_session_t debug;   // hang watchdog, NaN checks (launcher/debug_session.h)
   int exit_code;              // of a job that ran to the end (HL_EXIT_MISMATCH: --expect)
+  hl_thread_pool_t *pool;     // --threads (NULL: one thread)
+  hl_profile_t *profile;      // --profile (NULL: off)
+  double profile_seconds;     // this rank's execution time over the profiled runs
+  int64_t profile_runs;
 } worker_t;
 
 static double now_seconds(void) {
@@ -262,6 +268,9 @@ static hl_status_t execute(const worker_t *w, hl_comm_t *comm, hl_executable_t *
       .comm = comm,
       .channels = (hl_channel_env_t *)&w->channels,
       .observer = hl_debug_session_observer(&w->debug),
+      .no_fusion_blocking = w->options->no_fusion_blocking,
+      .pool = w->pool,
+      .profile = w->profile,
   };
   const char *inject = getenv("HL_TEST_EXEC_FAIL_RANK");
   if (inject && *inject) {
@@ -294,6 +303,8 @@ static bool execute_runs(worker_t *w, hl_comm_t *comm, const hl_program_t *progr
     st = execute(w, comm, exe, inputs, result);
     double mine = MPI_Wtime() - start;
     hl_debug_session_phase(&w->debug, HL_PHASE_WAITING);
+    w->profile_seconds += mine;
+    w->profile_runs++;
     ok = agree(w, st, true);
     hl_debug_session_phase(&w->debug, HL_PHASE_DONE);
     if (ok && timed)
@@ -388,6 +399,45 @@ static hl_status_t check_collectives_here(const worker_t *w, const hl_module_t *
 }
 
 // The steps after MPI_Init; returns true when the job succeeded everywhere.
+// --profile: every rank formats its table and roofline line (rates
+// measured in the rank itself, after the runs); rank 0 prints them in rank
+// order to stderr.
+static void print_profile(worker_t *w) {
+  double flops_per_s = 0, bytes_per_s = 0;
+  hl_profile_measure_machine(&flops_per_s, &bytes_per_s);
+  hl_strbuf_t sb;
+  hl_strbuf_init(&sb);
+  char who[96];
+  describe_rank(w, w->rank, who, sizeof(who));
+  hl_strbuf_appendf(&sb, "hlo-launch: profile of %s (%d thread%s):\n", who,
+                    hl_thread_pool_size(w->pool), hl_thread_pool_size(w->pool) == 1 ? "" : "s");
+  hl_profile_format(w->profile, (int)w->options->profile_top, w->profile_seconds,
+                    w->profile_runs, flops_per_s, bytes_per_s, &sb);
+  int len = sb.failed ? 0 : (int)sb.length;
+  int *lens = w->rank == 0 ? hl_calloc((size_t)w->size, sizeof(int)) : NULL;
+  MPI_Gather(&len, 1, MPI_INT, lens, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  int *offs = w->rank == 0 ? hl_calloc((size_t)w->size, sizeof(int)) : NULL;
+  char *all = NULL;
+  if (w->rank == 0 && lens && offs) {
+    int total = 0;
+    for (int r = 0; r < w->size; r++) {
+      offs[r] = total;
+      total += lens[r];
+    }
+    all = hl_malloc((size_t)total + 1);
+  }
+  MPI_Gatherv(hl_strbuf_cstr(&sb), len, MPI_CHAR, all, lens, offs, MPI_CHAR, 0, MPI_COMM_WORLD);
+  if (w->rank == 0 && all) {
+    int total = offs[w->size - 1] + lens[w->size - 1];
+    fwrite(all, 1, (size_t)total, stderr);
+    fflush(stderr);
+  }
+  hl_free(all);
+  hl_free(lens);
+  hl_free(offs);
+  hl_strbuf_deinit(&sb);
+}
+
 static bool run(worker_t *w) {
   const hl_launch_options_t *o = w->options;
   hl_program_t program;
@@ -444,6 +494,7 @@ static bool run(worker_t *w) {
                                           &w->channels),
              false))
     goto done;
+  if (w->profile) print_profile(w);
   if (o->output_dir &&
       !agree(w, hl_outputs_write(o->output_dir, result, w->replica, w->partition, &inputs), false))
     goto done;
@@ -504,7 +555,26 @@ int hl_worker_main(const hl_launch_options_t *options) {
   // Bound before the program is loaded, so its memory is first touched
   // from the rank's own cores (and NUMA node).
   hl_binding_apply(MPI_COMM_WORLD, (hl_bind_policy_t)options->bind_to, &w.binding);
+  // Threads of this rank: --threads, else its cpuset's size; BLAS gets the
+  // same count. Started after binding, so they inherit the rank's cpuset.
+  int threads = hl_binding_set_threads(&w.binding, (int)options->threads);
+  hl_status_t pool_st = threads > 1 ? hl_thread_pool_create(threads, &w.pool) : NULL;
+  if (pool_st) {  // no threads: the rank still runs, on one
+    fprintf(stderr, "hlo-launch: rank %d: %s; running on one thread\n", w.rank,
+            hl_status_message(pool_st));
+    hl_status_free(pool_st);
+  }
+  if (options->profile_top > 0) {
+    hl_status_t prof_st = hl_profile_create(&w.profile);
+    if (prof_st) {  // no profile: the rank still runs
+      fprintf(stderr, "hlo-launch: rank %d: %s; not profiling\n", w.rank,
+              hl_status_message(prof_st));
+      hl_status_free(prof_st);
+    }
+  }
   bool ok = run(&w);
+  hl_thread_pool_destroy(w.pool);
+  hl_profile_destroy(w.profile);
   int code = ok ? w.exit_code : 1;
   // After a reported failure the ranks exit 0 when the launcher can learn
   // the real status from the file, so mpiexec adds no banner of its own.

@@ -5,11 +5,14 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "runtime/base/alloc.h"
 #include "runtime/exec/channels.h"
 #include "runtime/exec/plan.h"
+#include "runtime/exec/profile.h"
 #include "runtime/exec/scalar_program.h"
+#include "runtime/fusion/fusion_program.h"
 #include "runtime/kernels/kernel.h"
 
 //===----------------------------------------------------------------------===//
@@ -37,11 +40,19 @@ struct scalar_entry {
   hl_scalar_program_t *program;
 };
 
+// Blocked programs of fusion computations (program NULL: not covered).
+struct fusion_entry {
+  const hl_computation_t *computation;
+  hl_fusion_program_t *program;
+};
+
 struct hl_executable {
   const hl_module_t *module;
   hl_plan_cache_t *plans;
   struct scalar_entry *scalars;
   int scalar_count, scalar_cap;
+  struct fusion_entry *fusions;
+  int fusion_count, fusion_cap;
 };
 
 struct hl_kernel_context {
@@ -57,6 +68,7 @@ struct hl_kernel_context {
   // level adds only "in call from ..." instead of a second location.
   hl_status_t nested_error;
   hl_channel_pending_t *channel_pending;  // started sends / recvs (kernels/channels.c)
+  int fusion_depth;  // > 0 inside a fusion: not profiled instruction by instruction
   // Async collectives started and not yet done (hl_kernel_pending_put).
   struct pending_entry {
     const hl_instruction_t *start;
@@ -209,6 +221,30 @@ static hl_status_t observe_leave(hl_exec_observer_t *obs, const hl_instruction_t
   return st;
 }
 
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+// One kernel call, timed into the profile unless it is control flow (its
+// body's instructions are timed) or runs inside a fusion (the fusion is).
+static hl_status_t run_profiled(hl_kernel_context_t *ctx, hl_kernel_fn_t kernel,
+                                const hl_instruction_t *inst, hl_literal_t *const *operands,
+                                int operand_count, hl_literal_t **result) {
+  hl_opcode_t op = inst->opcode;
+  bool timed = ctx->fusion_depth == 0 && op != HL_OP_WHILE && op != HL_OP_CALL &&
+               op != HL_OP_CONDITIONAL;
+  double t0 = timed ? now_seconds() : 0;
+  if (op == HL_OP_FUSION) ctx->fusion_depth++;
+  hl_status_t st = kernel(ctx, inst, operands, result);
+  if (op == HL_OP_FUSION) ctx->fusion_depth--;
+  if (timed && !st)
+    hl_profile_record(ctx->options.profile, inst, now_seconds() - t0, operands, operand_count,
+                      *result);
+  return st;
+}
+
 static hl_status_t run_computation(hl_kernel_context_t *ctx, const hl_computation_t *c,
                                    hl_literal_t *const *args, int arg_count,
                                    hl_literal_t **out) {
@@ -240,7 +276,11 @@ static hl_status_t run_computation(hl_kernel_context_t *ctx, const hl_computatio
     hl_literal_t *result = NULL;
     ctx->position = q;
     if (obs) obs->vtable->enter(obs, inst, opbuf, e - b);
-    st = plan->kernels[q](ctx, inst, opbuf, &result);
+    if (ctx->options.profile) {
+      st = run_profiled(ctx, plan->kernels[q], inst, opbuf, e - b, &result);
+    } else {
+      st = plan->kernels[q](ctx, inst, opbuf, &result);
+    }
     if (obs) st = observe_leave(obs, inst, opbuf, e - b, result, st);
     if (st) {
       hl_literal_release(result);
@@ -311,6 +351,30 @@ static hl_status_t scalar_program_for(hl_kernel_context_t *ctx, const hl_computa
   return NULL;
 }
 
+hl_status_t hl_kernel_fusion_program(hl_kernel_context_t *ctx, const hl_computation_t *c,
+                                     hl_fusion_program_t **out) {
+  *out = NULL;
+  hl_executable_t *exe = ctx->exe;
+  for (int i = 0; i < exe->fusion_count; i++)
+    if (exe->fusions[i].computation == c) {
+      *out = exe->fusions[i].program;
+      return NULL;
+    }
+  if (exe->fusion_count == exe->fusion_cap) {
+    int cap = exe->fusion_cap ? 2 * exe->fusion_cap : 4;
+    struct fusion_entry *e = hl_realloc(exe->fusions, (size_t)cap * sizeof(*e));
+    if (!e) return HL_OOM();
+    exe->fusions = e;
+    exe->fusion_cap = cap;
+  }
+  hl_fusion_program_t *p = NULL;
+  const char *why = NULL;
+  HL_RETURN_IF_ERROR(hl_fusion_program_compile(c, &p, &why));
+  exe->fusions[exe->fusion_count++] = (struct fusion_entry){c, p};
+  *out = p;
+  return NULL;
+}
+
 hl_status_t hl_kernel_call_computation(hl_kernel_context_t *ctx,
                                        const hl_computation_t *computation,
                                        hl_literal_t *const *args, int arg_count,
@@ -349,6 +413,8 @@ void hl_executable_destroy(hl_executable_t *exe) {
   if (!exe) return;
   for (int i = 0; i < exe->scalar_count; i++) hl_scalar_program_destroy(exe->scalars[i].program);
   hl_free(exe->scalars);
+  for (int i = 0; i < exe->fusion_count; i++) hl_fusion_program_destroy(exe->fusions[i].program);
+  hl_free(exe->fusions);
   hl_plan_cache_destroy(exe->plans);
   hl_free(exe);
 }

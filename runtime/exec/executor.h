@@ -19,6 +19,7 @@
 #ifndef HL_RUNTIME_EXEC_EXECUTOR_H_
 #define HL_RUNTIME_EXEC_EXECUTOR_H_
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "runtime/base/literal.h"
@@ -36,6 +37,15 @@ typedef struct hl_exec_options {
   struct hl_channel_env *channels;
   // Called around every instruction (runtime/exec/observer.h); NULL: none.
   hl_exec_observer_t *observer;
+  // Blocked fusion execution (runtime/fusion) is on unless this is set: the
+  // reference mode runs every fusion op by op (--no-fusion-blocking).
+  bool no_fusion_blocking;
+  // Threads of this process for fusions and other split work
+  // (runtime/exec/thread_pool.h); NULL: the calling thread alone.
+  struct hl_thread_pool *pool;
+  // Per-instruction profile (runtime/exec/profile.h) to add this run's
+  // timings to; NULL: not profiled.
+  struct hl_profile *profile;
 } hl_exec_options_t;
 
 // Runs module->entry on `args` (one literal per entry parameter, shapes

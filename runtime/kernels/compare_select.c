@@ -16,7 +16,9 @@
 
 #include "runtime/base/alloc.h"
 #include "runtime/base/float_minmax.h"
+#include "runtime/base/simd_clones.h"
 #include "runtime/kernels/element_access.h"
+#include "runtime/kernels/elementwise_arrays.h"
 #include "runtime/kernels/kernel.h"
 #include "runtime/kernels/total_order.h"
 
@@ -55,6 +57,61 @@ static hl_status_t compare_complex(const hl_instruction_t *inst, hl_comparison_d
   return NULL;
 }
 
+bool hl_compare_supported(hl_comparison_direction_t dir, hl_comparison_type_t type,
+                          hl_dtype_t t) {
+  if (dir < HL_CMP_EQ || dir > HL_CMP_LT) return false;
+  bool is_float = hl_dtype_is_float(t), is_int = hl_dtype_is_integer(t) || t == HL_PRED;
+  return (type == HL_CMPTYPE_FLOAT || type == HL_CMPTYPE_TOTALORDER)
+             ? is_float && hl_elem_is_real_or_int(t)
+             : (type == HL_CMPTYPE_SIGNED || type == HL_CMPTYPE_UNSIGNED) && is_int;
+}
+
+// f32 FLOAT comparisons stay in float (exact, as in double).
+HL_SIMD_CLONES static bool compare_f32(hl_comparison_direction_t dir, const float *restrict u,
+                        const float *restrict v, uint8_t *restrict r, int64_t m) {
+  HL_CMP_BLOCK_(dir, u, v, m, r)
+  return true;
+}
+
+void hl_compare_array(hl_comparison_direction_t dir, hl_comparison_type_t type, hl_dtype_t t,
+                      const void *a, const void *b, uint8_t *r, int64_t n) {
+  if (type == HL_CMPTYPE_FLOAT && t == HL_F32 && compare_f32(dir, a, b, r, n)) return;
+  int bits = hl_dtype_bit_width(t);
+  for (int64_t base = 0; base < n; base += HL_ELEM_BLOCK) {
+    int64_t m = n - base < HL_ELEM_BLOCK ? n - base : HL_ELEM_BLOCK;
+    uint8_t *rb = r + base;
+    if (type == HL_CMPTYPE_FLOAT) {
+      double u[HL_ELEM_BLOCK], v[HL_ELEM_BLOCK];
+      hl_elem_load_f64(t, a, base, m, u);
+      hl_elem_load_f64(t, b, base, m, v);
+      HL_CMP_BLOCK_(dir, u, v, m, rb)
+    } else if (type == HL_CMPTYPE_TOTALORDER) {
+      int64_t u[HL_ELEM_BLOCK], v[HL_ELEM_BLOCK];
+      hl_total_order_keys(t, a, base, m, u);
+      hl_total_order_keys(t, b, base, m, v);
+      HL_CMP_BLOCK_(dir, u, v, m, rb)
+    } else {
+      int64_t u[HL_ELEM_BLOCK], v[HL_ELEM_BLOCK];
+      hl_elem_load_int(t, a, base, m, u);
+      hl_elem_load_int(t, b, base, m, v);
+      if (type == HL_CMPTYPE_SIGNED) {
+        for (int64_t i = 0; i < m; i++) {
+          u[i] = hl_elem_sext((uint64_t)u[i], bits);
+          v[i] = hl_elem_sext((uint64_t)v[i], bits);
+        }
+        HL_CMP_BLOCK_(dir, u, v, m, rb)
+      } else {
+        uint64_t p[HL_ELEM_BLOCK], q[HL_ELEM_BLOCK];
+        for (int64_t i = 0; i < m; i++) {
+          p[i] = (uint64_t)u[i] & hl_elem_mask(bits);
+          q[i] = (uint64_t)v[i] & hl_elem_mask(bits);
+        }
+        HL_CMP_BLOCK_(dir, p, q, m, rb)
+      }
+    }
+  }
+}
+
 hl_status_t hl_kernel_compare(hl_kernel_context_t *ctx, const hl_instruction_t *inst,
                               hl_literal_t *const *operands, hl_literal_t **out) {
   *out = NULL;
@@ -89,40 +146,7 @@ hl_status_t hl_kernel_compare(hl_kernel_context_t *ctx, const hl_instruction_t *
     if (!st) *out = y;
     return st;
   }
-  int bits = hl_dtype_bit_width(t);
-  for (int64_t base = 0; base < n; base += HL_ELEM_BLOCK) {
-    int64_t m = n - base < HL_ELEM_BLOCK ? n - base : HL_ELEM_BLOCK;
-    uint8_t *rb = r + base;
-    if (type == HL_CMPTYPE_FLOAT) {
-      double u[HL_ELEM_BLOCK], v[HL_ELEM_BLOCK];
-      hl_elem_load_f64(t, a->data, base, m, u);
-      hl_elem_load_f64(t, b->data, base, m, v);
-      HL_CMP_BLOCK_(dir, u, v, m, rb)
-    } else if (type == HL_CMPTYPE_TOTALORDER) {
-      int64_t u[HL_ELEM_BLOCK], v[HL_ELEM_BLOCK];
-      hl_total_order_keys(t, a->data, base, m, u);
-      hl_total_order_keys(t, b->data, base, m, v);
-      HL_CMP_BLOCK_(dir, u, v, m, rb)
-    } else {
-      int64_t u[HL_ELEM_BLOCK], v[HL_ELEM_BLOCK];
-      hl_elem_load_int(t, a->data, base, m, u);
-      hl_elem_load_int(t, b->data, base, m, v);
-      if (type == HL_CMPTYPE_SIGNED) {
-        for (int64_t i = 0; i < m; i++) {
-          u[i] = hl_elem_sext((uint64_t)u[i], bits);
-          v[i] = hl_elem_sext((uint64_t)v[i], bits);
-        }
-        HL_CMP_BLOCK_(dir, u, v, m, rb)
-      } else {
-        uint64_t p[HL_ELEM_BLOCK], q[HL_ELEM_BLOCK];
-        for (int64_t i = 0; i < m; i++) {
-          p[i] = (uint64_t)u[i] & hl_elem_mask(bits);
-          q[i] = (uint64_t)v[i] & hl_elem_mask(bits);
-        }
-        HL_CMP_BLOCK_(dir, p, q, m, rb)
-      }
-    }
-  }
+  hl_compare_array(dir, type, t, a->data, b->data, r, n);
   *out = y;
   return NULL;
 }
@@ -134,10 +158,24 @@ hl_status_t hl_kernel_compare(hl_kernel_context_t *ctx, const hl_instruction_t *
 
 #define HL_SELECT_LOOP_(T)                                                   \
   do {                                                                       \
-    const T *restrict pt = on_true->data, *restrict pf = on_false->data;     \
-    T *restrict r = y->data;                                                 \
+    const T *restrict pt = on_true, *restrict pf = on_false;                 \
+    T *restrict r = y;                                                       \
     for (int64_t i = 0; i < n; i++) r[i] = p[i] ? pt[i] : pf[i];             \
   } while (0)
+
+HL_SIMD_CLONES void hl_select_array(size_t es, const uint8_t *p, const void *on_true, const void *on_false,
+                     void *y, int64_t n) {
+  switch (es) {
+    case 1: HL_SELECT_LOOP_(uint8_t); break;
+    case 2: HL_SELECT_LOOP_(uint16_t); break;
+    case 4: HL_SELECT_LOOP_(uint32_t); break;
+    case 8: HL_SELECT_LOOP_(uint64_t); break;
+    default:
+      for (int64_t i = 0; i < n; i++)
+        memcpy((char *)y + (size_t)i * es,
+               (const char *)(p[i] ? on_true : on_false) + (size_t)i * es, es);
+  }
+}
 
 // select(pred, on_true, on_false): pred is a scalar or has the operands'
 // dimensions; a scalar pred may also pick between two tuples.
@@ -162,20 +200,8 @@ hl_status_t hl_kernel_select(hl_kernel_context_t *ctx, const hl_instruction_t *i
   }
   hl_literal_t *y;
   HL_RETURN_IF_ERROR(hl_literal_create_uninitialized(&inst->shape, &y));
-  const uint8_t *p = pred->data;
-  int64_t n = hl_literal_element_count(y);
-  switch (hl_dtype_size(inst->shape.dtype)) {
-    case 1: HL_SELECT_LOOP_(uint8_t); break;
-    case 2: HL_SELECT_LOOP_(uint16_t); break;
-    case 4: HL_SELECT_LOOP_(uint32_t); break;
-    case 8: HL_SELECT_LOOP_(uint64_t); break;
-    default: {
-      size_t es = hl_dtype_size(inst->shape.dtype);
-      for (int64_t i = 0; i < n; i++)
-        memcpy((char *)y->data + (size_t)i * es,
-               (const char *)(p[i] ? on_true : on_false)->data + (size_t)i * es, es);
-    }
-  }
+  hl_select_array(hl_dtype_size(inst->shape.dtype), pred->data, on_true->data, on_false->data,
+                  y->data, hl_literal_element_count(y));
   *out = y;
   return NULL;
 }
@@ -186,21 +212,61 @@ hl_status_t hl_kernel_select(hl_kernel_context_t *ctx, const hl_instruction_t *i
 //===----------------------------------------------------------------------===//
 
 // Loads a block of a clamp bound: a scalar bound is broadcast.
-static void load_bound_f64(const hl_literal_t *x, int64_t base, int64_t m, double *v) {
-  if (x->shape.rank == 0) {
-    hl_elem_load_f64(x->shape.dtype, x->data, 0, 1, v);
+static void load_bound_f64(hl_dtype_t t, const void *x, bool scalar, int64_t base, int64_t m,
+                           double *v) {
+  if (scalar) {
+    hl_elem_load_f64(t, x, 0, 1, v);
     for (int64_t i = 1; i < m; i++) v[i] = v[0];
   } else {
-    hl_elem_load_f64(x->shape.dtype, x->data, base, m, v);
+    hl_elem_load_f64(t, x, base, m, v);
   }
 }
 
-static void load_bound_int(const hl_literal_t *x, int64_t base, int64_t m, int64_t *v) {
-  if (x->shape.rank == 0) {
-    hl_elem_load_int(x->shape.dtype, x->data, 0, 1, v);
+static void load_bound_int(hl_dtype_t t, const void *x, bool scalar, int64_t base, int64_t m,
+                           int64_t *v) {
+  if (scalar) {
+    hl_elem_load_int(t, x, 0, 1, v);
     for (int64_t i = 1; i < m; i++) v[i] = v[0];
   } else {
-    hl_elem_load_int(x->shape.dtype, x->data, base, m, v);
+    hl_elem_load_int(t, x, base, m, v);
+  }
+}
+
+bool hl_clamp_supported(hl_dtype_t t) { return hl_elem_is_real_or_int(t); }
+
+void hl_clamp_array(hl_dtype_t t, const void *lo, bool lo_scalar, const void *x, const void *hi,
+                    bool hi_scalar, void *y, int64_t n) {
+  int bits = hl_dtype_bit_width(t);
+  for (int64_t base = 0; base < n; base += HL_ELEM_BLOCK) {
+    int64_t m = n - base < HL_ELEM_BLOCK ? n - base : HL_ELEM_BLOCK;
+    if (hl_dtype_is_float(t)) {
+      double a[HL_ELEM_BLOCK], v[HL_ELEM_BLOCK], b[HL_ELEM_BLOCK];
+      load_bound_f64(t, lo, lo_scalar, base, m, a);
+      hl_elem_load_f64(t, x, base, m, v);
+      load_bound_f64(t, hi, hi_scalar, base, m, b);
+      for (int64_t i = 0; i < m; i++) v[i] = hl_minimum_f64(hl_maximum_f64(v[i], a[i]), b[i]);
+      hl_elem_store_f64(t, y, base, m, v);
+    } else {
+      int64_t a[HL_ELEM_BLOCK], v[HL_ELEM_BLOCK], b[HL_ELEM_BLOCK];
+      load_bound_int(t, lo, lo_scalar, base, m, a);
+      hl_elem_load_int(t, x, base, m, v);
+      load_bound_int(t, hi, hi_scalar, base, m, b);
+      if (hl_dtype_is_signed_int(t)) {
+        for (int64_t i = 0; i < m; i++) {
+          int64_t r = v[i] > a[i] ? v[i] : a[i];
+          v[i] = r < b[i] ? r : b[i];
+        }
+      } else {
+        uint64_t mask = hl_elem_mask(bits);
+        for (int64_t i = 0; i < m; i++) {
+          uint64_t va = (uint64_t)v[i] & mask, aa = (uint64_t)a[i] & mask;
+          uint64_t ba = (uint64_t)b[i] & mask;
+          uint64_t r = va > aa ? va : aa;
+          v[i] = (int64_t)(r < ba ? r : ba);
+        }
+      }
+      hl_elem_store_int(t, y, base, m, v);
+    }
   }
 }
 
@@ -225,39 +291,8 @@ hl_status_t hl_kernel_clamp(hl_kernel_context_t *ctx, const hl_instruction_t *in
                      hl_instruction_location(inst), hl_dtype_name(t));
   hl_literal_t *y;
   HL_RETURN_IF_ERROR(hl_literal_create_uninitialized(&inst->shape, &y));
-  int64_t n = hl_literal_element_count(y);
-  int bits = hl_dtype_bit_width(t);
-  for (int64_t base = 0; base < n; base += HL_ELEM_BLOCK) {
-    int64_t m = n - base < HL_ELEM_BLOCK ? n - base : HL_ELEM_BLOCK;
-    if (hl_dtype_is_float(t)) {
-      double a[HL_ELEM_BLOCK], v[HL_ELEM_BLOCK], b[HL_ELEM_BLOCK];
-      load_bound_f64(lo, base, m, a);
-      hl_elem_load_f64(t, x->data, base, m, v);
-      load_bound_f64(hi, base, m, b);
-      for (int64_t i = 0; i < m; i++) v[i] = hl_minimum_f64(hl_maximum_f64(v[i], a[i]), b[i]);
-      hl_elem_store_f64(t, y->data, base, m, v);
-    } else {
-      int64_t a[HL_ELEM_BLOCK], v[HL_ELEM_BLOCK], b[HL_ELEM_BLOCK];
-      load_bound_int(lo, base, m, a);
-      hl_elem_load_int(t, x->data, base, m, v);
-      load_bound_int(hi, base, m, b);
-      if (hl_dtype_is_signed_int(t)) {
-        for (int64_t i = 0; i < m; i++) {
-          int64_t r = v[i] > a[i] ? v[i] : a[i];
-          v[i] = r < b[i] ? r : b[i];
-        }
-      } else {
-        uint64_t mask = hl_elem_mask(bits);
-        for (int64_t i = 0; i < m; i++) {
-          uint64_t va = (uint64_t)v[i] & mask, aa = (uint64_t)a[i] & mask;
-          uint64_t ba = (uint64_t)b[i] & mask;
-          uint64_t r = va > aa ? va : aa;
-          v[i] = (int64_t)(r < ba ? r : ba);
-        }
-      }
-      hl_elem_store_int(t, y->data, base, m, v);
-    }
-  }
+  hl_clamp_array(t, lo->data, lo->shape.rank == 0, x->data, hi->data, hi->shape.rank == 0,
+                 y->data, hl_literal_element_count(y));
   *out = y;
   return NULL;
 }

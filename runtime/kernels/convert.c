@@ -20,6 +20,7 @@
 
 #include "runtime/base/alloc.h"
 #include "runtime/kernels/element_access.h"
+#include "runtime/kernels/elementwise_arrays.h"
 #include "runtime/kernels/kernel.h"
 
 // An integer magnitude as a double holding at most 53 significant bits, the
@@ -133,6 +134,56 @@ static void convert_block(const hl_literal_t *x, hl_literal_t *y, int64_t base, 
   }
 }
 
+// One block of a real / integer conversion (no complex side).
+static void convert_real_block(hl_dtype_t st, hl_dtype_t dt, const void *x, void *y,
+                               int64_t base, int64_t m) {
+  bool src_int = hl_dtype_is_integer(st) || st == HL_PRED;
+  bool dst_int = hl_dtype_is_integer(dt);
+  double d[HL_ELEM_BLOCK];
+  int64_t v[HL_ELEM_BLOCK];
+  if (src_int) {
+    hl_elem_load_int(st, x, base, m, v);
+    if (dst_int || dt == HL_PRED) {
+      hl_elem_store_int(dt, y, base, m, v);
+    } else {
+      bool is_signed = hl_dtype_is_signed_int(st);
+      for (int64_t i = 0; i < m; i++) d[i] = int_to_f64(v[i], is_signed, dt);
+      hl_elem_store_f64(dt, y, base, m, d);
+    }
+    return;
+  }
+  hl_elem_load_f64(st, x, base, m, d);
+  if (dst_int) {
+    bool is_signed = hl_dtype_is_signed_int(dt);
+    int bits = hl_dtype_bit_width(dt);
+    for (int64_t i = 0; i < m; i++) v[i] = f64_to_int(d[i], is_signed, bits);
+    hl_elem_store_int(dt, y, base, m, v);
+  } else {
+    hl_elem_store_f64(dt, y, base, m, d);  // pred: != 0, NaN -> true
+  }
+}
+
+bool hl_convert_supported(hl_dtype_t st, hl_dtype_t dt) {
+  return hl_elem_is_real_or_int(st) && hl_elem_is_real_or_int(dt);
+}
+
+void hl_convert_array(hl_dtype_t st, hl_dtype_t dt, const void *x, void *y, int64_t n) {
+  if (st == dt) {
+    if (x != y) memmove(y, x, (size_t)n * hl_dtype_size(st));
+  } else if (st == HL_F32 && dt == HL_BF16) {  // the common mixed-precision cast
+    const float *p = x;
+    uint16_t *r = y;
+    for (int64_t i = 0; i < n; i++) r[i] = hl_f32_to_bf16(p[i]);
+  } else if (st == HL_BF16 && dt == HL_F32) {
+    const uint16_t *p = x;
+    float *r = y;
+    for (int64_t i = 0; i < n; i++) r[i] = hl_bf16_to_f32(p[i]);
+  } else {
+    for (int64_t base = 0; base < n; base += HL_ELEM_BLOCK)
+      convert_real_block(st, dt, x, y, base, n - base < HL_ELEM_BLOCK ? n - base : HL_ELEM_BLOCK);
+  }
+}
+
 hl_status_t hl_kernel_convert(hl_kernel_context_t *ctx, const hl_instruction_t *inst,
                               hl_literal_t *const *operands, hl_literal_t **out) {
   *out = NULL;
@@ -152,14 +203,8 @@ hl_status_t hl_kernel_convert(hl_kernel_context_t *ctx, const hl_instruction_t *
   hl_literal_t *y;
   HL_RETURN_IF_ERROR(hl_literal_create_uninitialized(&inst->shape, &y));
   int64_t n = hl_literal_element_count(y);
-  if (st == HL_F32 && dt == HL_BF16) {  // the common mixed-precision cast
-    const float *p = x->data;
-    uint16_t *r = y->data;
-    for (int64_t i = 0; i < n; i++) r[i] = hl_f32_to_bf16(p[i]);
-  } else if (st == HL_BF16 && dt == HL_F32) {
-    const uint16_t *p = x->data;
-    float *r = y->data;
-    for (int64_t i = 0; i < n; i++) r[i] = hl_bf16_to_f32(p[i]);
+  if (hl_convert_supported(st, dt)) {
+    hl_convert_array(st, dt, x->data, y->data, n);
   } else {
     for (int64_t base = 0; base < n; base += HL_ELEM_BLOCK)
       convert_block(x, y, base, n - base < HL_ELEM_BLOCK ? n - base : HL_ELEM_BLOCK);

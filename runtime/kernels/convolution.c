@@ -12,7 +12,8 @@
 //   wrap-around (pred: sum != 0).
 // Padding, dilation holes and windows hanging over the edge read as zero, so
 // NaN in the kernel still propagates through padded positions (0 * NaN), as
-// the spec's padded dot product says.
+// the spec's padded dot product says. With lhs_dilate > 1 the per-phase path
+// (below) skips hole taps altogether, as XLA's HloEvaluator does.
 #include <cblas.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -527,6 +528,298 @@ static hl_status_t conv_pixel_major(const conv_plan_t *p, hl_dtype_t ct, const i
   return NULL;
 }
 
+//===----------------------------------------------------------------------===//
+// lhs dilation by output phase
+//===----------------------------------------------------------------------===//
+// With lhs_dilate L > 1 most taps of a window land in the holes between the
+// real input elements, and im2col would fill the GEMM's K dimension mostly
+// with zeros (a transposed convolution with L = 32 wastes 31/32 of its
+// multiply-adds). Along each spatial dimension, output o reads the dilated
+// position x = o*stride + q*rhs_dilate - pad_low with tap q, and x hits a real
+// element only when x mod L == 0; so the outputs with the same phase
+// (o*stride - pad_low) mod L use the same subset of taps. Each combination of
+// per-dimension phases is an ordinary convolution over the undilated input
+// (its outputs a sub-grid, its taps a sub-window): gathered, multiplied as one
+// GEMM with only the real taps in K, and scattered into its output positions.
+// Taps past the input's ends still read as zero (the tables say -1), as in
+// the plain path, so every result element is the same sum minus hole terms.
+
+typedef struct conv_phase_dim {
+  int64_t *o_of;   // [L][out_sp]: outputs of phase c at o_of[c*out_sp + i]
+  int64_t *k_of;   // [L][k_sp]:   taps (kernel indices) of phase c
+  int64_t *n_o, *n_k;  // [L] counts
+  int64_t l;
+} conv_phase_dim_t;
+
+static void free_phase_dims(conv_phase_dim_t *pd, int ns) {
+  for (int d = 0; d < ns; d++) {
+    hl_free(pd[d].o_of);
+    hl_free(pd[d].k_of);
+    hl_free(pd[d].n_o);
+    hl_free(pd[d].n_k);
+  }
+}
+
+static int64_t pos_mod(int64_t x, int64_t m) { return ((x % m) + m) % m; }
+
+static hl_status_t build_phase_dims(const conv_plan_t *p, conv_phase_dim_t *pd) {
+  for (int d = 0; d < p->ns; d++) {
+    const hl_window_dim_t *w = &p->win[d];
+    int64_t l = w->base_dilation, no = p->out_sp[d], nk = p->k_sp[d];
+    pd[d].l = l;
+    pd[d].o_of = hl_malloc(at_least_one(l * no) * sizeof(int64_t));
+    pd[d].k_of = hl_malloc(at_least_one(l * nk) * sizeof(int64_t));
+    pd[d].n_o = hl_calloc((size_t)l, sizeof(int64_t));
+    pd[d].n_k = hl_calloc((size_t)l, sizeof(int64_t));
+    if (!pd[d].o_of || !pd[d].k_of || !pd[d].n_o || !pd[d].n_k) return HL_OOM();
+    for (int64_t o = 0; o < no; o++) {
+      int64_t c = pos_mod(o * w->stride - w->padding_low, l);
+      pd[d].o_of[c * no + pd[d].n_o[c]++] = o;
+    }
+    for (int64_t c = 0; c < l; c++) {
+      for (int64_t kk = 0; kk < nk; kk++) {
+        int64_t q = w->window_reversal ? nk - 1 - kk : kk;
+        if (pos_mod(c + q * w->window_dilation, l) == 0) pd[d].k_of[c * nk + pd[d].n_k[c]++] = kk;
+      }
+    }
+  }
+  return NULL;
+}
+
+// c[m][n] = a[m][k] x b[n][k]^T (row-major), as gemm() with b transposed.
+static void gemm_nt(hl_dtype_t ct, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
+                    const void *b, int64_t ldb, void *c, int64_t ldc) {
+  int im = (int)m, in = (int)n, ik = (int)k, la = (int)lda, lb = (int)ldb, lc = (int)ldc;
+  switch (ct) {
+    case HL_F32:
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, im, in, ik, 1.0f, a, la, b, lb, 0.0f,
+                  c, lc);
+      return;
+    case HL_F64:
+      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, im, in, ik, 1.0, a, la, b, lb, 0.0, c,
+                  lc);
+      return;
+    case HL_C64: {
+      const float one[2] = {1, 0}, zero[2] = {0, 0};
+      cblas_cgemm(CblasRowMajor, CblasNoTrans, CblasTrans, im, in, ik, one, a, la, b, lb, zero, c,
+                  lc);
+      return;
+    }
+    case HL_C128: {
+      const double one[2] = {1, 0}, zero[2] = {0, 0};
+      cblas_zgemm(CblasRowMajor, CblasNoTrans, CblasTrans, im, in, ik, one, a, la, b, lb, zero, c,
+                  lc);
+      return;
+    }
+    default: {  // S64: wrap-around
+      const uint64_t *ai = a, *bi = b;
+      uint64_t *ci = c;
+      for (int64_t r = 0; r < m; r++)
+        for (int64_t j = 0; j < n; j++) {
+          uint64_t s = 0;
+          for (int64_t q = 0; q < k; q++) s += ai[r * lda + q] * bi[j * ldb + q];
+          ci[r * ldc + j] = s;
+        }
+      return;
+    }
+  }
+}
+
+// One phase combination: its outputs (a sub-grid) and taps (a sub-window).
+// Rows of colT[(n, q)][K] gather the real input each output q of batch n
+// reads, K ordered tap-major (k * Ig + c) when features are contiguous in
+// the lhs (NHWC: runs of Ig elements), else feature-major (c * KS' + k, as
+// 0bf1 / NCHW keep a feature's taps together); a row that is one contiguous
+// run of the lhs is one memcpy. The kernel W[o][K] in the same order is
+// the rhs itself when that is one run per output feature, else gathered.
+// tmpT[(n, q)][o] = colT x W^T is written to the result by rows of features.
+static hl_status_t conv_one_phase(const conv_plan_t *p, const conv_phase_dim_t *pd,
+                                  const int64_t *cls, hl_dtype_t ct, const int64_t *tab,
+                                  const hl_literal_t *rhs, const void *in, char *out) {
+  size_t es = hl_dtype_size(ct);
+  int ns = p->ns;
+  int64_t ks = 1, np = 1, sub_k[HL_MAX_RANK], sub_o[HL_MAX_RANK], full_start[HL_MAX_RANK];
+  for (int d = 0, t = 0; d < ns; d++) {
+    sub_o[d] = pd[d].n_o[cls[d]], sub_k[d] = pd[d].n_k[cls[d]];
+    ks *= sub_k[d], np *= sub_o[d];
+    full_start[d] = t, t += (int)(p->k_sp[d] * p->out_sp[d]);
+  }
+  int64_t ig = p->ig, kdim = ig * ks;
+  bool tap_major = p->s_f == 1;
+  int64_t nb = COL_CHUNK_ELEMS / (kdim * np > 0 ? kdim * np : 1);
+  if (nb < 1) nb = 1;
+  if (nb > p->n_out) nb = p->n_out;
+  if (ct != HL_S64 && (p->og > INT_MAX || kdim > INT_MAX || nb * np > INT_MAX ||
+                       p->s_ko > INT_MAX))
+    return HL_UNIMPL("convolution dimensions exceed the BLAS index range");
+  int64_t *qoff = hl_malloc(at_least_one(np * ks) * sizeof(int64_t));  // lhs tap offsets per q
+  int64_t *pofs = hl_malloc(at_least_one(np) * sizeof(int64_t));
+  int64_t *koff = hl_malloc(at_least_one(kdim) * sizeof(int64_t));   // rhs offsets per K
+  bool *qrun = hl_malloc(at_least_one(np) * sizeof(bool));
+  char *w = hl_malloc(at_least_one(p->o_out * kdim) * es);
+  char *colT = hl_malloc(at_least_one(kdim * nb * np) * es);
+  char *tmp = hl_malloc(at_least_one(p->og * nb * np) * es);
+  hl_status_t st = (!qoff || !pofs || !koff || !qrun || !w || !colT || !tmp) ? HL_OOM() : NULL;
+  if (!st) {
+    // Per output q: its result offset, each sub-tap's lhs offset (-1: hole /
+    // padding), and whether the whole K row is one lhs run.
+    int64_t oidx[HL_MAX_RANK] = {0};
+    for (int64_t q = 0; q < np; q++) {
+      int64_t off = 0;
+      for (int d = 0; d < ns; d++)
+        off += pd[d].o_of[cls[d] * p->out_sp[d] + oidx[d]] * p->s_osp[d];
+      pofs[q] = off;
+      int64_t kidx[HL_MAX_RANK] = {0};
+      for (int64_t k = 0; k < ks; k++) {
+        int64_t v = 0;
+        for (int d = 0; d < ns && v >= 0; d++) {
+          int64_t o = pd[d].o_of[cls[d] * p->out_sp[d] + oidx[d]];
+          int64_t kk = pd[d].k_of[cls[d] * p->k_sp[d] + kidx[d]];
+          int64_t t = tab[full_start[d] + kk * p->out_sp[d] + o];
+          v = t < 0 ? -1 : v + t;
+        }
+        qoff[q * ks + k] = v;
+        for (int d = ns - 1; d >= 0; d--) {
+          if (++kidx[d] < sub_k[d]) break;
+          kidx[d] = 0;
+        }
+      }
+      bool run = true;
+      const int64_t *qo = qoff + q * ks;
+      for (int64_t j = 0; run && j < kdim; j++) {
+        int64_t k = tap_major ? j / ig : j % ks, c = tap_major ? j % ig : j / ks;
+        run = qo[k] >= 0 && qo[k] + c * p->s_f == qo[0] + j;
+      }
+      qrun[q] = run;
+      for (int d = ns - 1; d >= 0; d--) {
+        if (++oidx[d] < sub_o[d]) break;
+        oidx[d] = 0;
+      }
+    }
+    // Kernel offsets in K order; a view when they are one run.
+    int64_t kidx[HL_MAX_RANK] = {0};
+    for (int64_t k = 0; k < ks; k++) {
+      int64_t off = 0;
+      for (int d = 0; d < ns; d++)
+        off += pd[d].k_of[cls[d] * p->k_sp[d] + kidx[d]] * p->s_ksp[d];
+      for (int64_t c = 0; c < ig; c++)
+        koff[tap_major ? k * ig + c : c * ks + k] = off + c * p->s_ki;
+      for (int d = ns - 1; d >= 0; d--) {
+        if (++kidx[d] < sub_k[d]) break;
+        kidx[d] = 0;
+      }
+    }
+    bool view = rhs->shape.dtype == ct && (p->o_out <= 1 || p->s_ko >= kdim);
+    for (int64_t j = 0; view && j < kdim; j++) view = koff[j] == koff[0] + j;
+    const char *wk = w;
+    int64_t ldw = kdim;
+    if (view) {
+      wk = (const char *)rhs->data + (size_t)koff[0] * es;
+      ldw = p->o_out <= 1 ? kdim : p->s_ko;
+    } else {
+      bool same = rhs->shape.dtype == ct;
+      char *dst = w;
+      for (int64_t o = 0; o < p->o_out; o++)
+        for (int64_t j = 0; j < kdim; j++, dst += es) {
+          int64_t src = o * p->s_ko + koff[j];
+          if (same) memcpy(dst, (const char *)rhs->data + (size_t)src * es, es);
+          else to_ct(rhs->shape.dtype, rhs->data, src, 1, ct, dst);
+        }
+    }
+    const char *lhs = in;
+    for (int64_t g = 0; g < p->groups; g++) {
+      const char *wg = wk + (size_t)(g * p->og * ldw) * es;
+      int64_t c0 = p->fgc > 1 ? g * ig : 0;
+      for (int64_t n0 = 0; n0 < p->n_out; n0 += nb) {
+        int64_t cnt = p->n_out - n0 < nb ? p->n_out - n0 : nb;
+        char *row = colT;
+        for (int64_t n = 0; n < cnt; n++) {
+          int64_t b = p->bgc > 1 ? g * p->n_out + n0 + n : n0 + n;
+          int64_t base = b * p->s_b + c0 * p->s_f;
+          for (int64_t q = 0; q < np; q++, row += (size_t)kdim * es) {
+            const int64_t *qo = qoff + q * ks;
+            if (qrun[q]) {
+              memcpy(row, lhs + (size_t)(base + qo[0]) * es, (size_t)kdim * es);
+              continue;
+            }
+            for (int64_t k = 0; k < ks; k++) {
+              if (tap_major) {  // s_f == 1: the tap's features are one run
+                char *dst = row + (size_t)(k * ig) * es;
+                if (qo[k] < 0) memset(dst, 0, (size_t)ig * es);
+                else memcpy(dst, lhs + (size_t)(base + qo[k]) * es, (size_t)ig * es);
+                continue;
+              }
+              for (int64_t c = 0; c < ig; c++) {
+                char *dst = row + (size_t)(c * ks + k) * es;
+                if (qo[k] < 0) memset(dst, 0, es);
+                else memcpy(dst, lhs + (size_t)(base + qo[k] + c * p->s_f) * es, es);
+              }
+            }
+          }
+        }
+        gemm_nt(ct, cnt * np, p->og, kdim, colT, kdim, wg, ldw, tmp, p->og);
+        const char *src = tmp;
+        for (int64_t n = 0; n < cnt; n++) {
+          for (int64_t q = 0; q < np; q++, src += (size_t)p->og * es) {
+            char *dst = out + (size_t)((n0 + n) * p->s_ob + g * p->og * p->s_of + pofs[q]) * es;
+            if (p->s_of == 1) {
+              memcpy(dst, src, (size_t)p->og * es);
+            } else {
+              for (int64_t o = 0; o < p->og; o++)
+                memcpy(dst + (size_t)(o * p->s_of) * es, src + (size_t)o * es, es);
+            }
+          }
+        }
+      }
+    }
+  }
+  hl_free(qoff);
+  hl_free(pofs);
+  hl_free(koff);
+  hl_free(qrun);
+  hl_free(w);
+  hl_free(colT);
+  hl_free(tmp);
+  return st;
+}
+
+static bool has_lhs_dilation(const conv_plan_t *p) {
+  for (int d = 0; d < p->ns; d++)
+    if (p->win[d].base_dilation > 1) return true;
+  return false;
+}
+
+static hl_status_t conv_by_phases(const conv_plan_t *p, hl_dtype_t ct, const int64_t *tab,
+                                  const void *in, const hl_literal_t *rhs, char *out) {
+  size_t es = hl_dtype_size(ct);
+  conv_phase_dim_t pd[HL_MAX_RANK];
+  memset(pd, 0, sizeof(pd));
+  hl_status_t st = build_phase_dims(p, pd);
+  if (!st) {
+    // Outputs whose phase has no real tap are zero sums; clear everything
+    // once when any exists (the others are overwritten below).
+    bool empty = false;
+    for (int d = 0; d < p->ns; d++)
+      for (int64_t c = 0; c < pd[d].l; c++) empty = empty || (pd[d].n_o[c] && !pd[d].n_k[c]);
+    if (empty) memset(out, 0, (size_t)(p->n_out * p->o_out * p->p) * es);
+    int64_t cls[HL_MAX_RANK] = {0};
+    for (;;) {
+      bool live = true;
+      for (int d = 0; d < p->ns; d++) live = live && pd[d].n_o[cls[d]] && pd[d].n_k[cls[d]];
+      if (live) st = conv_one_phase(p, pd, cls, ct, tab, rhs, in, out);
+      if (st) break;
+      int d = p->ns - 1;
+      for (; d >= 0; d--) {
+        if (++cls[d] < pd[d].l) break;
+        cls[d] = 0;
+      }
+      if (d < 0) break;
+    }
+  }
+  free_phase_dims(pd, p->ns);
+  return st;
+}
+
 static hl_status_t conv_compute(const conv_plan_t *p, hl_dtype_t ct, const void *in,
                                 const hl_literal_t *rhs, char *out) {
   size_t es = hl_dtype_size(ct);
@@ -538,6 +831,11 @@ static hl_status_t conv_compute(const conv_plan_t *p, hl_dtype_t ct, const void 
     return NULL;
   }
   HL_RETURN_IF_ERROR(build_tables(p, &tab));
+  if (has_lhs_dilation(p)) {
+    hl_status_t st = conv_by_phases(p, ct, tab, in, rhs, out);
+    hl_free(tab);
+    return st;
+  }
   if (p->s_of == 1 && spatial_row_major(p->ns, p->out_sp, p->s_osp, p->o_out, p->n_out,
                                         p->s_ob)) {
     hl_status_t st = conv_pixel_major(p, ct, tab, in, rhs, out);

@@ -13,6 +13,7 @@
 #include "runtime/base/alloc.h"
 #include "runtime/base/layout.h"
 #include "runtime/exec/plan.h"
+#include "runtime/exec/thread_pool.h"
 #include "runtime/kernels/kernel.h"
 #include "runtime/kernels/strided_copy.h"
 
@@ -52,14 +53,47 @@ static hl_status_t check_same_dtype(const hl_instruction_t *inst, const hl_liter
   return NULL;
 }
 
-static hl_status_t gather_into_result(const hl_instruction_t *inst, const hl_literal_t *op,
-                                      const int64_t *strides, int64_t offset,
-                                      hl_literal_t **out) {
+// Large results are split along their major dimension over the thread pool
+// (--threads); each part is the same strided copy of its rows.
+typedef struct gather_split {
+  char *dst;
+  const char *src;
+  size_t es;
+  int rank;
+  const int64_t *dims, *strides;
+  int64_t row_elems, chunk;
+} gather_split_t;
+
+static void gather_task(void *arg, int64_t task, int worker) {
+  const gather_split_t *g = arg;
+  int64_t r0 = task * g->chunk, rows = g->dims[0] - r0 < g->chunk ? g->dims[0] - r0 : g->chunk;
+  int64_t dims[HL_MAX_RANK];
+  memcpy(dims, g->dims, sizeof(int64_t) * (size_t)g->rank);
+  dims[0] = rows;
+  strided_gather(g->dst + (size_t)(r0 * g->row_elems) * g->es,
+                 g->src + (ptrdiff_t)(r0 * g->strides[0]) * (ptrdiff_t)g->es, g->es, g->rank,
+                 dims, g->strides);
+}
+
+static hl_status_t gather_into_result(hl_kernel_context_t *ctx, const hl_instruction_t *inst,
+                                      const hl_literal_t *op, const int64_t *strides,
+                                      int64_t offset, hl_literal_t **out) {
   HL_RETURN_IF_ERROR(hl_literal_create_uninitialized(&inst->shape, out));
   size_t es = hl_dtype_size(inst->shape.dtype);
-  if ((*out)->byte_size)
-    strided_gather((*out)->data, (const char *)op->data + offset * (int64_t)es, es,
-                   inst->shape.rank, inst->shape.dims, strides);
+  if (!(*out)->byte_size) return NULL;
+  const char *src = (const char *)op->data + offset * (int64_t)es;
+  const hl_exec_options_t *o = hl_kernel_options(ctx);
+  int threads = hl_thread_pool_size(o ? o->pool : NULL);
+  const hl_shape_t *s = &inst->shape;
+  if (threads > 1 && s->rank >= 1 && s->dims[0] >= 2 * threads &&
+      hl_shape_element_count(s) >= (INT64_C(1) << 16)) {
+    gather_split_t g = {(*out)->data, src, es, s->rank, s->dims, strides,
+                        hl_shape_element_count(s) / s->dims[0], 0};
+    g.chunk = (s->dims[0] + 2 * threads - 1) / (2 * threads);
+    hl_thread_pool_run(o->pool, (s->dims[0] + g.chunk - 1) / g.chunk, gather_task, &g);
+    return NULL;
+  }
+  strided_gather((*out)->data, src, es, s->rank, s->dims, strides);
   return NULL;
 }
 
@@ -111,7 +145,7 @@ hl_status_t hl_kernel_broadcast(hl_kernel_context_t *ctx, const hl_instruction_t
                         "(size %lld)",
                         i, (long long)os->dims[i], (long long)d, (long long)rs->dims[d]);
   }
-  return gather_into_result(inst, op, str, 0, out);
+  return gather_into_result(ctx, inst, op, str, 0, out);
 }
 
 // reshape: same elements in row-major order, new dimensions.
@@ -151,7 +185,7 @@ hl_status_t hl_kernel_transpose(hl_kernel_context_t *ctx, const hl_instruction_t
                         (long long)rs->dims[i], (long long)p, (long long)os->dims[p]);
     str[i] = ostr[p];
   }
-  return gather_into_result(inst, op, str, 0, out);
+  return gather_into_result(ctx, inst, op, str, 0, out);
 }
 
 // slice: per dimension, elements start, start+stride, ... below limit.
@@ -180,7 +214,7 @@ hl_status_t hl_kernel_slice(hl_kernel_context_t *ctx, const hl_instruction_t *in
     offset += sd->start * ostr[d];
     str[d] = ostr[d] * stride;
   }
-  return gather_into_result(inst, op, str, offset, out);
+  return gather_into_result(ctx, inst, op, str, offset, out);
 }
 
 // concatenate: operands joined along dimensions[0].

@@ -4,6 +4,12 @@
 // generic blocked loop per arity; f32/f64 add/subtract/multiply/divide also
 // have plain restrict loops the compiler vectorises.
 //
+// Transcendentals (exp, log, tanh, logistic, sin, pow, ...) of f32 / f64
+// run through runtime/vmath (SLEEF, <= 1 ULP measured in docs/NUMERICS.md),
+// and of f16 / bf16 through it in f32; the other float ops as below.
+// The loops over plain arrays are shared with the blocked fusion executor
+// (elementwise_arrays.h), so both paths give the same bits.
+//
 // Families and their compute types:
 //   float  (f16, bf16, f32, f64, the f8/f4 formats): double; f16/bf16/f32 results round to
 //          nearest even from the double result (for + - * / sqrt this equals
@@ -29,8 +35,12 @@
 
 #include "runtime/base/alloc.h"
 #include "runtime/base/float_minmax.h"
+#include "runtime/base/simd_clones.h"
+#include "runtime/exec/thread_pool.h"
 #include "runtime/kernels/element_access.h"
+#include "runtime/kernels/elementwise_arrays.h"
 #include "runtime/kernels/kernel.h"
+#include "runtime/vmath/vmath.h"
 
 // glibc's <complex.h> defines CMPLX only for GCC; clang has the same builtin.
 #ifndef CMPLX
@@ -325,92 +335,325 @@ static hl_status_t undefined_for(const hl_instruction_t *inst, hl_dtype_t t) {
                     hl_opcode_name(inst->opcode), hl_dtype_name(t));
 }
 
-static void unary_loop(const unary_row_t *row, family_t fam, const hl_literal_t *x,
-                       hl_literal_t *y) {
-  hl_dtype_t it = x->shape.dtype, ot = y->shape.dtype;
+static void unary_loop(const unary_row_t *row, family_t fam, hl_dtype_t it, hl_dtype_t ot,
+                       const void *x, void *y, int64_t n) {
   int bits = hl_dtype_bit_width(it);
-  int64_t n = hl_literal_element_count(y);
   for (int64_t base = 0; base < n; base += HL_ELEM_BLOCK) {
     int64_t m = n - base < HL_ELEM_BLOCK ? n - base : HL_ELEM_BLOCK;
     if (fam == FAM_FLOAT) {
       double v[HL_ELEM_BLOCK];
-      hl_elem_load_f64(it, x->data, base, m, v);
+      hl_elem_load_f64(it, x, base, m, v);
       for (int64_t i = 0; i < m; i++) v[i] = row->f(v[i]);
-      hl_elem_store_f64(ot, y->data, base, m, v);
+      hl_elem_store_f64(ot, y, base, m, v);
     } else {
       int64_t v[HL_ELEM_BLOCK];
-      hl_elem_load_int(it, x->data, base, m, v);
+      hl_elem_load_int(it, x, base, m, v);
       if (fam == FAM_SIGNED)
         for (int64_t i = 0; i < m; i++) v[i] = row->s(v[i], bits);
       else
         for (int64_t i = 0; i < m; i++)
           v[i] = (int64_t)(fam == FAM_PRED ? row->p : row->u)((uint64_t)v[i], bits);
-      hl_elem_store_int(ot, y->data, base, m, v);
+      hl_elem_store_int(ot, y, base, m, v);
     }
   }
 }
 
-static void binary_loop(const binary_row_t *row, family_t fam, const hl_literal_t *a,
-                        const hl_literal_t *b, hl_literal_t *y) {
-  hl_dtype_t it = a->shape.dtype, ot = y->shape.dtype;
+static void binary_loop(const binary_row_t *row, family_t fam, hl_dtype_t it, hl_dtype_t ot,
+                        const void *a, const void *b, void *y, int64_t n) {
   int bits = hl_dtype_bit_width(it);
-  int64_t n = hl_literal_element_count(y);
   for (int64_t base = 0; base < n; base += HL_ELEM_BLOCK) {
     int64_t m = n - base < HL_ELEM_BLOCK ? n - base : HL_ELEM_BLOCK;
     if (fam == FAM_FLOAT) {
       double u[HL_ELEM_BLOCK], v[HL_ELEM_BLOCK];
-      hl_elem_load_f64(it, a->data, base, m, u);
-      hl_elem_load_f64(it, b->data, base, m, v);
+      hl_elem_load_f64(it, a, base, m, u);
+      hl_elem_load_f64(it, b, base, m, v);
       for (int64_t i = 0; i < m; i++) u[i] = row->f(u[i], v[i]);
-      hl_elem_store_f64(ot, y->data, base, m, u);
+      hl_elem_store_f64(ot, y, base, m, u);
     } else {
       int64_t u[HL_ELEM_BLOCK], v[HL_ELEM_BLOCK];
-      hl_elem_load_int(it, a->data, base, m, u);
-      hl_elem_load_int(it, b->data, base, m, v);
+      hl_elem_load_int(it, a, base, m, u);
+      hl_elem_load_int(it, b, base, m, v);
       if (fam == FAM_SIGNED) {
         for (int64_t i = 0; i < m; i++) u[i] = row->s(u[i], v[i], bits);
       } else {
         u_binary_fn fn = fam == FAM_PRED ? row->p : row->u;
         for (int64_t i = 0; i < m; i++) u[i] = (int64_t)fn((uint64_t)u[i], (uint64_t)v[i], bits);
       }
-      hl_elem_store_int(ot, y->data, base, m, u);
+      hl_elem_store_int(ot, y, base, m, u);
     }
   }
 }
 
 // The bandwidth-bound cases, as loops over restrict parameters the compiler
-// vectorises (one function per (op, type)). noinline: once inlined into the
-// dispatcher, GCC 12 -O3 left the f32 loops scalar.
-#define HL_FAST_LOOP_(name, T, OP)                                                      \
-  static __attribute__((noinline)) void name(const T *restrict p, const T *restrict q, \
+// vectorises (one function per (op, type), out of line: HL_SIMD_CLONES). Each gives the bits the
+// double-computing generic loop gives: + - * / and sqrt of two floats are
+// exact in double, so rounding the double result equals the float op, and
+// maximum/minimum only pick an operand.
+#define HL_FAST_LOOP_(name, T, EXPR)                                                    \
+  HL_SIMD_CLONES static void name(const T *restrict p,             \
+                                                            const T *restrict q,             \
                                              T *restrict r, int64_t n) {           \
-    for (int64_t i = 0; i < n; i++) r[i] = p[i] OP q[i];                                \
+    for (int64_t i = 0; i < n; i++) r[i] = (EXPR);                                      \
   }
-HL_FAST_LOOP_(add_f32, float, +)
-HL_FAST_LOOP_(sub_f32, float, -)
-HL_FAST_LOOP_(mul_f32, float, *)
-HL_FAST_LOOP_(div_f32, float, /)
-HL_FAST_LOOP_(add_f64, double, +)
-HL_FAST_LOOP_(sub_f64, double, -)
-HL_FAST_LOOP_(mul_f64, double, *)
-HL_FAST_LOOP_(div_f64, double, /)
+HL_FAST_LOOP_(add_f32, float, p[i] + q[i])
+HL_FAST_LOOP_(sub_f32, float, p[i] - q[i])
+HL_FAST_LOOP_(mul_f32, float, p[i] * q[i])
+HL_FAST_LOOP_(div_f32, float, p[i] / q[i])
+HL_FAST_LOOP_(max_f32, float, hl_maximum_f32(p[i], q[i]))
+HL_FAST_LOOP_(min_f32, float, hl_minimum_f32(p[i], q[i]))
+HL_FAST_LOOP_(add_f64, double, p[i] + q[i])
+HL_FAST_LOOP_(sub_f64, double, p[i] - q[i])
+HL_FAST_LOOP_(mul_f64, double, p[i] * q[i])
+HL_FAST_LOOP_(div_f64, double, p[i] / q[i])
+HL_FAST_LOOP_(max_f64, double, hl_maximum_f64(p[i], q[i]))
+HL_FAST_LOOP_(min_f64, double, hl_minimum_f64(p[i], q[i]))
 #undef HL_FAST_LOOP_
 
+#define HL_FAST_UNARY_(name, T, EXPR)                                                   \
+  HL_SIMD_CLONES static void name(const T *restrict p, T *restrict r, \
+                                             int64_t n) {                               \
+    for (int64_t i = 0; i < n; i++) r[i] = (EXPR);                                      \
+  }
+HL_FAST_UNARY_(neg_f32, float, -p[i])
+HL_FAST_UNARY_(abs_f32, float, fabsf(p[i]))
+HL_FAST_UNARY_(sqrt_f32, float, sqrtf(p[i]))
+HL_FAST_UNARY_(rsqrt_f32, float, (float)(1.0 / sqrt((double)p[i])))
+HL_FAST_UNARY_(floor_f32, float, floorf(p[i]))
+HL_FAST_UNARY_(ceil_f32, float, ceilf(p[i]))
+HL_FAST_UNARY_(neg_f64, double, -p[i])
+HL_FAST_UNARY_(abs_f64, double, fabs(p[i]))
+HL_FAST_UNARY_(sqrt_f64, double, sqrt(p[i]))
+#undef HL_FAST_UNARY_
+
+// One operand a scalar (a broadcast constant in a fusion): the same
+// arithmetic as the array loops with that operand read once.
+#define HL_SCALAR_LOOP_(name, T, EXPR)                                                 \
+  HL_SIMD_CLONES static void name(const T *restrict p, T q,  \
+                                                            T *restrict r, int64_t n) { \
+    for (int64_t i = 0; i < n; i++) r[i] = (EXPR);                                     \
+  }
+HL_SCALAR_LOOP_(add_vs_f32, float, p[i] + q)
+HL_SCALAR_LOOP_(sub_vs_f32, float, p[i] - q)
+HL_SCALAR_LOOP_(rsub_vs_f32, float, q - p[i])
+HL_SCALAR_LOOP_(mul_vs_f32, float, p[i] * q)
+HL_SCALAR_LOOP_(div_vs_f32, float, p[i] / q)
+HL_SCALAR_LOOP_(rdiv_vs_f32, float, q / p[i])
+HL_SCALAR_LOOP_(add_vs_f64, double, p[i] + q)
+HL_SCALAR_LOOP_(sub_vs_f64, double, p[i] - q)
+HL_SCALAR_LOOP_(rsub_vs_f64, double, q - p[i])
+HL_SCALAR_LOOP_(mul_vs_f64, double, p[i] * q)
+HL_SCALAR_LOOP_(div_vs_f64, double, p[i] / q)
+HL_SCALAR_LOOP_(rdiv_vs_f64, double, q / p[i])
+#undef HL_SCALAR_LOOP_
+
+// The transcendental ops that run through vmath (SLEEF) for f32 / f64, and
+// for f16 / bf16 in f32: see docs/NUMERICS.md for their measured errors.
+static hl_vmath_fn_t vmath_fn(hl_opcode_t op) {
+  switch (op) {
+    case HL_OP_EXP: return HL_VM_EXP;
+    case HL_OP_EXPM1: return HL_VM_EXPM1;
+    case HL_OP_LOG: return HL_VM_LOG;
+    case HL_OP_LOG1P: return HL_VM_LOG1P;
+    case HL_OP_TANH: return HL_VM_TANH;
+    case HL_OP_LOGISTIC: return HL_VM_LOGISTIC;
+    case HL_OP_SIN: return HL_VM_SIN;
+    case HL_OP_COS: return HL_VM_COS;
+    case HL_OP_TAN: return HL_VM_TAN;
+    case HL_OP_ERF: return HL_VM_ERF;
+    case HL_OP_CBRT: return HL_VM_CBRT;
+    case HL_OP_POWER: return HL_VM_POW;
+    case HL_OP_ATAN2: return HL_VM_ATAN2;
+    default: return HL_VM_NONE;
+  }
+}
+
+static bool is_half(hl_dtype_t t) { return t == HL_F16 || t == HL_BF16; }
+
+static void half_to_f32(hl_dtype_t t, const uint16_t *x, float *v, int64_t m) {
+  if (t == HL_F16) for (int64_t i = 0; i < m; i++) v[i] = hl_f16_to_f32(x[i]);
+  else for (int64_t i = 0; i < m; i++) v[i] = hl_bf16_to_f32(x[i]);
+}
+
+static void f32_to_half(hl_dtype_t t, const float *v, uint16_t *y, int64_t m) {
+  if (t == HL_F16) for (int64_t i = 0; i < m; i++) y[i] = hl_elem_f64_to_f16(v[i]);
+  else for (int64_t i = 0; i < m; i++) y[i] = hl_elem_f64_to_bf16(v[i]);
+}
+
 // Returns false when (op, type) has no such loop.
-static bool binary_fast(const hl_instruction_t *inst, const hl_literal_t *a,
-                        const hl_literal_t *b, hl_literal_t *y) {
-  int64_t n = hl_literal_element_count(y);
-  const void *p = a->data, *q = b->data;
-  void *r = y->data;
-  bool f32 = a->shape.dtype == HL_F32;
-  if (y->shape.dtype != a->shape.dtype || (!f32 && a->shape.dtype != HL_F64)) return false;
-  switch (inst->opcode) {
-    case HL_OP_ADD: f32 ? add_f32(p, q, r, n) : add_f64(p, q, r, n); return true;
-    case HL_OP_SUBTRACT: f32 ? sub_f32(p, q, r, n) : sub_f64(p, q, r, n); return true;
-    case HL_OP_MULTIPLY: f32 ? mul_f32(p, q, r, n) : mul_f64(p, q, r, n); return true;
-    case HL_OP_DIVIDE: f32 ? div_f32(p, q, r, n) : div_f64(p, q, r, n); return true;
+static bool unary_fast(hl_opcode_t op, hl_dtype_t t, const void *x, void *y, int64_t n) {
+  hl_vmath_fn_t vf = vmath_fn(op);
+  if (t == HL_F32) {
+    if (vf) return hl_vmath_unary_f32(vf, x, y, n);
+    switch (op) {
+      case HL_OP_NEGATE: neg_f32(x, y, n); return true;
+      case HL_OP_ABS: abs_f32(x, y, n); return true;
+      case HL_OP_SQRT: sqrt_f32(x, y, n); return true;
+      case HL_OP_RSQRT: rsqrt_f32(x, y, n); return true;
+      case HL_OP_FLOOR: floor_f32(x, y, n); return true;
+      case HL_OP_CEIL: ceil_f32(x, y, n); return true;
+      default: return false;
+    }
+  }
+  if (t == HL_F64) {
+    if (vf) return hl_vmath_unary_f64(vf, x, y, n);
+    switch (op) {
+      case HL_OP_NEGATE: neg_f64(x, y, n); return true;
+      case HL_OP_ABS: abs_f64(x, y, n); return true;
+      case HL_OP_SQRT: sqrt_f64(x, y, n); return true;
+      default: return false;
+    }
+  }
+  if (is_half(t) && vf) {  // computed in f32, rounded once to the 16-bit type
+    float v[HL_ELEM_BLOCK];
+    for (int64_t base = 0; base < n; base += HL_ELEM_BLOCK) {
+      int64_t m = n - base < HL_ELEM_BLOCK ? n - base : HL_ELEM_BLOCK;
+      half_to_f32(t, (const uint16_t *)x + base, v, m);
+      if (!hl_vmath_unary_f32(vf, v, v, m)) return false;
+      f32_to_half(t, v, (uint16_t *)y + base, m);
+    }
+    return true;
+  }
+  return false;
+}
+
+// f16 / bf16 + - * / maximum minimum in f32: f32 has at least 2p + 2
+// significant bits for both (p = 11, 8), so rounding the f32 result to the
+// 16-bit type gives the bits rounding the exact (or the double) result does,
+// as the generic double loop computes it.
+static bool half_arith(hl_opcode_t op, hl_dtype_t t, const void *p, const void *q, void *r,
+                       int64_t n) {
+  if (op != HL_OP_ADD && op != HL_OP_SUBTRACT && op != HL_OP_MULTIPLY && op != HL_OP_DIVIDE &&
+      op != HL_OP_MAXIMUM && op != HL_OP_MINIMUM)
+    return false;
+  float u[HL_ELEM_BLOCK], v[HL_ELEM_BLOCK], w[HL_ELEM_BLOCK];
+  for (int64_t base = 0; base < n; base += HL_ELEM_BLOCK) {
+    int64_t m = n - base < HL_ELEM_BLOCK ? n - base : HL_ELEM_BLOCK;
+    half_to_f32(t, (const uint16_t *)p + base, u, m);
+    half_to_f32(t, (const uint16_t *)q + base, v, m);
+    switch (op) {
+      case HL_OP_ADD: add_f32(u, v, w, m); break;
+      case HL_OP_SUBTRACT: sub_f32(u, v, w, m); break;
+      case HL_OP_MULTIPLY: mul_f32(u, v, w, m); break;
+      case HL_OP_DIVIDE: div_f32(u, v, w, m); break;
+      case HL_OP_MAXIMUM: max_f32(u, v, w, m); break;
+      default: min_f32(u, v, w, m); break;
+    }
+    f32_to_half(t, w, (uint16_t *)r + base, m);
+  }
+  return true;
+}
+
+static bool binary_fast(hl_opcode_t op, hl_dtype_t t, const void *p, const void *q, void *r,
+                        int64_t n) {
+  hl_vmath_fn_t vf = vmath_fn(op);
+  if (t == HL_F32) {
+    if (vf) return hl_vmath_binary_f32(vf, p, q, r, n);
+    switch (op) {
+      case HL_OP_ADD: add_f32(p, q, r, n); return true;
+      case HL_OP_SUBTRACT: sub_f32(p, q, r, n); return true;
+      case HL_OP_MULTIPLY: mul_f32(p, q, r, n); return true;
+      case HL_OP_DIVIDE: div_f32(p, q, r, n); return true;
+      case HL_OP_MAXIMUM: max_f32(p, q, r, n); return true;
+      case HL_OP_MINIMUM: min_f32(p, q, r, n); return true;
+      default: return false;
+    }
+  }
+  if (t == HL_F64) {
+    if (vf) return hl_vmath_binary_f64(vf, p, q, r, n);
+    switch (op) {
+      case HL_OP_ADD: add_f64(p, q, r, n); return true;
+      case HL_OP_SUBTRACT: sub_f64(p, q, r, n); return true;
+      case HL_OP_MULTIPLY: mul_f64(p, q, r, n); return true;
+      case HL_OP_DIVIDE: div_f64(p, q, r, n); return true;
+      case HL_OP_MAXIMUM: max_f64(p, q, r, n); return true;
+      case HL_OP_MINIMUM: min_f64(p, q, r, n); return true;
+      default: return false;
+    }
+  }
+  if (is_half(t) && !vf) return half_arith(op, t, p, q, r, n);
+  if (is_half(t) && vf) {
+    float u[HL_ELEM_BLOCK], v[HL_ELEM_BLOCK];
+    for (int64_t base = 0; base < n; base += HL_ELEM_BLOCK) {
+      int64_t m = n - base < HL_ELEM_BLOCK ? n - base : HL_ELEM_BLOCK;
+      half_to_f32(t, (const uint16_t *)p + base, u, m);
+      half_to_f32(t, (const uint16_t *)q + base, v, m);
+      if (!hl_vmath_binary_f32(vf, u, v, u, m)) return false;
+      f32_to_half(t, u, (uint16_t *)r + base, m);
+    }
+    return true;
+  }
+  return false;
+}
+
+//===----------------------------------------------------------------------===//
+// Array entry points (elementwise_arrays.h)
+//===----------------------------------------------------------------------===//
+
+static hl_dtype_t result_type_of(hl_opcode_t op, hl_dtype_t in) {
+  return op == HL_OP_IS_FINITE ? HL_PRED : in;
+}
+
+bool hl_ew_unary_supported(hl_opcode_t op, hl_dtype_t in, hl_dtype_t out) {
+  if (op < 0 || op >= HL_OP_COUNT_ || out != result_type_of(op, in)) return false;
+  const unary_row_t *row = &kUnary[op];
+  switch (family_of(in)) {
+    case FAM_FLOAT: return row->f != NULL;
+    case FAM_SIGNED: return row->s != NULL;
+    case FAM_UNSIGNED: return row->u != NULL;
+    case FAM_PRED: return row->p != NULL;
     default: return false;
   }
+}
+
+void hl_ew_unary_array(hl_opcode_t op, hl_dtype_t in, hl_dtype_t out, const void *x, void *y,
+                       int64_t n) {
+  if (in == out && unary_fast(op, in, x, y, n)) return;
+  unary_loop(&kUnary[op], family_of(in), in, out, x, y, n);
+}
+
+bool hl_ew_binary_array_scalar(hl_opcode_t op, hl_dtype_t t, const void *a, bool a_scalar,
+                               const void *b, void *y, int64_t n) {
+  const void *v = a_scalar ? b : a, *s = a_scalar ? a : b;
+  if (t == HL_F32) {
+    float q = *(const float *)s;
+    switch (op) {
+      // + and * commute bit for bit (IEEE), so the scalar may sit on either side.
+      case HL_OP_ADD: add_vs_f32(v, q, y, n); return true;
+      case HL_OP_MULTIPLY: mul_vs_f32(v, q, y, n); return true;
+      case HL_OP_SUBTRACT: (a_scalar ? rsub_vs_f32 : sub_vs_f32)(v, q, y, n); return true;
+      case HL_OP_DIVIDE: (a_scalar ? rdiv_vs_f32 : div_vs_f32)(v, q, y, n); return true;
+      default: return false;
+    }
+  }
+  if (t == HL_F64) {
+    double q = *(const double *)s;
+    switch (op) {
+      case HL_OP_ADD: add_vs_f64(v, q, y, n); return true;
+      case HL_OP_MULTIPLY: mul_vs_f64(v, q, y, n); return true;
+      case HL_OP_SUBTRACT: (a_scalar ? rsub_vs_f64 : sub_vs_f64)(v, q, y, n); return true;
+      case HL_OP_DIVIDE: (a_scalar ? rdiv_vs_f64 : div_vs_f64)(v, q, y, n); return true;
+      default: return false;
+    }
+  }
+  return false;
+}
+
+bool hl_ew_binary_supported(hl_opcode_t op, hl_dtype_t in, hl_dtype_t out) {
+  if (op < 0 || op >= HL_OP_COUNT_ || out != in) return false;
+  const binary_row_t *row = &kBinary[op];
+  switch (family_of(in)) {
+    case FAM_FLOAT: return row->f != NULL;
+    case FAM_SIGNED: return row->s != NULL;
+    case FAM_UNSIGNED: return row->u != NULL;
+    case FAM_PRED: return row->p != NULL;
+    default: return false;
+  }
+}
+
+void hl_ew_binary_array(hl_opcode_t op, hl_dtype_t in, hl_dtype_t out, const void *a,
+                        const void *b, void *y, int64_t n) {
+  if (in == out && binary_fast(op, in, a, b, y, n)) return;
+  binary_loop(&kBinary[op], family_of(in), in, out, a, b, y, n);
 }
 
 // Complex loops: c64 / c128 elements as double complex; a real result (abs)
@@ -477,6 +720,46 @@ static hl_status_t check_result_type(const hl_instruction_t *inst, hl_dtype_t in
   return NULL;
 }
 
+// Large arrays split into chunks over the thread pool (--threads): every
+// element is computed by the same loop whichever chunk it falls in.
+#define SPLIT_MIN_ELEMS (INT64_C(1) << 16)
+
+typedef struct split_args {
+  hl_opcode_t op;
+  hl_dtype_t in, out;
+  const char *a, *b;
+  char *y;
+  int64_t n, chunk;
+} split_args_t;
+
+static void split_task(void *arg, int64_t task, int worker) {
+  const split_args_t *s = arg;
+  int64_t i0 = task * s->chunk, m = s->n - i0 < s->chunk ? s->n - i0 : s->chunk;
+  size_t ei = hl_dtype_size(s->in), eo = hl_dtype_size(s->out);
+  if (s->b)
+    hl_ew_binary_array(s->op, s->in, s->out, s->a + (size_t)i0 * ei, s->b + (size_t)i0 * ei,
+                       s->y + (size_t)i0 * eo, m);
+  else
+    hl_ew_unary_array(s->op, s->in, s->out, s->a + (size_t)i0 * ei, s->y + (size_t)i0 * eo, m);
+}
+
+// hl_ew_unary_array / hl_ew_binary_array (b NULL: unary) over the pool.
+static void run_split(hl_kernel_context_t *ctx, hl_opcode_t op, hl_dtype_t in, hl_dtype_t out,
+                      const void *a, const void *b, void *y, int64_t n) {
+  const hl_exec_options_t *o = hl_kernel_options(ctx);
+  int threads = hl_thread_pool_size(o ? o->pool : NULL);
+  split_args_t s = {op, in, out, a, b, y, n, n};
+  if (threads > 1 && n >= SPLIT_MIN_ELEMS) {
+    s.chunk = (n + 4 * threads - 1) / (4 * threads);
+    s.chunk = (s.chunk + 63) & ~INT64_C(63);
+    hl_thread_pool_run(o->pool, (n + s.chunk - 1) / s.chunk, split_task, &s);
+  } else if (b) {
+    hl_ew_binary_array(op, in, out, a, b, y, n);
+  } else {
+    hl_ew_unary_array(op, in, out, a, y, n);
+  }
+}
+
 //===----------------------------------------------------------------------===//
 // Kernels
 //===----------------------------------------------------------------------===//
@@ -497,7 +780,8 @@ hl_status_t hl_kernel_unary(hl_kernel_context_t *ctx, const hl_instruction_t *in
   hl_literal_t *y = hl_kernel_reuse_operand(ctx, inst, operands, 1);
   if (!y) HL_RETURN_IF_ERROR(hl_literal_create_uninitialized(&inst->shape, &y));
   if (fam == FAM_COMPLEX) complex_loop(row->c, NULL, x, NULL, y);
-  else unary_loop(row, fam, x, y);
+  else run_split(ctx, inst->opcode, t, inst->shape.dtype, x->data, NULL, y->data,
+                 hl_literal_element_count(y));
   *out = y;
   return NULL;
 }
@@ -523,7 +807,8 @@ hl_status_t hl_kernel_binary(hl_kernel_context_t *ctx, const hl_instruction_t *i
   hl_literal_t *y = hl_kernel_reuse_operand(ctx, inst, operands, 2);
   if (!y) HL_RETURN_IF_ERROR(hl_literal_create_uninitialized(&inst->shape, &y));
   if (fam == FAM_COMPLEX) complex_loop(NULL, row->c, a, b, y);
-  else if (!binary_fast(inst, a, b, y)) binary_loop(row, fam, a, b, y);
+  else run_split(ctx, inst->opcode, t, inst->shape.dtype, a->data, b->data, y->data,
+                 hl_literal_element_count(y));
   *out = y;
   return NULL;
 }

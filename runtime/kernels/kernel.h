@@ -50,6 +50,13 @@ void *hl_kernel_pending_take(hl_kernel_context_t *ctx, const hl_instruction_t *s
 hl_literal_t *hl_kernel_reuse_operand(hl_kernel_context_t *ctx, const hl_instruction_t *inst,
                                       hl_literal_t *const *operands, int count);
 
+// The blocked program of a fusion computation (runtime/fusion), compiled on
+// first use and kept by the executable; *out is NULL when the computation is
+// not covered (it then runs op by op).
+typedef struct hl_fusion_program hl_fusion_program_t;
+hl_status_t hl_kernel_fusion_program(hl_kernel_context_t *ctx, const hl_computation_t *computation,
+                                     hl_fusion_program_t **out);
+
 // Declarations of every kernel named in opcode.def.
 #define X(e, name, arity, kernel)                                                 \
   hl_status_t kernel(hl_kernel_context_t *ctx, const hl_instruction_t *inst,     \

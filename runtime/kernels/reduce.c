@@ -7,6 +7,9 @@
 // elements of each result element in ascending row-major order, starting
 // from the inits.
 //
+// With a thread pool (--threads) the fast path splits rows or columns over
+// the threads without changing any element's order.
+//
 // Fast path: one input whose reducer is a single add / multiply / maximum /
 // minimum / and / or / xor of its two parameters runs as typed loops. It
 // accumulates in the element type, like XLA's CPU backend, but in a pairwise
@@ -22,8 +25,10 @@
 
 #include "runtime/base/alloc.h"
 #include "runtime/base/float_minmax.h"
+#include "runtime/exec/thread_pool.h"
 #include "runtime/kernels/element_access.h"
 #include "runtime/kernels/kernel.h"
+#include "runtime/kernels/reduce_fast.h"
 #include "runtime/kernels/reducer_match.h"
 
 //===----------------------------------------------------------------------===//
@@ -183,6 +188,15 @@ static bool fast_fns(hl_dtype_t t, hl_opcode_t op, reduce_fns_t *out) {
 }
 #undef FNS_
 
+bool hl_reduce_fast_fns(hl_dtype_t t, hl_opcode_t op, hl_reduce_run_fn *fold,
+                        hl_reduce_run_fn *combine) {
+  reduce_fns_t fns;
+  if (!fast_fns(t, op, &fns)) return false;
+  *fold = fns.fold;
+  *combine = fns.combine;
+  return true;
+}
+
 typedef struct segment {
   int64_t size;
   bool reduced;
@@ -192,8 +206,45 @@ typedef struct segment {
 // Walks the input in row-major order as runs of its (merged) minor segment:
 // a reduced minor segment folds into one result element, a kept one
 // combines element-wise into a row of the result.
+// Split over threads (bit-identical: every output element is folded in the
+// same order by one thread): a reduced minor segment alone gives one output
+// per run, so runs are split; a kept minor segment is split by columns, each
+// thread combining every run into its own columns.
+typedef struct split_state {
+  const reduce_fns_t *fns;
+  const char *in;
+  char *out;
+  size_t es;
+  int64_t len, runs, chunk;
+  const segment_t *seg;
+  int ns;
+} split_state_t;
+
+static void fold_rows_task(void *arg, int64_t task, int worker) {
+  const split_state_t *s = arg;
+  int64_t r0 = task * s->chunk, r1 = r0 + s->chunk < s->runs ? r0 + s->chunk : s->runs;
+  for (int64_t r = r0; r < r1; r++)
+    s->fns->fold(s->in + (size_t)(r * s->len) * s->es, s->len, s->out + (size_t)r * s->es);
+}
+
+static void combine_columns_task(void *arg, int64_t task, int worker) {
+  const split_state_t *s = arg;
+  int64_t c0 = task * s->chunk, c1 = c0 + s->chunk < s->len ? c0 + s->chunk : s->len;
+  int64_t idx[HL_MAX_RANK + 1] = {0}, out_off = 0;
+  for (int64_t r = 0; r < s->runs; r++) {
+    s->fns->combine(s->in + (size_t)(r * s->len + c0) * s->es, c1 - c0,
+                    s->out + (size_t)(out_off + c0) * s->es);
+    for (int k = s->ns - 2; k >= 0; k--) {
+      if (!s->seg[k].reduced) out_off += s->seg[k].out_stride;
+      if (++idx[k] < s->seg[k].size) break;
+      if (!s->seg[k].reduced) out_off -= s->seg[k].out_stride * s->seg[k].size;
+      idx[k] = 0;
+    }
+  }
+}
+
 static void reduce_fast(const reduce_fns_t *fns, const hl_literal_t *x, const bool *reduced,
-                        const hl_literal_t *init, hl_literal_t *y) {
+                        const hl_literal_t *init, hl_literal_t *y, hl_thread_pool_t *pool) {
   size_t es = hl_dtype_size(x->shape.dtype);
   int64_t n_out = hl_literal_element_count(y), n_in = hl_literal_element_count(x);
   for (int64_t i = 0; i < n_out; i++) memcpy((char *)y->data + (size_t)i * es, init->data, es);
@@ -217,6 +268,22 @@ static void reduce_fast(const reduce_fns_t *fns, const hl_literal_t *x, const bo
   }
   const segment_t *minor = &seg[ns - 1];
   int64_t len = minor->size, runs = n_in / len, out_off = 0;
+  int threads = hl_thread_pool_size(pool);
+  if (threads > 1 && n_in >= (INT64_C(1) << 16)) {
+    bool only_minor_reduced = minor->reduced;
+    for (int k = 0; k < ns - 1; k++) only_minor_reduced &= !seg[k].reduced;
+    split_state_t st = {fns, x->data, y->data, es, len, runs, 0, seg, ns};
+    if (only_minor_reduced && runs >= threads) {
+      st.chunk = (runs + 4 * threads - 1) / (4 * threads);
+      hl_thread_pool_run(pool, (runs + st.chunk - 1) / st.chunk, fold_rows_task, &st);
+      return;
+    }
+    if (!minor->reduced && len >= 64 * threads) {
+      st.chunk = (len + threads - 1) / threads;
+      hl_thread_pool_run(pool, (len + st.chunk - 1) / st.chunk, combine_columns_task, &st);
+      return;
+    }
+  }
   int64_t idx[HL_MAX_RANK + 1] = {0};
   const char *in = x->data;
   char *out = y->data;
@@ -385,7 +452,8 @@ hl_status_t hl_kernel_reduce(hl_kernel_context_t *ctx, const hl_instruction_t *i
                          hl_simple_reducer_op(reducer, operands[0]->shape.dtype), &fns)) {
     hl_literal_t *y;
     HL_RETURN_IF_ERROR(hl_literal_create_uninitialized(&inst->shape, &y));
-    reduce_fast(&fns, operands[0], reduced, operands[1], y);
+    const hl_exec_options_t *options = hl_kernel_options(ctx);
+    reduce_fast(&fns, operands[0], reduced, operands[1], y, options ? options->pool : NULL);
     *out = y;
     return NULL;
   }

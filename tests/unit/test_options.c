@@ -90,7 +90,21 @@ static void test_usage_errors(void) {
   hl_launch_options_deinit(&o);
   HL_ASSERT_OK(PARSE(&o, "p.hlo"));
   CU_ASSERT_EQUAL(o.repeat, 0);  // not given: one untimed run
+  CU_ASSERT_EQUAL(o.threads, 0);  // not given: the rank's cpuset size
+  CU_ASSERT_FALSE(o.no_fusion_blocking);
+  CU_ASSERT_EQUAL(o.profile_top, 0);
   hl_launch_options_deinit(&o);
+  HL_ASSERT_OK(PARSE(&o, "--threads", "4", "--no-fusion-blocking", "--profile", "p.hlo"));
+  CU_ASSERT_EQUAL(o.threads, 4);
+  CU_ASSERT_TRUE(o.no_fusion_blocking);
+  CU_ASSERT_EQUAL(o.profile_top, 15);
+  hl_launch_options_deinit(&o);
+  HL_ASSERT_OK(PARSE(&o, "--profile=7", "p.hlo"));
+  CU_ASSERT_EQUAL(o.profile_top, 7);
+  hl_launch_options_deinit(&o);
+  HL_ASSERT_ERROR_CONTAINS(PARSE(&o, "--threads", "0", "p.hlo"), "--threads needs a positive");
+  HL_ASSERT_ERROR_CONTAINS(PARSE(&o, "--threads", "5000", "p.hlo"), "more than 1024");
+  HL_ASSERT_ERROR_CONTAINS(PARSE(&o, "--profile=x", "p.hlo"), "--profile needs a positive");
 }
 
 static void test_cluster_options(void) {

@@ -1,0 +1,271 @@
+// Blocked fusion execution against fused single-pass C loops in the same
+// process (issue 12): each figure is the C loop's time divided by ours
+// (higher is better; 0.67 means "at most 1.5x the C loop").
+//
+//   gelu_fusion_16M       tanh-GELU as one kLoop fusion of 9 ops vs a C loop
+//                         calling the same vmath tanh (SLEEF) per 256 elements
+//   softmax_4096x4096     three fusions as XLA's CPU backend forms them
+//                         (reduce max; exp + reduce sum, multi-output; divide)
+//                         vs a fused per-row C loop with the same vmath exp
+//   axpy_fusion_16M       a*x + y as one fusion vs the C loop
+//   chain_N_64MiB         fusions of N = 2..20 element-wise ops reading two
+//                         64 MiB inputs: time(N) / time(2) is the curve
+//                         (figure: time(2) / time(20), target >= 0.67)
+//   gelu_2_threads        the GELU fusion on a pool of 2 threads vs 1
+//   softmax_2_threads     the softmax fusions on 2 threads vs 1
+//   reduce_rows_2_threads a plain (unfused) row-sum reduce on 2 threads vs 1
+//
+// Also prints the op-by-op time of each fusion (--no-fusion-blocking). The C
+// baselines are built like the runtime's hot loops (AVX2 clones, no FMA).
+// Built with -DHL_BENCH_CPU_TIME, single-thread figures use the process's
+// CPU time instead of wall time (for a machine shared with other jobs).
+#include <math.h>
+
+#include "bench/bench_util.h"
+#include "runtime/base/simd_clones.h"
+#include "runtime/exec/thread_pool.h"
+#include "runtime/vmath/vmath.h"
+
+#ifdef HL_BENCH_CPU_TIME
+#define hl_bench_now hl_bench_cpu_now
+static double hl_bench_cpu_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+#endif
+
+static double run_best(hl_executable_t *exe, const hl_exec_options_t *o, hl_literal_t **args,
+                       int nargs, int reps) {
+  double best = 1e30;
+  for (int r = 0; r < reps; r++) {
+    hl_literal_t *out = NULL;
+    double t0 = hl_bench_now();
+    hl_bench_check(hl_executable_run(exe, o, args, nargs, &out), "run");
+    double t = hl_bench_now() - t0;
+    hl_literal_release(out);
+    if (t < best) best = t;
+  }
+  return best;
+}
+
+// Our best time for `text` (blocked unless `op_by_op`) on `pool`.
+static double time_module(const char *text, hl_literal_t **args, int nargs, int reps,
+                          bool op_by_op, hl_thread_pool_t *pool) {
+  hl_module_t *m = hl_bench_module(text);
+  hl_executable_t *exe = NULL;
+  hl_bench_check(hl_executable_create(m, &exe), "executable");
+  hl_exec_options_t o = {.no_fusion_blocking = op_by_op, .pool = pool};
+  run_best(exe, &o, args, nargs, 1);  // warm-up: compile, page in
+  double t = run_best(exe, &o, args, nargs, reps);
+  hl_executable_destroy(exe);
+  hl_module_destroy(m);
+  return t;
+}
+
+#define BEST_OF_(reps, stmt)                       \
+  ({                                               \
+    double best_ = 1e30;                           \
+    for (int r_ = 0; r_ < (reps); r_++) {          \
+      double t0_ = hl_bench_now();                 \
+      stmt;                                        \
+      double t_ = hl_bench_now() - t0_;            \
+      if (t_ < best_) best_ = t_;                  \
+    }                                              \
+    best_;                                         \
+  })
+
+//===----------------------------------------------------------------------===//
+// C baselines
+//===----------------------------------------------------------------------===//
+
+HL_SIMD_CLONES static void gelu_c(const float *x, float *y, long n) {
+  float u[256];
+  for (long b = 0; b < n; b += 256) {
+    long m = n - b < 256 ? n - b : 256;
+    for (long i = 0; i < m; i++) {
+      float v = x[b + i];
+      u[i] = (v + 0.044715f * v * v * v) * 0.7978845608f;
+    }
+    hl_vmath_unary_f32(HL_VM_TANH, u, u, m);
+    for (long i = 0; i < m; i++) y[b + i] = 0.5f * x[b + i] * (1.0f + u[i]);
+  }
+}
+
+HL_SIMD_CLONES static void softmax_c(const float *x, float *y, long rows, long cols) {
+  for (long r = 0; r < rows; r++) {
+    const float *xr = x + r * cols;
+    float *yr = y + r * cols;
+    float mx = -INFINITY;
+    for (long i = 0; i < cols; i++) mx = xr[i] > mx ? xr[i] : mx;
+    for (long i = 0; i < cols; i++) yr[i] = xr[i] - mx;
+    hl_vmath_unary_f32(HL_VM_EXP, yr, yr, cols);
+    float s = 0;
+    for (long i = 0; i < cols; i++) s += yr[i];
+    for (long i = 0; i < cols; i++) yr[i] /= s;
+  }
+}
+
+HL_SIMD_CLONES static void axpy_c(float a, const float *x, const float *y, float *z, long n) {
+  for (long i = 0; i < n; i++) z[i] = a * x[i] + y[i];
+}
+
+//===----------------------------------------------------------------------===//
+// Programs
+//===----------------------------------------------------------------------===//
+
+static void gelu_text(char *t, size_t size, long n) {
+  snprintf(t, size,
+           "HloModule gelu\nfused_gelu {\n  x = f32[%ld] parameter(0)\n"
+           "  c3 = f32[] constant(0.044715)\n  b3 = f32[%ld] broadcast(c3), dimensions={}\n"
+           "  x2 = f32[%ld] multiply(x, x)\n  x3 = f32[%ld] multiply(x2, x)\n"
+           "  t1 = f32[%ld] multiply(x3, b3)\n  t2 = f32[%ld] add(x, t1)\n"
+           "  ck = f32[] constant(0.7978845608)\n  bk = f32[%ld] broadcast(ck), dimensions={}\n"
+           "  t3 = f32[%ld] multiply(t2, bk)\n  th = f32[%ld] tanh(t3)\n"
+           "  one = f32[] constant(1)\n  b1 = f32[%ld] broadcast(one), dimensions={}\n"
+           "  t4 = f32[%ld] add(th, b1)\n  half = f32[] constant(0.5)\n"
+           "  bh = f32[%ld] broadcast(half), dimensions={}\n  t5 = f32[%ld] multiply(x, bh)\n"
+           "  ROOT y = f32[%ld] multiply(t5, t4)\n}\n"
+           "ENTRY main {\n  p = f32[%ld] parameter(0)\n"
+           "  ROOT f = f32[%ld] fusion(p), kind=kLoop, calls=fused_gelu\n}\n",
+           n, n, n, n, n, n, n, n, n, n, n, n, n, n, n, n);
+}
+
+static void softmax_text(char *t, size_t size, long r, long c) {
+  snprintf(t, size,
+           "HloModule softmax\nmax {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+           "  ROOT m = f32[] maximum(a, b)\n}\nadd {\n  a = f32[] parameter(0)\n"
+           "  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n"
+           "fused_max {\n  x = f32[%ld,%ld] parameter(0)\n  ninf = f32[] constant(-inf)\n"
+           "  ROOT m = f32[%ld] reduce(x, ninf), dimensions={1}, to_apply=max\n}\n"
+           "fused_exp_sum {\n  x = f32[%ld,%ld] parameter(0)\n  m = f32[%ld] parameter(1)\n"
+           "  bm = f32[%ld,%ld] broadcast(m), dimensions={0}\n  d = f32[%ld,%ld] subtract(x, bm)\n"
+           "  e = f32[%ld,%ld] exponential(d)\n  zero = f32[] constant(0)\n"
+           "  s = f32[%ld] reduce(e, zero), dimensions={1}, to_apply=add\n"
+           "  ROOT t = (f32[%ld], f32[%ld,%ld]) tuple(s, e)\n}\n"
+           "fused_div {\n  e = f32[%ld,%ld] parameter(0)\n  s = f32[%ld] parameter(1)\n"
+           "  bs = f32[%ld,%ld] broadcast(s), dimensions={0}\n"
+           "  ROOT y = f32[%ld,%ld] divide(e, bs)\n}\n"
+           "ENTRY main {\n  x = f32[%ld,%ld] parameter(0)\n"
+           "  m = f32[%ld] fusion(x), kind=kInput, calls=fused_max\n"
+           "  es = (f32[%ld], f32[%ld,%ld]) fusion(x, m), kind=kInput, calls=fused_exp_sum\n"
+           "  s = f32[%ld] get-tuple-element(es), index=0\n"
+           "  e = f32[%ld,%ld] get-tuple-element(es), index=1\n"
+           "  ROOT y = f32[%ld,%ld] fusion(e, s), kind=kLoop, calls=fused_div\n}\n",
+           r, c, r, r, c, r, r, c, r, c, r, c, r, r, r, c, r, c, r, r, c, r, c, r, c, r, r, r, c,
+           r, r, c, r, c);
+}
+
+// A fusion of `ops` element-wise ops over two n-element inputs:
+// v = x; v = v * y, v + x, ... alternating, result one array.
+static void chain_text(char *t, size_t size, long n, int ops) {
+  int k = snprintf(t, size, "HloModule chain\nfused {\n  x = f32[%ld] parameter(0)\n"
+                            "  y = f32[%ld] parameter(1)\n  v0 = f32[%ld] multiply(x, y)\n",
+                   n, n, n);
+  for (int i = 1; i < ops; i++)
+    k += snprintf(t + k, size - (size_t)k, "  v%d = f32[%ld] %s(v%d, %s)\n", i, n,
+                  i % 2 ? "add" : "multiply", i - 1, i % 2 ? "x" : "y");
+  snprintf(t + k, size - (size_t)k,
+           "  ROOT r = f32[%ld] copy(v%d)\n}\nENTRY main {\n  x = f32[%ld] parameter(0)\n"
+           "  y = f32[%ld] parameter(1)\n  ROOT f = f32[%ld] fusion(x, y), kind=kLoop, "
+           "calls=fused\n}\n",
+           n, ops - 1, n, n, n);
+}
+
+int main(int argc, char **argv) {
+  bool quick = hl_bench_quick(argc, argv);
+  hl_bench_tune_malloc();
+  long n = quick ? 5000 : 16L * 1024 * 1024;
+  long rows = quick ? 64 : 4096, cols = quick ? 96 : 4096;
+  int reps = quick ? 1 : 5;
+  static char text[16384];
+  char shape[64];
+  snprintf(shape, sizeof shape, "f32[%ld]", n);
+  hl_literal_t *x = hl_bench_literal(shape, 1), *y = hl_bench_literal(shape, 2);
+  hl_literal_t *z = hl_bench_literal(shape, 3);
+  printf("# vmath: %s; sizes: %ld elements, softmax %ldx%ld\n", hl_vmath_isa(), n, rows, cols);
+
+  // GELU.
+  gelu_text(text, sizeof text, n);
+  double t_c = BEST_OF_(reps, gelu_c(x->data, z->data, n));
+  double t_ours = time_module(text, &x, 1, reps, false, NULL);
+  double t_ref = time_module(text, &x, 1, quick ? 1 : 2, true, NULL);
+  printf("# gelu: blocked %.2f ms, C loop %.2f ms, op by op %.2f ms\n", 1e3 * t_ours, 1e3 * t_c,
+         1e3 * t_ref);
+  hl_bench_report("gelu_fusion_16M", 1 / t_ours, "runs/s", "C_loop", 1 / t_c, true, 0.67);
+
+  // GELU on 2 threads against 1.
+  hl_thread_pool_t *pool = NULL;
+  hl_bench_check(hl_thread_pool_create(2, &pool), "pool");
+  double t_two = time_module(text, &x, 1, reps, false, pool);
+  printf("# gelu: 1 thread %.2f ms, 2 threads %.2f ms\n", 1e3 * t_ours, 1e3 * t_two);
+  hl_bench_report("gelu_2_threads", 1 / t_two, "runs/s", "1_thread", 1 / t_ours, true,
+                  quick ? 0.0 : 1.8);
+
+  // a*x + y.
+  snprintf(text, sizeof text,
+           "HloModule axpy\nfused {\n  a = f32[] parameter(0)\n  x = f32[%ld] parameter(1)\n"
+           "  y = f32[%ld] parameter(2)\n  ba = f32[%ld] broadcast(a), dimensions={}\n"
+           "  ax = f32[%ld] multiply(ba, x)\n  ROOT r = f32[%ld] add(ax, y)\n}\n"
+           "ENTRY main {\n  a = f32[] parameter(0)\n  x = f32[%ld] parameter(1)\n"
+           "  y = f32[%ld] parameter(2)\n  ROOT f = f32[%ld] fusion(a, x, y), kind=kLoop, "
+           "calls=fused\n}\n",
+           n, n, n, n, n, n, n, n);
+  hl_literal_t *a = hl_bench_literal("f32[]", 4);
+  hl_literal_t *axpy_args[3] = {a, x, y};
+  t_c = BEST_OF_(reps, axpy_c(*(float *)a->data, x->data, y->data, z->data, n));
+  t_ours = time_module(text, axpy_args, 3, reps, false, NULL);
+  printf("# axpy: blocked %.2f ms, C loop %.2f ms\n", 1e3 * t_ours, 1e3 * t_c);
+  hl_bench_report("axpy_fusion_16M", 1 / t_ours, "runs/s", "C_loop", 1 / t_c, true, 0.67);
+
+  // Softmax.
+  snprintf(shape, sizeof shape, "f32[%ld,%ld]", rows, cols);
+  hl_literal_t *sx = hl_bench_literal(shape, 5), *sy = hl_bench_literal(shape, 6);
+  softmax_text(text, sizeof text, rows, cols);
+  t_c = BEST_OF_(reps, softmax_c(sx->data, sy->data, rows, cols));
+  t_ours = time_module(text, &sx, 1, reps, false, NULL);
+  t_ref = time_module(text, &sx, 1, quick ? 1 : 2, true, NULL);
+  printf("# softmax: blocked %.2f ms, C loop %.2f ms, op by op %.2f ms\n", 1e3 * t_ours,
+         1e3 * t_c, 1e3 * t_ref);
+  hl_bench_report("softmax_4096x4096", 1 / t_ours, "runs/s", "C_loop", 1 / t_c, true, 0.5);
+
+  // Softmax and a plain row reduction on 2 threads against 1.
+  double t_soft2 = time_module(text, &sx, 1, reps, false, pool);
+  printf("# softmax: 1 thread %.2f ms, 2 threads %.2f ms\n", 1e3 * t_ours, 1e3 * t_soft2);
+  hl_bench_report("softmax_2_threads", 1 / t_soft2, "runs/s", "1_thread", 1 / t_ours, true,
+                  quick ? 0.0 : 1.8);
+  snprintf(text, sizeof text,
+           "HloModule rows\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+           "  ROOT s = f32[] add(a, b)\n}\nENTRY main {\n  x = f32[%ld,%ld] parameter(0)\n"
+           "  z = f32[] constant(0)\n  ROOT r = f32[%ld] reduce(x, z), dimensions={1}, "
+           "to_apply=add\n}\n",
+           rows, cols, rows);
+  double t_red1 = time_module(text, &sx, 1, reps, false, NULL);
+  double t_red2 = time_module(text, &sx, 1, reps, false, pool);
+  printf("# reduce rows: 1 thread %.2f ms, 2 threads %.2f ms\n", 1e3 * t_red1, 1e3 * t_red2);
+  hl_bench_report("reduce_rows_2_threads", 1 / t_red2, "runs/s", "1_thread", 1 / t_red1, true,
+                  quick ? 0.0 : 1.8);
+
+  // Curve: 2..20 ops over the same two inputs.
+  hl_literal_t *cargs[2] = {x, y};
+  double t2 = 0, t20 = 0;
+  printf("# chain curve (ops: ms):");
+  for (int ops = 2; ops <= 20; ops += 2) {
+    chain_text(text, sizeof text, n, ops);
+    double t = time_module(text, cargs, 2, reps, false, NULL);
+    printf(" %d: %.2f", ops, 1e3 * t);
+    if (ops == 2) t2 = t;
+    if (ops == 20) t20 = t;
+  }
+  printf("\n");
+  hl_bench_report("chain_20_vs_2_ops_64MiB", 1 / t20, "runs/s", "2_ops", 1 / t2, true, 0.67);
+
+  hl_thread_pool_destroy(pool);
+  hl_literal_release(x);
+  hl_literal_release(y);
+  hl_literal_release(z);
+  hl_literal_release(a);
+  hl_literal_release(sx);
+  hl_literal_release(sy);
+  return 0;
+}

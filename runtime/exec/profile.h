@@ -1,0 +1,47 @@
+// Per-instruction profile of one process's runs (hlo-launch --profile):
+// time, calls, bytes moved and FLOPs per instruction, and a roofline model of
+// the whole run.
+//
+// The executor records every instruction that does work itself: a fusion
+// as one entry (its inside is not recorded, blocked or not), while / call /
+// conditional not at all (their bodies' instructions are recorded), so the
+// entries add up to the run's time.
+//
+// Roofline: dot and convolution FLOPs at the measured BLAS rate plus the
+// bytes every other instruction reads and writes at the measured memory
+// bandwidth; the figure is measured time / that model (1.0 = at the roof).
+#ifndef HL_RUNTIME_EXEC_PROFILE_H_
+#define HL_RUNTIME_EXEC_PROFILE_H_
+
+#include <stdint.h>
+
+#include "runtime/base/literal.h"
+#include "runtime/base/status.h"
+#include "runtime/base/strbuf.h"
+#include "runtime/ir/module.h"
+
+typedef struct hl_profile hl_profile_t;
+
+hl_status_t hl_profile_create(hl_profile_t **out_profile);
+void hl_profile_destroy(hl_profile_t *profile);  // NULL-safe
+
+// One call of `inst` that took `seconds`.
+void hl_profile_record(hl_profile_t *profile, const hl_instruction_t *inst, double seconds,
+                       hl_literal_t *const *operands, int operand_count,
+                       const hl_literal_t *result);
+
+// FLOPs of one dot / convolution call (0 for other instructions).
+double hl_profile_flops(const hl_instruction_t *inst, hl_literal_t *const *operands,
+                        int operand_count, const hl_literal_t *result);
+
+// This machine's rates, measured in this process: f32 GEMM FLOP/s
+// (OpenBLAS, 512^3) and memcpy bytes/s (read + write, 64 MiB).
+void hl_profile_measure_machine(double *gemm_flops_per_s, double *copy_bytes_per_s);
+
+// Appends the `top` instructions with the most time (name, opcode, calls,
+// total ms, share, MB moved, MFLOP; totals over the runs) and one roofline line for `run_seconds`
+// of measured time over `runs` runs.
+void hl_profile_format(const hl_profile_t *profile, int top, double run_seconds, int64_t runs,
+                       double gemm_flops_per_s, double copy_bytes_per_s, hl_strbuf_t *out);
+
+#endif  // HL_RUNTIME_EXEC_PROFILE_H_

@@ -1,0 +1,31 @@
+// A fixed pool of threads per process (per MPI rank) for work that splits
+// into independent tasks: blocked fusions, reductions by rows, ...
+//
+//   hl_thread_pool_t *pool;
+//   HL_RETURN_IF_ERROR(hl_thread_pool_create(2, &pool));   // caller + 1 worker
+//   hl_thread_pool_run(pool, tasks, fn, arg);  // fn(arg, task, worker) for every task
+//   hl_thread_pool_destroy(pool);
+//
+// The calling thread is worker 0 and takes tasks too; hl_thread_pool_run
+// returns when every task is done. Tasks are handed out in ascending order
+// from a shared counter, so any task may run on any worker: fn must write
+// disjoint memory per task. One run at a time per pool (the executor is
+// single-threaded above it); a NULL pool runs every task on the caller.
+#ifndef HL_RUNTIME_EXEC_THREAD_POOL_H_
+#define HL_RUNTIME_EXEC_THREAD_POOL_H_
+
+#include <stdint.h>
+
+#include "runtime/base/status.h"
+
+typedef struct hl_thread_pool hl_thread_pool_t;
+
+// threads >= 1 (1: no extra thread is started).
+hl_status_t hl_thread_pool_create(int threads, hl_thread_pool_t **out_pool);
+void hl_thread_pool_destroy(hl_thread_pool_t *pool);  // NULL-safe; joins the workers
+int hl_thread_pool_size(const hl_thread_pool_t *pool);  // 1 for NULL
+
+typedef void (*hl_task_fn_t)(void *arg, int64_t task, int worker);
+void hl_thread_pool_run(hl_thread_pool_t *pool, int64_t tasks, hl_task_fn_t fn, void *arg);
+
+#endif  // HL_RUNTIME_EXEC_THREAD_POOL_H_

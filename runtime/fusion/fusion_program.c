@@ -1,0 +1,998 @@
+// Blocked fusion programs: compile (instructions -> nodes with their index
+// maps resolved) and run (per block, each output pulls its operands through
+// eval(), which memoizes contiguous evaluations and allocates from a
+// per-worker bump arena reset after every block).
+#include "runtime/fusion/fusion_program.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/base/alloc.h"
+#include "runtime/kernels/elementwise_arrays.h"
+#include "runtime/kernels/reduce_fast.h"
+#include "runtime/kernels/reducer_match.h"
+
+// Target elements per block: 4 KiB of f32 per intermediate keeps a chain of
+// a dozen intermediates within L2 while the per-block overhead stays small.
+#define BLOCK_ELEMS 1024
+// Longest reduced row kept whole in one block (the fold must see the row
+// contiguously to visit it in the reduce kernel's order).
+#define MAX_RUN (INT64_C(1) << 22)
+// Largest arena per worker.
+#define MAX_ARENA ((size_t)256 << 20)
+#define MAX_WORKERS 64
+
+typedef enum kind {
+  K_PARAM,
+  K_CONST,
+  K_UNARY,
+  K_BINARY,
+  K_COMPARE,
+  K_SELECT,
+  K_CLAMP,
+  K_CONVERT,
+  K_IOTA,
+  K_SAME,   // same elements in the same row-major order (reshape, bitcast, copy)
+  K_MAP,    // operand index = offset + sum_d idx[d] * stride[d]
+  K_SPLAT,  // broadcast of a one-element operand
+} kind_t;
+
+typedef struct node {
+  kind_t kind;
+  hl_opcode_t op;
+  hl_dtype_t dtype, in_dtype;
+  size_t es;
+  int nops;
+  int ops[3];
+  bool scalar_op[3];  // select pred / clamp bounds given as one element
+  int rank;
+  int64_t dims[HL_MAX_RANK];
+  int64_t count;
+  int64_t stride[HL_MAX_RANK], offset;  // K_MAP
+  bool contiguous;                      // K_MAP: stride[] are the row-major strides
+  hl_comparison_direction_t dir;        // K_COMPARE
+  hl_comparison_type_t ctype;
+  int64_t iota_inner, iota_size;  // K_IOTA
+  int param;                      // K_PARAM
+  const void *data;               // K_CONST
+} node_t;
+
+typedef struct output {
+  int node;  // array output: the node; reduce: its input node
+  bool reduce;
+  int init;  // reduce: the init node (one element)
+  hl_reduce_run_fn fold, combine;
+  const hl_shape_t *shape;
+} output_t;
+
+typedef struct segment {
+  int64_t size;
+  bool reduced;
+  int64_t out_stride;
+} segment_t;
+
+typedef struct workspace {
+  char *arena;
+  size_t used, cap;
+  void **extra;  // blocks beyond the arena (see arena_alloc), freed per block
+  int extra_count, extra_cap;
+  uint64_t gen;
+  uint64_t *memo_gen;
+  int64_t *memo_start, *memo_m;
+  const void **memo_ptr;
+} workspace_t;
+
+struct hl_fusion_program {
+  node_t *nodes;
+  int count;
+  int param_count;
+  output_t *outs;
+  int out_count;
+  bool tuple;
+  // Iteration space: the dimensions of the array outputs / the reduce input.
+  int64_t total;
+  bool has_reduce;
+  segment_t seg[HL_MAX_RANK + 1];
+  int nseg;
+  int64_t run_len;     // elements per run (reduce: the merged minor segment)
+  int64_t block_runs;  // runs per block (1 run = 1 element without reduce)
+  bool parallel;       // blocks write disjoint outputs
+  size_t arena_bytes;
+  workspace_t *ws[MAX_WORKERS];
+};
+
+//===----------------------------------------------------------------------===//
+// Compile
+//===----------------------------------------------------------------------===//
+
+static bool real_type(hl_dtype_t t) {
+  return hl_dtype_is_integer(t) || t == HL_PRED || hl_dtype_is_float(t);
+}
+
+// Row-major strides of dims.
+static void strides_of(int rank, const int64_t *dims, int64_t *str) {
+  int64_t s = 1;
+  for (int d = rank - 1; d >= 0; d--) {
+    str[d] = s;
+    s *= dims[d];
+  }
+}
+
+static bool iota_type(hl_dtype_t t) { return hl_dtype_is_integer(t) || t == HL_F32 || t == HL_F64; }
+
+// Fills node n for instruction inst (operand nodes already mapped in
+// index_of); returns the reason when not covered.
+static const char *compile_node(const hl_instruction_t *inst, const int *index_of,
+                                const node_t *nodes, node_t *n) {
+  const hl_shape_t *s = &inst->shape;
+  if (!hl_shape_is_array(s) || !real_type(s->dtype)) return "a non-real or non-array value";
+  memset(n, 0, sizeof(*n));
+  n->op = inst->opcode;
+  n->dtype = s->dtype;
+  n->es = hl_dtype_size(s->dtype);
+  n->rank = s->rank;
+  memcpy(n->dims, s->dims, sizeof(int64_t) * (size_t)s->rank);
+  n->count = hl_shape_element_count(s);
+  if (s->dynamic_mask) return "a dynamic shape";
+  n->nops = inst->operand_count;
+  if (n->nops > 3) return "an instruction with more than 3 operands";
+  for (int i = 0; i < n->nops; i++) {
+    n->ops[i] = index_of[inst->operands[i]->index];
+    if (n->ops[i] < 0) return "an operand outside the covered set";
+  }
+  const hl_shape_t *o0 = n->nops > 0 ? &inst->operands[0]->shape : NULL;
+  const node_t *x = n->nops > 0 ? &nodes[n->ops[0]] : NULL;
+  switch (inst->opcode) {
+    case HL_OP_PARAMETER:
+      n->kind = K_PARAM;
+      n->param = (int)inst->attrs.parameter_number;
+      return NULL;
+    case HL_OP_CONSTANT: {
+      const hl_literal_t *lit = inst->attrs.literal;
+      if (!lit || !hl_shape_is_array(&lit->shape) || lit->shape.dtype != s->dtype ||
+          !hl_shape_same_dims(&lit->shape, s))
+        return "a constant whose literal does not match its shape";
+      n->kind = K_CONST;
+      n->data = lit->data;
+      return NULL;
+    }
+    case HL_OP_CONVERT:
+      if (!hl_shape_same_dims(o0, s)) return "convert with other dimensions";
+      if (o0->dtype != s->dtype && !hl_convert_supported(o0->dtype, s->dtype))
+        return "convert between these types";
+      n->kind = o0->dtype == s->dtype ? K_SAME : K_CONVERT;
+      n->in_dtype = o0->dtype;
+      return NULL;
+    case HL_OP_COMPARE: {
+      const hl_shape_t *o1 = &inst->operands[1]->shape;
+      if (!hl_shape_equal(o0, o1) || !hl_shape_same_dims(o0, s) || s->dtype != HL_PRED)
+        return "compare with mismatched shapes";
+      hl_comparison_type_t type = inst->attrs.comparison_type;
+      if (type == HL_CMPTYPE_DEFAULT) type = hl_comparison_type_default(o0->dtype);
+      if (!hl_compare_supported(inst->attrs.comparison_direction, type, o0->dtype))
+        return "compare of this type";
+      n->kind = K_COMPARE;
+      n->dir = inst->attrs.comparison_direction;
+      n->ctype = type;
+      n->in_dtype = o0->dtype;
+      return NULL;
+    }
+    case HL_OP_SELECT: {
+      bool scalar_pred = o0->rank == 0;
+      if (o0->dtype != HL_PRED || (!scalar_pred && !hl_shape_same_dims(o0, s)) ||
+          !hl_shape_equal(&inst->operands[1]->shape, s) ||
+          !hl_shape_equal(&inst->operands[2]->shape, s))
+        return "select with mismatched shapes";
+      n->kind = K_SELECT;
+      n->scalar_op[0] = scalar_pred;
+      return NULL;
+    }
+    case HL_OP_CLAMP: {
+      const hl_shape_t *xs = &inst->operands[1]->shape, *hs = &inst->operands[2]->shape;
+      if (!hl_shape_equal(xs, s) || o0->dtype != s->dtype || hs->dtype != s->dtype ||
+          (o0->rank != 0 && !hl_shape_same_dims(o0, xs)) ||
+          (hs->rank != 0 && !hl_shape_same_dims(hs, xs)) || !hl_clamp_supported(s->dtype))
+        return "clamp with mismatched shapes";
+      n->kind = K_CLAMP;
+      n->scalar_op[0] = o0->rank == 0;
+      n->scalar_op[2] = hs->rank == 0;
+      return NULL;
+    }
+    case HL_OP_IOTA: {
+      if (inst->attrs.dimensions.n != 1 || !iota_type(s->dtype)) return "iota of this type";
+      int64_t id = inst->attrs.dimensions.v[0];
+      if (id < 0 || id >= s->rank) return "iota with a bad dimension";
+      n->kind = K_IOTA;
+      n->iota_size = s->dims[id];
+      n->iota_inner = 1;
+      for (int d = (int)id + 1; d < s->rank; d++) n->iota_inner *= s->dims[d];
+      return NULL;
+    }
+    case HL_OP_RESHAPE:
+      if (o0->dtype != s->dtype || x->count != n->count) return "reshape with another size";
+      n->kind = K_SAME;
+      return NULL;
+    case HL_OP_BITCAST:
+    case HL_OP_COPY:
+      // Between default layouts only: otherwise a layout change is a
+      // transpose of the physical order, which the op-by-op path decides.
+      if (o0->dtype != s->dtype || x->count != n->count || !hl_shape_has_default_layout(o0) ||
+          !hl_shape_has_default_layout(s) ||
+          (inst->opcode == HL_OP_COPY && !hl_shape_same_dims(o0, s)))
+        return "bitcast or copy between layouts";
+      n->kind = K_SAME;
+      return NULL;
+    case HL_OP_BROADCAST: {
+      const hl_i64_list_t *dm = &inst->attrs.dimensions;
+      if (o0->dtype != s->dtype || dm->n != o0->rank) return "broadcast with bad dimensions";
+      if (x->count == 1 && n->count > 0) {
+        n->kind = K_SPLAT;
+        return NULL;
+      }
+      int64_t ostr[HL_MAX_RANK];
+      strides_of(o0->rank, o0->dims, ostr);
+      bool used[HL_MAX_RANK] = {false};
+      for (int i = 0; i < dm->n; i++) {
+        int64_t d = dm->v[i];
+        if (d < 0 || d >= s->rank || used[d]) return "broadcast with bad dimensions";
+        used[d] = true;
+        if (o0->dims[i] == s->dims[d])
+          n->stride[d] = ostr[i];
+        else if (o0->dims[i] != 1)
+          return "broadcast with bad dimensions";
+      }
+      n->kind = K_MAP;
+      break;
+    }
+    case HL_OP_TRANSPOSE: {
+      const hl_i64_list_t *perm = &inst->attrs.dimensions;
+      if (o0->dtype != s->dtype || perm->n != o0->rank || s->rank != o0->rank)
+        return "transpose with bad dimensions";
+      int64_t ostr[HL_MAX_RANK];
+      strides_of(o0->rank, o0->dims, ostr);
+      bool seen[HL_MAX_RANK] = {false};
+      for (int i = 0; i < perm->n; i++) {
+        int64_t p = perm->v[i];
+        if (p < 0 || p >= o0->rank || seen[p] || s->dims[i] != o0->dims[p])
+          return "transpose with bad dimensions";
+        seen[p] = true;
+        n->stride[i] = ostr[p];
+      }
+      n->kind = K_MAP;
+      break;
+    }
+    case HL_OP_SLICE: {
+      if (o0->dtype != s->dtype || inst->attrs.slice_count != o0->rank || s->rank != o0->rank)
+        return "slice with bad dimensions";
+      int64_t ostr[HL_MAX_RANK];
+      strides_of(o0->rank, o0->dims, ostr);
+      for (int d = 0; d < o0->rank; d++) {
+        const hl_slice_dim_t *sd = &inst->attrs.slice_dimensions[d];
+        if (sd->start < 0 || sd->limit < sd->start || sd->limit > o0->dims[d] || sd->stride < 1)
+          return "slice out of bounds";
+        int64_t cnt = sd->limit == sd->start ? 0 : (sd->limit - sd->start - 1) / sd->stride + 1;
+        if (cnt != s->dims[d]) return "slice with bad dimensions";
+        n->offset += sd->start * ostr[d];
+        n->stride[d] = ostr[d] * sd->stride;
+      }
+      n->kind = K_MAP;
+      break;
+    }
+    case HL_OP_REVERSE: {
+      if (o0->dtype != s->dtype || !hl_shape_same_dims(o0, s)) return "reverse with bad shapes";
+      int64_t ostr[HL_MAX_RANK];
+      strides_of(o0->rank, o0->dims, ostr);
+      for (int d = 0; d < s->rank; d++) n->stride[d] = ostr[d];
+      const hl_i64_list_t *dm = &inst->attrs.dimensions;
+      bool seen[HL_MAX_RANK] = {false};
+      for (int i = 0; i < dm->n; i++) {
+        int64_t d = dm->v[i];
+        if (d < 0 || d >= s->rank || seen[d]) return "reverse with bad dimensions";
+        seen[d] = true;
+        n->offset += (s->dims[d] - 1) * ostr[d];
+        n->stride[d] = -ostr[d];
+      }
+      n->kind = K_MAP;
+      break;
+    }
+    default:
+      if (n->nops == 1 && hl_ew_unary_supported(inst->opcode, o0->dtype, s->dtype) &&
+          hl_shape_same_dims(o0, s) && hl_opcode_arity(inst->opcode) == 1 &&
+          inst->opcode != HL_OP_CONVERT) {
+        n->kind = K_UNARY;
+        n->in_dtype = o0->dtype;
+        return NULL;
+      }
+      if (n->nops == 2 && hl_ew_binary_supported(inst->opcode, o0->dtype, s->dtype) &&
+          inst->operands[1]->shape.dtype == o0->dtype && hl_shape_same_dims(o0, s) &&
+          hl_shape_same_dims(&inst->operands[1]->shape, s)) {
+        n->kind = K_BINARY;
+        n->in_dtype = o0->dtype;
+        return NULL;
+      }
+      return "an instruction the blocked path does not cover";
+  }
+  // K_MAP: is it the identity on linear indices plus an offset?
+  int64_t rstr[HL_MAX_RANK];
+  strides_of(s->rank, s->dims, rstr);
+  n->contiguous = true;
+  for (int d = 0; d < s->rank; d++)
+    if (s->dims[d] > 1 && n->stride[d] != rstr[d]) n->contiguous = false;
+  return NULL;
+}
+
+// A reduce root: single input, fast-path reducer, result of the kept dims.
+static const char *compile_reduce(const hl_instruction_t *r, const int *index_of,
+                                  const node_t *nodes, output_t *o, bool *reduced) {
+  if (r->operand_count != 2) return "a variadic reduce";
+  const hl_instruction_t *in = r->operands[0], *init = r->operands[1];
+  int xi = index_of[in->index], ii = index_of[init->index];
+  if (xi < 0 || ii < 0) return "a reduce of an uncovered operand";
+  hl_dtype_t t = in->shape.dtype;
+  if (init->shape.rank != 0 || init->shape.dtype != t || r->shape.dtype != t ||
+      !hl_shape_is_array(&r->shape))
+    return "a reduce with mismatched types";
+  const hl_computation_t *reducer = hl_instruction_to_apply(r);
+  if (!reducer || !hl_reduce_fast_fns(t, hl_simple_reducer_op(reducer, t), &o->fold, &o->combine))
+    return "a reduce whose reducer is not a simple op";
+  memset(reduced, 0, sizeof(bool) * HL_MAX_RANK);
+  const hl_i64_list_t *dims = &r->attrs.dimensions;
+  for (int i = 0; i < dims->n; i++) {
+    int64_t d = dims->v[i];
+    if (d < 0 || d >= in->shape.rank || reduced[d]) return "a reduce with bad dimensions";
+    reduced[d] = true;
+  }
+  if (r->shape.rank != in->shape.rank - dims->n) return "a reduce with a bad result";
+  for (int d = 0, j = 0; d < in->shape.rank; d++)
+    if (!reduced[d] && r->shape.dims[j++] != in->shape.dims[d]) return "a reduce with a bad result";
+  o->node = xi;
+  o->init = ii;
+  o->reduce = true;
+  o->shape = &r->shape;
+  return NULL;
+}
+
+// Arena bytes one evaluation of node k over m elements may take.
+static size_t eval_bytes(const node_t *n, int64_t m) {
+  // Values, an index array, and per-run pieces of map_runs (runs of >= 64
+  // elements: two index entries and 128 bytes of rounding per run, at most
+  // four nested levels).
+  return (size_t)m * (n->es + sizeof(int64_t) + 16) + 256;
+}
+
+// Evaluations per block: a node reached through element-wise edges from an
+// output at the block's own range is evaluated once (memoized); through an
+// index map, once per path.
+static bool size_arena(hl_fusion_program_t *p, int64_t m) {
+  int c = p->count;
+  bool *at_root = hl_calloc((size_t)c, sizeof(bool));
+  double *other = hl_calloc((size_t)c, sizeof(double));
+  if (!at_root || !other) {
+    hl_free(at_root);
+    hl_free(other);
+    return false;
+  }
+  for (int i = 0; i < p->out_count; i++) {
+    at_root[p->outs[i].node] = true;
+    if (p->outs[i].reduce) other[p->outs[i].init] += 1;
+  }
+  for (int k = c - 1; k >= 0; k--) {
+    const node_t *n = &p->nodes[k];
+    bool elementwise = n->kind != K_MAP && n->kind != K_SPLAT;
+    for (int i = 0; i < n->nops; i++) {
+      int o = n->ops[i];
+      bool scalar = n->scalar_op[i] || n->kind == K_SPLAT;
+      if (scalar) {
+        other[o] += (at_root[k] ? 1 : 0) + other[k];
+      } else if (elementwise) {
+        if (at_root[k]) at_root[o] = true;
+        other[o] += other[k];
+      } else {
+        other[o] += (at_root[k] ? 1 : 0) + other[k];
+      }
+    }
+  }
+  double total = 0;
+  for (int k = 0; k < c; k++)
+    total += ((at_root[k] ? 1 : 0) + other[k]) * (double)eval_bytes(&p->nodes[k], m);
+  hl_free(at_root);
+  hl_free(other);
+  if (total > (double)MAX_ARENA) return false;
+  p->arena_bytes = (size_t)total + 4096;
+  return true;
+}
+
+// The reduce kernel's segments of the input dims (reduce.c reduce_fast).
+static void make_segments(hl_fusion_program_t *p, const hl_shape_t *xs, const bool *reduced) {
+  int ns = 0;
+  for (int d = 0; d < xs->rank; d++) {
+    if (xs->dims[d] == 1) continue;
+    if (ns > 0 && p->seg[ns - 1].reduced == reduced[d])
+      p->seg[ns - 1].size *= xs->dims[d];
+    else
+      p->seg[ns++] = (segment_t){xs->dims[d], reduced[d], 0};
+  }
+  if (ns == 0) p->seg[ns++] = (segment_t){1, false, 0};
+  int64_t stride = 1;
+  for (int k = ns - 1; k >= 0; k--) {
+    if (p->seg[k].reduced) continue;
+    p->seg[k].out_stride = stride;
+    stride *= p->seg[k].size;
+  }
+  p->nseg = ns;
+  p->run_len = p->seg[ns - 1].size;
+  // Runs land on distinct outputs when only the minor segment is reduced.
+  bool parallel = true;
+  for (int k = 0; k < ns - 1; k++)
+    if (p->seg[k].reduced) parallel = false;
+  if (!p->seg[ns - 1].reduced && ns > 1) parallel = false;
+  p->parallel = parallel;
+}
+
+hl_status_t hl_fusion_program_compile(const hl_computation_t *c, hl_fusion_program_t **out,
+                                      const char **why) {
+  *out = NULL;
+  *why = NULL;
+  int n = c->instruction_count;
+  hl_fusion_program_t *p = hl_calloc(1, sizeof(*p));
+  int *index_of = hl_malloc(sizeof(int) * (size_t)(n ? n : 1));
+  if (p) p->nodes = hl_calloc((size_t)(n ? n : 1), sizeof(node_t));
+  if (p)
+    p->outs = hl_calloc(
+        (size_t)(c->root && c->root->shape.dtype == HL_TUPLE ? c->root->operand_count + 1 : 1),
+        sizeof(output_t));
+  if (!p || !index_of || !p->nodes || !p->outs) {
+    hl_free(index_of);
+    hl_fusion_program_destroy(p);
+    return HL_OOM();
+  }
+  const char *reason = NULL;
+  const hl_instruction_t *root = c->root;
+  bool tuple_root = root && root->opcode == HL_OP_TUPLE;
+  for (int i = 0; i < n && !reason; i++) {
+    const hl_instruction_t *inst = c->instructions[i];
+    index_of[i] = -1;
+    if (inst->control_predecessor_count)
+      reason = "control dependencies";
+    else if (inst->opcode == HL_OP_REDUCE || (inst == root && tuple_root))
+      continue;
+    else if ((reason = compile_node(inst, index_of, p->nodes, &p->nodes[p->count])) == NULL)
+      index_of[i] = p->count++;
+  }
+  if (!reason && !root) reason = "no root";
+  // Outputs; a reduce may only be an output (its users are not covered).
+  bool reduced[HL_MAX_RANK] = {false}, reduced0[HL_MAX_RANK] = {false};
+  const hl_shape_t *space = NULL;
+  int outs = tuple_root ? root->operand_count : 1;
+  for (int i = 0; i < outs && !reason; i++) {
+    const hl_instruction_t *o = tuple_root ? root->operands[i] : root;
+    output_t *po = &p->outs[p->out_count];
+    if (o->opcode == HL_OP_REDUCE) {
+      reason = compile_reduce(o, index_of, p->nodes, po, reduced);
+      if (reason) break;
+      const hl_shape_t *xs = &o->operands[0]->shape;
+      if (!p->has_reduce) {
+        memcpy(reduced0, reduced, sizeof(reduced));
+        if (space && !hl_shape_same_dims(space, xs)) reason = "outputs of different shapes";
+        space = xs;
+        p->has_reduce = true;
+      } else if (!hl_shape_same_dims(space, xs) || memcmp(reduced, reduced0, sizeof(reduced))) {
+        reason = "reduces of different shapes";
+      }
+    } else {
+      int k = index_of[o->index];
+      if (k < 0) {
+        reason = "an uncovered output";
+        break;
+      }
+      *po = (output_t){.node = k, .shape = &o->shape};
+      if (space && !hl_shape_same_dims(space, &o->shape)) reason = "outputs of different shapes";
+      if (!space) space = &o->shape;
+    }
+    p->out_count++;
+  }
+  // Reduces used by other instructions are not covered.
+  for (int i = 0; i < n && !reason; i++) {
+    const hl_instruction_t *inst = c->instructions[i];
+    for (int j = 0; j < inst->operand_count && !reason; j++)
+      if (inst->operands[j]->opcode == HL_OP_REDUCE && !(inst == root && tuple_root))
+        reason = "a reduce used inside the fusion";
+    if (inst->opcode == HL_OP_TUPLE && inst != root) reason = "a tuple inside the fusion";
+  }
+  for (int i = 0; i < c->parameter_count && !reason; i++)
+    if (!c->parameters[i] || index_of[c->parameters[i]->index] < 0) reason = "a parameter";
+  hl_free(index_of);
+  if (reason) {
+    hl_fusion_program_destroy(p);
+    *why = reason;
+    return NULL;
+  }
+  p->tuple = tuple_root;
+  p->param_count = c->parameter_count;
+  p->total = hl_shape_element_count(space);
+  if (p->has_reduce) {
+    make_segments(p, space, reduced0);
+    if (p->run_len > MAX_RUN) {
+      hl_fusion_program_destroy(p);
+      *why = "a reduced row too long for one block";
+      return NULL;
+    }
+  } else {
+    p->run_len = 1;
+    p->parallel = true;
+  }
+  p->block_runs = p->run_len >= BLOCK_ELEMS ? 1 : BLOCK_ELEMS / p->run_len;
+  if (!size_arena(p, p->block_runs * p->run_len)) {
+    hl_fusion_program_destroy(p);
+    *why = "too many re-evaluations through index maps";
+    return NULL;
+  }
+  *out = p;
+  return NULL;
+}
+
+static void workspace_reset(workspace_t *w);
+
+static void workspace_destroy(workspace_t *w) {
+  if (!w) return;
+  workspace_reset(w);
+  hl_free(w->extra);
+  hl_free(w->arena);
+  hl_free(w->memo_gen);
+  hl_free(w->memo_start);
+  hl_free(w->memo_m);
+  hl_free(w->memo_ptr);
+  hl_free(w);
+}
+
+void hl_fusion_program_destroy(hl_fusion_program_t *p) {
+  if (!p) return;
+  for (int i = 0; i < MAX_WORKERS; i++) workspace_destroy(p->ws[i]);
+  hl_free(p->nodes);
+  hl_free(p->outs);
+  hl_free(p);
+}
+
+int64_t hl_fusion_program_block_elements(const hl_fusion_program_t *p) {
+  return p->block_runs * p->run_len;
+}
+
+//===----------------------------------------------------------------------===//
+// Run
+//===----------------------------------------------------------------------===//
+
+typedef struct run_state {
+  hl_fusion_program_t *p;
+  const void **param_data;
+  char **out_data;  // per output
+  int64_t blocks;
+} run_state_t;
+
+static void *arena_alloc(workspace_t *w, size_t bytes) {
+  bytes = (bytes + 63) & ~(size_t)63;
+  if (w->used + bytes <= w->cap) {
+    void *r = w->arena + w->used;
+    w->used += bytes;
+    return r;
+  }
+  // size_arena bounds what a block takes, so this is a safety net: a
+  // separate allocation, released when the next block starts.
+  if (w->extra_count == w->extra_cap) {
+    int cap = w->extra_cap ? 2 * w->extra_cap : 8;
+    void **e = hl_realloc(w->extra, sizeof(void *) * (size_t)cap);
+    if (!e) abort();  // out of memory in the middle of a block: nothing to unwind to
+    w->extra = e;
+    w->extra_cap = cap;
+  }
+  void *r = hl_malloc(bytes);
+  if (!r) abort();
+  w->extra[w->extra_count++] = r;
+  return r;
+}
+
+// Starts a block: the arena is empty and memoized values are stale.
+static void workspace_reset(workspace_t *w) {
+  for (int i = 0; i < w->extra_count; i++) hl_free(w->extra[i]);
+  w->extra_count = 0;
+  w->used = 0;
+  w->gen++;
+}
+
+static void gather(size_t es, const char *base, const int64_t *idx, void *dst, int64_t m) {
+  switch (es) {
+    case 1:
+      for (int64_t i = 0; i < m; i++) ((uint8_t *)dst)[i] = ((const uint8_t *)base)[idx[i]];
+      break;
+    case 2:
+      for (int64_t i = 0; i < m; i++) ((uint16_t *)dst)[i] = ((const uint16_t *)base)[idx[i]];
+      break;
+    case 4:
+      for (int64_t i = 0; i < m; i++) ((uint32_t *)dst)[i] = ((const uint32_t *)base)[idx[i]];
+      break;
+    case 8:
+      for (int64_t i = 0; i < m; i++) ((uint64_t *)dst)[i] = ((const uint64_t *)base)[idx[i]];
+      break;
+    default:
+      for (int64_t i = 0; i < m; i++)
+        memcpy((char *)dst + (size_t)i * es, base + (size_t)idx[i] * es, es);
+  }
+}
+
+static void splat(size_t es, const void *v, void *dst, int64_t m) {
+  switch (es) {
+    case 1:
+      memset(dst, *(const uint8_t *)v, (size_t)m);
+      break;
+    case 2: {
+      uint16_t x;
+      memcpy(&x, v, 2);
+      for (int64_t i = 0; i < m; i++) ((uint16_t *)dst)[i] = x;
+      break;
+    }
+    case 4: {
+      uint32_t x;
+      memcpy(&x, v, 4);
+      for (int64_t i = 0; i < m; i++) ((uint32_t *)dst)[i] = x;
+      break;
+    }
+    case 8: {
+      uint64_t x;
+      memcpy(&x, v, 8);
+      for (int64_t i = 0; i < m; i++) ((uint64_t *)dst)[i] = x;
+      break;
+    }
+    default:
+      for (int64_t i = 0; i < m; i++) memcpy((char *)dst + (size_t)i * es, v, es);
+  }
+}
+
+// Operand indices of a K_MAP node for its elements start.. (idx NULL) or idx[].
+static void map_indices(const node_t *n, int64_t start, const int64_t *idx, int64_t m,
+                        int64_t *oi) {
+  int r = n->rank;
+  if (r == 0) {
+    for (int64_t i = 0; i < m; i++) oi[i] = n->offset;
+    return;
+  }
+  if (idx) {
+    for (int64_t i = 0; i < m; i++) {
+      int64_t rest = idx[i], off = n->offset;
+      for (int d = r - 1; d >= 0; d--) {
+        off += (rest % n->dims[d]) * n->stride[d];
+        rest /= n->dims[d];
+      }
+      oi[i] = off;
+    }
+    return;
+  }
+  // Strided walk: one division per block, then carries.
+  int64_t ctr[HL_MAX_RANK], rest = start, off = n->offset;
+  for (int d = r - 1; d >= 0; d--) {
+    ctr[d] = rest % n->dims[d];
+    rest /= n->dims[d];
+    off += ctr[d] * n->stride[d];
+  }
+  int64_t inner = n->dims[r - 1], s = n->stride[r - 1];
+  int64_t i = 0;
+  while (i < m) {
+    int64_t run = inner - ctr[r - 1];
+    if (run > m - i) run = m - i;
+    for (int64_t j = 0; j < run; j++) oi[i + j] = off + j * s;
+    i += run;
+    off += run * s;
+    ctr[r - 1] += run;
+    for (int d = r - 1; d > 0 && ctr[d] == n->dims[d]; d--) {
+      off -= n->dims[d] * n->stride[d];
+      ctr[d] = 0;
+      ctr[d - 1]++;
+      off += n->stride[d - 1];
+    }
+  }
+}
+
+static void iota_values(const node_t *n, int64_t start, const int64_t *idx, int64_t m, void *y,
+                        workspace_t *w) {
+  int64_t *v = arena_alloc(w, (size_t)m * sizeof(int64_t));
+  for (int64_t i = 0; i < m; i++)
+    v[i] = ((idx ? idx[i] : start + i) / n->iota_inner) % n->iota_size;
+  if (n->dtype == HL_F32) {
+    for (int64_t i = 0; i < m; i++) ((float *)y)[i] = (float)(double)v[i];
+  } else if (n->dtype == HL_F64) {
+    for (int64_t i = 0; i < m; i++) ((double *)y)[i] = (double)v[i];
+  } else {
+    // Integers keep the low bits, as hl_elem_store_int does (via convert's loop).
+    hl_convert_array(HL_S64, n->dtype, v, y, m);
+  }
+}
+
+static const void *eval_to(const hl_fusion_program_t *p, workspace_t *w, const void **params, int k,
+                           int64_t start, const int64_t *idx, int64_t m, void *dst);
+
+static const void *eval(const hl_fusion_program_t *p, workspace_t *w, const void **params, int k,
+                        int64_t start, const int64_t *idx, int64_t m) {
+  return eval_to(p, w, params, k, start, idx, m, NULL);
+}
+
+// Where a node's values go: dst when the caller gave one (an output), else
+// the arena.
+static void *result_buffer(workspace_t *w, void *dst, size_t bytes) {
+  return dst ? dst : arena_alloc(w, bytes);
+}
+
+// A K_MAP over a contiguous range whose innermost dimension is long and
+// maps to stride 0 (a broadcast along the minor dimension: runs of one
+// value) or stride 1 (contiguous runs of the operand): evaluates the
+// operand once per distinct value / per run instead of per element.
+static bool map_runs(const hl_fusion_program_t *p, workspace_t *w, const void **params,
+                     const node_t *n, int64_t start, int64_t m, void *y) {
+  int r = n->rank;
+  int64_t inner = r ? n->dims[r - 1] : 0, s = r ? n->stride[r - 1] : 0;
+  if (r == 0 || inner < 64 || (s != 0 && s != 1)) return false;
+  int64_t first = start % inner, nruns = (first + m + inner - 1) / inner;
+  int64_t *heads = arena_alloc(w, (size_t)nruns * sizeof(int64_t));
+  // Operand index of the first element of each run (the rest follow at
+  // stride s): the operand of a row start, via the generic index map.
+  for (int64_t j = 0; j < nruns; j++) heads[j] = j == 0 ? start : start - first + j * inner;
+  int64_t *ops = arena_alloc(w, (size_t)nruns * sizeof(int64_t));
+  map_indices(n, 0, heads, nruns, ops);
+  char *out = y;
+  if (s == 0) {
+    const char *v = eval(p, w, params, n->ops[0], 0, ops, nruns);
+    for (int64_t j = 0, done = 0; j < nruns; j++) {
+      int64_t len = (j == 0 ? inner - first : inner);
+      if (len > m - done) len = m - done;
+      splat(n->es, v + (size_t)j * n->es, out + (size_t)done * n->es, len);
+      done += len;
+    }
+    return true;
+  }
+  for (int64_t j = 0, done = 0; j < nruns; j++) {
+    int64_t len = (j == 0 ? inner - first : inner);
+    if (len > m - done) len = m - done;
+    const void *v = eval(p, w, params, n->ops[0], ops[j], NULL, len);
+    memcpy(out + (size_t)done * n->es, v, (size_t)len * n->es);
+    done += len;
+  }
+  return true;
+}
+
+// Values of node k at its elements start..start+m (idx NULL) or idx[0..m),
+// written to dst when given (the returned pointer may still differ: a
+// parameter's own data or a memoized value).
+static const void *eval_to(const hl_fusion_program_t *p, workspace_t *w, const void **params, int k,
+                           int64_t start, const int64_t *idx, int64_t m, void *dst) {
+  const node_t *n = &p->nodes[k];
+  if (!idx && w->memo_gen[k] == w->gen && w->memo_start[k] == start && w->memo_m[k] == m)
+    return w->memo_ptr[k];
+  const void *r = NULL;
+  void *y;
+  switch (n->kind) {
+    case K_PARAM:
+    case K_CONST: {
+      const char *base = n->kind == K_PARAM ? params[n->param] : n->data;
+      if (!idx) return base + (size_t)start * n->es;
+      y = result_buffer(w, dst, (size_t)m * n->es);
+      gather(n->es, base, idx, y, m);
+      return y;
+    }
+    case K_UNARY: {
+      const void *x = eval(p, w, params, n->ops[0], start, idx, m);
+      y = result_buffer(w, dst, (size_t)m * n->es);
+      hl_ew_unary_array(n->op, n->in_dtype, n->dtype, x, y, m);
+      r = y;
+      break;
+    }
+    case K_BINARY: {
+      // A broadcast scalar operand is read once instead of repeated.
+      bool sa = p->nodes[n->ops[0]].kind == K_SPLAT, sb = p->nodes[n->ops[1]].kind == K_SPLAT;
+      if (sa != sb && n->in_dtype == n->dtype && (n->dtype == HL_F32 || n->dtype == HL_F64)) {
+        int vk = n->ops[sa ? 1 : 0], sk = p->nodes[n->ops[sa ? 0 : 1]].ops[0];
+        const void *sv = eval(p, w, params, sk, 0, NULL, 1);
+        const void *v = eval(p, w, params, vk, start, idx, m);
+        y = result_buffer(w, dst, (size_t)m * n->es);
+        if (hl_ew_binary_array_scalar(n->op, n->dtype, sa ? sv : v, sa, sa ? v : sv, y, m)) {
+          r = y;
+          break;
+        }
+      }
+      const void *a = eval(p, w, params, n->ops[0], start, idx, m);
+      const void *b = eval(p, w, params, n->ops[1], start, idx, m);
+      y = result_buffer(w, dst, (size_t)m * n->es);
+      hl_ew_binary_array(n->op, n->in_dtype, n->dtype, a, b, y, m);
+      r = y;
+      break;
+    }
+    case K_COMPARE: {
+      const void *a = eval(p, w, params, n->ops[0], start, idx, m);
+      const void *b = eval(p, w, params, n->ops[1], start, idx, m);
+      y = result_buffer(w, dst, (size_t)m);
+      hl_compare_array(n->dir, n->ctype, n->in_dtype, a, b, y, m);
+      r = y;
+      break;
+    }
+    case K_SELECT: {
+      if (n->scalar_op[0]) {
+        const uint8_t *pred = eval(p, w, params, n->ops[0], 0, NULL, 1);
+        r = eval(p, w, params, n->ops[pred[0] ? 1 : 2], start, idx, m);
+        break;
+      }
+      const uint8_t *pred = eval(p, w, params, n->ops[0], start, idx, m);
+      const void *t = eval(p, w, params, n->ops[1], start, idx, m);
+      const void *f = eval(p, w, params, n->ops[2], start, idx, m);
+      y = result_buffer(w, dst, (size_t)m * n->es);
+      hl_select_array(n->es, pred, t, f, y, m);
+      r = y;
+      break;
+    }
+    case K_CLAMP: {
+      const void *lo = n->scalar_op[0] ? eval(p, w, params, n->ops[0], 0, NULL, 1)
+                                       : eval(p, w, params, n->ops[0], start, idx, m);
+      const void *x = eval(p, w, params, n->ops[1], start, idx, m);
+      const void *hi = n->scalar_op[2] ? eval(p, w, params, n->ops[2], 0, NULL, 1)
+                                       : eval(p, w, params, n->ops[2], start, idx, m);
+      y = result_buffer(w, dst, (size_t)m * n->es);
+      hl_clamp_array(n->dtype, lo, n->scalar_op[0], x, hi, n->scalar_op[2], y, m);
+      r = y;
+      break;
+    }
+    case K_CONVERT: {
+      const void *x = eval(p, w, params, n->ops[0], start, idx, m);
+      y = result_buffer(w, dst, (size_t)m * n->es);
+      hl_convert_array(n->in_dtype, n->dtype, x, y, m);
+      r = y;
+      break;
+    }
+    case K_IOTA:
+      y = result_buffer(w, dst, (size_t)m * n->es);
+      iota_values(n, start, idx, m, y, w);
+      r = y;
+      break;
+    case K_SAME:
+      r = eval(p, w, params, n->ops[0], start, idx, m);
+      break;
+    case K_SPLAT: {
+      const void *v = eval(p, w, params, n->ops[0], 0, NULL, 1);
+      y = result_buffer(w, dst, (size_t)m * n->es);
+      splat(n->es, v, y, m);
+      r = y;
+      break;
+    }
+    case K_MAP:
+      if (!idx && n->contiguous) {
+        r = eval(p, w, params, n->ops[0], start + n->offset, NULL, m);
+      } else if (!idx && map_runs(p, w, params, n, start, m,
+                                  y = result_buffer(w, dst, (size_t)m * n->es))) {
+        r = y;
+      } else {
+        int64_t *oi = arena_alloc(w, (size_t)m * sizeof(int64_t));
+        map_indices(n, start, idx, m, oi);
+        r = eval(p, w, params, n->ops[0], 0, oi, m);
+      }
+      break;
+  }
+  if (!idx) {
+    w->memo_gen[k] = w->gen;
+    w->memo_start[k] = start;
+    w->memo_m[k] = m;
+    w->memo_ptr[k] = r;
+  }
+  return r;
+}
+
+// The output offset of run r (reduce.c's walk, as an index computation).
+static int64_t run_output_offset(const hl_fusion_program_t *p, int64_t r) {
+  int64_t off = 0;
+  for (int k = p->nseg - 2; k >= 0; k--) {
+    int64_t i = r % p->seg[k].size;
+    r /= p->seg[k].size;
+    if (!p->seg[k].reduced) off += i * p->seg[k].out_stride;
+  }
+  return off;
+}
+
+static void run_block(void *arg, int64_t b, int worker) {
+  run_state_t *s = arg;
+  hl_fusion_program_t *p = s->p;
+  workspace_t *w = p->ws[worker];
+  workspace_reset(w);
+  int64_t runs = p->total / p->run_len;
+  int64_t r0 = b * p->block_runs, nr = runs - r0 < p->block_runs ? runs - r0 : p->block_runs;
+  int64_t start = r0 * p->run_len, m = nr * p->run_len;
+  for (int i = 0; i < p->out_count; i++) {
+    const output_t *o = &p->outs[i];
+    const node_t *n = &p->nodes[o->node];
+    if (!o->reduce) {
+      char *dst = s->out_data[i] + (size_t)start * n->es;
+      const void *v = eval_to(p, w, s->param_data, o->node, start, NULL, m, dst);
+      if (v != dst) memcpy(dst, v, (size_t)m * n->es);
+      continue;
+    }
+    const char *v = eval(p, w, s->param_data, o->node, start, NULL, m);
+    bool fold = p->seg[p->nseg - 1].reduced;
+    for (int64_t j = 0; j < nr; j++) {
+      int64_t off = run_output_offset(p, r0 + j);
+      (fold ? o->fold : o->combine)(v + (size_t)(j * p->run_len) * n->es, p->run_len,
+                                    s->out_data[i] + (size_t)off * n->es);
+    }
+  }
+}
+
+static hl_status_t ensure_workspace(hl_fusion_program_t *p, int worker) {
+  if (p->ws[worker]) return NULL;
+  workspace_t *w = hl_calloc(1, sizeof(*w));
+  if (!w) return HL_OOM();
+  size_t c = (size_t)(p->count ? p->count : 1);
+  w->arena = hl_malloc(p->arena_bytes);
+  w->cap = p->arena_bytes;
+  w->memo_gen = hl_calloc(c, sizeof(uint64_t));
+  w->memo_start = hl_calloc(c, sizeof(int64_t));
+  w->memo_m = hl_calloc(c, sizeof(int64_t));
+  w->memo_ptr = hl_calloc(c, sizeof(void *));
+  w->gen = 1;
+  if (!w->arena || !w->memo_gen || !w->memo_start || !w->memo_m || !w->memo_ptr) {
+    workspace_destroy(w);
+    return HL_OOM();
+  }
+  p->ws[worker] = w;
+  return NULL;
+}
+
+hl_status_t hl_fusion_program_run(hl_fusion_program_t *p, hl_literal_t *const *args, int arg_count,
+                                  hl_thread_pool_t *pool, hl_literal_t **out) {
+  *out = NULL;
+  if (arg_count != p->param_count)
+    return HL_INTERNAL_ERROR("fusion program takes %d arguments, got %d", p->param_count,
+                             arg_count);
+  const void *params_local[16];
+  const void **params =
+      arg_count <= 16 ? params_local : hl_malloc(sizeof(void *) * (size_t)arg_count);
+  hl_literal_t *outs_local[16] = {NULL}, **outs = outs_local;
+  char *out_data_local[16];
+  char **out_data = out_data_local;
+  if (p->out_count > 16) {
+    outs = hl_calloc((size_t)p->out_count, sizeof(*outs));
+    out_data = hl_malloc(sizeof(char *) * (size_t)p->out_count);
+  }
+  hl_status_t st = (!params || !outs || !out_data) ? HL_OOM() : NULL;
+  for (int i = 0; !st && i < arg_count; i++) params[i] = args[i]->data;
+  for (int i = 0; !st && i < p->out_count; i++) {
+    st = hl_literal_create_uninitialized(p->outs[i].shape, &outs[i]);
+    if (st) break;
+    out_data[i] = outs[i]->data;
+  }
+  int workers = hl_thread_pool_size(pool);
+  if (workers > MAX_WORKERS) workers = MAX_WORKERS;
+  int64_t runs = p->total / (p->run_len ? p->run_len : 1);
+  int64_t blocks = p->total ? (runs + p->block_runs - 1) / p->block_runs : 0;
+  bool parallel = p->parallel && blocks > 1 && workers > 1;
+  for (int i = 0; !st && i < (parallel ? workers : 1); i++) st = ensure_workspace(p, i);
+  if (!st) {
+    // Reduce outputs start from the init value (evaluated once).
+    for (int i = 0; i < p->out_count; i++) {
+      const output_t *o = &p->outs[i];
+      if (!o->reduce) continue;
+      workspace_t *w = p->ws[0];
+      workspace_reset(w);
+      const void *init = eval(p, w, params, o->init, 0, NULL, 1);
+      splat(p->nodes[o->node].es, init, out_data[i], hl_literal_element_count(outs[i]));
+    }
+    run_state_t s = {p, params, out_data, blocks};
+    if (parallel)
+      hl_thread_pool_run(pool, blocks, run_block, &s);
+    else
+      for (int64_t b = 0; b < blocks; b++) run_block(&s, b, 0);
+  }
+  if (!st) {
+    if (p->tuple)
+      st = hl_literal_create_tuple(outs, p->out_count, out);
+    else
+      *out = hl_literal_retain(outs[0]);
+  }
+  for (int i = 0; i < p->out_count; i++) hl_literal_release(outs[i]);
+  if (params != params_local) hl_free(params);
+  if (outs != outs_local) hl_free(outs);
+  if (out_data != out_data_local) hl_free(out_data);
+  return st;
+}

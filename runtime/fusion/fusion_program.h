@@ -1,0 +1,47 @@
+// Blocked fusion execution: a fusion computation compiled once into a small
+// program that evaluates its outputs over cache-sized blocks of the output
+// (or, for reductions, of the reduced input), so every intermediate lives
+// in a few KiB of L1/L2 instead of a full-size array.
+//
+//   hl_fusion_program_t *p;
+//   HL_RETURN_IF_ERROR(hl_fusion_program_compile(computation, &p, &why));
+//   if (p) HL_RETURN_IF_ERROR(hl_fusion_program_run(p, args, n, pool, &result));
+//   else   ... run the computation op by op (why says what is not covered)
+//
+// Covered: parameters, constants, the element-wise arithmetic of
+// elementwise.c (real and integer types), compare, select, clamp, convert,
+// iota (integer, f32, f64), and the index maps broadcast, transpose, slice,
+// reverse, reshape, plus bitcast and copy between default layouts, all as
+// index arithmetic; roots: one array, a tuple of arrays of one shape, or
+// reduces (single input, a reducer the reduce kernel's fast path covers) of
+// one input shape, alone or in a tuple with arrays of that input shape.
+// Every element is computed by the same array loops as the op-by-op kernels
+// (elementwise_arrays.h, reduce_fast.h) in the same order, so results are
+// bit-identical to running the computation op by op.
+#ifndef HL_RUNTIME_FUSION_FUSION_PROGRAM_H_
+#define HL_RUNTIME_FUSION_FUSION_PROGRAM_H_
+
+#include "runtime/base/literal.h"
+#include "runtime/base/status.h"
+#include "runtime/exec/thread_pool.h"
+#include "runtime/ir/module.h"
+
+typedef struct hl_fusion_program hl_fusion_program_t;
+
+// Compiles `computation`. *out_program is NULL (and *why names the first
+// construct not covered) when the blocked path does not apply; an error
+// status only for out of memory.
+hl_status_t hl_fusion_program_compile(const hl_computation_t *computation,
+                                      hl_fusion_program_t **out_program, const char **why);
+void hl_fusion_program_destroy(hl_fusion_program_t *program);  // NULL-safe
+
+// Runs the program on the computation's arguments (shapes already checked
+// against its parameters). Blocks are split over `pool` (NULL: this thread)
+// where outputs do not overlap. Not reentrant: one run at a time.
+hl_status_t hl_fusion_program_run(hl_fusion_program_t *program, hl_literal_t *const *args,
+                                  int arg_count, hl_thread_pool_t *pool, hl_literal_t **out);
+
+// Elements per block of the iteration space (for tests and benchmarks).
+int64_t hl_fusion_program_block_elements(const hl_fusion_program_t *program);
+
+#endif  // HL_RUNTIME_FUSION_FUSION_PROGRAM_H_

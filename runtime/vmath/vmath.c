@@ -1,0 +1,98 @@
+// vmath dispatch: the AVX2 loops when the CPU has AVX2 and FMA, otherwise
+// SLEEF's scalar routines of the same (1.0-ULP) class, element by element.
+#include "runtime/vmath/vmath.h"
+
+#include <math.h>
+#include <sleef.h>
+
+#include "runtime/vmath/vmath_avx2.h"
+
+static bool use_avx2(void) {
+#if defined(__x86_64__) && defined(HL_VMATH_HAVE_AVX2)
+  static int cached = -1;
+  if (cached < 0) cached = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return cached;
+#else
+  return false;
+#endif
+}
+
+const char *hl_vmath_isa(void) { return use_avx2() ? "avx2" : "scalar"; }
+
+static float logistic_f(float x) {
+  float e = Sleef_expf_u10(-fabsf(x));
+  return x < 0 ? e / (1.0f + e) : 1.0f / (1.0f + e);
+}
+static double logistic_d(double x) {
+  double e = Sleef_exp_u10(-fabs(x));
+  return x < 0 ? e / (1.0 + e) : 1.0 / (1.0 + e);
+}
+
+#define LOOP_(f) for (int64_t i = 0; i < n; i++) y[i] = f(x[i])
+
+bool hl_vmath_unary_f32(hl_vmath_fn_t fn, const float *x, float *y, int64_t n) {
+#if defined(HL_VMATH_HAVE_AVX2)
+  if (use_avx2()) return hl_vmath_avx2_unary_f32(fn, x, y, n);
+#endif
+  switch (fn) {
+    case HL_VM_EXP: LOOP_(Sleef_expf_u10); return true;
+    case HL_VM_EXPM1: LOOP_(Sleef_expm1f_u10); return true;
+    case HL_VM_LOG: LOOP_(Sleef_logf_u10); return true;
+    case HL_VM_LOG1P: LOOP_(Sleef_log1pf_u10); return true;
+    case HL_VM_TANH: LOOP_(Sleef_tanhf_u10); return true;
+    case HL_VM_LOGISTIC: LOOP_(logistic_f); return true;
+    case HL_VM_SIN: LOOP_(Sleef_sinf_u10); return true;
+    case HL_VM_COS: LOOP_(Sleef_cosf_u10); return true;
+    case HL_VM_TAN: LOOP_(Sleef_tanf_u10); return true;
+    case HL_VM_ERF: LOOP_(Sleef_erff_u10); return true;
+    case HL_VM_CBRT: LOOP_(Sleef_cbrtf_u10); return true;
+    default: return false;
+  }
+}
+
+bool hl_vmath_unary_f64(hl_vmath_fn_t fn, const double *x, double *y, int64_t n) {
+#if defined(HL_VMATH_HAVE_AVX2)
+  if (use_avx2()) return hl_vmath_avx2_unary_f64(fn, x, y, n);
+#endif
+  switch (fn) {
+    case HL_VM_EXP: LOOP_(Sleef_exp_u10); return true;
+    case HL_VM_EXPM1: LOOP_(Sleef_expm1_u10); return true;
+    case HL_VM_LOG: LOOP_(Sleef_log_u10); return true;
+    case HL_VM_LOG1P: LOOP_(Sleef_log1p_u10); return true;
+    case HL_VM_TANH: LOOP_(Sleef_tanh_u10); return true;
+    case HL_VM_LOGISTIC: LOOP_(logistic_d); return true;
+    case HL_VM_SIN: LOOP_(Sleef_sin_u10); return true;
+    case HL_VM_COS: LOOP_(Sleef_cos_u10); return true;
+    case HL_VM_TAN: LOOP_(Sleef_tan_u10); return true;
+    case HL_VM_ERF: LOOP_(Sleef_erf_u10); return true;
+    case HL_VM_CBRT: LOOP_(Sleef_cbrt_u10); return true;
+    default: return false;
+  }
+}
+#undef LOOP_
+
+#define LOOP_(f) for (int64_t i = 0; i < n; i++) y[i] = f(a[i], b[i])
+
+bool hl_vmath_binary_f32(hl_vmath_fn_t fn, const float *a, const float *b, float *y, int64_t n) {
+#if defined(HL_VMATH_HAVE_AVX2)
+  if (use_avx2()) return hl_vmath_avx2_binary_f32(fn, a, b, y, n);
+#endif
+  switch (fn) {
+    case HL_VM_POW: LOOP_(Sleef_powf_u10); return true;
+    case HL_VM_ATAN2: LOOP_(Sleef_atan2f_u10); return true;
+    default: return false;
+  }
+}
+
+bool hl_vmath_binary_f64(hl_vmath_fn_t fn, const double *a, const double *b, double *y,
+                         int64_t n) {
+#if defined(HL_VMATH_HAVE_AVX2)
+  if (use_avx2()) return hl_vmath_avx2_binary_f64(fn, a, b, y, n);
+#endif
+  switch (fn) {
+    case HL_VM_POW: LOOP_(Sleef_pow_u10); return true;
+    case HL_VM_ATAN2: LOOP_(Sleef_atan2_u10); return true;
+    default: return false;
+  }
+}
+#undef LOOP_

@@ -1,0 +1,122 @@
+// vmath's 8-lane f32 / 4-lane f64 loops over SLEEF's AVX2 routines. This
+// file alone is compiled with -mavx2 -mfma (runtime/CMakeLists.txt); vmath.c
+// calls it only after checking the CPU.
+#if defined(__x86_64__) && defined(__AVX2__)
+#include "runtime/vmath/vmath_avx2.h"
+
+#include <immintrin.h>
+#include <sleef.h>
+#include <string.h>
+
+// logistic(x) = 1 / (1 + e^-x), computed from e = e^-|x| so that neither
+// branch overflows: x >= 0 gives 1 / (1 + e), x < 0 gives e / (1 + e).
+static __m256 logistic_f32(__m256 x) {
+  __m256 ax = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x);
+  __m256 e = Sleef_expf8_u10(_mm256_sub_ps(_mm256_setzero_ps(), ax));
+  __m256 den = _mm256_add_ps(_mm256_set1_ps(1.0f), e);
+  __m256 pos = _mm256_div_ps(_mm256_set1_ps(1.0f), den), neg = _mm256_div_ps(e, den);
+  return _mm256_blendv_ps(pos, neg, _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_LT_OQ));
+}
+static __m256d logistic_f64(__m256d x) {
+  __m256d ax = _mm256_andnot_pd(_mm256_set1_pd(-0.0), x);
+  __m256d e = Sleef_expd4_u10(_mm256_sub_pd(_mm256_setzero_pd(), ax));
+  __m256d den = _mm256_add_pd(_mm256_set1_pd(1.0), e);
+  __m256d pos = _mm256_div_pd(_mm256_set1_pd(1.0), den), neg = _mm256_div_pd(e, den);
+  return _mm256_blendv_pd(pos, neg, _mm256_cmp_pd(x, _mm256_setzero_pd(), _CMP_LT_OQ));
+}
+
+// One loop per lane type; the tail runs on a zero-padded copy.
+#define HL_VM_UNARY_LOOP_(T, VT, L, LOAD, STORE, f)         \
+  do {                                                      \
+    int64_t i = 0;                                          \
+    for (; i + (L) <= n; i += (L)) STORE(y + i, f(LOAD(x + i))); \
+    if (i < n) {                                            \
+      T t[L];                                               \
+      memset(t, 0, sizeof(t));                              \
+      memcpy(t, x + i, (size_t)(n - i) * sizeof(T));        \
+      STORE(t, f(LOAD(t)));                                 \
+      memcpy(y + i, t, (size_t)(n - i) * sizeof(T));        \
+    }                                                       \
+  } while (0)
+
+#define HL_VM_BINARY_LOOP_(T, VT, L, LOAD, STORE, f)                  \
+  do {                                                                \
+    int64_t i = 0;                                                    \
+    for (; i + (L) <= n; i += (L)) STORE(y + i, f(LOAD(a + i), LOAD(b + i))); \
+    if (i < n) {                                                      \
+      T s[L], t[L];                                                   \
+      memset(s, 0, sizeof(s));                                        \
+      memset(t, 0, sizeof(t));                                        \
+      memcpy(s, a + i, (size_t)(n - i) * sizeof(T));                  \
+      memcpy(t, b + i, (size_t)(n - i) * sizeof(T));                  \
+      STORE(t, f(LOAD(s), LOAD(t)));                                  \
+      memcpy(y + i, t, (size_t)(n - i) * sizeof(T));                  \
+    }                                                                 \
+  } while (0)
+
+#define F32_(f) HL_VM_UNARY_LOOP_(float, __m256, 8, _mm256_loadu_ps, _mm256_storeu_ps, f)
+#define F64_(f) HL_VM_UNARY_LOOP_(double, __m256d, 4, _mm256_loadu_pd, _mm256_storeu_pd, f)
+
+bool hl_vmath_avx2_unary_f32(hl_vmath_fn_t fn, const float *x, float *y, int64_t n) {
+  switch (fn) {
+    case HL_VM_EXP: F32_(Sleef_expf8_u10); return true;
+    case HL_VM_EXPM1: F32_(Sleef_expm1f8_u10); return true;
+    case HL_VM_LOG: F32_(Sleef_logf8_u10); return true;
+    case HL_VM_LOG1P: F32_(Sleef_log1pf8_u10); return true;
+    case HL_VM_TANH: F32_(Sleef_tanhf8_u10); return true;
+    case HL_VM_LOGISTIC: F32_(logistic_f32); return true;
+    case HL_VM_SIN: F32_(Sleef_sinf8_u10); return true;
+    case HL_VM_COS: F32_(Sleef_cosf8_u10); return true;
+    case HL_VM_TAN: F32_(Sleef_tanf8_u10); return true;
+    case HL_VM_ERF: F32_(Sleef_erff8_u10); return true;
+    case HL_VM_CBRT: F32_(Sleef_cbrtf8_u10); return true;
+    default: return false;
+  }
+}
+
+bool hl_vmath_avx2_unary_f64(hl_vmath_fn_t fn, const double *x, double *y, int64_t n) {
+  switch (fn) {
+    case HL_VM_EXP: F64_(Sleef_expd4_u10); return true;
+    case HL_VM_EXPM1: F64_(Sleef_expm1d4_u10); return true;
+    case HL_VM_LOG: F64_(Sleef_logd4_u10); return true;
+    case HL_VM_LOG1P: F64_(Sleef_log1pd4_u10); return true;
+    case HL_VM_TANH: F64_(Sleef_tanhd4_u10); return true;
+    case HL_VM_LOGISTIC: F64_(logistic_f64); return true;
+    case HL_VM_SIN: F64_(Sleef_sind4_u10); return true;
+    case HL_VM_COS: F64_(Sleef_cosd4_u10); return true;
+    case HL_VM_TAN: F64_(Sleef_tand4_u10); return true;
+    case HL_VM_ERF: F64_(Sleef_erfd4_u10); return true;
+    case HL_VM_CBRT: F64_(Sleef_cbrtd4_u10); return true;
+    default: return false;
+  }
+}
+#undef F32_
+#undef F64_
+
+#define F32_(f) HL_VM_BINARY_LOOP_(float, __m256, 8, _mm256_loadu_ps, _mm256_storeu_ps, f)
+#define F64_(f) HL_VM_BINARY_LOOP_(double, __m256d, 4, _mm256_loadu_pd, _mm256_storeu_pd, f)
+
+bool hl_vmath_avx2_binary_f32(hl_vmath_fn_t fn, const float *a, const float *b, float *y,
+                              int64_t n) {
+  switch (fn) {
+    case HL_VM_POW: F32_(Sleef_powf8_u10); return true;
+    case HL_VM_ATAN2: F32_(Sleef_atan2f8_u10); return true;
+    default: return false;
+  }
+}
+
+bool hl_vmath_avx2_binary_f64(hl_vmath_fn_t fn, const double *a, const double *b, double *y,
+                              int64_t n) {
+  switch (fn) {
+    case HL_VM_POW: F64_(Sleef_powd4_u10); return true;
+    case HL_VM_ATAN2: F64_(Sleef_atan2d4_u10); return true;
+    default: return false;
+  }
+}
+#undef F32_
+#undef F64_
+#else
+// Not x86-64 with AVX2: vmath.c never calls this file (an empty unit is not
+// allowed in ISO C).
+typedef int hl_vmath_avx2_unused_t;
+#endif

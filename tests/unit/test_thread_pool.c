@@ -1,0 +1,158 @@
+// The per-process thread pool: every task runs exactly once per run, on
+// every worker count, across many runs (no lost wake-ups), and a NULL or
+// one-thread pool runs tasks on the caller in order; kernels that split
+// their work over it give the bits of one thread.
+#include <CUnit/CUnit.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "runtime/base/literal.h"
+#include "runtime/exec/executor.h"
+#include "runtime/exec/thread_pool.h"
+#include "runtime/text/hlo_parser.h"
+#include "runtime/verifier/verifier.h"
+#include "tests/unit/test_util.h"
+
+enum { kTasks = 997 };
+
+typedef struct counts {
+  _Atomic int hits[kTasks];
+  _Atomic int workers_seen[8];
+  int order[kTasks];
+  int next;
+} counts_t;
+
+static void count_task(void *arg, int64_t task, int worker) {
+  counts_t *c = arg;
+  atomic_fetch_add(&c->hits[task], 1);
+  atomic_fetch_add(&c->workers_seen[worker], 1);
+}
+
+static void test_every_task_once(void) {
+  static counts_t c;
+  for (int threads = 1; threads <= 4; threads++) {
+    hl_thread_pool_t *pool = NULL;
+    HL_ASSERT_OK(hl_thread_pool_create(threads, &pool));
+    CU_ASSERT_EQUAL(hl_thread_pool_size(pool), threads);
+    for (int round = 0; round < 200; round++) {
+      memset(&c, 0, sizeof c);
+      hl_thread_pool_run(pool, kTasks, count_task, &c);
+      int bad = 0;
+      for (int t = 0; t < kTasks; t++) bad += atomic_load(&c.hits[t]) != 1;
+      CU_ASSERT_EQUAL(bad, 0);
+      for (int w = threads; w < 8; w++) CU_ASSERT_EQUAL(atomic_load(&c.workers_seen[w]), 0);
+    }
+    hl_thread_pool_destroy(pool);
+  }
+}
+
+static void record_order(void *arg, int64_t task, int worker) {
+  counts_t *c = arg;
+  CU_ASSERT_EQUAL(worker, 0);
+  c->order[c->next++] = (int)task;
+}
+
+static void test_null_pool_runs_in_order(void) {
+  static counts_t c;
+  memset(&c, 0, sizeof c);
+  CU_ASSERT_EQUAL(hl_thread_pool_size(NULL), 1);
+  hl_thread_pool_run(NULL, kTasks, record_order, &c);
+  CU_ASSERT_EQUAL(c.next, kTasks);
+  for (int t = 0; t < kTasks; t++) CU_ASSERT_EQUAL(c.order[t], t);
+  hl_thread_pool_t *bad = NULL;
+  HL_ASSERT_ERROR_CONTAINS(hl_thread_pool_create(0, &bad), "at least 1 thread");
+  CU_ASSERT_PTR_NULL(bad);
+}
+
+// The reduce kernel split over threads (rows when only minor dimensions are
+// reduced, columns otherwise) gives the bits of one thread.
+static void test_threaded_reduce_kernel_is_bitwise_serial(void) {
+  const char *dims[] = {"{1}", "{0}", "{0,1}"};
+  const char *types[] = {"f32", "s32", "f64"};
+  hl_thread_pool_t *pool = NULL;
+  HL_ASSERT_OK(hl_thread_pool_create(3, &pool));
+  for (int t = 0; t < 3; t++)
+    for (int d = 0; d < 3; d++) {
+      char text[1024];
+      const char *out = d == 0 ? "[301]" : d == 1 ? "[703]" : "[]";
+      snprintf(text, sizeof text,
+               "HloModule r\nadd {\n  a = %s[] parameter(0)\n  b = %s[] parameter(1)\n"
+               "  ROOT s = %s[] add(a, b)\n}\nENTRY main {\n  x = %s[301,703] parameter(0)\n"
+               "  z = %s[] constant(0)\n  ROOT r = %s%s reduce(x, z), dimensions=%s, "
+               "to_apply=add\n}\n",
+               types[t], types[t], types[t], types[t], types[t], types[t], out, dims[d]);
+      hl_module_t *m = NULL;
+      HL_ASSERT_OK(hl_parse_hlo_module(text, strlen(text), "r.hlo", &m));
+      HL_ASSERT_OK(hl_verify_module(m));
+      hl_literal_t *x = NULL;
+      HL_ASSERT_OK(hl_literal_create_uninitialized(&m->entry->parameters[0]->shape, &x));
+      uint32_t s = 7;
+      for (int64_t i = 0; i < 301 * 703; i++) {
+        s = s * 1664525u + 1013904223u;
+        hl_literal_set_f64(x, i, ((int)(s >> 12) % 20001 - 10000) / 97.0);
+      }
+      hl_literal_t *one = NULL, *many = NULL;
+      hl_exec_options_t serial = {0}, threaded = {.pool = pool};
+      HL_ASSERT_OK(hl_execute(m, &serial, &x, 1, &one));
+      HL_ASSERT_OK(hl_execute(m, &threaded, &x, 1, &many));
+      CU_ASSERT_TRUE(hl_literal_equal(one, many));
+      hl_literal_release(one);
+      hl_literal_release(many);
+      hl_literal_release(x);
+      hl_module_destroy(m);
+    }
+  hl_thread_pool_destroy(pool);
+}
+
+// Unfused element-wise ops and transpose / broadcast / slice split over
+// threads give the bits of one thread.
+static void test_threaded_kernels_are_bitwise_serial(void) {
+  const char *text =
+      "HloModule k\nENTRY main {\n  x = f32[301,703] parameter(0)\n"
+      "  y = f32[301,703] parameter(1)\n  a = f32[301,703] add(x, y)\n"
+      "  e = f32[301,703] exponential(a)\n  h = bf16[301,703] convert(e)\n"
+      "  hh = bf16[301,703] multiply(h, h)\n  t = bf16[703,301] transpose(hh), dimensions={1,0}\n"
+      "  s = bf16[350,300] slice(t), slice={[3:703:2], [1:301]}\n"
+      "  z = f32[] constant(0)\n  r = f32[703] reduce(x, z), dimensions={0}, to_apply=add\n"
+      "  b = f32[301,703] broadcast(r), dimensions={1}\n"
+      "  q = f32[301,703] divide(b, e)\n  ROOT out = (bf16[350,300], f32[301,703]) tuple(s, q)\n}\n";
+  const char *reducer =
+      "HloModule k\nadd {\n  p = f32[] parameter(0)\n  q = f32[] parameter(1)\n"
+      "  ROOT r = f32[] add(p, q)\n}\n";
+  char full[4096];
+  snprintf(full, sizeof full, "%s%s", reducer, text + strlen("HloModule k\n"));
+  hl_module_t *m = NULL;
+  HL_ASSERT_OK(hl_parse_hlo_module(full, strlen(full), "k.hlo", &m));
+  HL_ASSERT_OK(hl_verify_module(m));
+  hl_literal_t *args[2];
+  uint32_t s = 3;
+  for (int k = 0; k < 2; k++) {
+    HL_ASSERT_OK(hl_literal_create_uninitialized(&m->entry->parameters[k]->shape, &args[k]));
+    for (int64_t i = 0; i < 301 * 703; i++) {
+      s = s * 1664525u + 1013904223u;
+      hl_literal_set_f64(args[k], i, ((int)(s >> 12) % 2001 - 1000) / 400.0);
+    }
+  }
+  hl_thread_pool_t *pool = NULL;
+  HL_ASSERT_OK(hl_thread_pool_create(3, &pool));
+  hl_literal_t *one = NULL, *many = NULL;
+  hl_exec_options_t serial = {0}, threaded = {.pool = pool};
+  HL_ASSERT_OK(hl_execute(m, &serial, args, 2, &one));
+  HL_ASSERT_OK(hl_execute(m, &threaded, args, 2, &many));
+  CU_ASSERT_TRUE(hl_literal_equal(one, many));
+  hl_literal_release(one);
+  hl_literal_release(many);
+  for (int k = 0; k < 2; k++) hl_literal_release(args[k]);
+  hl_module_destroy(m);
+  hl_thread_pool_destroy(pool);
+}
+
+static CU_TestInfo tests[] = {
+    {"threaded_kernels_are_bitwise_serial", test_threaded_kernels_are_bitwise_serial},
+    {"threaded_reduce_kernel_is_bitwise_serial", test_threaded_reduce_kernel_is_bitwise_serial},
+    {"every_task_once", test_every_task_once},
+    {"null_pool_runs_in_order", test_null_pool_runs_in_order},
+    CU_TEST_INFO_NULL,
+};
+
+HL_TEST_MAIN("thread_pool", tests)
