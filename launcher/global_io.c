@@ -94,15 +94,20 @@ static const hl_sharding_t *root_sharding(const hl_program_t *program) {
 
 hl_status_t hl_global_output_check(const hl_program_t *program, const hl_literal_t *result,
                                    const hl_grid_t *grid) {
+  return hl_global_result_check(program, result, grid, "--global-output");
+}
+
+hl_status_t hl_global_result_check(const hl_program_t *program, const hl_literal_t *result,
+                                   const hl_grid_t *grid, const char *flag) {
   const hl_shape_t *shape = &result->shape;
   const hl_sharding_t *s = root_sharding(program);
   if (!hl_shape_is_array(shape)) {
     if (shape->dtype == HL_TUPLE && shape->tuple_count == 1 &&
         hl_shape_is_array(&shape->tuple[0]))
-      return HL_UNIMPL("--global-output: the result is a 1-tuple %s; only an array result can be "
+      return HL_UNIMPL("%s: the result is a 1-tuple %s; only an array result can be "
                        "assembled",
-                       hl_shape_debug_string(shape));
-    return HL_UNIMPL("--global-output: the result is %s; only an array result can be assembled",
+                       flag, hl_shape_debug_string(shape));
+    return HL_UNIMPL("%s: the result is %s; only an array result can be assembled", flag,
                      hl_shape_debug_string(shape));
   }
   int64_t tiles[HL_MAX_RANK], tile[HL_MAX_RANK];
@@ -110,7 +115,7 @@ hl_status_t hl_global_output_check(const hl_program_t *program, const hl_literal
   for (int64_t p = 0; p < grid->partitions; p++)
     HL_RETURN_IF_ERROR_CTX(
         hl_sharding_locate(s, shape->rank, grid->partitions, p, tiles, tile, &holds),
-        "--global-output (the ROOT's sharding)");
+        "%s (the ROOT's sharding)", flag);
   return NULL;
 }
 
@@ -138,9 +143,10 @@ static bool same_file(const char *a, const char *b) {
          sa.st_ino == sb.st_ino;
 }
 
-hl_status_t hl_global_output_write(MPI_Comm comm, const char *path, const hl_program_t *program,
-                                   const hl_literal_t *result, const hl_grid_t *grid, int rank,
-                                   const hl_inputs_t *inputs) {
+hl_status_t hl_global_output_assemble(MPI_Comm comm, const hl_program_t *program,
+                                      const hl_literal_t *result, const hl_grid_t *grid, int rank,
+                                      const char *flag, hl_literal_t **out_global) {
+  *out_global = NULL;
   const hl_shape_t *shape = &result->shape;
   const hl_sharding_t *s = root_sharding(program);
   int r = shape->rank;
@@ -201,14 +207,30 @@ hl_status_t hl_global_output_write(MPI_Comm comm, const char *path, const hl_pro
   }
   for (int64_t t = 0; t < tile_count && !st; t++)
     if (!covered[t])
-      st = HL_INVALID("--global-output: no partition holds tile %lld of the sharding %s",
+      st = HL_INVALID("%s: no partition holds tile %lld of the sharding %s", flag,
                       (long long)t, hl_sharding_describe(s));
+  hl_free(covered);
+  hl_literal_release(piece);
+  if (st) {
+    hl_literal_release(global);
+    return st;
+  }
+  *out_global = global;
+  return NULL;
+}
+
+hl_status_t hl_global_output_write(MPI_Comm comm, const char *path, const hl_program_t *program,
+                                   const hl_literal_t *result, const hl_grid_t *grid, int rank,
+                                   const hl_inputs_t *inputs) {
+  hl_literal_t *global = NULL;
+  HL_RETURN_IF_ERROR(hl_global_output_assemble(comm, program, result, grid, rank,
+                                               "--global-output", &global));
+  if (rank != 0) return NULL;
+  hl_status_t st = NULL;
   for (int i = 0; inputs && i < inputs->file_count && !st; i++)
     if (same_file(path, inputs->files[i]))
       st = HL_INVALID("refusing to overwrite the input file %s with --global-output", path);
   if (!st) st = hl_npy_write_file(path, global);
-  hl_free(covered);
-  hl_literal_release(piece);
   hl_literal_release(global);
   return st;
 }
