@@ -15,6 +15,7 @@ HL_PACKAGES=(
   libfftw3-dev liblapacke-dev
   slurm-wlm munge hwloc iproute2
   python3 python3-numpy
+  chromium
 )
 
 hl_log() { printf '==> %s\n' "$*" >&2; }
