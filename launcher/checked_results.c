@@ -15,7 +15,8 @@
 #include "runtime/proto/proto_io.h"
 
 bool hl_expect_wanted(const hl_launch_options_t *o, const hl_program_t *program) {
-  return o->expect_dir || program->format == HL_FORMAT_SNAPSHOT;
+  // An explicit --expect-global replaces a snapshot's default expectation.
+  return o->expect_dir || (program->format == HL_FORMAT_SNAPSHOT && !o->expect_global);
 }
 
 // The whole file, gunzipped if it is gzip (zlib reads plain files as they are).
@@ -150,6 +151,44 @@ static hl_status_t load_expectation(const hl_launch_options_t *o, const hl_progr
   return NULL;
 }
 
+// Compares and writes the verdict line; `global` names the worst element
+// global[i,j] instead of result<leaf>[i,j].
+static hl_status_t compare(const hl_launch_options_t *o, const hl_literal_t *result,
+                           hl_literal_t *const *want, int count, bool global, char *line,
+                           size_t cap, bool *out_matched) {
+  hl_tolerance_t tol = {.rtol = o->rtol, .atol = o->atol, .ulp = o->ulp};
+  hl_result_check_stats_t s;
+  HL_RETURN_IF_ERROR(hl_result_check(result, want, count, &tol, &s));
+  *out_matched = s.mismatches == 0;
+  if (*out_matched) {
+    snprintf(line, cap, "matches (%lld elements)", (long long)s.elements);
+    return NULL;
+  }
+  char index[256], name[32];
+  hl_result_check_format_index(&want[s.worst_leaf]->shape, s.worst_index, index, sizeof(index));
+  if (global)
+    snprintf(name, sizeof(name), "global");
+  else
+    snprintf(name, sizeof(name), "result%d", s.worst_leaf);
+  snprintf(line, cap,
+           "%lld of %lld elements differ; worst: %s%s = %.9g, expected %.9g (|difference| %.3g)",
+           (long long)s.mismatches, (long long)s.elements, name, index, s.worst_got, s.worst_want,
+           s.worst_error);
+  return NULL;
+}
+
+hl_status_t hl_expect_global_check(const hl_launch_options_t *o, const hl_literal_t *global,
+                                   char *line, size_t cap, bool *out_matched) {
+  *out_matched = false;
+  line[0] = '\0';
+  hl_literal_t *want = NULL;
+  HL_RETURN_IF_ERROR(hl_npy_read_file(o->expect_global, &global->shape,
+                                      "the assembled global result", &want));
+  hl_status_t st = compare(o, global, &want, 1, true, line, cap, out_matched);
+  hl_literal_release(want);
+  return st;
+}
+
 hl_status_t hl_expect_check(const hl_launch_options_t *o, const hl_program_t *program,
                             const hl_literal_t *result, int64_t replica, int64_t partition,
                             char *line, size_t cap, bool *out_checked, bool *out_matched) {
@@ -161,24 +200,7 @@ hl_status_t hl_expect_check(const hl_launch_options_t *o, const hl_program_t *pr
   HL_RETURN_IF_ERROR(load_expectation(o, program, result, replica, partition, &want, &count));
   if (!want) return NULL;  // a snapshot that records no result
   *out_checked = true;
-  hl_tolerance_t tol = {.rtol = o->rtol, .atol = o->atol, .ulp = o->ulp};
-  hl_result_check_stats_t s;
-  hl_status_t st = hl_result_check(result, want, count, &tol, &s);
-  if (!st) {
-    *out_matched = s.mismatches == 0;
-    if (*out_matched) {
-      snprintf(line, cap, "matches (%lld elements)", (long long)s.elements);
-    } else {
-      char index[256];
-      hl_result_check_format_index(&want[s.worst_leaf]->shape, s.worst_index, index,
-                                   sizeof(index));
-      snprintf(line, cap,
-               "%lld of %lld elements differ; worst: result%d%s = %.9g, expected %.9g "
-               "(|difference| %.3g)",
-               (long long)s.mismatches, (long long)s.elements, s.worst_leaf, index, s.worst_got,
-               s.worst_want, s.worst_error);
-    }
-  }
+  hl_status_t st = compare(o, result, want, count, false, line, cap, out_matched);
   for (int i = 0; i < count; i++) hl_literal_release(want[i]);
   hl_free(want);
   return st;

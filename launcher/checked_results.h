@@ -29,6 +29,14 @@ hl_status_t hl_expect_check(const hl_launch_options_t *options, const hl_program
                             const hl_literal_t *result, int64_t replica, int64_t partition,
                             char *line, size_t cap, bool *out_checked, bool *out_matched);
 
+// --expect-global FILE.npy, on rank 0: compares the assembled global result
+// (launcher/global_io.h) with the file, as hl_expect_check does, naming the
+// worst element global[i,j]. Errors: the file cannot be read or its shape
+// is not the global result's.
+hl_status_t hl_expect_global_check(const hl_launch_options_t *options,
+                                   const hl_literal_t *global, char *line, size_t cap,
+                                   bool *out_matched);
+
 // --record DIR: DIR/replica<r>_partition<p>/arg<i>.npy, result<i>.npy and
 // snapshot.pb (an HloSnapshot: program, arguments, result).
 hl_status_t hl_record_write(const char *dir, const hl_program_t *program,

@@ -225,15 +225,15 @@ hl_status_t hl_global_args_build(const hl_launch_options_t *o, const hl_program_
 //===----------------------------------------------------------------------===//
 
 static hl_status_t check_result(const hl_literal_t *result, const hl_sharding_t *s,
-                                const hl_grid_t *grid) {
+                                const hl_grid_t *grid, const char *flag) {
   const hl_shape_t *shape = &result->shape;
   if (!hl_shape_is_array(shape)) {
     if (shape->dtype == HL_TUPLE && shape->tuple_count == 1 &&
         hl_shape_is_array(&shape->tuple[0]))
-      return HL_UNIMPL("--global-output: the result is a 1-tuple %s; only an array result can be "
+      return HL_UNIMPL("%s: the result is a 1-tuple %s; only an array result can be "
                        "assembled",
-                       hl_shape_debug_string(shape));
-    return HL_UNIMPL("--global-output: the result is %s; only an array result can be assembled",
+                       flag, hl_shape_debug_string(shape));
+    return HL_UNIMPL("%s: the result is %s; only an array result can be assembled", flag,
                      hl_shape_debug_string(shape));
   }
   int64_t tiles[HL_MAX_RANK], tile[HL_MAX_RANK];
@@ -241,18 +241,24 @@ static hl_status_t check_result(const hl_literal_t *result, const hl_sharding_t 
   for (int64_t p = 0; p < grid->partitions; p++)
     HL_RETURN_IF_ERROR_CTX(
         hl_sharding_locate(s, shape->rank, grid->partitions, p, tiles, tile, &holds),
-        "--global-output (the result's sharding)");
+        "%s (the result's sharding)", flag);
   return NULL;
+}
+
+hl_status_t hl_global_result_check(const hl_launch_options_t *o, const hl_program_t *program,
+                                   const hl_literal_t *result, const hl_grid_t *grid,
+                                   const char *flag) {
+  hl_sharding_t storage;
+  const hl_sharding_t *s;
+  hl_status_t st = hl_global_output_sharding(o, program, grid, &storage, &s);
+  if (!st) st = check_result(result, s, grid, flag);
+  hl_sharding_deinit(&storage);
+  return st;
 }
 
 hl_status_t hl_global_output_check(const hl_launch_options_t *o, const hl_program_t *program,
                                    const hl_literal_t *result, const hl_grid_t *grid) {
-  hl_sharding_t storage;
-  const hl_sharding_t *s;
-  hl_status_t st = hl_global_output_sharding(o, program, grid, &storage, &s);
-  if (!st) st = check_result(result, s, grid);
-  hl_sharding_deinit(&storage);
-  return st;
+  return hl_global_result_check(o, program, result, grid, "--global-output");
 }
 
 enum { kChunk = 1 << 28 };
@@ -279,9 +285,10 @@ static bool same_file(const char *a, const char *b) {
          sa.st_ino == sb.st_ino;
 }
 
-static hl_status_t write_global(MPI_Comm comm, const char *path, const hl_sharding_t *s,
-                                const hl_literal_t *result, const hl_grid_t *grid, int rank,
-                                const hl_inputs_t *inputs) {
+static hl_status_t assemble(MPI_Comm comm, const hl_sharding_t *s, const hl_literal_t *result,
+                            const hl_grid_t *grid, int rank, const char *flag,
+                            hl_literal_t **out_global) {
+  *out_global = NULL;
   const hl_shape_t *shape = &result->shape;
   int r = shape->rank;
   int64_t tiles[HL_MAX_RANK], tile[HL_MAX_RANK];
@@ -341,26 +348,45 @@ static hl_status_t write_global(MPI_Comm comm, const char *path, const hl_shardi
   }
   for (int64_t t = 0; t < tile_count && !st; t++)
     if (!covered[t])
-      st = HL_INVALID("--global-output: no partition holds tile %lld of the sharding %s",
+      st = HL_INVALID("%s: no partition holds tile %lld of the sharding %s", flag,
                       (long long)t, hl_sharding_describe(s));
-  for (int i = 0; inputs && i < inputs->file_count && !st; i++)
-    if (same_file(path, inputs->files[i]))
-      st = HL_INVALID("refusing to overwrite the input file %s with --global-output", path);
-  if (!st) st = hl_npy_write_file(path, global);
   hl_free(covered);
   hl_literal_release(piece);
-  hl_literal_release(global);
+  if (st) {
+    hl_literal_release(global);
+    return st;
+  }
+  *out_global = global;
+  return NULL;
+}
+
+hl_status_t hl_global_output_assemble(MPI_Comm comm, const hl_launch_options_t *o,
+                                      const hl_program_t *program, const hl_literal_t *result,
+                                      const hl_grid_t *grid, int rank, const char *flag,
+                                      hl_literal_t **out_global) {
+  *out_global = NULL;
+  hl_sharding_t storage;
+  const hl_sharding_t *s;
+  // Checked by hl_global_result_check on every rank before.
+  hl_status_t st = hl_global_output_sharding(o, program, grid, &storage, &s);
+  if (!st) st = assemble(comm, s, result, grid, rank, flag, out_global);
+  hl_sharding_deinit(&storage);
   return st;
 }
 
 hl_status_t hl_global_output_write(MPI_Comm comm, const hl_launch_options_t *o,
                                    const hl_program_t *program, const hl_literal_t *result,
                                    const hl_grid_t *grid, int rank, const hl_inputs_t *inputs) {
-  hl_sharding_t storage;
-  const hl_sharding_t *s;
-  // Checked by hl_global_output_check on every rank before.
-  hl_status_t st = hl_global_output_sharding(o, program, grid, &storage, &s);
-  if (!st) st = write_global(comm, o->global_output, s, result, grid, rank, inputs);
-  hl_sharding_deinit(&storage);
+  const char *path = o->global_output;
+  hl_literal_t *global = NULL;
+  HL_RETURN_IF_ERROR(hl_global_output_assemble(comm, o, program, result, grid, rank,
+                                               "--global-output", &global));
+  if (rank != 0) return NULL;
+  hl_status_t st = NULL;
+  for (int i = 0; inputs && i < inputs->file_count && !st; i++)
+    if (same_file(path, inputs->files[i]))
+      st = HL_INVALID("refusing to overwrite the input file %s with --global-output", path);
+  if (!st) st = hl_npy_write_file(path, global);
+  hl_literal_release(global);
   return st;
 }

@@ -49,12 +49,24 @@ hl_status_t hl_global_io_precheck(const hl_launch_options_t *options, const hl_p
 hl_status_t hl_global_output_check(const hl_launch_options_t *options,
                                    const hl_program_t *program, const hl_literal_t *result,
                                    const hl_grid_t *grid);
+// The same for the option `flag` (--expect-global), named in the errors.
+hl_status_t hl_global_result_check(const hl_launch_options_t *options,
+                                   const hl_program_t *program, const hl_literal_t *result,
+                                   const hl_grid_t *grid, const char *flag);
 
 // Collective over `comm` (MPI_COMM_WORLD of the grid): the ranks of replica
-// 0 send their shards to rank 0, which assembles the global array and writes
-// it to options->global_output (refusing to replace one of inputs->files).
+// 0 send their shards to rank 0, which assembles the global array into
+// *out_global (NULL on the other ranks). `flag` names the option in errors.
 // Returns rank 0's status; NULL on the other ranks. Call only after
 // hl_global_output_check succeeded everywhere.
+hl_status_t hl_global_output_assemble(MPI_Comm comm, const hl_launch_options_t *options,
+                                      const hl_program_t *program, const hl_literal_t *result,
+                                      const hl_grid_t *grid, int rank, const char *flag,
+                                      hl_literal_t **out_global);
+
+// hl_global_output_assemble, then rank 0 writes it to options->global_output
+// (refusing to replace one of inputs->files). Returns rank 0's status; NULL on
+// the other ranks. Call only after hl_global_output_check succeeded everywhere.
 hl_status_t hl_global_output_write(MPI_Comm comm, const hl_launch_options_t *options,
                                    const hl_program_t *program, const hl_literal_t *result,
                                    const hl_grid_t *grid, int rank, const hl_inputs_t *inputs);

@@ -195,6 +195,10 @@ static const char kHelp[] =
     "                        per rank the mismatch count and the worst element, and the\n"
     "                        job exits 4 when any differs. Running an HloSnapshot, its\n"
     "                        recorded result is the expectation when --expect is absent\n"
+    "  --expect-global FILE.npy\n"
+    "                        compare the global result (assembled from the partitions'\n"
+    "                        shards by the ROOT's sharding, as --global-output does)\n"
+    "                        with FILE.npy; exit 4 when it differs\n"
     "  --rtol R, --atol A, --ulp N\n"
     "                        an element matches when |got - want| <= A + R * |want| or\n"
     "                        is within N units in the last place of want (default:\n"
@@ -247,7 +251,8 @@ static const char kHelp[] =
     "       the rank, replica and partition)\n"
     "  2    a usage error (bad options)\n"
     "  3    a hang: --hang-timeout expired (the report names every rank's instruction)\n"
-    "  4    the results differ from --expect (or the HloSnapshot's result)\n"
+    "  4    the results differ from --expect, --expect-global (or the HloSnapshot's\n"
+    "       result)\n"
     "  124  --timeout expired\n"
     "  130, 143, 129  SIGINT (Ctrl-C), SIGTERM or SIGHUP reached hlo-launch: the job\n"
     "       was stopped (128 + the signal number, as shells report it)\n"
@@ -302,6 +307,7 @@ enum {
   OPT_CHECK_INFS,
   OPT_NO_COLLECTIVE_CHECK,
   OPT_EXPECT,
+  OPT_EXPECT_GLOBAL,
   OPT_RTOL,
   OPT_ATOL,
   OPT_ULP,
@@ -356,6 +362,7 @@ static const struct option kLongOptions[] = {
     {"check-infs", no_argument, NULL, OPT_CHECK_INFS},
     {"no-collective-check", no_argument, NULL, OPT_NO_COLLECTIVE_CHECK},
     {"expect", required_argument, NULL, OPT_EXPECT},
+    {"expect-global", required_argument, NULL, OPT_EXPECT_GLOBAL},
     {"rtol", required_argument, NULL, OPT_RTOL},
     {"atol", required_argument, NULL, OPT_ATOL},
     {"ulp", required_argument, NULL, OPT_ULP},
@@ -647,6 +654,7 @@ static hl_status_t parse_into(int argc, char **argv, hl_launch_options_t *o) {
       case OPT_CHECK_INFS: o->check_infs = true; break;
       case OPT_NO_COLLECTIVE_CHECK: o->no_collective_check = true; break;
       case OPT_EXPECT: o->expect_dir = optarg; break;
+      case OPT_EXPECT_GLOBAL: o->expect_global = optarg; break;
       case OPT_RECORD: o->record_dir = optarg; break;
       case OPT_TRACE: o->trace_file = optarg; break;
       case OPT_RTOL:
@@ -701,6 +709,7 @@ static hl_status_t parse_into(int argc, char **argv, hl_launch_options_t *o) {
   if (o->args_dir && !*o->args_dir) return HL_INVALID("--args-dir is empty");
   if (o->debug_dir && !*o->debug_dir) return HL_INVALID("--debug-dir is empty");
   if (o->expect_dir && !*o->expect_dir) return HL_INVALID("--expect is empty");
+  if (o->expect_global && !*o->expect_global) return HL_INVALID("--expect-global is empty");
   if (o->record_dir && !*o->record_dir) return HL_INVALID("--record is empty");
   if (o->trace_file && !*o->trace_file) return HL_INVALID("--trace is empty");
   if (o->global_output && !*o->global_output) return HL_INVALID("--global-output is empty");

@@ -79,6 +79,7 @@ typedef struct hl_launch_options {
   bool no_collective_check;      // --no-collective-check: skip the static check before the run
   // Checked results (launcher/checked_results.h).
   const char *expect_dir;        // --expect DIR
+  const char *expect_global;     // --expect-global FILE.npy
   double rtol, atol, ulp;        // --rtol / --atol / --ulp (0: exact)
   const char *record_dir;        // --record DIR
   const char *trace_file;        // --trace FILE.json: one Chrome trace-event file for the job

@@ -382,6 +382,31 @@ static bool check_expectation(worker_t *w, const hl_program_t *program,
   return true;
 }
 
+// --expect-global: the partitions' shards assembled on rank 0 (as for
+// --global-output), compared there; its verdict is every rank's exit status.
+// False: an error (already reported).
+static bool check_global_expectation(worker_t *w, const hl_program_t *program,
+                                     const hl_literal_t *result) {
+  const char *flag = "--expect-global";
+  if (!agree(w, hl_global_result_check(w->options, program, result, &w->grid, flag), false)) return false;
+  hl_literal_t *global = NULL;
+  hl_status_t st = hl_global_output_assemble(MPI_COMM_WORLD, w->options, program, result, &w->grid,
+                                             w->rank, flag, &global);
+  char line[512] = "";
+  bool matched = false;
+  if (!st && global) st = hl_expect_global_check(w->options, global, line, sizeof(line), &matched);
+  hl_literal_release(global);
+  if (!agree(w, st, false)) return false;
+  int differ = w->rank == 0 && !matched;
+  MPI_Bcast(&differ, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (w->rank == 0) {
+    fprintf(stderr, "hlo-launch: --expect-global: %s\n", line);
+    fflush(stderr);
+  }
+  if (differ) w->exit_code = HL_EXIT_MISMATCH;
+  return true;
+}
+
 // The static collective check (runtime/debug/collective_check.h) for ranks
 // started by a user's own mpirun / srun; hlo-launch's spawner ran it already
 // (--worker). Collective: it applies only when every rank runs the same
@@ -511,6 +536,7 @@ static bool run(worker_t *w) {
                                 w->partition), false))
     goto done;
   if (hl_expect_wanted(o, &program) && !check_expectation(w, &program, result)) goto done;
+  if (o->expect_global && !check_global_expectation(w, &program, result)) goto done;
   if (!o->quiet) {
     hl_strbuf_t sb;
     hl_strbuf_init(&sb);

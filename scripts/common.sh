@@ -17,6 +17,7 @@ HL_PACKAGES=(
   slurm-wlm munge hwloc iproute2
   python3 python3-numpy
   clang libclang-rt-14-dev
+  chromium
 )
 
 hl_log() { printf '==> %s\n' "$*" >&2; }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "channels/channel_pairing.h"
 #include "collectives/groups.h"
 #include "runtime/base/alloc.h"
 
@@ -15,10 +16,22 @@ typedef struct step {
   int group_size;
 } step_t;
 
+// How often a rank sends to (or receives from) one peer on one channel.
+typedef struct tally {
+  int64_t channel_id;
+  int peer;
+  bool send;
+  int count;
+  const hl_instruction_t *first;  // for the error message
+} tally_t;
+
 typedef struct sequence {
   step_t *steps;
   int count, cap;
   bool open_ended;  // ends in an undecidable step
+  tally_t *tallies;  // send / recv instructions with source-target pairs
+  int tally_count, tally_cap;
+  bool channels_unknown;  // a send / recv in a loop, an undecided branch, without pairs
 } sequence_t;
 
 typedef struct checker {
@@ -102,7 +115,74 @@ static bool eval_scalar(const hl_instruction_t *inst, int rank, const checker_t 
 static void sequence_deinit(sequence_t *s) {
   for (int i = 0; i < s->count; i++) hl_free(s->steps[i].group);
   hl_free(s->steps);
+  hl_free(s->tallies);
   memset(s, 0, sizeof(*s));
+}
+
+static const char kPairsKey[] = "_xla_send_recv_source_target_pairs";
+
+static bool is_channel_op(const hl_instruction_t *inst) {
+  return (inst->opcode == HL_OP_SEND || inst->opcode == HL_OP_RECV) &&
+         !inst->attrs.is_host_transfer;
+}
+
+// Counts a send / recv of `rank` towards its peer from the pairs (read as
+// partition ids within the replica, or replica ids on a one-partition grid,
+// as channels/channel_pairing.h reads them). Without pairs the peer is only
+// known after the ranks exchange their endpoints: the channels of this rank
+// are then not checked.
+static void count_channel_op(checker_t *c, const hl_instruction_t *inst, int rank,
+                             sequence_t *out) {
+  const char *text = hl_instruction_frontend_attribute(inst, kPairsKey);
+  hl_source_target_t *pairs = NULL;
+  int n = 0;
+  if (!text || hl_channel_parse_pairs(text, &pairs, &n) != NULL) {
+    out->channels_unknown = true;  // a parse error is the channel setup's to report
+    return;
+  }
+  bool send = inst->opcode == HL_OP_SEND;
+  int64_t me = c->P > 1 ? rank % c->P : rank / c->P;
+  int64_t base = c->P > 1 ? (rank / c->P) * c->P : 0, stride = c->P > 1 ? 1 : c->P;
+  for (int i = 0; i < n; i++) {
+    int64_t from = send ? pairs[i].source : pairs[i].target;
+    int64_t to = send ? pairs[i].target : pairs[i].source;
+    int64_t limit = c->P > 1 ? c->P : c->R;
+    if (from != me || to < 0 || to >= limit) continue;
+    int peer = (int)(base + to * stride);
+    int k = 0;
+    while (k < out->tally_count &&
+           !(out->tallies[k].channel_id == inst->attrs.channel_id &&
+             out->tallies[k].peer == peer && out->tallies[k].send == send))
+      k++;
+    if (k == out->tally_count) {
+      if (out->tally_count == out->tally_cap) {
+        int cap = out->tally_cap ? 2 * out->tally_cap : 8;
+        tally_t *grown = hl_realloc(out->tallies, (size_t)cap * sizeof(tally_t));
+        if (!grown) {
+          out->channels_unknown = true;
+          break;
+        }
+        out->tallies = grown;
+        out->tally_cap = cap;
+      }
+      out->tallies[k] = (tally_t){.channel_id = inst->attrs.channel_id, .peer = peer,
+                                  .send = send, .first = inst};
+      out->tally_count++;
+    }
+    out->tallies[k].count++;
+  }
+  hl_free(pairs);
+}
+
+static bool has_channel_op(const hl_computation_t *comp, int depth) {
+  if (!comp || depth > 32) return false;
+  for (int i = 0; i < comp->instruction_count; i++) {
+    const hl_instruction_t *inst = comp->instructions[i];
+    if (is_channel_op(inst)) return true;
+    for (int k = 0; k < inst->called_count; k++)
+      if (has_channel_op(inst->called_computations[k], depth + 1)) return true;
+  }
+  return false;
 }
 
 static bool push(sequence_t *s, step_t step) {
@@ -210,6 +290,10 @@ static void collect(checker_t *c, const hl_computation_t *comp, int rank, sequen
   if (!comp || depth > 32 || out->open_ended || c->error) return;
   for (int i = 0; i < comp->instruction_count && !out->open_ended && !c->error; i++) {
     const hl_instruction_t *inst = comp->instructions[i];
+    if (is_channel_op(inst)) {
+      count_channel_op(c, inst, rank, out);
+      continue;
+    }
     if (hl_opcode_is_collective(inst->opcode)) {
       step_t s = {.inst = inst};
       c->error = group_of(c, inst, rank, &s.group, &s.group_size);
@@ -229,6 +313,9 @@ static void collect(checker_t *c, const hl_computation_t *comp, int rank, sequen
         continue;
       }
       // Data-dependent: fine when every branch issues the same collectives.
+      // Channel counts are not compared across branches.
+      for (int b = 0; b < branches; b++)
+        if (has_channel_op(inst->called_computations[b], 0)) out->channels_unknown = true;
       sequence_t first = {0};
       bool same = true;
       collect(c, branches ? inst->called_computations[0] : NULL, rank, &first, depth + 1);
@@ -246,6 +333,8 @@ static void collect(checker_t *c, const hl_computation_t *comp, int rank, sequen
     if (inst->opcode == HL_OP_WHILE) {
       const hl_computation_t *body = hl_instruction_while_body(inst);
       const hl_computation_t *cond = hl_instruction_while_condition(inst);
+      // One trip is not every trip: a loop's sends cannot be counted.
+      if (has_channel_op(body, 0) || has_channel_op(cond, 0)) out->channels_unknown = true;
       if (!has_collective(body, 0) && !has_collective(cond, 0)) continue;
       if (!first_trip_certain(inst, rank, c)) {
         out->open_ended = true;
@@ -260,7 +349,8 @@ static void collect(checker_t *c, const hl_computation_t *comp, int rank, sequen
     // call, fusion, async wrappers, map / reduce bodies: their collectives
     // (if any) run in place.
     for (int k = 0; k < inst->called_count; k++)
-      if (has_collective(inst->called_computations[k], 0))
+      if (has_collective(inst->called_computations[k], 0) ||
+          has_channel_op(inst->called_computations[k], 0))
         collect(c, inst->called_computations[k], rank, out, depth + 1);
   }
 }
@@ -310,9 +400,42 @@ static hl_status_t mismatch(const checker_t *c, int r, const step_t *a, int q, c
   return st;
 }
 
+static int tally_of(const sequence_t *s, int64_t channel_id, int peer, bool send) {
+  for (int k = 0; k < s->tally_count; k++)
+    if (s->tallies[k].channel_id == channel_id && s->tallies[k].peer == peer &&
+        s->tallies[k].send == send)
+      return s->tallies[k].count;
+  return 0;
+}
+
+// Every send to a peer on a channel needs one recv there, and the other way
+// round, when both ranks' counts are certain (the whole program decided).
+static hl_status_t check_channels(const checker_t *c, const sequence_t *seq, int n) {
+  for (int r = 0; r < n; r++) {
+    const sequence_t *a = &seq[r];
+    if (a->open_ended || a->channels_unknown) continue;
+    for (int k = 0; k < a->tally_count; k++) {
+      const tally_t *t = &a->tallies[k];
+      const sequence_t *b = &seq[t->peer];
+      if (b->open_ended || b->channels_unknown) continue;
+      int other = tally_of(b, t->channel_id, r, !t->send);
+      if (other == t->count) continue;
+      return HL_INVALID("channel check: the ranks would deadlock: rank %d %s %d message%s on "
+                        "channel %lld %s rank %d (%s), but rank %d %s %d (grid %lld x %lld; "
+                        "--no-collective-check runs it anyway)",
+                        r, t->send ? "sends" : "receives", t->count, t->count == 1 ? "" : "s",
+                        (long long)t->channel_id, t->send ? "to" : "from", t->peer,
+                        hl_instruction_location(t->first), t->peer,
+                        t->send ? "receives from it" : "sends it", other, (long long)c->R,
+                        (long long)c->P);
+    }
+  }
+  return NULL;
+}
+
 hl_status_t hl_collective_check(const hl_module_t *module, int64_t R, int64_t P) {
   if (!module || !module->entry || R < 1 || P < 1 || R * P > 4096) return NULL;
-  if (!has_collective(module->entry, 0)) return NULL;
+  if (!has_collective(module->entry, 0) && !has_channel_op(module->entry, 0)) return NULL;
   checker_t c = {.module = module, .R = R, .P = P};
   int n = (int)(R * P);
   sequence_t *seq = hl_calloc((size_t)n, sizeof(sequence_t));
@@ -344,9 +467,10 @@ hl_status_t hl_collective_check(const hl_module_t *module, int64_t R, int64_t P)
     }
   }
   // Stalled. Undecidable ranks may unblock the others: then say nothing.
+  bool undecided = false;
   for (int r = 0; r < n; r++)
-    if (pos[r] >= seq[r].count && seq[r].open_ended) goto out;
-  for (int r = 0; r < n && !st; r++) {
+    if (pos[r] >= seq[r].count && seq[r].open_ended) undecided = true;
+  for (int r = 0; r < n && !st && !undecided; r++) {
     if (pos[r] >= seq[r].count) continue;
     const step_t *s = &seq[r].steps[pos[r]];
     for (int i = 0; i < s->group_size && !st; i++) {
@@ -357,6 +481,7 @@ hl_status_t hl_collective_check(const hl_module_t *module, int64_t R, int64_t P)
         st = mismatch(&c, r, s, q, &seq[q].steps[pos[q]], pos[r], pos[q]);
     }
   }
+  if (!st) st = check_channels(&c, seq, n);
 out:
   if (seq)
     for (int r = 0; r < n; r++) sequence_deinit(&seq[r]);

@@ -7,6 +7,11 @@
 // instructions. Whatever is data-dependent (a conditional on values whose
 // branches differ in collectives, a loop whose first trip is not certain)
 // ends the check for that rank without an error.
+//
+// Channels: the sends / recvs with source-target pairs are counted per
+// (channel, peer); where two ranks' counts are certain (no send / recv in a
+// loop or an undecided conditional), a rank's sends to a peer must equal
+// the peer's receives from it, or the error names the instruction.
 #ifndef HL_RUNTIME_DEBUG_COLLECTIVE_CHECK_H_
 #define HL_RUNTIME_DEBUG_COLLECTIVE_CHECK_H_
 

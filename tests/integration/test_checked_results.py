@@ -120,6 +120,49 @@ def test_wrong_shape_is_an_error():
     return None
 
 
+SCATTER = os.path.join(hl.PROGRAMS_DIR, "sharded_contract_scatter_4.hlo")
+
+
+def test_expect_global_4_partitions():
+    # Four partitions each hold two columns of lhs and two rows of rhs; the
+    # assembled global result is tanh(lhs @ rhs), which NumPy computes.
+    rng = np.random.default_rng(14)
+    lhs = rng.standard_normal((8, 8)).astype(np.float32)
+    rhs = rng.standard_normal((8, 3)).astype(np.float32)
+    want = np.tanh(lhs.astype(np.float64) @ rhs.astype(np.float64)).astype(np.float32)
+    with hl.tempdir("global") as d:
+        a, b, y = (os.path.join(d, n) for n in ("lhs.npy", "rhs.npy", "y.npy"))
+        np.save(a, lhs)
+        np.save(b, rhs)
+        np.save(y, want)
+        args = ["--global-args", "%s,%s" % (a, b), "--expect-global", y, "--atol", "1e-5"]
+        res = hl.run([hl.HLO_LAUNCH, "-np", "4", "--timeout", "50", "-q"] + args + [SCATTER],
+                     timeout=60)
+        if res.returncode != 0 or "--expect-global: matches (24 elements)" not in res.stderr:
+            return res.describe()
+        bad = want.copy()
+        bad[5, 2] += np.float32(0.5)
+        np.save(y, bad)
+        res = hl.run([hl.HLO_LAUNCH, "-np", "4", "--timeout", "50", "-q"] + args + [SCATTER],
+                     timeout=60)
+        line = ("--expect-global: 1 of 24 elements differ; worst: global[5,2] = %.9g, expected "
+                "%.9g" % (float(want[5, 2]), float(bad[5, 2])))
+        # The launcher's value is within 1e-5 of NumPy's; compare the message
+        # up to the value it printed.
+        head = line.split(" = ")[0] + " = "
+        if res.returncode != 4 or head not in res.stderr or \
+                "expected %.9g" % float(bad[5, 2]) not in res.stderr:
+            return "expected %r, exit 4\n%s" % (line, res.describe())
+        np.save(y, want[:4])
+        res = hl.run([hl.HLO_LAUNCH, "-np", "4", "--timeout", "50", "-q"] + args + [SCATTER],
+                     timeout=60)
+        if res.returncode != 1 or \
+                "expected f32[8,3] for the assembled global result, file has float32 (4, 3)" \
+                not in res.stderr:
+            return "a wrong global shape is an error\n" + res.describe()
+    return None
+
+
 if __name__ == "__main__":
     hl.require_binaries("hlo-launch")
     hl.main([
@@ -128,4 +171,5 @@ if __name__ == "__main__":
         ("snapshot_result_is_the_default_expectation",
          test_snapshot_result_is_the_default_expectation),
         ("wrong_shape_is_an_error", test_wrong_shape_is_an_error),
+        ("expect_global_4_partitions", test_expect_global_4_partitions),
     ])

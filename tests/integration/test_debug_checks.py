@@ -37,6 +37,18 @@ def test_mismatched_collectives_static():
     return None
 
 
+def test_missing_send_static():
+    # Rank 0 takes the branch without the send (decided from replica-id), so
+    # rank 1's recv on channel 1 from rank 0 (pairs {{0,1}}) never completes.
+    res = launch(2, program("hang_missing_send.hlo"), "--zeros")
+    want = ("hlo-launch: channel check: the ranks would deadlock: rank 1 receives 1 message on "
+            "channel 1 from rank 0 (instruction 'recv.1' (recv) in computation 'recv_branch' at ")
+    also = "but rank 0 sends it 0 (grid 2 x 1; --no-collective-check runs it anyway)"
+    if res.returncode != 1 or want not in res.stderr or also not in res.stderr:
+        return "expected the channel check's error\n" + res.describe()
+    return None
+
+
 def test_mismatched_collectives_under_users_mpiexec():
     # Ranks started by the user's own mpiexec check the program themselves.
     argv = ["mpiexec", "--oversubscribe", "-n", "4"]
@@ -140,6 +152,7 @@ if __name__ == "__main__":
     hl.require_binaries("hlo-launch")
     hl.main([
         ("mismatched_collectives_static", test_mismatched_collectives_static),
+        ("missing_send_static", test_missing_send_static),
         ("mismatched_collectives_under_users_mpiexec",
          test_mismatched_collectives_under_users_mpiexec),
         ("check_nans", test_check_nans),

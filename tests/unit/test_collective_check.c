@@ -1,6 +1,6 @@
 // The static collective check (runtime/debug/collective_check.c) on small
 // programs whose deadlocks, or lack of them, are worked out by hand.
-// hl-test-libs: hl_debug hl_collectives hl_text hl_ir hl_base
+// hl-test-libs: hl_debug hl_channels hl_collectives hl_text hl_ir hl_base
 #include <string.h>
 
 #include "runtime/debug/collective_check.h"
@@ -97,7 +97,68 @@ static void test_loop_that_may_not_run(void) {
   CU_ASSERT_PTR_NULL(check(buf));
 }
 
+// Channel 1 with pairs {{0,1},{2,3}}: ranks 0 and 2 send, 1 and 3 receive.
+#define PAIRS "frontend_attributes={_xla_send_recv_source_target_pairs=\"{{0,1},{2,3}}\"}"
+static const char kSendComp[] =
+    "send_comp {\n  x = f32[4] parameter(0)\n  tok = token[] after-all()\n"
+    "  s = (f32[4], u32[], token[]) send(x, tok), channel_id=1, " PAIRS "\n"
+    "  sd = token[] send-done(s), channel_id=1\n  ROOT y = f32[4] copy(x)\n}\n";
+static const char kRecvComp[] =
+    "recv_comp {\n  x = f32[4] parameter(0)\n  tok = token[] after-all()\n"
+    "  r = (f32[4], u32[], token[]) recv(tok), channel_id=1, " PAIRS "\n"
+    "  rd = (f32[4], token[]) recv-done(r), channel_id=1\n"
+    "  ROOT y = f32[4] get-tuple-element(rd), index=0\n}\n";
+
+// Every rank calls send_comp, then recv_comp (or, on rank 3, `rank3_recv`).
+static hl_status_t check_channels(const char *rank3_recv) {
+  char buf[4096];
+  snprintf(buf, sizeof(buf),
+           "%s%sENTRY e {\n  x = f32[4] parameter(0)\n"
+           "  a = f32[4] call(x), to_apply=send_comp\n  r = u32[] replica-id()\n"
+           "  three = u32[] constant(3)\n  is3 = pred[] compare(r, three), direction=EQ\n"
+           "  ROOT y = f32[4] conditional(is3, a, a), true_computation=%s, "
+           "false_computation=recv_comp\n}\n",
+           kSendComp, kRecvComp, rank3_recv);
+  return check(buf);
+}
+
+static void test_channels_pair_up(void) { CU_ASSERT_PTR_NULL(check_channels("recv_comp")); }
+
+static void test_missing_recv(void) {
+  HL_ASSERT_ERROR_CONTAINS(check_channels("skip"),
+                           "channel check: the ranks would deadlock: rank 2 sends 1 message on "
+                           "channel 1 to rank 3 (instruction 's' (send) in computation "
+                           "'send_comp' at c.hlo:");
+  HL_ASSERT_ERROR_CONTAINS(check_channels("skip"), "but rank 3 receives from it 0 (grid 4 x 1;");
+}
+
+static void test_channel_in_loop_is_not_counted(void) {
+  // The loop sends twice and the peers receive twice, outside a loop: the
+  // program is fine, and counting the loop's one trip would call it a
+  // deadlock. Sends in loops are not counted.
+  char buf[4096];
+  snprintf(buf, sizeof(buf),
+           "%s%scond {\n  s = (s32[], f32[4]) parameter(0)\n"
+           "  i = s32[] get-tuple-element(s), index=0\n  n = s32[] constant(2)\n"
+           "  ROOT lt = pred[] compare(i, n), direction=LT\n}\n"
+           "body {\n  s = (s32[], f32[4]) parameter(0)\n"
+           "  i = s32[] get-tuple-element(s), index=0\n"
+           "  x = f32[4] get-tuple-element(s), index=1\n"
+           "  y = f32[4] call(x), to_apply=send_comp\n  one = s32[] constant(1)\n"
+           "  j = s32[] add(i, one)\n  ROOT t = (s32[], f32[4]) tuple(j, y)\n}\n"
+           "ENTRY e {\n  x = f32[4] parameter(0)\n  z = s32[] constant(0)\n"
+           "  p = (s32[], f32[4]) tuple(z, x)\n"
+           "  w = (s32[], f32[4]) while(p), condition=cond, body=body\n"
+           "  y1 = f32[4] call(x), to_apply=recv_comp\n"
+           "  ROOT y = f32[4] call(y1), to_apply=recv_comp\n}\n",
+           kSendComp, kRecvComp);
+  CU_ASSERT_PTR_NULL(check(buf));
+}
+
 static CU_TestInfo tests[] = {
+    {"channels_pair_up", test_channels_pair_up},
+    {"missing_recv", test_missing_recv},
+    {"channel_in_loop_is_not_counted", test_channel_in_loop_is_not_counted},
     {"mismatch_names_both", test_mismatch_names_both},
     {"skipping_rank", test_skipping_rank},
     {"group_mismatch", test_group_mismatch},
