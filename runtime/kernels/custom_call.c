@@ -23,6 +23,10 @@
 #include "runtime/kernels/kernel.h"
 #include "runtime/kernels/rng.h"
 
+// StableHLO test-dialect checks (check.c).
+hl_status_t hl_kernel_check(hl_kernel_context_t *ctx, const hl_instruction_t *inst,
+                            hl_literal_t *const *operands, hl_literal_t **out);
+
 static bool is_one_of(const char *s, const char *const *names) {
   for (; *names; names++)
     if (strcmp(s, *names) == 0) return true;
@@ -115,6 +119,7 @@ hl_status_t hl_kernel_custom_call(hl_kernel_context_t *ctx, const hl_instruction
                                           "hip_threefry2x32", "hip_threefry2x32_ffi", NULL};
   if (is_one_of(target, kIdentity)) return identity(inst, operands, target, out);
   if (strcmp(target, "TopK") == 0) return top_k(ctx, inst, operands, out);
+  if (strncmp(target, "check.", 6) == 0) return hl_kernel_check(ctx, inst, operands, out);
   if (is_one_of(target, kThreefry)) return threefry(inst, operands, target, out);
   return HL_UNIMPL("%s: custom-call target \"%s\" is not supported (supported: Sharding, "
                    "SPMDFullToShardShape, SPMDShardToFullShape, annotate_device_placement, "
