@@ -15,8 +15,9 @@
 static const char kHelp[] =
     "Usage: hlo-launch [-np N] [options] PROGRAM\n"
     "\n"
-    "Runs an XLA program (HLO text, HloProto, HloModuleProto or HloSnapshot, gzipped or\n"
-    "not; the format is detected from the content) SPMD-style on N processes, one MPI\n"
+    "Runs an XLA program (HLO text, StableHLO text (.mlir), HloProto, HloModuleProto or\n"
+    "HloSnapshot, gzipped or not; the format is detected from the content) SPMD-style\n"
+    "on N processes, one MPI\n"
     "rank each. Outside an MPI job hlo-launch checks the options and the program, then\n"
     "starts the job with mpiexec, re-running itself as every rank. Started by mpirun,\n"
     "mpiexec or srun, it runs as one rank of that job.\n"
@@ -72,6 +73,9 @@ static const char kHelp[] =
     "                        tiles: padding of uneven splits is kept)\n"
     "\n"
     "Timing:\n"
+    "  --split-input-file    StableHLO (.mlir) only: run each case of the file (cases\n"
+    "                        are separated by lines `// -----`) as its own job and\n"
+    "                        report each; exit 1 when any case failed\n"
     "  --repeat N            run the program N times on the same inputs (plans are\n"
     "                        built once) and have rank 0 print to stderr the first\n"
     "                        run's time and min / median / max of the others; a\n"
@@ -191,6 +195,7 @@ enum {
   OPT_MPMD_PROGRAM,
   OPT_EXPLAIN_GROUPS,
   OPT_REPEAT,
+  OPT_SPLIT_INPUT_FILE,
 };
 
 static const struct option kLongOptions[] = {
@@ -224,6 +229,7 @@ static const struct option kLongOptions[] = {
     {"mpmd-program", required_argument, NULL, OPT_MPMD_PROGRAM},
     {"explain-groups", no_argument, NULL, OPT_EXPLAIN_GROUPS},
     {"repeat", required_argument, NULL, OPT_REPEAT},
+    {"split-input-file", no_argument, NULL, OPT_SPLIT_INPUT_FILE},
     {NULL, 0, NULL, 0},
 };
 
@@ -429,6 +435,7 @@ static hl_status_t parse_into(int argc, char **argv, hl_launch_options_t *o) {
       case OPT_OUTFEED_DIR: o->outfeed_dir = optarg; break;
       case OPT_MPMD_PROGRAM: mpmd_program = optarg; break;
       case OPT_EXPLAIN_GROUPS: o->explain_groups = true; break;
+      case OPT_SPLIT_INPUT_FILE: o->split_input_file = true; break;
       case OPT_REPEAT: HL_RETURN_IF_ERROR(parse_count("--repeat", optarg, &o->repeat)); break;
       case ':': {
         const char *flag = argv[optind - 1];
