@@ -537,7 +537,7 @@ static hl_status_t lower_sort(op_ctx_t *x, hl_instruction_t **out) {
 
 static hl_status_t lower_fft(op_ctx_t *x, hl_instruction_t **out) {
   HL_RETURN_IF_ERROR(simple(x, HL_OP_FFT, out));
-  const char *t = enum_word(hl_mlir_op_attr(x->op, "fft_type"));
+  const char *t = enum_word(attr_any(x->op, "fft_type", "type"));
   if (!t) return OPERR("needs fft_type");
   static const char *const kTypes[] = {"FFT", "IFFT", "RFFT", "IRFFT"};
   int k = -1;
@@ -545,7 +545,7 @@ static hl_status_t lower_fft(op_ctx_t *x, hl_instruction_t **out) {
     if (strcmp(t, kTypes[i]) == 0) k = i;
   if (k < 0) return OPERR("has unknown fft_type %s", t);
   (*out)->attrs.fft_type = k;
-  return need_list(x, "fft_length", NULL, &(*out)->attrs.fft_length);
+  return need_list(x, "fft_length", "length", &(*out)->attrs.fft_length);
 }
 
 static hl_status_t lower_triangular_solve(op_ctx_t *x, hl_instruction_t **out) {
@@ -762,9 +762,19 @@ hl_status_t hl_lower_op(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_op_t *
     } else if (strcmp(n, "triangular_solve") == 0) {
       st = lower_triangular_solve(x, &out);
     } else if (strcmp(n, "reduce_precision") == 0) {
-      int64_t e, m;
-      st = need_int(x, "exponent_bits", NULL, &e);
-      if (!st) st = need_int(x, "mantissa_bits", NULL, &m);
+      int64_t e = 0, m = 0;
+      const char *format = enum_word(hl_mlir_op_attr(op, "format"));  // pretty: format = e5m10
+      if (format) {
+        long long le, lm;
+        char tail;
+        if (sscanf(format, "e%lldm%lld%c", &le, &lm, &tail) != 2)
+          st = OPERR("has malformed format %s (expected eXmY)", format);
+        e = le;
+        m = lm;
+      } else {
+        st = need_int(x, "exponent_bits", NULL, &e);
+        if (!st) st = need_int(x, "mantissa_bits", NULL, &m);
+      }
       if (!st) st = simple(x, HL_OP_REDUCE_PRECISION, &out);
       if (!st) {
         out->attrs.exponent_bits = (int32_t)e;

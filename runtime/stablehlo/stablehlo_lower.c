@@ -600,27 +600,51 @@ static bool op_refers_to(const hl_mlir_op_t *op, const char *sym) {
   return false;
 }
 
-static hl_status_t pick_entry(hl_lower_t *L, hl_lower_func_t **out) {
+// The entry: @main; else the one function nothing refers to; else (a test
+// file's case with several) a computation calling each of those in turn,
+// all of which must take no arguments.
+static hl_status_t pick_entry(hl_lower_t *L, hl_computation_t **out) {
   *out = NULL;
   for (int i = 0; i < L->func_count; i++)
-    if (strcmp(L->funcs[i].op->symbol, "main") == 0) {
-      *out = &L->funcs[i];
-      return NULL;
-    }
+    if (strcmp(L->funcs[i].op->symbol, "main") == 0)
+      return hl_lower_function(L, "main", L->funcs[i].op, out);
+  hl_instruction_t **calls = hl_calloc((size_t)L->func_count + 1, sizeof(*calls));
+  if (!calls) return HL_OOM();
+  int n = 0, only = -1;
+  hl_status_t st = NULL;
   for (int i = 0; i < L->func_count; i++) {
     bool referenced = false;
     for (int j = 0; j < L->func_count && !referenced; j++)
       referenced = j != i && op_refers_to(L->funcs[j].op, L->funcs[i].op->symbol);
-    if (referenced) continue;
-    if (*out)
-      return hl_mlir_error_pos(L->file->path, L->funcs[i].op->line, L->funcs[i].op->column,
-                               "no @main and more than one function that nothing calls "
-                               "(@%s, @%s): cannot pick the entry",
-                               (*out)->op->symbol, L->funcs[i].op->symbol);
-    *out = &L->funcs[i];
+    if (!referenced) calls[n++] = NULL, only = only < 0 ? i : -2;
   }
-  if (!*out) return hl_mlir_error_pos(L->file->path, 1, 1, "no function to run");
-  return NULL;
+  if (n == 0) st = hl_mlir_error_pos(L->file->path, 1, 1, "no function to run");
+  if (!st && only >= 0) st = hl_lower_function(L, L->funcs[only].op->symbol, L->funcs[only].op, out);
+  if (st || only >= 0) {
+    hl_free(calls);
+    return st;
+  }
+  hl_computation_t *entry;
+  st = hl_module_add_computation(L->module, "run_all_functions", &entry);
+  n = 0;
+  for (int i = 0; !st && i < L->func_count; i++) {
+    const hl_mlir_op_t *fn = L->funcs[i].op;
+    bool referenced = false;
+    for (int j = 0; j < L->func_count && !referenced; j++)
+      referenced = j != i && op_refers_to(L->funcs[j].op, fn->symbol);
+    if (referenced) continue;
+    if (fn->operand_type_count)
+      st = hl_lower_op_error(L, fn, "@%s takes arguments but is one of several entry candidates "
+                             "(no @main)", fn->symbol);
+    hl_computation_t *c;
+    if (!st) st = hl_lower_function(L, fn->symbol, fn, &c);
+    if (!st) st = hl_lower_add(L, entry, fn, HL_OP_CALL, &c->root->shape, NULL, 0, &calls[n]);
+    if (!st) st = hl_instruction_set_called(calls[n++], &c, 1);
+  }
+  if (!st) st = hl_lower_add_tuple(L, entry, NULL, NULL, 0, &entry->root);
+  hl_free(calls);
+  if (!st) *out = entry;
+  return st;
 }
 
 // Callees before callers, entry last (as the HLO text parser stores them).
@@ -670,10 +694,8 @@ static hl_status_t lower_file(hl_lower_t *L) {
                                  "redefinition of @%s", f->ops[i].symbol);
     L->funcs[L->func_count++].op = &f->ops[i];
   }
-  hl_lower_func_t *entry;
-  HL_RETURN_IF_ERROR(pick_entry(L, &entry));
   hl_computation_t *c;
-  HL_RETURN_IF_ERROR(hl_lower_function(L, entry->op->symbol, entry->op, &c));
+  HL_RETURN_IF_ERROR(pick_entry(L, &c));
   L->module->entry = c;
   L->module->replica_count = module_int_attr(f, "mhlo.num_replicas");
   L->module->num_partitions = module_int_attr(f, "mhlo.num_partitions");
