@@ -668,6 +668,91 @@ static hl_status_t lower_optimization_barrier(op_ctx_t *x, hl_instruction_t **ou
   return add(x, HL_OP_OPTIMIZATION_BARRIER, &t->shape, &t, 1, out);
 }
 
+// replica_groups = dense<[[0, 1], [2, 3]]> : tensor<2x2xi64> (-1 pads ragged
+// groups), channel_handle, use_global_device_ids: the fields XLA stores.
+static hl_status_t collective_attrs(op_ctx_t *x, hl_instruction_t *inst) {
+  hl_attrs_t *a = &inst->attrs;
+  const hl_mlir_attr_t *g = hl_mlir_op_attr(x->op, "replica_groups");
+  if (g) {
+    if (g->kind != HL_MATTR_DENSE || !g->has_type || g->type.rank != 2)
+      return OPERR("needs replica_groups as a 2-d dense<...> tensor");
+    hl_literal_t *lit;
+    HL_RETURN_IF_ERROR(hl_mlir_dense_literal(x->L->file, g, &g->type, &lit));
+    int rows = (int)g->type.dims[0], cols = (int)g->type.dims[1];
+    a->replica_groups.kind = HL_GROUPS_LIST;
+    a->replica_groups.groups = hl_calloc((size_t)rows + 1, sizeof(hl_i64_list_t));
+    hl_status_t st = a->replica_groups.groups ? NULL : HL_OOM();
+    int64_t *row = hl_calloc((size_t)cols + 1, sizeof(int64_t));
+    if (!row) st = HL_OOM();
+    for (int r = 0; !st && r < rows; r++) {
+      int n = 0;
+      for (int k = 0; k < cols; k++) {
+        int64_t v = hl_literal_get_s64(lit, (int64_t)r * cols + k);
+        if (v >= 0) row[n++] = v;
+      }
+      st = hl_i64_list_set(&a->replica_groups.groups[r], row, n);
+      a->replica_groups.group_count = r + 1;
+    }
+    hl_free(row);
+    hl_literal_release(lit);
+    HL_RETURN_IF_ERROR(st);
+  }
+  const hl_mlir_attr_t *ch = hl_mlir_op_attr(x->op, "channel_handle");
+  if (ch) a->channel_id = member_int(ch, "handle", 0);
+  a->use_global_device_ids = bool_attr(x->op, "use_global_device_ids");
+  return NULL;
+}
+
+static hl_status_t lower_collective(op_ctx_t *x, const char *n, hl_instruction_t **out) {
+  const hl_mlir_op_t *op = x->op;
+  if (strcmp(n, "all_reduce") == 0 || strcmp(n, "reduce_scatter") == 0) {
+    bool rs = n[0] == 'r';
+    HL_RETURN_IF_ERROR(multi(x, rs ? HL_OP_REDUCE_SCATTER : HL_OP_ALL_REDUCE, out));
+    if (rs) {
+      int64_t d;
+      HL_RETURN_IF_ERROR(need_int(x, "scatter_dimension", NULL, &d));
+      HL_RETURN_IF_ERROR(hl_i64_list_set(&(*out)->attrs.dimensions, &d, 1));
+    }
+    HL_RETURN_IF_ERROR(set_to_apply(x, *out, 0));
+  } else if (strcmp(n, "all_gather") == 0) {
+    int64_t d;
+    HL_RETURN_IF_ERROR(need_int(x, "all_gather_dim", NULL, &d));
+    HL_RETURN_IF_ERROR(multi(x, HL_OP_ALL_GATHER, out));
+    HL_RETURN_IF_ERROR(hl_i64_list_set(&(*out)->attrs.dimensions, &d, 1));
+  } else if (strcmp(n, "all_to_all") == 0) {
+    int64_t s = 0, c = 0;
+    HL_RETURN_IF_ERROR(need_int(x, "split_dimension", NULL, &s));
+    HL_RETURN_IF_ERROR(need_int(x, "concat_dimension", NULL, &c));
+    if (s != c)
+      return OPERR("with split_dimension %lld != concat_dimension %lld is not supported (HLO "
+                   "all-to-all has one dimension)", (long long)s, (long long)c);
+    HL_RETURN_IF_ERROR(multi(x, HL_OP_ALL_TO_ALL, out));
+    HL_RETURN_IF_ERROR(hl_i64_list_set(&(*out)->attrs.dimensions, &s, 1));
+  } else if (strcmp(n, "collective_permute") == 0) {
+    HL_RETURN_IF_ERROR(simple(x, HL_OP_COLLECTIVE_PERMUTE, out));
+    const hl_mlir_attr_t *p = hl_mlir_op_attr(op, "source_target_pairs");
+    if (!p || p->kind != HL_MATTR_DENSE || !p->has_type || p->type.rank != 2 || p->type.dims[1] != 2)
+      return OPERR("needs source_target_pairs as an Nx2 dense<...> tensor");
+    hl_literal_t *lit;
+    HL_RETURN_IF_ERROR(hl_mlir_dense_literal(x->L->file, p, &p->type, &lit));
+    int rows = (int)p->type.dims[0];
+    hl_attrs_t *a = &(*out)->attrs;
+    a->source_target_pairs = hl_calloc((size_t)rows + 1, sizeof(hl_source_target_t));
+    if (!a->source_target_pairs) {
+      hl_literal_release(lit);
+      return HL_OOM();
+    }
+    a->source_target_count = rows;
+    for (int r = 0; r < rows; r++)
+      a->source_target_pairs[r] = (hl_source_target_t){hl_literal_get_s64(lit, 2 * r),
+                                                       hl_literal_get_s64(lit, 2 * r + 1)};
+    hl_literal_release(lit);
+  } else {
+    HL_RETURN_IF_ERROR(simple(x, HL_OP_COLLECTIVE_BROADCAST, out));
+  }
+  return collective_attrs(x, *out);
+}
+
 hl_status_t hl_lower_op(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_op_t *op) {
   op_ctx_t ctx = {L, env, op, NULL, op->operand_count};
   op_ctx_t *x = &ctx;
@@ -787,6 +872,10 @@ hl_status_t hl_lower_op(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_op_t *
     } else if (strcmp(n, "after_all") == 0 || strcmp(n, "create_token") == 0) {
       hl_shape_t tok = hl_shape_token();
       st = add(x, HL_OP_AFTER_ALL, &tok, x->operands, x->n, &out);
+    } else if (strcmp(n, "all_reduce") == 0 || strcmp(n, "all_gather") == 0 ||
+               strcmp(n, "reduce_scatter") == 0 || strcmp(n, "all_to_all") == 0 ||
+               strcmp(n, "collective_permute") == 0 || strcmp(n, "collective_broadcast") == 0) {
+      st = lower_collective(x, n, &out);
     } else if (strcmp(n, "custom_call") == 0) {
       st = lower_custom_call(x, &out);
       bound = out == NULL && !st;
