@@ -1,3 +1,4 @@
+#define _GNU_SOURCE  // mkstemps, fdopen
 // --split-input-file (see split_input.h). Each case is written to a
 // temporary file padded with the blank lines that precede it, so its
 // diagnostics keep the original file's line numbers, and run by this same
