@@ -47,6 +47,9 @@ typedef struct hl_lower {
   int64_t next_id;
   int region_counter;
   const char *func_name;  // function being lowered (check messages)
+  // interpreter.run_parallel's programs grid (0 when the file has none).
+  int64_t parallel_replicas, parallel_partitions;
+  int64_t next_channel;   // channel ids of the collectives run_parallel adds
 } hl_lower_t;
 
 // An error at an op's position: "file:line:col: error: '<op>' ...".

@@ -502,6 +502,239 @@ static hl_status_t lower_call(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_
   return st;
 }
 
+//===----------------------------------------------------------------------===//
+// interpreter.run_parallel: the programs grid on the job's ranks
+//===----------------------------------------------------------------------===//
+
+// The results of every process, on every rank: each rank runs its own
+// program (a conditional on its flat id replica * P + partition); then, for
+// each result, an all-gather over all ranks (flattened ids) brings process
+// k's value (zeros elsewhere) to every rank, which keeps row k. Tokens are
+// local (after-all).
+typedef struct parallel {
+  hl_lower_t *L;
+  const hl_mlir_op_t *op;
+  hl_computation_t *outer;
+  int nproc;
+  hl_lower_func_t **fns;  // per process
+  int *arg_start, *res_start;
+  int nargs, nres;
+  hl_shape_t *res_shapes;  // all results, process-major (owned by the func ops)
+} parallel_t;
+
+static hl_status_t zero_of(hl_lower_t *L, hl_computation_t *c, const hl_mlir_op_t *op,
+                           const hl_shape_t *s, hl_instruction_t **out) {
+  if (s->dtype == HL_TOKEN) return hl_lower_add(L, c, op, HL_OP_AFTER_ALL, s, NULL, 0, out);
+  hl_shape_t scalar = hl_shape_scalar(s->dtype);
+  hl_literal_t *lit;
+  HL_RETURN_IF_ERROR(hl_literal_create(&scalar, &lit));
+  hl_instruction_t *z;
+  hl_status_t st = hl_lower_add(L, c, op, HL_OP_CONSTANT, &scalar, NULL, 0, &z);
+  if (st) {
+    hl_literal_release(lit);
+    return st;
+  }
+  z->attrs.literal = lit;
+  return hl_lower_add(L, c, op, HL_OP_BROADCAST, s, &z, 1, out);
+}
+
+static hl_status_t parallel_branch(parallel_t *pp, int k, const hl_shape_t *args_shape,
+                                   const hl_shape_t *all_shape, hl_computation_t **out) {
+  hl_lower_t *L = pp->L;
+  const hl_mlir_op_t *op = pp->op;
+  hl_computation_t *c, *fn;
+  HL_RETURN_IF_ERROR(new_computation(L, L->func_name, &c));
+  HL_RETURN_IF_ERROR(hl_lower_function(L, pp->fns[k]->op->symbol, op, &fn));
+  hl_instruction_t *param;
+  HL_RETURN_IF_ERROR(add_parameter(L, c, op, 0, args_shape, &param));
+  int na = pp->fns[k]->op->operand_type_count, nr = pp->fns[k]->op->result_type_count;
+  hl_instruction_t **args = hl_calloc((size_t)na + 1, sizeof(*args));
+  hl_instruction_t **slots = hl_calloc((size_t)pp->nres + 1, sizeof(*slots));
+  hl_status_t st = args && slots ? NULL : HL_OOM();
+  for (int i = 0; !st && i < na; i++) st = hl_lower_add_gte(L, c, op, param, pp->arg_start[k] + i, &args[i]);
+  hl_instruction_t *call = NULL;
+  if (!st) st = hl_lower_add(L, c, op, HL_OP_CALL, &fn->root->shape, args, na, &call);
+  if (!st) st = hl_instruction_set_called(call, &fn, 1);
+  for (int j = 0; !st && j < pp->nres; j++) {
+    int own = j - pp->res_start[k];
+    if (own >= 0 && own < nr)
+      st = nr == 1 ? (slots[j] = call, NULL) : hl_lower_add_gte(L, c, op, call, own, &slots[j]);
+    else
+      st = zero_of(L, c, op, &all_shape->tuple[j], &slots[j]);
+  }
+  if (!st) st = hl_lower_add_tuple(L, c, op, slots, pp->nres, &c->root);
+  if (!st) st = hl_computation_index_parameters(c);
+  hl_free(args);
+  hl_free(slots);
+  if (!st) *out = c;
+  return st;
+}
+
+// Row `k` of an all-gather of v over every rank of the grid.
+static hl_status_t value_of_process(parallel_t *pp, hl_instruction_t *v, int k,
+                                    hl_instruction_t **out) {
+  hl_lower_t *L = pp->L;
+  const hl_mlir_op_t *op = pp->op;
+  hl_computation_t *c = pp->outer;
+  const hl_shape_t *s = &v->shape;
+  if (s->rank + 1 > HL_MAX_RANK) return hl_lower_op_error(L, op, "result rank too high");
+  int64_t dims[HL_MAX_RANK];
+  dims[0] = 1;
+  for (int d = 0; d < s->rank; d++) dims[d + 1] = s->dims[d];
+  hl_shape_t one = hl_shape_array(s->dtype, s->rank + 1, dims);
+  hl_instruction_t *r, *g, *sl;
+  HL_RETURN_IF_ERROR(hl_lower_add(L, c, op, HL_OP_RESHAPE, &one, &v, 1, &r));
+  dims[0] = pp->nproc;
+  hl_shape_t all = hl_shape_array(s->dtype, s->rank + 1, dims);
+  HL_RETURN_IF_ERROR(hl_lower_add(L, c, op, HL_OP_ALL_GATHER, &all, &r, 1, &g));
+  int64_t zero = 0;
+  HL_RETURN_IF_ERROR(hl_i64_list_set(&g->attrs.dimensions, &zero, 1));
+  g->attrs.channel_id = ++L->next_channel;
+  g->attrs.use_global_device_ids = true;
+  hl_attrs_t *a = &g->attrs;
+  a->replica_groups.kind = HL_GROUPS_LIST;
+  a->replica_groups.groups = hl_calloc(1, sizeof(hl_i64_list_t));
+  int64_t *ids = hl_calloc((size_t)pp->nproc, sizeof(int64_t));
+  if (!a->replica_groups.groups || !ids) {
+    hl_free(ids);
+    return HL_OOM();
+  }
+  a->replica_groups.group_count = 1;
+  for (int i = 0; i < pp->nproc; i++) ids[i] = i;
+  hl_status_t st = hl_i64_list_set(&a->replica_groups.groups[0], ids, pp->nproc);
+  hl_free(ids);
+  HL_RETURN_IF_ERROR(st);
+  dims[0] = 1;
+  HL_RETURN_IF_ERROR(hl_lower_add(L, c, op, HL_OP_SLICE, &one, &g, 1, &sl));
+  sl->attrs.slice_dimensions = hl_calloc((size_t)s->rank + 1, sizeof(hl_slice_dim_t));
+  if (!sl->attrs.slice_dimensions) return HL_OOM();
+  sl->attrs.slice_count = s->rank + 1;
+  sl->attrs.slice_dimensions[0] = (hl_slice_dim_t){k, k + 1, 1};
+  for (int d = 0; d < s->rank; d++) sl->attrs.slice_dimensions[d + 1] = (hl_slice_dim_t){0, s->dims[d], 1};
+  return hl_lower_add(L, c, op, HL_OP_RESHAPE, s, &sl, 1, out);
+}
+
+static hl_status_t lower_run_parallel(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_op_t *op,
+                                      hl_instruction_t *const *operands) {
+  const hl_mlir_attr_t *progs = hl_mlir_op_attr(op, "programs");
+  if (!progs || progs->kind != HL_MATTR_ARRAY || progs->n < 1)
+    return hl_lower_op_error(L, op, "needs programs = [[@f, ...], ...]");
+  if (hl_mlir_op_attr(op, "infeed"))
+    return hl_lower_op_error(L, op, "with infeed functions is not supported");
+  int R = progs->n, P = progs->items[0].n;
+  for (int r = 0; r < R; r++)
+    if (progs->items[r].kind != HL_MATTR_ARRAY || progs->items[r].n != P || P < 1)
+      return hl_lower_op_error(L, op, "programs must be R lists of P function symbols each");
+  if ((L->parallel_replicas && L->parallel_replicas != R) ||
+      (L->parallel_partitions && L->parallel_partitions != P))
+    return hl_lower_op_error(L, op, "uses a %dx%d grid, an earlier run_parallel %lldx%lld", R, P,
+                             (long long)L->parallel_replicas, (long long)L->parallel_partitions);
+  L->parallel_replicas = R;
+  L->parallel_partitions = P;
+  parallel_t pp = {.L = L, .op = op, .outer = env->computation, .nproc = R * P};
+  pp.fns = hl_calloc((size_t)pp.nproc, sizeof(*pp.fns));
+  pp.arg_start = hl_calloc((size_t)pp.nproc + 1, sizeof(int));
+  pp.res_start = hl_calloc((size_t)pp.nproc + 1, sizeof(int));
+  hl_computation_t **branches = hl_calloc((size_t)pp.nproc, sizeof(*branches));
+  hl_instruction_t **cond_ops = hl_calloc((size_t)pp.nproc + 1, sizeof(*cond_ops));
+  hl_shape_t *res = NULL;
+  hl_shape_t args_shape = {0}, all_shape = {0};
+  hl_instruction_t **results = NULL;
+  hl_status_t st = pp.fns && pp.arg_start && pp.res_start && branches && cond_ops ? NULL : HL_OOM();
+  for (int k = 0; !st && k < pp.nproc; k++) {
+    const hl_mlir_attr_t *sym = &progs->items[k / P].items[k % P];
+    if (sym->kind != HL_MATTR_SYMBOL) {
+      st = hl_lower_op_error(L, op, "programs must hold @function symbols");
+      break;
+    }
+    for (int i = 0; i < L->func_count; i++)
+      if (strcmp(L->funcs[i].op->symbol, sym->s) == 0) pp.fns[k] = &L->funcs[i];
+    if (!pp.fns[k]) {
+      st = hl_lower_op_error(L, op, "refers to an undefined function @%s", sym->s);
+      break;
+    }
+    pp.arg_start[k + 1] = pp.arg_start[k] + pp.fns[k]->op->operand_type_count;
+    pp.res_start[k + 1] = pp.res_start[k] + pp.fns[k]->op->result_type_count;
+  }
+  if (!st) {
+    pp.nargs = pp.arg_start[pp.nproc];
+    pp.nres = pp.res_start[pp.nproc];
+    if (pp.nargs != op->operand_count || pp.nres != op->result_count)
+      st = hl_lower_op_error(L, op, "has %d operands and %d results; its programs take %d and "
+                             "return %d", op->operand_count, op->result_count, pp.nargs, pp.nres);
+  }
+  if (!st) {
+    res = hl_calloc((size_t)pp.nres + 1, sizeof(*res));
+    results = hl_calloc((size_t)pp.nres + 1, sizeof(*results));
+    if (!res || !results) st = HL_OOM();
+  }
+  for (int k = 0; !st && k < pp.nproc; k++)
+    for (int j = 0; j < pp.fns[k]->op->result_type_count; j++)
+      res[pp.res_start[k] + j] = pp.fns[k]->op->result_types[j];  // shallow
+  hl_instruction_t *arg_tuple = NULL, *cond = NULL, *id = NULL;
+  if (!st) st = hl_shape_tuple(res, pp.nres, &all_shape);
+  if (!st) st = hl_lower_add_tuple(L, env->computation, op, operands, op->operand_count, &arg_tuple);
+  if (!st) st = hl_shape_copy(&arg_tuple->shape, &args_shape);
+  for (int k = 0; !st && k < pp.nproc; k++) st = parallel_branch(&pp, k, &args_shape, &all_shape, &branches[k]);
+  // id = replica_id * P + partition_id, as s32.
+  if (!st) {
+    hl_shape_t u32 = hl_shape_scalar(HL_U32), s32 = hl_shape_scalar(HL_S32);
+    hl_instruction_t *rid, *pid, *pc, *mul, *sum;
+    hl_literal_t *lit = NULL;
+    st = hl_lower_add(L, env->computation, op, HL_OP_REPLICA_ID, &u32, NULL, 0, &rid);
+    if (!st) st = hl_lower_add(L, env->computation, op, HL_OP_PARTITION_ID, &u32, NULL, 0, &pid);
+    if (!st) st = hl_literal_create(&u32, &lit);
+    if (!st) {
+      *(uint32_t *)lit->data = (uint32_t)P;
+      st = hl_lower_add(L, env->computation, op, HL_OP_CONSTANT, &u32, NULL, 0, &pc);
+      if (st) hl_literal_release(lit);
+      else pc->attrs.literal = lit;
+    }
+    hl_instruction_t *ops2[2];
+    if (!st) {
+      ops2[0] = rid;
+      ops2[1] = pc;
+      st = hl_lower_add(L, env->computation, op, HL_OP_MULTIPLY, &u32, ops2, 2, &mul);
+    }
+    if (!st) {
+      ops2[0] = mul;
+      ops2[1] = pid;
+      st = hl_lower_add(L, env->computation, op, HL_OP_ADD, &u32, ops2, 2, &sum);
+    }
+    if (!st) st = hl_lower_add(L, env->computation, op, HL_OP_CONVERT, &s32, &sum, 1, &id);
+  }
+  if (!st) {
+    cond_ops[0] = id;
+    for (int k = 0; k < pp.nproc; k++) cond_ops[k + 1] = arg_tuple;
+    st = hl_lower_add(L, env->computation, op, HL_OP_CONDITIONAL, &all_shape, cond_ops,
+                      pp.nproc + 1, &cond);
+  }
+  if (!st) st = hl_instruction_set_called(cond, branches, pp.nproc);
+  for (int k = 0; !st && k < pp.nproc; k++)
+    for (int j = pp.res_start[k]; !st && j < pp.res_start[k + 1]; j++) {
+      hl_instruction_t *g;
+      st = hl_lower_add_gte(L, env->computation, op, cond, j, &g);
+      if (st) break;
+      if (res[j].dtype == HL_TOKEN || res[j].dtype == HL_TUPLE) {
+        if (res[j].dtype == HL_TUPLE) st = hl_lower_op_error(L, op, "tuple results are not supported");
+        results[j] = g;
+      } else {
+        st = value_of_process(&pp, g, k, &results[j]);
+      }
+    }
+  if (!st) st = hl_lower_bind_results(L, env, op, results, pp.nres);
+  hl_shape_deinit(&args_shape);
+  hl_shape_deinit(&all_shape);
+  hl_free(res);
+  hl_free(results);
+  hl_free(pp.fns);
+  hl_free(pp.arg_start);
+  hl_free(pp.res_start);
+  hl_free(branches);
+  hl_free(cond_ops);
+  return st;
+}
+
 hl_status_t hl_lower_control_flow(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_op_t *op,
                                   hl_instruction_t *const *operands, bool *out_handled) {
   *out_handled = true;
@@ -519,6 +752,7 @@ hl_status_t hl_lower_control_flow(hl_lower_t *L, hl_lower_env_t *env, const hl_m
     return lower_branches(L, env, op, sel);
   }
   if (strcmp(n, "func.call") == 0 || strcmp(n, "call") == 0) return lower_call(L, env, op, operands);
+  if (strcmp(n, "interpreter.run_parallel") == 0) return lower_run_parallel(L, env, op, operands);
   *out_handled = false;
   return NULL;
 }
@@ -699,6 +933,14 @@ static hl_status_t lower_file(hl_lower_t *L) {
   L->module->entry = c;
   L->module->replica_count = module_int_attr(f, "mhlo.num_replicas");
   L->module->num_partitions = module_int_attr(f, "mhlo.num_partitions");
+  if (L->parallel_replicas) {  // run_parallel's programs grid
+    if ((L->module->replica_count && L->module->replica_count != L->parallel_replicas) ||
+        (L->module->num_partitions && L->module->num_partitions != L->parallel_partitions))
+      return hl_mlir_error_pos(f->path, 1, 1, "mhlo.num_replicas / num_partitions disagree with "
+                               "interpreter.run_parallel's programs grid");
+    L->module->replica_count = L->parallel_replicas;
+    L->module->num_partitions = L->parallel_partitions;
+  }
   return order_computations(L->module);
 }
 
