@@ -700,14 +700,86 @@ static hl_status_t collective_attrs(op_ctx_t *x, hl_instruction_t *inst) {
   const hl_mlir_attr_t *ch = hl_mlir_op_attr(x->op, "channel_handle");
   if (ch) a->channel_id = member_int(ch, "handle", 0);
   a->use_global_device_ids = bool_attr(x->op, "use_global_device_ids");
+  a->has_dynamic_root = bool_attr(x->op, "has_dynamic_root");
   return NULL;
+}
+
+static hl_status_t add_transpose(op_ctx_t *x, hl_instruction_t *in, const int64_t *perm,
+                                 hl_instruction_t **out) {
+  const hl_shape_t *s = &in->shape;
+  int64_t dims[HL_MAX_RANK];
+  for (int d = 0; d < s->rank; d++) dims[d] = s->dims[perm[d]];
+  hl_shape_t t = hl_shape_array(s->dtype, s->rank, dims);
+  HL_RETURN_IF_ERROR(add(x, HL_OP_TRANSPOSE, &t, &in, 1, out));
+  return hl_i64_list_set(&(*out)->attrs.dimensions, perm, s->rank);
+}
+
+// all_to_all with split_dimension s != concat_dimension c: split s into
+// [n, size/n], bring n to the front, all-to-all along 0 (one dimension, as
+// HLO has it), then move the source axis in front of c and merge it into c.
+static hl_status_t all_to_all_2d_one(op_ctx_t *x, hl_instruction_t *in, const hl_shape_t *rt,
+                                     int64_t s, int64_t c, int64_t n, hl_instruction_t **out) {
+  const hl_shape_t *sh = &in->shape;
+  int r = sh->rank;
+  if (s < 0 || s >= r || c < 0 || c >= r || n < 1 || sh->dims[s] % n || r + 1 > HL_MAX_RANK)
+    return OPERR("has bad split / concat dimensions or split_count");
+  int64_t dims[HL_MAX_RANK], perm[HL_MAX_RANK];
+  int k = 0;
+  for (int d = 0; d < r; d++) {
+    if (d == s) dims[k++] = n;
+    dims[k++] = d == s ? sh->dims[d] / n : sh->dims[d];
+  }
+  hl_shape_t split = hl_shape_array(sh->dtype, r + 1, dims);
+  hl_instruction_t *a, *b, *t, *u;
+  HL_RETURN_IF_ERROR(add(x, HL_OP_RESHAPE, &split, &in, 1, &a));
+  perm[0] = s;
+  for (int d = 0, q = 1; d <= r; d++)
+    if (d != s) perm[q++] = d;
+  HL_RETURN_IF_ERROR(add_transpose(x, a, perm, &b));
+  HL_RETURN_IF_ERROR(add(x, HL_OP_ALL_TO_ALL, &b->shape, &b, 1, &t));
+  int64_t zero = 0;
+  HL_RETURN_IF_ERROR(hl_i64_list_set(&t->attrs.dimensions, &zero, 1));
+  HL_RETURN_IF_ERROR(collective_attrs(x, t));
+  // t: [n, S with S[s] / n]; put axis 0 right before S-axis c (index c + 1).
+  k = 0;
+  for (int d = 1; d <= c; d++) perm[k++] = d;
+  perm[k++] = 0;
+  for (int d = (int)c + 1; d <= r; d++) perm[k++] = d;
+  HL_RETURN_IF_ERROR(add_transpose(x, t, perm, &u));
+  return add(x, HL_OP_RESHAPE, rt, &u, 1, out);
+}
+
+// all_to_all with split_dimension s != concat_dimension c: per operand, split
+// s into [n, size/n], bring n to the front, all-to-all along 0 (one
+// dimension, as HLO has it), then move the source axis in front of c and
+// merge it into c.
+static hl_status_t lower_all_to_all_2d(op_ctx_t *x, int64_t s, int64_t c, hl_instruction_t **out) {
+  int64_t n = 0;
+  HL_RETURN_IF_ERROR(need_int(x, "split_count", NULL, &n));
+  if (x->n != x->op->result_count) return OPERR("needs one result per operand");
+  hl_instruction_t **res = hl_calloc((size_t)x->n + 1, sizeof(*res));
+  if (!res) return HL_OOM();
+  hl_status_t st = NULL;
+  for (int i = 0; !st && i < x->n; i++) {
+    const hl_shape_t *rt;
+    st = result_type(x, i, &rt);
+    if (!st) st = all_to_all_2d_one(x, x->operands[i], rt, s, c, n, &res[i]);
+  }
+  if (!st) {
+    if (x->n == 1) *out = res[0];
+    else st = hl_lower_add_tuple(x->L, x->env->computation, x->op, res, x->n, out);
+  }
+  hl_free(res);
+  return st;
 }
 
 static hl_status_t lower_collective(op_ctx_t *x, const char *n, hl_instruction_t **out) {
   const hl_mlir_op_t *op = x->op;
-  if (strcmp(n, "all_reduce") == 0 || strcmp(n, "reduce_scatter") == 0) {
+  if (strcmp(n, "all_reduce") == 0 || strcmp(n, "reduce_scatter") == 0 ||
+      strcmp(n, "collective_reduce") == 0) {
     bool rs = n[0] == 'r';
-    HL_RETURN_IF_ERROR(multi(x, rs ? HL_OP_REDUCE_SCATTER : HL_OP_ALL_REDUCE, out));
+    HL_RETURN_IF_ERROR(multi(x, rs ? HL_OP_REDUCE_SCATTER
+                                : n[0] == 'c' ? HL_OP_COLLECTIVE_REDUCE : HL_OP_ALL_REDUCE, out));
     if (rs) {
       int64_t d;
       HL_RETURN_IF_ERROR(need_int(x, "scatter_dimension", NULL, &d));
@@ -723,13 +795,11 @@ static hl_status_t lower_collective(op_ctx_t *x, const char *n, hl_instruction_t
     int64_t s = 0, c = 0;
     HL_RETURN_IF_ERROR(need_int(x, "split_dimension", NULL, &s));
     HL_RETURN_IF_ERROR(need_int(x, "concat_dimension", NULL, &c));
-    if (s != c)
-      return OPERR("with split_dimension %lld != concat_dimension %lld is not supported (HLO "
-                   "all-to-all has one dimension)", (long long)s, (long long)c);
+    if (s != c) return lower_all_to_all_2d(x, s, c, out);
     HL_RETURN_IF_ERROR(multi(x, HL_OP_ALL_TO_ALL, out));
     HL_RETURN_IF_ERROR(hl_i64_list_set(&(*out)->attrs.dimensions, &s, 1));
   } else if (strcmp(n, "collective_permute") == 0) {
-    HL_RETURN_IF_ERROR(simple(x, HL_OP_COLLECTIVE_PERMUTE, out));
+    HL_RETURN_IF_ERROR(multi(x, HL_OP_COLLECTIVE_PERMUTE, out));
     const hl_mlir_attr_t *p = hl_mlir_op_attr(op, "source_target_pairs");
     if (!p || p->kind != HL_MATTR_DENSE || !p->has_type || p->type.rank != 2 || p->type.dims[1] != 2)
       return OPERR("needs source_target_pairs as an Nx2 dense<...> tensor");
@@ -748,7 +818,7 @@ static hl_status_t lower_collective(op_ctx_t *x, const char *n, hl_instruction_t
                                                        hl_literal_get_s64(lit, 2 * r + 1)};
     hl_literal_release(lit);
   } else {
-    HL_RETURN_IF_ERROR(simple(x, HL_OP_COLLECTIVE_BROADCAST, out));
+    HL_RETURN_IF_ERROR(multi(x, HL_OP_COLLECTIVE_BROADCAST, out));
   }
   return collective_attrs(x, *out);
 }
@@ -874,7 +944,8 @@ hl_status_t hl_lower_op(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_op_t *
       st = add(x, HL_OP_AFTER_ALL, &tok, x->operands, x->n, &out);
     } else if (strcmp(n, "all_reduce") == 0 || strcmp(n, "all_gather") == 0 ||
                strcmp(n, "reduce_scatter") == 0 || strcmp(n, "all_to_all") == 0 ||
-               strcmp(n, "collective_permute") == 0 || strcmp(n, "collective_broadcast") == 0) {
+               strcmp(n, "collective_permute") == 0 || strcmp(n, "collective_broadcast") == 0 ||
+               strcmp(n, "collective_reduce") == 0) {
       st = lower_collective(x, n, &out);
     } else if (strcmp(n, "custom_call") == 0) {
       st = lower_custom_call(x, &out);
