@@ -88,6 +88,22 @@ static hl_status_t need_int(op_ctx_t *x, const char *a, const char *b, int64_t *
   return NULL;
 }
 
+// Dynamic-shape ops whose shape operands are constants: their values.
+static hl_status_t const_operand_list(op_ctx_t *x, int k, hl_i64_list_t *out) {
+  if (k >= x->n) return OPERR("needs operand %d", k);
+  const hl_instruction_t *inst = x->operands[k];
+  if (inst->opcode != HL_OP_CONSTANT || !inst->attrs.literal)
+    return OPERR("needs operand %d to be a constant (shapes computed at run time are not "
+                 "supported)", k);
+  int64_t n = hl_literal_element_count(inst->attrs.literal);
+  int64_t *v = hl_calloc((size_t)n + 1, sizeof(int64_t));
+  if (!v) return HL_OOM();
+  for (int64_t i = 0; i < n; i++) v[i] = hl_literal_get_s64(inst->attrs.literal, i);
+  hl_status_t st = hl_i64_list_set(out, v, (int)n);
+  hl_free(v);
+  return st;
+}
+
 static bool bool_attr(const hl_mlir_op_t *op, const char *name) {
   const hl_mlir_attr_t *a = hl_mlir_op_attr(op, name);
   return a && (a->kind == HL_MATTR_UNIT || (a->kind == HL_MATTR_BOOL && a->b));
@@ -231,6 +247,37 @@ static hl_status_t lower_constant(op_ctx_t *x, hl_instruction_t **out) {
   return NULL;
 }
 
+// broadcast_in_dim may expand operand dimensions of size 1; HLO broadcast may
+// not: those dimensions are reshaped away first.
+static hl_status_t lower_broadcast_in_dim(op_ctx_t *x, hl_instruction_t **out) {
+  const hl_shape_t *rt;
+  HL_RETURN_IF_ERROR(result_type(x, 0, &rt));
+  hl_i64_list_t dims = {0};
+  HL_RETURN_IF_ERROR(need_list(x, "broadcast_dimensions", "dims", &dims));
+  hl_instruction_t *in = x->operands[0];
+  const hl_shape_t *s = &in->shape;
+  hl_status_t st = dims.n == s->rank ? NULL : OPERR("has %d broadcast dimensions for a rank-%d operand", dims.n, s->rank);
+  int64_t keep_dims[HL_MAX_RANK], kept_map[HL_MAX_RANK];
+  int k = 0;
+  for (int d = 0; !st && d < s->rank; d++) {
+    if (dims.v[d] < 0 || dims.v[d] >= rt->rank) {
+      st = OPERR("has broadcast dimension %lld outside the result", (long long)dims.v[d]);
+      break;
+    }
+    if (s->dims[d] == 1 && rt->dims[dims.v[d]] != 1) continue;
+    keep_dims[k] = s->dims[d];
+    kept_map[k++] = dims.v[d];
+  }
+  if (!st && k != s->rank) {
+    hl_shape_t r = hl_shape_array(s->dtype, k, keep_dims);
+    st = add(x, HL_OP_RESHAPE, &r, &in, 1, &in);
+  }
+  if (!st) st = add(x, HL_OP_BROADCAST, rt, &in, 1, out);
+  if (!st) st = hl_i64_list_set(&(*out)->attrs.dimensions, kept_map, k);
+  hl_i64_list_deinit(&dims);
+  return st;
+}
+
 static hl_status_t lower_compare(op_ctx_t *x, hl_instruction_t **out) {
   const char *dir = enum_word(hl_mlir_op_attr(x->op, "comparison_direction"));
   const char *type = enum_word(hl_mlir_op_attr(x->op, "compare_type"));
@@ -329,8 +376,18 @@ static hl_status_t lower_dot_general(op_ctx_t *x, hl_instruction_t **out) {
 }
 
 static hl_status_t lower_gather(op_ctx_t *x, hl_instruction_t **out) {
-  HL_RETURN_IF_ERROR(simple(x, HL_OP_GATHER, out));
+  hl_i64_list_t sizes = {0};
+  if (x->n == 3) {  // dynamic_gather: slice sizes as a constant operand
+    HL_RETURN_IF_ERROR(const_operand_list(x, 2, &sizes));
+    x->n = 2;
+  }
+  hl_status_t st0 = simple(x, HL_OP_GATHER, out);
+  if (st0) {
+    hl_i64_list_deinit(&sizes);
+    return st0;
+  }
   hl_attrs_t *a = &(*out)->attrs;
+  a->gather_slice_sizes = sizes;
   const hl_mlir_attr_t *dn = hl_mlir_op_attr(x->op, "dimension_numbers");
   if (!dn) return OPERR("needs dimension_numbers");
   a->has_gather_dimension_numbers = true;
@@ -341,7 +398,8 @@ static hl_status_t lower_gather(op_ctx_t *x, hl_instruction_t **out) {
   HL_RETURN_IF_ERROR(member_list(x, dn, "operand_batching_dims", &g->operand_batching_dims));
   HL_RETURN_IF_ERROR(member_list(x, dn, "start_indices_batching_dims", &g->start_indices_batching_dims));
   g->index_vector_dim = member_int(dn, "index_vector_dim", 0);
-  HL_RETURN_IF_ERROR(need_list(x, "slice_sizes", NULL, &a->gather_slice_sizes));
+  if (!a->gather_slice_sizes.n)
+    HL_RETURN_IF_ERROR(need_list(x, "slice_sizes", NULL, &a->gather_slice_sizes));
   a->indices_are_sorted = bool_attr(x->op, "indices_are_sorted");
   return NULL;
 }
@@ -458,8 +516,24 @@ static hl_status_t conv_layout(op_ctx_t *x, const hl_mlir_attr_t *l, const char 
   return hl_i64_list_set(sp, spatial, ns);
 }
 
+static hl_status_t lower_convolution_attrs(op_ctx_t *x, hl_instruction_t *inst,
+                                           const hl_i64_list_t *dyn_pad);
+
 static hl_status_t lower_convolution(op_ctx_t *x, hl_instruction_t **out) {
-  HL_RETURN_IF_ERROR(simple(x, HL_OP_CONVOLUTION, out));
+  hl_i64_list_t dyn_pad = {0};
+  if (x->n == 3) {  // dynamic_conv: padding as a constant operand
+    HL_RETURN_IF_ERROR(const_operand_list(x, 2, &dyn_pad));
+    x->n = 2;
+  }
+  hl_status_t st0 = simple(x, HL_OP_CONVOLUTION, out);
+  if (!st0) st0 = lower_convolution_attrs(x, *out, &dyn_pad);
+  hl_i64_list_deinit(&dyn_pad);
+  return st0;
+}
+
+static hl_status_t lower_convolution_attrs(op_ctx_t *x, hl_instruction_t *inst,
+                                           const hl_i64_list_t *dyn_pad) {
+  hl_instruction_t **out = &inst;
   hl_attrs_t *a = &(*out)->attrs;
   const hl_mlir_op_t *op = x->op;
   a->has_convolution_dimension_numbers = true;
@@ -496,6 +570,13 @@ static hl_status_t lower_convolution(op_ctx_t *x, hl_instruction_t **out) {
   HL_RETURN_IF_ERROR(window_field(x, WIN("reverse", "window_reversal"), &a->window, 4));
   HL_RETURN_IF_ERROR(window_padding(x, WIN("pad", "padding"), &a->window));
 #undef WIN
+  if (dyn_pad->n) {
+    if (dyn_pad->n != 2 * ns) return OPERR("padding operand has %d values for %d dimensions", dyn_pad->n, ns);
+    for (int i = 0; i < ns; i++) {
+      a->window.dims[i].padding_low = dyn_pad->v[2 * i];
+      a->window.dims[i].padding_high = dyn_pad->v[2 * i + 1];
+    }
+  }
   int64_t v;
   if (!need_int(x, "feature_group_count", NULL, &v)) a->feature_group_count = v;
   if (!need_int(x, "batch_group_count", NULL, &v)) a->batch_group_count = v;
@@ -503,12 +584,22 @@ static hl_status_t lower_convolution(op_ctx_t *x, hl_instruction_t **out) {
 }
 
 static hl_status_t lower_pad(op_ctx_t *x, hl_instruction_t **out) {
+  int given = x->n;
+  x->n = 2;
   HL_RETURN_IF_ERROR(simple(x, HL_OP_PAD, out));
+  x->n = given;
   hl_attrs_t *a = &(*out)->attrs;
   hl_i64_list_t lo = {0}, hi = {0}, in = {0};
-  hl_status_t st = need_list(x, "edge_padding_low", "low", &lo);
-  if (!st) st = need_list(x, "edge_padding_high", "high", &hi);
-  if (!st) st = need_list(x, "interior_padding", "interior", &in);
+  hl_status_t st;
+  if (x->n == 5) {  // dynamic_pad: the paddings as constant operands
+    st = const_operand_list(x, 2, &lo);
+    if (!st) st = const_operand_list(x, 3, &hi);
+    if (!st) st = const_operand_list(x, 4, &in);
+  } else {
+    st = need_list(x, "edge_padding_low", "low", &lo);
+    if (!st) st = need_list(x, "edge_padding_high", "high", &hi);
+    if (!st) st = need_list(x, "interior_padding", "interior", &in);
+  }
   int rank = x->operands[0]->shape.rank;
   if (!st && (lo.n != rank || hi.n != rank || in.n != rank)) st = OPERR("padding lists do not match rank %d", rank);
   if (!st) {
@@ -849,7 +940,6 @@ hl_status_t hl_lower_op(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_op_t *
     for (int i = 0; i < (int)(sizeof(kSimpleOps) / sizeof(kSimpleOps[0])); i++)
       if (strcmp(kSimpleOps[i].name, n) == 0) simple_index = i;
     if (name[0] == 'c' && strcmp(n, "mulhi") != 0 && strcmp(n, "erf") != 0) simple_index = -1;
-    hl_i64_list_t *dims = NULL;
     if (simple_index >= 0 && name[0] == 's') {
       st = simple(x, kSimpleOps[simple_index].opcode, &out);
     } else if (simple_index >= 0) {
@@ -863,10 +953,20 @@ hl_status_t hl_lower_op(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_op_t *
       st = need_int(x, "iota_dimension", "dim", &d);
       if (!st) st = simple(x, HL_OP_IOTA, &out);
       if (!st) st = hl_i64_list_set(&out->attrs.dimensions, &d, 1);
+    } else if (strcmp(n, "dynamic_iota") == 0) {
+      int64_t d;
+      x->n = 0;  // the shape operand: the result type is static
+      st = need_int(x, "iota_dimension", "dim", &d);
+      if (!st) st = simple(x, HL_OP_IOTA, &out);
+      if (!st) st = hl_i64_list_set(&out->attrs.dimensions, &d, 1);
+    } else if (strcmp(n, "dynamic_reshape") == 0) {
+      x->n = 1;
+      st = simple(x, HL_OP_RESHAPE, &out);
+    } else if (strcmp(n, "dynamic_broadcast_in_dim") == 0) {
+      x->n = 1;
+      st = lower_broadcast_in_dim(x, &out);
     } else if (strcmp(n, "broadcast_in_dim") == 0) {
-      st = simple(x, HL_OP_BROADCAST, &out);
-      if (!st) dims = &out->attrs.dimensions;
-      if (!st) st = need_list(x, "broadcast_dimensions", "dims", dims);
+      st = lower_broadcast_in_dim(x, &out);
     } else if (strcmp(n, "transpose") == 0) {
       st = simple(x, HL_OP_TRANSPOSE, &out);
       if (!st) st = need_list(x, "permutation", "dims", &out->attrs.dimensions);
@@ -890,7 +990,7 @@ hl_status_t hl_lower_op(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_op_t *
       if (!st) st = need_list(x, "slice_sizes", "sizes", &out->attrs.dynamic_slice_sizes);
     } else if (strcmp(n, "dynamic_update_slice") == 0) {
       st = simple(x, HL_OP_DYNAMIC_UPDATE_SLICE, &out);
-    } else if (strcmp(n, "pad") == 0) {
+    } else if (strcmp(n, "pad") == 0 || strcmp(n, "dynamic_pad") == 0) {
       st = lower_pad(x, &out);
     } else if (strcmp(n, "reduce") == 0) {
       st = lower_reduce(x, &out);
@@ -906,11 +1006,11 @@ hl_status_t hl_lower_op(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_op_t *
       if (!st) st = set_to_apply(x, out, 0);
     } else if (strcmp(n, "dot_general") == 0) {
       st = lower_dot_general(x, &out);
-    } else if (strcmp(n, "gather") == 0) {
+    } else if (strcmp(n, "gather") == 0 || strcmp(n, "dynamic_gather") == 0) {
       st = lower_gather(x, &out);
     } else if (strcmp(n, "scatter") == 0) {
       st = lower_scatter(x, &out);
-    } else if (strcmp(n, "convolution") == 0) {
+    } else if (strcmp(n, "convolution") == 0 || strcmp(n, "dynamic_conv") == 0) {
       st = lower_convolution(x, &out);
     } else if (strcmp(n, "fft") == 0) {
       st = lower_fft(x, &out);
