@@ -5,6 +5,7 @@
 // as a rank of an MPI job (by that mpiexec, or by a user's own mpirun /
 // srun), it runs one process of the grid (worker.c).
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "launcher/explain_groups.h"
@@ -33,6 +34,9 @@ int main(int argc, char **argv) {
     return 2;
   }
   int code;
+  // interpreter.probe's kernel finds its directory here (every rank parses
+  // the same command line).
+  if (options.probe_output_dir) setenv("HLO_PROBE_OUTPUT_DIR", options.probe_output_dir, 1);
   if (options.help) {
     hl_launch_print_help(stdout);
     code = 0;

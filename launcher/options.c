@@ -76,6 +76,10 @@ static const char kHelp[] =
     "  --split-input-file    StableHLO (.mlir) only: run each case of the file (cases\n"
     "                        are separated by lines `// -----`) as its own job and\n"
     "                        report each; exit 1 when any case failed\n"
+    "  --probe-output-dir DIR\n"
+    "                        StableHLO interpreter.probe writes its tensors to\n"
+    "                        DIR/replica<r>_partition<p>/<probe_id>_<k>.npy, which\n"
+    "                        check.expect_serialized_eq reads back\n"
     "  --repeat N            run the program N times on the same inputs (plans are\n"
     "                        built once) and have rank 0 print to stderr the first\n"
     "                        run's time and min / median / max of the others; a\n"
@@ -196,6 +200,7 @@ enum {
   OPT_EXPLAIN_GROUPS,
   OPT_REPEAT,
   OPT_SPLIT_INPUT_FILE,
+  OPT_PROBE_OUTPUT_DIR,
 };
 
 static const struct option kLongOptions[] = {
@@ -230,6 +235,7 @@ static const struct option kLongOptions[] = {
     {"explain-groups", no_argument, NULL, OPT_EXPLAIN_GROUPS},
     {"repeat", required_argument, NULL, OPT_REPEAT},
     {"split-input-file", no_argument, NULL, OPT_SPLIT_INPUT_FILE},
+    {"probe-output-dir", required_argument, NULL, OPT_PROBE_OUTPUT_DIR},
     {NULL, 0, NULL, 0},
 };
 
@@ -436,6 +442,7 @@ static hl_status_t parse_into(int argc, char **argv, hl_launch_options_t *o) {
       case OPT_MPMD_PROGRAM: mpmd_program = optarg; break;
       case OPT_EXPLAIN_GROUPS: o->explain_groups = true; break;
       case OPT_SPLIT_INPUT_FILE: o->split_input_file = true; break;
+      case OPT_PROBE_OUTPUT_DIR: o->probe_output_dir = optarg; break;
       case OPT_REPEAT: HL_RETURN_IF_ERROR(parse_count("--repeat", optarg, &o->repeat)); break;
       case ':': {
         const char *flag = argv[optind - 1];

@@ -62,6 +62,7 @@ typedef struct hl_launch_options {
   int64_t *mpmd_np;              // (owned)
   int mpmd_count;
   bool help, version;
+  const char *probe_output_dir;   // --probe-output-dir: where interpreter.probe writes
   bool split_input_file;          // --split-input-file: run each `// -----` case of a .mlir
   bool explain_groups;            // --explain-groups: print each collective's groups, run nothing
   int64_t repeat;                // --repeat N: runs of the program, timed (0: not given, one run)

@@ -30,7 +30,9 @@ total=0 passed=0
 printf '%-44s %8s\n' "file" "passed"
 while IFS= read -r f; do
   rel="${f#$dir/}"
-  out="$(timeout 300 "$launch" --quiet --split-input-file "$f" 2>&1 < /dev/null)"
+  probes="$(mktemp -d)"
+  out="$(timeout 300 "$launch" --quiet --probe-output-dir "$probes" --split-input-file "$f" 2>&1 < /dev/null)"
+  rm -rf "$probes"
   { echo "=== $rel"; echo "$out"; } >> "$log"
   n=$(printf '%s\n' "$out" | grep -c '^hlo-launch: case ')
   p=$(printf '%s\n' "$out" | grep -c '^hlo-launch: case .*: passed$')

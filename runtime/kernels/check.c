@@ -10,7 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/stat.h>
+
 #include "runtime/base/minifloat.h"
+#include "runtime/base/npy.h"
 #include "runtime/base/strbuf.h"
 #include "runtime/kernels/kernel.h"
 
@@ -99,22 +102,106 @@ static void print_index(const hl_shape_t *s, int64_t flat, hl_strbuf_t *sb) {
   hl_strbuf_append_char(sb, ']');
 }
 
+// interpreter.probe / check.expect_serialized_eq: the probed tensors are .npy
+// files <dir>/replica<r>_partition<p>/<probe_id>_<k>.npy, k counting the
+// probe's executions (a probe in a loop writes one per iteration). <dir> is
+// hlo-launch's --probe-output-dir, handed to every rank as
+// HLO_PROBE_OUTPUT_DIR (kernels see no launcher options).
+static hl_status_t probe_path(hl_kernel_context_t *ctx, const hl_instruction_t *inst,
+                              const char *id, long long k, char *out, size_t n) {
+  const char *dir = getenv("HLO_PROBE_OUTPUT_DIR");
+  if (!dir || !*dir)
+    return HL_INVALID("%s: interpreter.probe / check.expect_serialized_eq need a probe "
+                      "directory (hlo-launch --probe-output-dir DIR)", hl_instruction_location(inst));
+  const hl_exec_options_t *o = hl_kernel_options(ctx);
+  int len = snprintf(out, n, "%s/replica%lld_partition%lld", dir, (long long)o->replica_id,
+                     (long long)o->partition_id);
+  mkdir(dir, 0777);
+  mkdir(out, 0777);
+  // The id in the file name with '/' and '%' escaped as %2F and %25.
+  char esc[768];
+  size_t e = 0;
+  for (const char *s = id; *s && e + 4 < sizeof(esc); s++) {
+    if (*s == '/' || *s == '%') e += (size_t)snprintf(esc + e, sizeof(esc) - e, "%%%02X", *s);
+    else esc[e++] = *s;
+  }
+  esc[e] = 0;
+  if (k >= 0) snprintf(out + len, n - (size_t)len, "/%s_%lld.npy", esc, k);
+  return NULL;
+}
+
+static void config_string(const char *config, const char *key, char *out, size_t n) {
+  out[0] = 0;
+  const char *s = config ? strstr(config, key) : NULL;
+  if (!s) return;
+  s += strlen(key);
+  size_t i = 0;
+  while (s[i] && s[i] != ';' && i + 1 < n) {
+    out[i] = s[i];
+    i++;
+  }
+  out[i] = 0;
+}
+
+static hl_status_t check_values(const hl_instruction_t *inst, const char *check,
+                                const hl_literal_t *a, const hl_literal_t *e, hl_literal_t **out);
+
+hl_status_t hl_kernel_probe(hl_kernel_context_t *ctx, const hl_instruction_t *inst,
+                            hl_literal_t *const *operands, hl_literal_t **out) {
+  char id[256], path[4096];
+  config_string(inst->attrs.backend_config, "probe_id=", id, sizeof(id));
+  struct stat sb;
+  long long k = 0;
+  do {
+    HL_RETURN_IF_ERROR(probe_path(ctx, inst, id, k++, path, sizeof(path)));
+  } while (stat(path, &sb) == 0);
+  HL_RETURN_IF_ERROR_CTX(hl_npy_write_file(path, operands[0]), "%s: interpreter.probe",
+                         hl_instruction_location(inst));
+  *out = hl_literal_retain(operands[0]);
+  return NULL;
+}
+
+static hl_status_t serialized_eq(hl_kernel_context_t *ctx, const hl_instruction_t *inst,
+                                 hl_literal_t *const *operands, hl_literal_t **expected) {
+  char id[256], iter[32], path[4096];
+  config_string(inst->attrs.backend_config, "probe_id=", id, sizeof(id));
+  config_string(inst->attrs.backend_config, "iteration=", iter, sizeof(iter));
+  HL_RETURN_IF_ERROR(probe_path(ctx, inst, id, atoll(iter), path, sizeof(path)));
+  HL_RETURN_IF_ERROR_CTX(hl_npy_read_file(path, &operands[0]->shape, "the probed tensor", expected),
+                         "%s: check.expect_serialized_eq", hl_instruction_location(inst));
+  return NULL;
+}
+
 hl_status_t hl_kernel_check(hl_kernel_context_t *ctx, const hl_instruction_t *inst,
                             hl_literal_t *const *operands, hl_literal_t **out) {
   (void)ctx;
   *out = NULL;
   const char *check = inst->attrs.custom_call_target;
   static const char *const kChecks[] = {"check.expect_eq", "check.expect_almost_eq",
-                                        "check.expect_close", NULL};
+                                        "check.expect_close", "check.expect_serialized_eq", NULL};
   bool known = false;
   for (int k = 0; kChecks[k]; k++) known = known || strcmp(check, kChecks[k]) == 0;
   if (!known)
     return HL_UNIMPL("%s: %s is not supported (supported: check.expect_eq, expect_eq_const, "
                      "expect_almost_eq(_const), expect_close, custom_call @check.eq / "
                      "@check.expect_*)", hl_instruction_location(inst), check);
-  if (inst->operand_count != 2)
+  hl_literal_t *probed = NULL;
+  if (strcmp(check, "check.expect_serialized_eq") == 0) {
+    if (inst->operand_count != 1)
+      return HL_INVALID("%s: %s takes 1 operand", hl_instruction_location(inst), check);
+    HL_RETURN_IF_ERROR(serialized_eq(ctx, inst, operands, &probed));
+    check = "check.expect_eq";  // bitwise comparison with what the probe wrote
+  } else if (inst->operand_count != 2) {
     return HL_INVALID("%s: %s takes 2 operands", hl_instruction_location(inst), check);
-  const hl_literal_t *a = operands[0], *e = operands[1];
+  }
+  const hl_literal_t *a = operands[0], *e = probed ? probed : operands[1];
+  hl_status_t result = check_values(inst, check, a, e, out);
+  hl_literal_release(probed);
+  return result;
+}
+
+static hl_status_t check_values(const hl_instruction_t *inst, const char *check,
+                                const hl_literal_t *a, const hl_literal_t *e, hl_literal_t **out) {
   if (!hl_shape_is_array(&a->shape) || !hl_shape_equal(&a->shape, &e->shape))
     return HL_INVALID("%s: %s compares %s with %s", hl_instruction_location(inst), check,
                       hl_shape_debug_string(&a->shape), hl_shape_debug_string(&e->shape));

@@ -26,6 +26,8 @@
 // StableHLO test-dialect checks (check.c).
 hl_status_t hl_kernel_check(hl_kernel_context_t *ctx, const hl_instruction_t *inst,
                             hl_literal_t *const *operands, hl_literal_t **out);
+hl_status_t hl_kernel_probe(hl_kernel_context_t *ctx, const hl_instruction_t *inst,
+                            hl_literal_t *const *operands, hl_literal_t **out);
 
 static bool is_one_of(const char *s, const char *const *names) {
   for (; *names; names++)
@@ -120,6 +122,7 @@ hl_status_t hl_kernel_custom_call(hl_kernel_context_t *ctx, const hl_instruction
   if (is_one_of(target, kIdentity)) return identity(inst, operands, target, out);
   if (strcmp(target, "TopK") == 0) return top_k(ctx, inst, operands, out);
   if (strncmp(target, "check.", 6) == 0) return hl_kernel_check(ctx, inst, operands, out);
+  if (strcmp(target, "interpreter.probe") == 0) return hl_kernel_probe(ctx, inst, operands, out);
   if (is_one_of(target, kThreefry)) return threefry(inst, operands, target, out);
   return HL_UNIMPL("%s: custom-call target \"%s\" is not supported (supported: Sharding, "
                    "SPMDFullToShardShape, SPMDShardToFullShape, annotate_device_placement, "

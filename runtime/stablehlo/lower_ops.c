@@ -693,6 +693,14 @@ static hl_status_t lower_check(op_ctx_t *x, const char *check, hl_instruction_t 
   double t = tol ? (tol->kind == HL_MATTR_FLOAT ? tol->f : (double)tol->i) : 0.001;
   snprintf(config, sizeof(config), "tolerance=%.17g;min_ulp=%lld;max_ulp=%lld", t,
            (long long)(minu ? minu->i : 0), (long long)(maxu ? maxu->i : 1));
+  if (strcmp(target, "check.expect_serialized_eq") == 0) {
+    const hl_mlir_attr_t *id = hl_mlir_op_attr(op, "probe_id");
+    const hl_mlir_attr_t *it = hl_mlir_op_attr(op, "iter");
+    if (!id || id->kind != HL_MATTR_STRING || nops != 1)
+      return OPERR("needs one operand and probe_id = \"...\"");
+    snprintf(config, sizeof(config), "probe_id=%s;iteration=%lld", id->s,
+             (long long)(it && it->kind == HL_MATTR_INT ? it->i : 0));
+  }
   hl_shape_t empty;
   HL_RETURN_IF_ERROR(hl_shape_tuple(NULL, 0, &empty));
   hl_instruction_t *cc;
@@ -934,6 +942,24 @@ hl_status_t hl_lower_op(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_op_t *
   if (strncmp(name, "check.", 6) == 0) {
     st = lower_check(x, name + 6, &out);
     bound = true;
+  } else if (strcmp(name, "interpreter.probe") == 0) {
+    // The operand, written to the probe directory by the kernel (check.c).
+    const hl_mlir_attr_t *id = hl_mlir_op_attr(op, "probe_id");
+    if (!id || id->kind != HL_MATTR_STRING || x->n != 1) {
+      st = OPERR("needs one operand and probe_id = \"...\"");
+    } else if (strchr(id->s, ';')) {
+      st = OPERR("probe_id \"%s\" cannot hold ';'", id->s);
+    } else {
+      st = add(x, HL_OP_CUSTOM_CALL, &x->operands[0]->shape, x->operands, 1, &out);
+      char config[300];
+      snprintf(config, sizeof(config), "probe_id=%s", id->s);
+      if (!st) {
+        out->attrs.custom_call_target = hl_strdup("interpreter.probe");
+        out->attrs.backend_config = hl_strdup(config);
+        out->attrs.custom_call_has_side_effect = true;
+        if (!out->attrs.custom_call_target || !out->attrs.backend_config) st = HL_OOM();
+      }
+    }
   } else if (strncmp(name, "stablehlo.", 10) == 0 || strncmp(name, "chlo.", 5) == 0) {
     const char *n = name + (name[0] == 's' ? 10 : 5);
     int simple_index = -1;
