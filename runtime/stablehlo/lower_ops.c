@@ -35,6 +35,9 @@ static hl_status_t result_type(op_ctx_t *x, int k, const hl_shape_t **out) {
   } else if (k < op->operand_type_count && op->operand_type_count == op->result_count) {
     *out = &op->operand_types[k];
     return NULL;
+  } else if (op->result_count == 1 && op->operand_type_count > 1 && k == 0) {
+    *out = &op->operand_types[op->operand_type_count - 1];  // select: `: pred-type, type`
+    return NULL;
   }
   return OPERR("needs its result type after ':'");
 }
@@ -373,6 +376,49 @@ static hl_status_t lower_dot_general(op_ctx_t *x, hl_instruction_t **out) {
   if (hl_mlir_op_attr(x->op, "algorithm"))
     return OPERR("with a dot algorithm attribute is not supported");
   return NULL;
+}
+
+// chlo.ragged_dot onto ragged-dot: its inner dot dims and the ragged / group dims.
+static hl_status_t lower_ragged_dot(op_ctx_t *x, hl_instruction_t **out) {
+  const hl_mlir_attr_t *dn = hl_mlir_op_attr(x->op, "ragged_dot_dimension_numbers");
+  if (!dn) return OPERR("needs ragged_dot_dimension_numbers");
+  HL_RETURN_IF_ERROR(simple(x, HL_OP_RAGGED_DOT, out));
+  hl_attrs_t *a = &(*out)->attrs;
+  hl_dot_dims_t *d = &a->dot_dimension_numbers;
+  a->has_dot_dimension_numbers = true;
+  a->has_ragged_dot_dimension_numbers = true;
+  HL_RETURN_IF_ERROR(member_list(x, dn, "lhs_batching_dimensions", &d->lhs_batch_dimensions));
+  HL_RETURN_IF_ERROR(member_list(x, dn, "rhs_batching_dimensions", &d->rhs_batch_dimensions));
+  HL_RETURN_IF_ERROR(member_list(x, dn, "lhs_contracting_dimensions", &d->lhs_contracting_dimensions));
+  HL_RETURN_IF_ERROR(member_list(x, dn, "rhs_contracting_dimensions", &d->rhs_contracting_dimensions));
+  HL_RETURN_IF_ERROR(member_list(x, dn, "lhs_ragged_dimensions", &a->lhs_ragged_dimensions));
+  return member_list(x, dn, "rhs_group_dimensions", &a->rhs_group_dimensions);
+}
+
+// chlo.scan(inputs) inits(inits) dimension=d {body}: the IR's scan takes the
+// same operands and body; carries are the inits.
+static hl_status_t lower_scan(op_ctx_t *x, hl_instruction_t **out) {
+  int64_t d;
+  HL_RETURN_IF_ERROR(need_int(x, "dimension", NULL, &d));
+  int inits = 0;
+  const hl_mlir_attr_t *n_inits = hl_mlir_op_attr(x->op, "num_carries");
+  if (n_inits && n_inits->kind == HL_MATTR_INT) {
+    inits = (int)n_inits->i;
+  } else {
+    // Pretty form: the operands after the word `inits` are the carries.
+    int at = -1;
+    for (int i = 0; i < x->op->item_count; i++)
+      if (x->op->items[i].kind == HL_MATTR_WORD && strcmp(x->op->items[i].s, "inits") == 0)
+        at = (int)x->op->items[i].i;
+    if (at < 0) return OPERR("needs inits(...)");
+    inits = x->n - at;
+  }
+  HL_RETURN_IF_ERROR(multi(x, HL_OP_SCAN, out));
+  hl_attrs_t *a = &(*out)->attrs;
+  HL_RETURN_IF_ERROR(hl_i64_list_set(&a->dimensions, &d, 1));
+  a->num_carries = inits;
+  a->is_reverse = bool_attr(x->op, "is_reverse") || bool_attr(x->op, "reverse");
+  return set_to_apply(x, *out, 0);
 }
 
 static hl_status_t lower_gather(op_ctx_t *x, hl_instruction_t **out) {
@@ -970,6 +1016,10 @@ hl_status_t hl_lower_op(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_op_t *
       st = simple(x, kSimpleOps[simple_index].opcode, &out);
     } else if (simple_index >= 0) {
       st = simple(x, kSimpleOps[simple_index].opcode, &out);
+    } else if (strcmp(n, "ragged_dot") == 0) {
+      st = lower_ragged_dot(x, &out);
+    } else if (strcmp(n, "scan") == 0) {
+      st = lower_scan(x, &out);
     } else if (strcmp(n, "constant") == 0) {
       st = lower_constant(x, &out);
     } else if (strcmp(n, "compare") == 0) {

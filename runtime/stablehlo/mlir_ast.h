@@ -33,7 +33,7 @@ typedef struct hl_mlir_attr hl_mlir_attr_t;
 struct hl_mlir_attr {
   hl_mlir_attr_kind_t kind;
   int line, column;
-  int64_t i;
+  int64_t i;           // INT value; WORD in a pretty op: operands written before it
   uint64_t u;          // INT: the bits as written (hex float patterns, ui64)
   double f;
   bool b;

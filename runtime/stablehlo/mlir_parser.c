@@ -833,6 +833,7 @@ static hl_status_t parse_pretty_body(parser_t *p, hl_mlir_op_t *op) {
     hl_mlir_attr_t *item;
     HL_RETURN_IF_ERROR(push_item(p, op, &item));
     HL_RETURN_IF_ERROR(parse_attr_value(p, item, false));
+    if (item->kind == HL_MATTR_WORD) item->i = op->operand_count;  // where a keyword stood
   }
   if (at_punct(p, ':')) HL_RETURN_IF_ERROR(parse_signature(p, op));
   // check.expect_almost_eq_const %x, dense<...> : t {tolerance = ...}

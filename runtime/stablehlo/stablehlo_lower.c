@@ -475,9 +475,11 @@ static const char *symbol_item(const hl_mlir_op_t *op, const char *attr_name) {
   return NULL;
 }
 
+// func.call @f, and stablehlo.composite, which runs its decomposition = @f.
 static hl_status_t lower_call(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_op_t *op,
                               hl_instruction_t *const *operands) {
-  const char *callee = symbol_item(op, "callee");
+  bool composite = strcmp(op->name, "stablehlo.composite") == 0;
+  const char *callee = symbol_item(op, composite ? "decomposition" : "callee");
   if (!callee) return hl_lower_op_error(L, op, "needs a callee @name");
   hl_computation_t *c;
   HL_RETURN_IF_ERROR(hl_lower_function(L, callee, op, &c));
@@ -751,7 +753,9 @@ hl_status_t hl_lower_control_flow(hl_lower_t *L, hl_lower_env_t *env, const hl_m
       return hl_lower_op_error(L, op, "needs a true and a false region");
     return lower_branches(L, env, op, sel);
   }
-  if (strcmp(n, "func.call") == 0 || strcmp(n, "call") == 0) return lower_call(L, env, op, operands);
+  if (strcmp(n, "func.call") == 0 || strcmp(n, "call") == 0 ||
+      strcmp(n, "stablehlo.composite") == 0)
+    return lower_call(L, env, op, operands);
   if (strcmp(n, "interpreter.run_parallel") == 0) return lower_run_parallel(L, env, op, operands);
   *out_handled = false;
   return NULL;
