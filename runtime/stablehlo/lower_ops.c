@@ -373,8 +373,22 @@ static hl_status_t lower_dot_general(op_ctx_t *x, hl_instruction_t **out) {
     HL_RETURN_IF_ERROR(i64_list(x, &c->items[0], &d->lhs_contracting_dimensions));
     HL_RETURN_IF_ERROR(i64_list(x, &c->items[1], &d->rhs_contracting_dimensions));
   }
-  if (hl_mlir_op_attr(x->op, "algorithm"))
-    return OPERR("with a dot algorithm attribute is not supported");
+  // An algorithm is accepted where it cannot change the result: integer
+  // operands, or operand / accumulation types that are the operands' own.
+  const hl_mlir_attr_t *alg = hl_mlir_op_attr(x->op, "algorithm");
+  if (!alg) alg = hl_mlir_op_attr(x->op, "dot_algorithm");
+  if (alg) {
+    hl_dtype_t t = x->operands[0]->shape.dtype;
+    if (!hl_dtype_is_integer(t) && t != HL_PRED) {
+      static const char *const kKeys[] = {"lhs_precision_type", "rhs_precision_type",
+                                          "accumulation_type"};
+      for (int i = 0; i < 3; i++) {
+        const hl_mlir_attr_t *m = hl_mlir_attr_member(alg, kKeys[i]);
+        bool same = m && m->kind == HL_MATTR_TYPE && m->type.dtype == t;
+        if (!same) return OPERR("with a dot algorithm whose %s is not the operand type is not supported", kKeys[i]);
+      }
+    }
+  }
   return NULL;
 }
 

@@ -422,6 +422,11 @@ static hl_status_t parse_attr_value(parser_t *p, hl_mlir_attr_t *a, bool allow_t
         HL_RETURN_IF_ERROR(parse_array(p, a));
       } else if (at_punct(p, '{')) {
         HL_RETURN_IF_ERROR(parse_dict(p, a));
+      } else if (at_punct(p, '<')) {  // an op's own attribute in short form: algorithm = <...>
+        a->kind = HL_MATTR_DIALECT;
+        a->s = hl_strdup("");
+        if (!a->s) return HL_OOM();
+        HL_RETURN_IF_ERROR(parse_dialect_body(p, a));
       } else if (at_punct(p, '-') || at_punct(p, '?')) {
         a->kind = HL_MATTR_WORD;
         a->s = tok_strdup(TOK, 0);

@@ -43,6 +43,62 @@ def psum_on_8_ranks():
     return None
 
 
+def hexf32(values):
+    return ", ".join("0x%08X" % v for v in np.asarray(values, np.float32).view(np.uint32))
+
+
+def run_parallel_grid():
+    """interpreter.run_parallel's 2x2 programs grid as 4 ranks: results reach every rank."""
+    x = rng.standard_normal((4, 2)).astype(np.float32)
+    gathered = x.reshape(-1)
+    want = [(gathered * np.float32(k % 2 + 1)).astype(np.float32) for k in range(4)]
+    with open(os.path.join(PROGRAMS, "run_parallel_2x2.mlir")) as f:
+        text = f.read()
+    for k in range(4):
+        text = text.replace("INPUT_%d]" % k, hexf32(x[k]) + "]")
+        text = text.replace("EXPECTED_%d]" % k, hexf32(want[k]) + "]")
+    with hl.tempdir("shlo") as d:
+        prog = os.path.join(d, "rp.mlir")
+        with open(prog, "w") as f:
+            f.write(text)
+        out = os.path.join(d, "out")
+        # No grid options: the programs grid gives 2 replicas x 2 partitions.
+        r = hl.run([hl.HLO_LAUNCH, "--output-dir", out, "--quiet", prog])
+        if r.returncode != 0:
+            return r.describe()
+        for rank in range(4):
+            got = hl.read_outputs(out, rank // 2, rank % 2, 4)
+            for k in range(4):
+                msg = hl.compare("rank %d result %d" % (rank, k), got[k], want[k])
+                if msg:
+                    return msg
+    return None
+
+
+def started_by_mpirun():
+    """The psum program on 8 ranks of the user's own mpirun."""
+    x = np.arange(12, dtype=np.float32).reshape(4, 3) / 7
+    y = np.array([0.5, -1.0, 3.0], np.float32)
+    argv = ["mpirun", "--oversubscribe", "-n", "8"]
+    if os.geteuid() == 0:
+        argv.insert(1, "--allow-run-as-root")
+    with hl.tempdir("shlo") as d:
+        args = os.path.join(d, "args")
+        hl.write_args(args, [x, y])
+        out = os.path.join(d, "out")
+        r = hl.run(argv + [hl.HLO_LAUNCH, "--args-dir", args, "--output-dir", out, "--quiet",
+                           os.path.join(PROGRAMS, "psum_8.mlir")])
+        if r.returncode != 0:
+            return r.describe()
+        want = (x * y[None, :]).astype(np.float32) * np.float32(8)
+        for rank in range(8):
+            msg = hl.compare("rank %d" % rank, hl.read_outputs(out, rank, 0, 1)[0], want,
+                             tol=(1e-5, 1e-5))
+            if msg:
+                return msg
+    return None
+
+
 def testdata_program(expected):
     with open(os.path.join(PROGRAMS, "testdata_reduce_max.mlir")) as f:
         text = f.read()
@@ -157,4 +213,6 @@ if __name__ == "__main__":
         ("testdata_check_passes_and_fails", testdata_check_passes_and_fails),
         ("split_input_file", split_input_file),
         ("convert_to_hlo", convert_to_hlo),
+        ("run_parallel_grid", run_parallel_grid),
+        ("started_by_mpirun", started_by_mpirun),
     ])

@@ -170,6 +170,48 @@ static void test_lowering_ir(void) {
   hl_module_destroy(m);
 }
 
+static void test_run_parallel_grid(void) {
+  const char *src =
+      "func.func @id(%x: tensor<2xi32>) -> tensor<2xi32> {\n"
+      "  func.return %x : tensor<2xi32>\n"
+      "}\n"
+      "func.func @main() {\n"
+      "  %a = stablehlo.constant dense<[1, 2]> : tensor<2xi32>\n"
+      "  %r:6 = \"interpreter.run_parallel\"(%a, %a, %a, %a, %a, %a) {\n"
+      "    programs = [[@id, @id], [@id, @id], [@id, @id]]\n"
+      "  } : (tensor<2xi32>, tensor<2xi32>, tensor<2xi32>, tensor<2xi32>, tensor<2xi32>, "
+      "tensor<2xi32>) -> (tensor<2xi32>, tensor<2xi32>, tensor<2xi32>, tensor<2xi32>, "
+      "tensor<2xi32>, tensor<2xi32>)\n"
+      "  func.return\n"
+      "}\n";
+  hl_module_t *m = NULL;
+  HL_ASSERT_OK(hl_stablehlo_load(src, strlen(src), "p.mlir", 1, &m));
+  CU_ASSERT_EQUAL(m->replica_count, 3);
+  CU_ASSERT_EQUAL(m->num_partitions, 2);
+  int conditionals = 0, gathers = 0;
+  for (int i = 0; i < m->entry->instruction_count; i++) {
+    const hl_instruction_t *inst = m->entry->instructions[i];
+    if (inst->opcode == HL_OP_CONDITIONAL) {
+      conditionals++;
+      CU_ASSERT_EQUAL(inst->called_count, 6);
+    }
+    if (inst->opcode == HL_OP_ALL_GATHER) {
+      gathers++;
+      CU_ASSERT_TRUE(inst->attrs.use_global_device_ids);
+    }
+  }
+  CU_ASSERT_EQUAL(conditionals, 1);
+  CU_ASSERT_EQUAL(gathers, 6);
+  hl_module_destroy(m);
+  // A run_parallel whose operands do not match its programs' arguments.
+  const char *bad = "func.func @id(%x: tensor<i32>) -> tensor<i32> {\n  func.return %x : tensor<i32>\n}\n"
+                    "func.func @main() {\n"
+                    "  %r = \"interpreter.run_parallel\"() {programs = [[@id]]} : () -> tensor<i32>\n"
+                    "  func.return\n}\n";
+  HL_ASSERT_ERROR_CONTAINS(hl_stablehlo_load(bad, strlen(bad), "p.mlir", 1, &m),
+                           "p.mlir:5:8: error: 'interpreter.run_parallel' has 0 operands");
+}
+
 static void test_diagnostics(void) {
   const char *src = "func.func @main() {\n  %0 = stablehlo.constant dense<1> : tensor<i32>\n"
                     "  %1 = stablehlo.frobnicate %0 : tensor<i32>\n  func.return\n}\n";
@@ -203,6 +245,7 @@ static CU_TestInfo tests[] = {
     {"dense_forms", test_dense_forms},
     {"dense_resource", test_dense_resource},
     {"lowering_ir", test_lowering_ir},
+    {"run_parallel_grid", test_run_parallel_grid},
     {"diagnostics", test_diagnostics},
     {"split_and_detect", test_split_and_detect},
     CU_TEST_INFO_NULL,
