@@ -224,12 +224,18 @@ static hl_status_t decode_hex(cursor_t *c, const char *hex, size_t len, hl_liter
   int64_t count = hl_literal_element_count(lit);
   if (bytes != want && !(bytes == elem && count > 0))
     return dense_error(c, "hex data size does not match the tensor shape");
+  // A table lookup per digit; a bad digit sets bit 8 of `bad`.
+  int16_t table[256];
+  for (int i = 0; i < 256; i++) table[i] = hex_value((char)i) < 0 ? 0x100 : (int16_t)hex_value((char)i);
   uint8_t *d = lit->data;
+  const unsigned char *h = (const unsigned char *)hex;
+  int bad = 0;
   for (size_t k = 0; k < bytes; k++) {
-    int hi = hex_value(hex[2 * k]), lo = hex_value(hex[2 * k + 1]);
-    if (hi < 0 || lo < 0) return dense_error(c, "bad hex digit");
+    int hi = table[h[2 * k]], lo = table[h[2 * k + 1]];
+    bad |= hi | lo;
     d[k] = (uint8_t)(hi << 4 | lo);
   }
+  if (bad & 0x100) return dense_error(c, "bad hex digit");
   if (bytes != want) {  // splat
     for (int64_t i = 1; i < count; i++) memcpy(d + (size_t)i * elem, d, elem);
   }

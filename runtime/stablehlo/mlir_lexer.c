@@ -176,11 +176,15 @@ void hl_mlir_lex_seek(hl_mlir_lexer_t *lx, size_t pos) {
   size_t from = hl_mlir_tok_offset(lx);
   lx->line = lx->tok.line;
   lx->line_start = from - (size_t)(lx->tok.column - 1);
-  for (size_t i = from; i < pos && i < lx->size; i++)
-    if (lx->src[i] == '\n') {
-      lx->line++;
-      lx->line_start = i + 1;
-    }
+  // memchr: seeks jump over dense bodies that may be 100 MB of hex.
+  size_t end = pos < lx->size ? pos : lx->size;
+  for (size_t i = from; i < end;) {
+    const char *nl = memchr(lx->src + i, '\n', end - i);
+    if (!nl) break;
+    lx->line++;
+    i = (size_t)(nl - lx->src) + 1;
+    lx->line_start = i;
+  }
   lx->pos = pos;
   hl_mlir_lex_next(lx);
 }
