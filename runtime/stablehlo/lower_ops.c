@@ -1025,10 +1025,13 @@ hl_status_t hl_lower_op(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_op_t *
     int simple_index = -1;
     for (int i = 0; i < (int)(sizeof(kSimpleOps) / sizeof(kSimpleOps[0])); i++)
       if (strcmp(kSimpleOps[i].name, n) == 0) simple_index = i;
-    if (name[0] == 'c' && strcmp(n, "mulhi") != 0 && strcmp(n, "erf") != 0) simple_index = -1;
-    if (simple_index >= 0 && name[0] == 's') {
-      st = simple(x, kSimpleOps[simple_index].opcode, &out);
-    } else if (simple_index >= 0) {
+    // chlo ops sharing a name with an IR op and its semantics.
+    if (name[0] == 'c' && strcmp(n, "mulhi") != 0 && strcmp(n, "erf") != 0 &&
+        strcmp(n, "tan") != 0 && strcmp(n, "acos") != 0 && strcmp(n, "asin") != 0 &&
+        strcmp(n, "atan") != 0 && strcmp(n, "acosh") != 0 && strcmp(n, "asinh") != 0 &&
+        strcmp(n, "atanh") != 0 && strcmp(n, "cosh") != 0 && strcmp(n, "sinh") != 0)
+      simple_index = -1;
+    if (simple_index >= 0) {
       st = simple(x, kSimpleOps[simple_index].opcode, &out);
     } else if (strcmp(n, "ragged_dot") == 0) {
       st = lower_ragged_dot(x, &out);

@@ -642,6 +642,12 @@ static hl_status_t parse_signature(parser_t *p, hl_mlir_op_t *op) {
     return push_type(p, &op->result_types, &op->result_type_count);
   }
   HL_RETURN_IF_ERROR(push_type(p, &op->operand_types, &op->operand_type_count));
+  if (TOK->kind == HL_MTOK_ARROW) {  // CHLO's `: type -> type`
+    advance(p);
+    op->has_function_type = true;
+    if (at_punct(p, '(')) return parse_paren_types(p, &op->result_types, &op->result_type_count);
+    return push_type(p, &op->result_types, &op->result_type_count);
+  }
   while (at_punct(p, ',')) {
     hl_mlir_lexer_t saved = p->lx;
     advance(p);

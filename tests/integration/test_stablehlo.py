@@ -43,6 +43,29 @@ def psum_on_8_ranks():
     return None
 
 
+def chlo_unary():
+    """CHLO ops JAX emits, against NumPy / math.erf in double, rounded to f32."""
+    import math
+    x = np.array([-0.9, -0.3, 0.0, 0.25, 0.8], np.float32)
+    xd = x.astype(np.float64)
+    want = [np.sinh(xd), np.cosh(xd), np.tan(xd), np.arcsin(xd), np.arccos(xd), np.arctan(xd),
+            np.array([math.erf(v) for v in xd])]
+    with hl.tempdir("shlo") as d:
+        args = os.path.join(d, "args")
+        hl.write_args(args, [x])
+        out = os.path.join(d, "out")
+        r = hl.launch(os.path.join(PROGRAMS, "chlo_unary.mlir"), args_dir=args, output_dir=out)
+        if r.returncode != 0:
+            return r.describe()
+        got = hl.read_outputs(out, 0, 0, 7)
+        names = ["sinh", "cosh", "tan", "asin", "acos", "atan", "erf"]
+        for name, g, w in zip(names, got, want):
+            msg = hl.compare(name, g, w.astype(np.float32))
+            if msg:
+                return msg
+    return None
+
+
 def hexf32(values):
     return ", ".join("0x%08X" % v for v in np.asarray(values, np.float32).view(np.uint32))
 
@@ -214,5 +237,6 @@ if __name__ == "__main__":
         ("split_input_file", split_input_file),
         ("convert_to_hlo", convert_to_hlo),
         ("run_parallel_grid", run_parallel_grid),
+        ("chlo_unary", chlo_unary),
         ("started_by_mpirun", started_by_mpirun),
     ])
