@@ -34,7 +34,7 @@ printf '%-44s %8s\n' "file" "passed"
 while IFS= read -r f; do
   rel="${f#$dir/}"
   probes="$(mktemp -d)"
-  out="$(timeout 300 "$launch" --quiet --probe-output-dir "$probes" --split-input-file "$f" 2>&1 < /dev/null)"
+  out="$(timeout 300 "$launch" --quiet --probe-output-dir "$probes" --outfeed-dir "$probes" --split-input-file "$f" 2>&1 < /dev/null)"
   rm -rf "$probes"
   { echo "=== $rel"; echo "$out"; } >> "$log"
   n=$(printf '%s\n' "$out" | grep -c '^hlo-launch: case ')

@@ -1132,6 +1132,27 @@ hl_status_t hl_lower_op(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_op_t *
       st = lower_tuple_ops(x, &out);
     } else if (strcmp(n, "optimization_barrier") == 0) {
       st = lower_optimization_barrier(x, &out);
+    } else if (strcmp(n, "outfeed") == 0) {
+      // outfeed(inputs..., token): the IR's outfeed takes the inputs as one tuple.
+      if (x->n < 1 || x->operands[x->n - 1]->shape.dtype != HL_TOKEN) {
+        st = OPERR("needs its inputs and a token");
+      } else {
+        hl_instruction_t *ops2[2];
+        hl_shape_t tok = hl_shape_token();
+        st = hl_lower_add_tuple(L, env->computation, op, x->operands, x->n - 1, &ops2[0]);
+        ops2[1] = x->operands[x->n - 1];
+        if (!st) st = add(x, HL_OP_OUTFEED, &tok, ops2, 2, &out);
+        if (!st) {
+          out->attrs.outfeed_shape = hl_calloc(1, sizeof(hl_shape_t));
+          st = out->attrs.outfeed_shape ? hl_shape_copy(&ops2[0]->shape, out->attrs.outfeed_shape)
+                                        : HL_OOM();
+        }
+        const hl_mlir_attr_t *cfg = hl_mlir_op_attr(op, "outfeed_config");
+        if (!st && cfg && cfg->kind == HL_MATTR_STRING) {
+          out->attrs.outfeed_config = hl_strdup(cfg->s);
+          if (!out->attrs.outfeed_config) st = HL_OOM();
+        }
+      }
     } else if (strcmp(n, "after_all") == 0 || strcmp(n, "create_token") == 0) {
       hl_shape_t tok = hl_shape_token();
       st = add(x, HL_OP_AFTER_ALL, &tok, x->operands, x->n, &out);

@@ -66,6 +66,32 @@ def chlo_unary():
     return None
 
 
+OUTFEED = """func.func @main(%x: tensor<2x3xi32>) -> tensor<2x3xi32> {
+  %t = stablehlo.after_all : !stablehlo.token
+  %y = stablehlo.multiply %x, %x : tensor<2x3xi32>
+  %t2 = "stablehlo.outfeed"(%y, %t) <{outfeed_config = ""}> : (tensor<2x3xi32>, !stablehlo.token) -> !stablehlo.token
+  return %x : tensor<2x3xi32>
+}
+"""
+
+
+def outfeed_file():
+    """stablehlo.outfeed writes its inputs to --outfeed-dir as .npy."""
+    x = np.arange(-3, 3, dtype=np.int32).reshape(2, 3)
+    with hl.tempdir("shlo") as d:
+        prog = os.path.join(d, "o.mlir")
+        with open(prog, "w") as f:
+            f.write(OUTFEED)
+        args = os.path.join(d, "args")
+        hl.write_args(args, [x])
+        feed = os.path.join(d, "feed")
+        r = hl.launch(prog, args_dir=args, extra=["--outfeed-dir", feed, "--quiet"])
+        if r.returncode != 0:
+            return r.describe()
+        got = np.load(os.path.join(feed, "replica0_partition0", "outfeed0.npy"))
+        return hl.compare("outfeed", got, x * x)
+
+
 def hexf32(values):
     return ", ".join("0x%08X" % v for v in np.asarray(values, np.float32).view(np.uint32))
 
@@ -238,5 +264,6 @@ if __name__ == "__main__":
         ("convert_to_hlo", convert_to_hlo),
         ("run_parallel_grid", run_parallel_grid),
         ("chlo_unary", chlo_unary),
+        ("outfeed_file", outfeed_file),
         ("started_by_mpirun", started_by_mpirun),
     ])
