@@ -5,12 +5,14 @@
 // as a rank of an MPI job (by that mpiexec, or by a user's own mpirun /
 // srun), it runs one process of the grid (worker.c).
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "launcher/explain_groups.h"
 #include "launcher/partition_hook.h"
 #include "launcher/options.h"
 #include "launcher/spawn.h"
+#include "launcher/split_input.h"
 #include "launcher/worker.h"
 #include "runtime/base/alloc.h"
 
@@ -33,6 +35,9 @@ int main(int argc, char **argv) {
     return 2;
   }
   int code;
+  // interpreter.probe's kernel finds its directory here (every rank parses
+  // the same command line).
+  if (options.probe_output_dir) setenv("HLO_PROBE_OUTPUT_DIR", options.probe_output_dir, 1);
   if (options.help) {
     hl_launch_print_help(stdout);
     code = 0;
@@ -43,6 +48,8 @@ int main(int argc, char **argv) {
     code = hl_explain_partitioning_main(&options, stdout);
   } else if (options.explain_groups) {
     code = hl_explain_groups_main(&options, stdout);
+  } else if (options.split_input_file && !options.worker && !hl_spawn_inside_mpi_job()) {
+    code = hl_split_input_main(&options, argc, argv);
   } else if (options.worker || hl_spawn_inside_mpi_job()) {
     code = hl_worker_main(&options);
   } else {

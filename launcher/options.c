@@ -19,8 +19,9 @@
 static const char kHelp[] =
     "Usage: hlo-launch [-np N] [options] PROGRAM\n"
     "\n"
-    "Runs an XLA program (HLO text, HloProto, HloModuleProto or HloSnapshot, gzipped or\n"
-    "not; the format is detected from the content) SPMD-style on N processes, one MPI\n"
+    "Runs an XLA program (HLO text, StableHLO text (.mlir), HloProto, HloModuleProto or\n"
+    "HloSnapshot, gzipped or not; the format is detected from the content) SPMD-style\n"
+    "on N processes, one MPI\n"
     "rank each. Outside an MPI job hlo-launch checks the options and the program, then\n"
     "starts the job with mpiexec, re-running itself as every rank. Started by mpirun,\n"
     "mpiexec or srun, it runs as one rank of that job.\n"
@@ -88,6 +89,13 @@ static const char kHelp[] =
     "                        sharding attribute, else spmd_parameters_shardings\n"
     "\n"
     "Timing:\n"
+    "  --split-input-file    StableHLO (.mlir) only: run each case of the file (cases\n"
+    "                        are separated by lines `// -----`) as its own job and\n"
+    "                        report each; exit 1 when any case failed\n"
+    "  --probe-output-dir DIR\n"
+    "                        StableHLO interpreter.probe writes its tensors to\n"
+    "                        DIR/replica<r>_partition<p>/<probe_id>_<k>.npy, which\n"
+    "                        check.expect_serialized_eq reads back\n"
     "  --repeat N            run the program N times on the same inputs (plans are\n"
     "                        built once) and have rank 0 print to stderr the first\n"
     "                        run's time and min / median / max of the others; a\n"
@@ -317,6 +325,8 @@ enum {
   OPT_THREADS,
   OPT_NO_FUSION_BLOCKING,
   OPT_PROFILE,
+  OPT_SPLIT_INPUT_FILE,
+  OPT_PROBE_OUTPUT_DIR,
 };
 
 static const struct option kLongOptions[] = {
@@ -372,6 +382,8 @@ static const struct option kLongOptions[] = {
     {"threads", required_argument, NULL, OPT_THREADS},
     {"no-fusion-blocking", no_argument, NULL, OPT_NO_FUSION_BLOCKING},
     {"profile", optional_argument, NULL, OPT_PROFILE},
+    {"split-input-file", no_argument, NULL, OPT_SPLIT_INPUT_FILE},
+    {"probe-output-dir", required_argument, NULL, OPT_PROBE_OUTPUT_DIR},
     {NULL, 0, NULL, 0},
 };
 
@@ -619,6 +631,8 @@ static hl_status_t parse_into(int argc, char **argv, hl_launch_options_t *o) {
       case OPT_EXPLAIN_GROUPS: o->explain_groups = true; break;
       case OPT_EXPLAIN_PARTITIONING: o->explain_partitioning = true; break;
       case OPT_GLOBAL_PROGRAM: o->global_program = true; break;
+      case OPT_SPLIT_INPUT_FILE: o->split_input_file = true; break;
+      case OPT_PROBE_OUTPUT_DIR: o->probe_output_dir = optarg; break;
       case OPT_REPEAT: HL_RETURN_IF_ERROR(parse_count("--repeat", optarg, &o->repeat)); break;
       case OPT_OUTPUT_SHARDING:
         HL_RETURN_IF_ERROR(check_sharding("--output-sharding", optarg));

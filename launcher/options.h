@@ -65,6 +65,8 @@ typedef struct hl_launch_options {
   int64_t *mpmd_np;              // (owned)
   int mpmd_count;
   bool help, version;
+  const char *probe_output_dir;   // --probe-output-dir: where interpreter.probe writes
+  bool split_input_file;          // --split-input-file: run each `// -----` case of a .mlir
   bool explain_groups;            // --explain-groups: print each collective's groups, run nothing
   bool explain_partitioning;      // --explain-partitioning: print the partitioner's decisions, run nothing
   bool global_program;            // --global-program: PROGRAM is global; partition it (runtime/spmd)

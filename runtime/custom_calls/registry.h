@@ -3,7 +3,8 @@
 // custom-call's kernel (runtime/kernels/custom_call.c) looks the instruction's
 // custom_call_target up here and hands the call to the target's function.
 // Families: core.c (annotations, TopK, Threefry), lapack.c (jaxlib's CPU
-// LAPACK targets), blas.c (trsm), ffi_plugin.c (handlers loaded with
+// LAPACK targets), blas.c (trsm), stablehlo_test.c (check.* and
+// interpreter.probe of StableHLO test files), ffi_plugin.c (handlers loaded with
 // --custom-call-library). docs/CUSTOM_CALLS.md lists every target with its source.
 #ifndef HL_CUSTOM_CALLS_REGISTRY_H_
 #define HL_CUSTOM_CALLS_REGISTRY_H_
@@ -51,5 +52,6 @@ extern const hl_custom_call_target_t hl_custom_calls_cublas[];
 extern const hl_custom_call_target_t hl_custom_calls_cudnn[];
 extern const hl_custom_call_target_t hl_custom_calls_ducc_fft[];
 extern const hl_custom_call_target_t hl_custom_calls_jax_gpu_linalg[];
+extern const hl_custom_call_target_t hl_custom_calls_stablehlo_test[];
 
 #endif  // HL_CUSTOM_CALLS_REGISTRY_H_

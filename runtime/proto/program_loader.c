@@ -12,6 +12,7 @@
 
 #include "runtime/base/alloc.h"
 #include "runtime/proto/proto_io.h"
+#include "runtime/stablehlo/stablehlo.h"
 #include "runtime/text/hlo_parser.h"
 
 // A default limit never below this, however little memory is free.
@@ -23,6 +24,7 @@ const char *hl_program_format_name(hl_program_format_t f) {
     case HL_FORMAT_HLO_PROTO: return "HloProto";
     case HL_FORMAT_MODULE_PROTO: return "HloModuleProto";
     case HL_FORMAT_SNAPSHOT: return "HloSnapshot";
+    case HL_FORMAT_STABLEHLO: return "StableHLO text";
   }
   return "?";
 }
@@ -242,6 +244,10 @@ static bool looks_like_text(const uint8_t *d, size_t n) {
 
 static hl_status_t load_plain(const uint8_t *data, size_t size, const char *name,
                               hl_program_t *out) {
+  if (hl_stablehlo_looks_like((const char *)data, size)) {
+    out->format = HL_FORMAT_STABLEHLO;
+    return hl_stablehlo_load((const char *)data, size, name, 1, &out->module);
+  }
   if (looks_like_text(data, size)) {
     out->format = HL_FORMAT_HLO_TEXT;
     return hl_parse_hlo_module((const char *)data, size, name, &out->module);

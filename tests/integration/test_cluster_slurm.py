@@ -56,6 +56,29 @@ def test_srun_direct():
     return check_job(res.stdout + res.stderr, res.describe())
 
 
+def test_srun_stablehlo():
+    """A StableHLO (.mlir) program with an all-reduce on 8 ranks started by srun."""
+    import numpy as np
+    src = os.environ.get("HL_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+    program = os.path.join(src, "tests", "stablehlo", "psum_8.mlir")
+    x = np.arange(12, dtype=np.float32).reshape(4, 3) / 3
+    y = np.array([2.0, -0.5, 1.0], np.float32)
+    args = os.path.join(WORK, "shlo-args")
+    out = os.path.join(WORK, "shlo-out")
+    hl_testlib.write_args(args, [x, y])
+    res = cl.run_env(["srun", "-K", "--mpi=pmix", "-n", "8", HLO_LAUNCH, "--args-dir", args,
+                      "--output-dir", out, "--quiet", program], ENV, 60)
+    if res.returncode != 0 or res.timed_out:
+        return res.describe() + "\n" + SLURM.logs()
+    want = (x * y[None, :]).astype(np.float32) * np.float32(8)
+    for r in range(8):
+        msg = hl_testlib.compare("rank %d" % r, hl_testlib.read_outputs(out, r, 0, 1)[0], want,
+                                 tol=(1e-5, 1e-5))
+        if msg:
+            return msg
+    return None
+
+
 def test_salloc():
     # Inside the allocation hlo-launch picks srun -K itself.
     res = cl.run_env(["salloc", "-n", "8", "-t", "5", HLO_LAUNCH, "--dry-run", "-np", "8",
@@ -163,6 +186,7 @@ def main():
                 del ENV[k]
         hl_testlib.main([
             ("srun_direct", test_srun_direct),
+            ("srun_stablehlo", test_srun_stablehlo),
             ("salloc", test_salloc),
             ("sbatch", test_sbatch),
             ("sbatch_example", test_sbatch_example),

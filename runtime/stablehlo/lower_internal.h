@@ -1,0 +1,99 @@
+// Shared state of the StableHLO -> module IR lowering (stablehlo_lower.c for
+// functions, regions and values; lower_ops.c for the per-op attribute mapping).
+#ifndef HL_RUNTIME_STABLEHLO_LOWER_INTERNAL_H_
+#define HL_RUNTIME_STABLEHLO_LOWER_INTERNAL_H_
+
+#include "runtime/ir/module.h"
+#include "runtime/stablehlo/mlir_ast.h"
+
+typedef struct hl_lower_func {
+  const hl_mlir_op_t *op;         // the func.func
+  hl_computation_t *computation;  // NULL until lowered
+  bool lowering;                  // on the stack (recursion is an error)
+} hl_lower_func_t;
+
+// Values a region reads from enclosing computations, shared by the
+// computations that take them as extra tuple elements (while: cond and body).
+typedef struct hl_lower_captures {
+  hl_instruction_t **outer;  // the value in the enclosing computation
+  int count;
+} hl_lower_captures_t;
+
+typedef struct hl_lower_binding {
+  char *name;
+  hl_instruction_t **values;
+  int count;
+} hl_lower_binding_t;
+
+typedef struct hl_lower_env hl_lower_env_t;
+struct hl_lower_env {
+  hl_lower_env_t *parent;
+  hl_computation_t *computation;
+  hl_lower_binding_t *bindings;
+  int binding_count;
+  // Capturing regions: captured value k is element base + k of `param`.
+  hl_lower_captures_t *captures;  // NULL: a region that cannot capture (reducers)
+  hl_instruction_t *param;
+  int base;
+  hl_instruction_t **inner;       // per capture, its get-tuple-element here (or NULL)
+  int inner_count;
+};
+
+typedef struct hl_lower {
+  const hl_mlir_file_t *file;
+  hl_module_t *module;
+  hl_lower_func_t *funcs;
+  int func_count;
+  int64_t next_id;
+  int region_counter;
+  const char *func_name;  // function being lowered (check messages)
+  // interpreter.run_parallel's programs grid (0 when the file has none).
+  int64_t parallel_replicas, parallel_partitions;
+  int64_t next_channel;   // channel ids of the collectives run_parallel adds
+} hl_lower_t;
+
+// An error at an op's position: "file:line:col: error: '<op>' ...".
+hl_status_t hl_lower_op_error(const hl_lower_t *L, const hl_mlir_op_t *op, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+// Appends an instruction with operands and shape (copied), numbered and
+// positioned at `op`.
+hl_status_t hl_lower_add(hl_lower_t *L, hl_computation_t *c, const hl_mlir_op_t *op,
+                         hl_opcode_t opcode, const hl_shape_t *shape, hl_instruction_t *const *ops,
+                         int n, hl_instruction_t **out);
+hl_status_t hl_lower_add_gte(hl_lower_t *L, hl_computation_t *c, const hl_mlir_op_t *op,
+                             hl_instruction_t *tuple, int index, hl_instruction_t **out);
+hl_status_t hl_lower_add_tuple(hl_lower_t *L, hl_computation_t *c, const hl_mlir_op_t *op,
+                               hl_instruction_t *const *ops, int n, hl_instruction_t **out);
+
+// Lowers one region into a new computation whose parameters are the block
+// arguments (reducers, comparators, map / scatter bodies). No captures.
+hl_status_t hl_lower_scalar_region(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_op_t *op,
+                                   int region_index, hl_computation_t **out);
+// A computation of two scalar parameters applying `opname` (pretty reduce
+// "applies stablehlo.add").
+hl_status_t hl_lower_binary_computation(hl_lower_t *L, const hl_mlir_op_t *op,
+                                        const char *opname, const hl_shape_t *scalar,
+                                        hl_computation_t **out);
+// The computation of func.func @name (lowered on first use).
+hl_status_t hl_lower_function(hl_lower_t *L, const char *name, const hl_mlir_op_t *at,
+                              hl_computation_t **out);
+
+// Lowers one op (not func.return) into env's computation; its results are
+// bound in env.
+hl_status_t hl_lower_op(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_op_t *op);
+// Region-holding control flow (stablehlo_lower.c).
+hl_status_t hl_lower_control_flow(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_op_t *op,
+                                  hl_instruction_t *const *operands, bool *out_handled);
+
+// The instruction value %name#index visible in env (capturing through
+// regions as needed).
+hl_status_t hl_lower_lookup(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_value_ref_t *ref,
+                            hl_instruction_t **out);
+// Binds an op's results: `values` (count = op->result_count) in result order.
+hl_status_t hl_lower_bind_results(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_op_t *op,
+                                  hl_instruction_t *const *values, int count);
+hl_status_t hl_lower_bind(hl_lower_env_t *env, const char *name, hl_instruction_t *const *values,
+                          int count);
+
+#endif  // HL_RUNTIME_STABLEHLO_LOWER_INTERNAL_H_

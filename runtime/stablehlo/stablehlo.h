@@ -1,0 +1,35 @@
+// StableHLO text (MLIR) as a program format: parsed (mlir_parser.h) and
+// lowered once into the module IR, so the one executor runs it.
+//
+// The entry computation is @main, else the one function no other function
+// refers to. The module's replica / partition counts come from the module
+// attributes mhlo.num_replicas / mhlo.num_partitions.
+#ifndef HL_RUNTIME_STABLEHLO_STABLEHLO_H_
+#define HL_RUNTIME_STABLEHLO_STABLEHLO_H_
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "runtime/base/status.h"
+#include "runtime/ir/module.h"
+
+// Parses and lowers `text`. `path` names the file in messages ("file:line:col:
+// error: ..."); first_line is the file line of text's first line (a
+// --split-input-file case starts after its separator).
+hl_status_t hl_stablehlo_load(const char *text, size_t length, const char *path, int first_line,
+                              hl_module_t **out_module);
+
+// True when `text` starts (after comments) like MLIR: `module`, `func.func`,
+// `#alias =`, `!alias =`, or a `"builtin.module"` generic op.
+bool hl_stablehlo_looks_like(const char *text, size_t length);
+
+// --split-input-file: the cases of a file separated by lines `// -----`.
+typedef struct hl_mlir_case {
+  size_t offset, length;  // byte range within the file text
+  int first_line;         // 1-based line of the case's first line
+} hl_mlir_case_t;
+// *out_cases: owned array (hl_free) of *out_count >= 1 cases.
+hl_status_t hl_stablehlo_split_cases(const char *text, size_t length, hl_mlir_case_t **out_cases,
+                                     int *out_count);
+
+#endif  // HL_RUNTIME_STABLEHLO_STABLEHLO_H_
