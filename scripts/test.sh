@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is missing (Debian 12), builds (Release, into build/) and runs
 # every test with ctest. With --sanitize, also builds with ASan + UBSan (into
-# build-asan/) and runs the suite again there. With --clang, also builds with
+# build-asan/) and runs the suite again there (only the tests matching the
+# regex HL_SANITIZE_TESTS when that is set). With --clang, also builds with
 # clang (into build-clang/, warnings are errors there) and runs the unit tests,
 # the fuzz harness smoke runs and a few end-to-end integration tests with it.
 #   ./scripts/test.sh [--sanitize] [--clang] [extra ctest options, e.g. -R integration]
@@ -47,7 +48,12 @@ if [ "$sanitize" = 1 ]; then
   export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
   export OMPI_MCA_mca_base_component_disable_dlclose=1
   hl_log "ctest in $HL_ASAN_BUILD_DIR (AddressSanitizer + UndefinedBehaviorSanitizer)"
-  run_suite "$HL_ASAN_BUILD_DIR" || rc=1
+  if [ -n "${HL_SANITIZE_TESTS:-}" ]; then
+    (cd "$HL_ASAN_BUILD_DIR" && ctest --output-on-failure --timeout "$timeout_s" \
+       -j "$(hl_jobs)" -R "$HL_SANITIZE_TESTS") || rc=1
+  else
+    run_suite "$HL_ASAN_BUILD_DIR" || rc=1
+  fi
 fi
 if [ "$clang" = 1 ]; then
   # The gcc run above covers every test; with clang the point is the compiler:
