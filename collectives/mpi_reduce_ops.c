@@ -53,6 +53,20 @@ static double apply(hl_comm_reduce_op_t op, double a, double b) {
   }
 }
 
+// Wrapping integer add / multiply (XLA: two's complement, modulo 2^bits).
+// Signed and unsigned share the bits, so the loop runs on the unsigned type;
+// operands are widened to unsigned int first so that the integer promotion of
+// uint8_t / uint16_t to (signed) int cannot overflow in the multiply.
+#define WRAP_LOOP(U)                                                             \
+  do {                                                                           \
+    const U *a = in;                                                             \
+    U *b = inout;                                                                \
+    if (op == HL_COMM_REDUCE_MUL)                                                \
+      for (int i = 0; i < n; i++) b[i] = (U)((unsigned)a[i] * (unsigned)b[i]);   \
+    else                                                                         \
+      for (int i = 0; i < n; i++) b[i] = (U)((unsigned)a[i] + (unsigned)b[i]);   \
+  } while (0)
+
 static void typed_combine(hl_dtype_t t, hl_comm_reduce_op_t op, const void *in, void *inout,
                           int n) {
   switch (t) {
@@ -82,6 +96,8 @@ static void typed_combine(hl_dtype_t t, hl_comm_reduce_op_t op, const void *in, 
       for (int i = 0; i < n; i++) b[i] = apply(op, a[i], b[i]);
       break;
     }
+    case HL_S8: case HL_U8: WRAP_LOOP(uint8_t); break;
+    case HL_S16: case HL_U16: WRAP_LOOP(uint16_t); break;
     default:
       break;
   }
@@ -138,6 +154,10 @@ static MPI_Datatype int_type(hl_dtype_t t) {
   }
 }
 
+static bool small_int(hl_dtype_t t) {
+  return t == HL_S8 || t == HL_U8 || t == HL_S16 || t == HL_U16;
+}
+
 // A built-in (type, op) pair, or false.
 static bool builtin(hl_dtype_t t, hl_comm_reduce_op_t op, MPI_Datatype *type, MPI_Op *mop) {
   if (t == HL_PRED) {
@@ -155,8 +175,10 @@ static bool builtin(hl_dtype_t t, hl_comm_reduce_op_t op, MPI_Datatype *type, MP
   if (it != MPI_DATATYPE_NULL) {
     *type = it;
     switch (op) {
-      case HL_COMM_REDUCE_ADD: *mop = MPI_SUM; return true;
-      case HL_COMM_REDUCE_MUL: *mop = MPI_PROD; return true;
+      // 8- and 16-bit add / multiply: Open MPI 4.1's op/avx saturates them
+      // (s8 127 + 1 -> 127); XLA wraps. They take the typed user op instead.
+      case HL_COMM_REDUCE_ADD: *mop = MPI_SUM; return !small_int(t);
+      case HL_COMM_REDUCE_MUL: *mop = MPI_PROD; return !small_int(t);
       case HL_COMM_REDUCE_MIN: *mop = MPI_MIN; return true;
       case HL_COMM_REDUCE_MAX: *mop = MPI_MAX; return true;
       case HL_COMM_REDUCE_AND: *mop = MPI_BAND; return true;
@@ -181,6 +203,7 @@ static bool builtin(hl_dtype_t t, hl_comm_reduce_op_t op, MPI_Datatype *type, MP
 static bool typed_supported(hl_dtype_t t, hl_comm_reduce_op_t op) {
   bool minmax = op == HL_COMM_REDUCE_MIN || op == HL_COMM_REDUCE_MAX;
   if (t == HL_F32 || t == HL_F64) return minmax;
+  if (small_int(t)) return op == HL_COMM_REDUCE_ADD || op == HL_COMM_REDUCE_MUL;
   if (t == HL_F16 || t == HL_BF16) return minmax || op == HL_COMM_REDUCE_ADD ||
                                           op == HL_COMM_REDUCE_MUL;
   return false;
