@@ -1,13 +1,15 @@
 // Mapping reductions onto MPI: built-in MPI_Ops for plain reducers on types
 // MPI knows; user MPI_Ops for the rest.
 //
-//   built-in: add/multiply/min/max/and/or/xor on s8..s64 and u8..u64;
-//             add/multiply on f32, f64, c64, c128; pred (bytes 0/1) with
+//   built-in: min/max/and/or/xor on s8..s64 and u8..u64; add/multiply on
+//             s32/s64/u32/u64, f32, f64, c64, c128; pred (bytes 0/1) with
 //             or (= add, max), and (= multiply, min), xor as bitwise ops.
 //   typed user op: add/multiply/min/max on f16, bf16 and min/max on f32 /
 //             f64, computed as the executor's element-wise kernels do (in
 //             double, rounded once to the type; min/max propagate NaN and
-//             order -0 < +0, which MPI_MIN / MPI_MAX do not).
+//             order -0 < +0, which MPI_MIN / MPI_MAX do not); wrapping
+//             add/multiply on s8/u8/s16/u16, because Open MPI 4.1's op/avx
+//             component saturates MPI_SUM on them (open-mpi/ompi#8045).
 //   executor user op: everything else (custom reducer computations, s4 /
 //             u4 / f8 / ..., complex with a custom reducer): the user
 //             function calls reducer->combine, which runs the reducer
