@@ -1,13 +1,15 @@
 // Mapping reductions onto MPI: built-in MPI_Ops for plain reducers on types
 // MPI knows; user MPI_Ops for the rest.
 //
-//   built-in: add/multiply/min/max/and/or/xor on s8..s64 and u8..u64;
-//             add/multiply on f32, f64, c64, c128; pred (bytes 0/1) with
+//   built-in: min/max/and/or/xor on s8..s64 and u8..u64; add/multiply on
+//             s32/s64/u32/u64, f32, f64, c64, c128; pred (bytes 0/1) with
 //             or (= add, max), and (= multiply, min), xor as bitwise ops.
 //   typed user op: add/multiply/min/max on f16, bf16 and min/max on f32 /
 //             f64, computed as the executor's element-wise kernels do (in
 //             double, rounded once to the type; min/max propagate NaN and
-//             order -0 < +0, which MPI_MIN / MPI_MAX do not).
+//             order -0 < +0, which MPI_MIN / MPI_MAX do not); wrapping
+//             add/multiply on s8/u8/s16/u16, because Open MPI 4.1's op/avx
+//             component saturates MPI_SUM on them (open-mpi/ompi#8045).
 //   executor user op: everything else (custom reducer computations, s4 /
 //             u4 / f8 / ..., complex with a custom reducer): the user
 //             function calls reducer->combine, which runs the reducer
@@ -53,6 +55,20 @@ static double apply(hl_comm_reduce_op_t op, double a, double b) {
   }
 }
 
+// Wrapping integer add / multiply (XLA: two's complement, modulo 2^bits).
+// Signed and unsigned share the bits, so the loop runs on the unsigned type;
+// operands are widened to unsigned int first so that the integer promotion of
+// uint8_t / uint16_t to (signed) int cannot overflow in the multiply.
+#define WRAP_LOOP(U)                                                             \
+  do {                                                                           \
+    const U *a = in;                                                             \
+    U *b = inout;                                                                \
+    if (op == HL_COMM_REDUCE_MUL)                                                \
+      for (int i = 0; i < n; i++) b[i] = (U)((unsigned)a[i] * (unsigned)b[i]);   \
+    else                                                                         \
+      for (int i = 0; i < n; i++) b[i] = (U)((unsigned)a[i] + (unsigned)b[i]);   \
+  } while (0)
+
 static void typed_combine(hl_dtype_t t, hl_comm_reduce_op_t op, const void *in, void *inout,
                           int n) {
   switch (t) {
@@ -82,6 +98,8 @@ static void typed_combine(hl_dtype_t t, hl_comm_reduce_op_t op, const void *in, 
       for (int i = 0; i < n; i++) b[i] = apply(op, a[i], b[i]);
       break;
     }
+    case HL_S8: case HL_U8: WRAP_LOOP(uint8_t); break;
+    case HL_S16: case HL_U16: WRAP_LOOP(uint16_t); break;
     default:
       break;
   }
@@ -138,6 +156,10 @@ static MPI_Datatype int_type(hl_dtype_t t) {
   }
 }
 
+static bool small_int(hl_dtype_t t) {
+  return t == HL_S8 || t == HL_U8 || t == HL_S16 || t == HL_U16;
+}
+
 // A built-in (type, op) pair, or false.
 static bool builtin(hl_dtype_t t, hl_comm_reduce_op_t op, MPI_Datatype *type, MPI_Op *mop) {
   if (t == HL_PRED) {
@@ -155,8 +177,10 @@ static bool builtin(hl_dtype_t t, hl_comm_reduce_op_t op, MPI_Datatype *type, MP
   if (it != MPI_DATATYPE_NULL) {
     *type = it;
     switch (op) {
-      case HL_COMM_REDUCE_ADD: *mop = MPI_SUM; return true;
-      case HL_COMM_REDUCE_MUL: *mop = MPI_PROD; return true;
+      // 8- and 16-bit add / multiply: Open MPI 4.1's op/avx saturates them
+      // (s8 127 + 1 -> 127); XLA wraps. They take the typed user op instead.
+      case HL_COMM_REDUCE_ADD: *mop = MPI_SUM; return !small_int(t);
+      case HL_COMM_REDUCE_MUL: *mop = MPI_PROD; return !small_int(t);
       case HL_COMM_REDUCE_MIN: *mop = MPI_MIN; return true;
       case HL_COMM_REDUCE_MAX: *mop = MPI_MAX; return true;
       case HL_COMM_REDUCE_AND: *mop = MPI_BAND; return true;
@@ -181,6 +205,7 @@ static bool builtin(hl_dtype_t t, hl_comm_reduce_op_t op, MPI_Datatype *type, MP
 static bool typed_supported(hl_dtype_t t, hl_comm_reduce_op_t op) {
   bool minmax = op == HL_COMM_REDUCE_MIN || op == HL_COMM_REDUCE_MAX;
   if (t == HL_F32 || t == HL_F64) return minmax;
+  if (small_int(t)) return op == HL_COMM_REDUCE_ADD || op == HL_COMM_REDUCE_MUL;
   if (t == HL_F16 || t == HL_BF16) return minmax || op == HL_COMM_REDUCE_ADD ||
                                           op == HL_COMM_REDUCE_MUL;
   return false;
