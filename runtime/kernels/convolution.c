@@ -639,10 +639,10 @@ static hl_status_t conv_one_phase(const conv_plan_t *p, const conv_phase_dim_t *
   size_t es = hl_dtype_size(ct);
   int ns = p->ns;
   int64_t ks = 1, np = 1, sub_k[HL_MAX_RANK], sub_o[HL_MAX_RANK], full_start[HL_MAX_RANK];
-  for (int d = 0, t = 0; d < ns; d++) {
+  for (int64_t d = 0, t = 0; d < ns; d++) {
     sub_o[d] = pd[d].n_o[cls[d]], sub_k[d] = pd[d].n_k[cls[d]];
     ks *= sub_k[d], np *= sub_o[d];
-    full_start[d] = t, t += (int)(p->k_sp[d] * p->out_sp[d]);
+    full_start[d] = t, t += p->k_sp[d] * p->out_sp[d];
   }
   int64_t ig = p->ig, kdim = ig * ks;
   bool tap_major = p->s_f == 1;
