@@ -625,6 +625,24 @@ static void gemm_nt(hl_dtype_t ct, int64_t m, int64_t n, int64_t k, const void *
   }
 }
 
+// Feature-major colT row: row[c * ks + k] = lhs[base + qo[k] + c * s_f], 0
+// where qo[k] < 0 (padding).
+#define GATHER_FM_(T)                                                            \
+  do {                                                                           \
+    T *r = (T *)(void *)row;                                                     \
+    const T *src = (const T *)(const void *)lhs + base;                          \
+    for (int64_t c = 0; c < ig; c++, r += ks, src += p->s_f)                     \
+      for (int64_t k = 0; k < ks; k++) r[k] = qo[k] >= 0 ? src[qo[k]] : (T){0};  \
+  } while (0)
+
+// A tmpT row of features into a result whose features are s_of apart.
+#define SCATTER_FM_(T)                                                     \
+  do {                                                                     \
+    T *d = (T *)(void *)dst;                                               \
+    const T *v = (const T *)(const void *)src;                             \
+    for (int64_t o = 0; o < p->og; o++) d[o * p->s_of] = v[o];             \
+  } while (0)
+
 // One phase combination: its outputs (a sub-grid) and taps (a sub-window).
 // Rows of colT[(n, q)][K] gather the real input each output q of batch n
 // reads, K ordered tap-major (k * Ig + c) when features are contiguous in
@@ -742,18 +760,18 @@ static hl_status_t conv_one_phase(const conv_plan_t *p, const conv_phase_dim_t *
               memcpy(row, lhs + (size_t)(base + qo[0]) * es, (size_t)kdim * es);
               continue;
             }
-            for (int64_t k = 0; k < ks; k++) {
-              if (tap_major) {  // s_f == 1: the tap's features are one run
+            if (tap_major) {  // s_f == 1: each tap's features are one run
+              for (int64_t k = 0; k < ks; k++) {
                 char *dst = row + (size_t)(k * ig) * es;
                 if (qo[k] < 0) memset(dst, 0, (size_t)ig * es);
                 else memcpy(dst, lhs + (size_t)(base + qo[k]) * es, (size_t)ig * es);
-                continue;
               }
-              for (int64_t c = 0; c < ig; c++) {
-                char *dst = row + (size_t)(c * ks + k) * es;
-                if (qo[k] < 0) memset(dst, 0, es);
-                else memcpy(dst, lhs + (size_t)(base + qo[k] + c * p->s_f) * es, es);
-              }
+              continue;
+            }
+            switch (es) {  // row[c * KS' + k], typed copies (no memcpy call per element)
+              case 4: GATHER_FM_(uint32_t); break;
+              case 8: GATHER_FM_(uint64_t); break;
+              default: GATHER_FM_(c128_t); break;
             }
           }
         }
@@ -765,8 +783,11 @@ static hl_status_t conv_one_phase(const conv_plan_t *p, const conv_phase_dim_t *
             if (p->s_of == 1) {
               memcpy(dst, src, (size_t)p->og * es);
             } else {
-              for (int64_t o = 0; o < p->og; o++)
-                memcpy(dst + (size_t)(o * p->s_of) * es, src + (size_t)o * es, es);
+              switch (es) {
+                case 4: SCATTER_FM_(uint32_t); break;
+                case 8: SCATTER_FM_(uint64_t); break;
+                default: SCATTER_FM_(c128_t); break;
+              }
             }
           }
         }
@@ -782,6 +803,9 @@ static hl_status_t conv_one_phase(const conv_plan_t *p, const conv_phase_dim_t *
   hl_free(tmp);
   return st;
 }
+
+#undef GATHER_FM_
+#undef SCATTER_FM_
 
 static bool has_lhs_dilation(const conv_plan_t *p) {
   for (int d = 0; d < p->ns; d++)
