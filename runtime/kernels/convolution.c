@@ -643,6 +643,30 @@ static void gemm_nt(hl_dtype_t ct, int64_t m, int64_t n, int64_t k, const void *
     for (int64_t o = 0; o < p->og; o++) d[o * p->s_of] = v[o];             \
   } while (0)
 
+// col_layout: gather col[(c * ks + k)][(n, q)], tmp[o][(n, q)] = W x col,
+// then each tmp row into the result at the phase's output offsets.
+#define PHASE_COL_(T)                                                                       \
+  do {                                                                                      \
+    int64_t ncols = cnt * np;                                                               \
+    T *cr = (T *)(void *)colT;                                                              \
+    for (int64_t c = 0; c < ig; c++)                                                        \
+      for (int64_t k = 0; k < ks; k++, cr += ncols)                                         \
+        for (int64_t n = 0; n < cnt; n++) {                                                 \
+          int64_t b = p->bgc > 1 ? g * p->n_out + n0 + n : n0 + n;                          \
+          const T *src = (const T *)(const void *)lhs + b * p->s_b + (c0 + c) * p->s_f;     \
+          const int64_t *qk = qoffT + k * np;                                               \
+          T *dst = cr + n * np;                                                             \
+          for (int64_t q = 0; q < np; q++) dst[q] = qk[q] >= 0 ? src[qk[q]] : (T){0};       \
+        }                                                                                   \
+    gemm(ct, p->og, ncols, kdim, wg, ldw, colT, ncols, tmp, ncols);                         \
+    const T *tv = (const T *)(const void *)tmp;                                             \
+    for (int64_t o = 0; o < p->og; o++)                                                     \
+      for (int64_t n = 0; n < cnt; n++, tv += np) {                                         \
+        T *d = (T *)(void *)out + (n0 + n) * p->s_ob + (g * p->og + o) * p->s_of;           \
+        for (int64_t q = 0; q < np; q++) d[pofs[q]] = tv[q];                                \
+      }                                                                                     \
+  } while (0)
+
 // One phase combination: its outputs (a sub-grid) and taps (a sub-window).
 // Rows of colT[(n, q)][K] gather the real input each output q of batch n
 // reads, K ordered tap-major (k * Ig + c) when features are contiguous in
@@ -745,11 +769,26 @@ static hl_status_t conv_one_phase(const conv_plan_t *p, const conv_phase_dim_t *
         }
     }
     const char *lhs = in;
-    for (int64_t g = 0; g < p->groups; g++) {
+    // Feature-major lhs and result (NCHW): col[K][(n, q)] rows read the lhs
+    // and tmp[o][(n, q)] rows write the result along their spatial runs.
+    bool col_layout = !tap_major && p->s_of != 1;
+    int64_t *qoffT = col_layout ? hl_malloc(at_least_one(np * ks) * sizeof(int64_t)) : NULL;
+    if (col_layout && !qoffT) st = HL_OOM();
+    for (int64_t q = 0; qoffT && q < np; q++)
+      for (int64_t k = 0; k < ks; k++) qoffT[k * np + q] = qoff[q * ks + k];
+    for (int64_t g = 0; !st && g < p->groups; g++) {
       const char *wg = wk + (size_t)(g * p->og * ldw) * es;
       int64_t c0 = p->fgc > 1 ? g * ig : 0;
       for (int64_t n0 = 0; n0 < p->n_out; n0 += nb) {
         int64_t cnt = p->n_out - n0 < nb ? p->n_out - n0 : nb;
+        if (col_layout) {
+          switch (es) {
+            case 4: PHASE_COL_(uint32_t); break;
+            case 8: PHASE_COL_(uint64_t); break;
+            default: PHASE_COL_(c128_t); break;
+          }
+          continue;
+        }
         char *row = colT;
         for (int64_t n = 0; n < cnt; n++) {
           int64_t b = p->bgc > 1 ? g * p->n_out + n0 + n : n0 + n;
@@ -793,6 +832,7 @@ static hl_status_t conv_one_phase(const conv_plan_t *p, const conv_phase_dim_t *
         }
       }
     }
+    hl_free(qoffT);
   }
   hl_free(qoff);
   hl_free(pofs);
@@ -806,6 +846,7 @@ static hl_status_t conv_one_phase(const conv_plan_t *p, const conv_phase_dim_t *
 
 #undef GATHER_FM_
 #undef SCATTER_FM_
+#undef PHASE_COL_
 
 static bool has_lhs_dilation(const conv_plan_t *p) {
   for (int d = 0; d < p->ns; d++)
