@@ -143,8 +143,10 @@ int main(int argc, char **argv) {
   else  // rhs 32 x 256 x 32 x 64 f32 = 64 MiB (the runner's is 1 GiB: --xla-size)
     runner_case(&cases[0], text[0], sizeof text[0], lhs[0], rhs[0], 24, 32, 256, 64);
   for (int i = 1; i < NCASES; i++) {
-    if (quick) transposed_case(&cases[i], text[i], sizeof text[i], lhs[i], rhs[i], 1, 5, 4, 4, i == 2);
-    else transposed_case(&cases[i], text[i], sizeof text[i], lhs[i], rhs[i], 8, 14, 64, 64, i == 2);
+    if (quick)
+      transposed_case(&cases[i], text[i], sizeof text[i], lhs[i], rhs[i], 1, 5, 4, 4, i == 2);
+    else
+      transposed_case(&cases[i], text[i], sizeof text[i], lhs[i], rhs[i], 8, 14, 64, 64, i == 2);
   }
   for (int i = 0; i < NCASES; i++) run_case(&cases[i], reps);
   return 0;

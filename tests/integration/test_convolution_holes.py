@@ -4,8 +4,8 @@ pad it, reverse the window where asked, slide a dilated window with strides,
 split features / batch into groups). Random shapes with lhs_dilate 1..4,
 rhs_dilate 1..3, strides 1..5, padding -2..4 (negative crops),
 window_reversal, feature_group_count and batch_group_count, in f32, f64,
-s32, c64 and f16, in both feature-major (bf01) and pixel-major (b01f) layouts. lhs_dilate
-> 1 takes the kernel's per-phase path (only the taps that meet real input in
+s32, c64 and f16, in both feature-major (bf01) and pixel-major (b01f)
+layouts. lhs_dilate > 1 takes the kernel's per-phase path (only the taps that meet real input in
 each GEMM); lhs_dilate = 1 the plain im2col path, so both are checked by the
 same oracle. A transposed-convolution shape like XLA's multihost runner test
 (lhs_dilate = stride + 1, one real tap per output) is included, scaled down,
@@ -18,7 +18,8 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hl_testlib import launch, main, read_outputs, require_binaries, tempdir, write_args  # noqa: E402
+from hl_testlib import (launch, main, read_outputs, require_binaries, tempdir,  # noqa: E402
+                        write_args)
 
 HLO_TYPE = {np.float32: "f32", np.float64: "f64", np.int32: "s32", np.complex64: "c64",
             np.float16: "f16"}
