@@ -698,10 +698,10 @@ static hl_status_t conv_one_phase(const conv_plan_t *p, const conv_phase_dim_t *
   int64_t *pofs = hl_malloc(at_least_one(np) * sizeof(int64_t));
   int64_t *koff = hl_malloc(at_least_one(kdim) * sizeof(int64_t));   // rhs offsets per K
   bool *qrun = hl_malloc(at_least_one(np) * sizeof(bool));
-  char *w = hl_malloc(at_least_one(p->o_out * kdim) * es);
+  char *w = NULL;  // the gathered kernel, when the rhs cannot be read in place
   char *colT = hl_malloc(at_least_one(kdim * nb * np) * es);
   char *tmp = hl_malloc(at_least_one(p->og * nb * np) * es);
-  hl_status_t st = (!qoff || !pofs || !koff || !qrun || !w || !colT || !tmp) ? HL_OOM() : NULL;
+  hl_status_t st = (!qoff || !pofs || !koff || !qrun || !colT || !tmp) ? HL_OOM() : NULL;
   if (!st) {
     // Per output q: its result offset, each sub-tap's lhs offset (-1: hole /
     // padding), and whether the whole K row is one lhs run.
@@ -753,12 +753,15 @@ static hl_status_t conv_one_phase(const conv_plan_t *p, const conv_phase_dim_t *
     }
     bool view = rhs->shape.dtype == ct && (p->o_out <= 1 || p->s_ko >= kdim);
     for (int64_t j = 0; view && j < kdim; j++) view = koff[j] == koff[0] + j;
-    const char *wk = w;
+    const char *wk = NULL;
     int64_t ldw = kdim;
     if (view) {
       wk = (const char *)rhs->data + (size_t)koff[0] * es;
       ldw = p->o_out <= 1 ? kdim : p->s_ko;
+    } else if (!(w = hl_malloc(at_least_one(p->o_out * kdim) * es))) {
+      st = HL_OOM();
     } else {
+      wk = w;
       bool same = rhs->shape.dtype == ct;
       char *dst = w;
       for (int64_t o = 0; o < p->o_out; o++)
@@ -773,7 +776,7 @@ static hl_status_t conv_one_phase(const conv_plan_t *p, const conv_phase_dim_t *
     // and tmp[o][(n, q)] rows write the result along their spatial runs.
     bool col_layout = !tap_major && p->s_of != 1;
     int64_t *qoffT = col_layout ? hl_malloc(at_least_one(np * ks) * sizeof(int64_t)) : NULL;
-    if (col_layout && !qoffT) st = HL_OOM();
+    if (!st && col_layout && !qoffT) st = HL_OOM();
     for (int64_t q = 0; qoffT && q < np; q++)
       for (int64_t k = 0; k < ks; k++) qoffT[k * np + q] = qoff[q * ks + k];
     for (int64_t g = 0; !st && g < p->groups; g++) {
