@@ -10,7 +10,8 @@
 //     each output row meets one real kernel row, so the useful math is 32
 //     GEMMs of M = O, N = batch, K = features * K); the GEMMs read 32
 //     separate kernel blocks, as the convolution reads the rhs.
-//   transposed: a 4x4 transposed convolution (lhs_dilate 2x2, pad 2), NHWC;
+//   transposed: a 4x4 transposed convolution (lhs_dilate 2x2, pad 2), NHWC
+//     and NCHW;
 //     the GEMM is M = N * output pixels, N = O, K = C * 4 interior taps,
 //     scaled to the exact useful count (edges meet fewer taps).
 #include <cblas.h>
@@ -102,15 +103,23 @@ static void runner_case(holes_case_t *c, char *text, size_t cap, char *lhs, char
 }
 
 static void transposed_case(holes_case_t *c, char *text, size_t cap, char *lhs, char *rhs,
-                            int n, int hw, int cin, int o) {
+                            int n, int hw, int cin, int o, bool nchw) {
   int out = (hw - 1) * 2 + 1 + 2 + 2 - 4 + 1;
-  snprintf(lhs, 64, "f32[%d,%d,%d,%d]", n, hw, hw, cin);
-  snprintf(rhs, 64, "f32[4,4,%d,%d]", cin, o);
+  if (nchw) {
+    snprintf(lhs, 64, "f32[%d,%d,%d,%d]", n, cin, hw, hw);
+    snprintf(rhs, 64, "f32[%d,%d,4,4]", o, cin);
+  } else {
+    snprintf(lhs, 64, "f32[%d,%d,%d,%d]", n, hw, hw, cin);
+    snprintf(rhs, 64, "f32[4,4,%d,%d]", cin, o);
+  }
+  char res[64];
+  if (nchw) snprintf(res, sizeof res, "f32[%d,%d,%d,%d]", n, o, out, out);
+  else snprintf(res, sizeof res, "f32[%d,%d,%d,%d]", n, out, out, o);
   snprintf(text, cap,
            "HloModule transposed\nENTRY main {\n  x = %s parameter(0)\n  k = %s parameter(1)\n"
-           "  ROOT y = f32[%d,%d,%d,%d] convolution(x, k), dim_labels=b01f_01io->b01f, "
+           "  ROOT y = %s convolution(x, k), dim_labels=%s, "
            "window={size=4x4 pad=2_2x2_2 lhs_dilate=2x2}\n}\n",
-           lhs, rhs, n, out, out, o);
+           lhs, rhs, res, nchw ? "bf01_oi01->bf01" : "b01f_01io->b01f");
   c->text = text, c->lhs = lhs, c->rhs = rhs;
   c->batch = 1, c->m = n * out * out, c->n = o, c->k = cin * 4;
   double t = taps_sum(hw, 4, 1, 2, 2, 2);
@@ -121,21 +130,24 @@ int main(int argc, char **argv) {
   bool quick = hl_bench_quick(argc, argv);
   int reps = quick ? 1 : 3;
   hl_bench_tune_malloc();
-  static char text[2][1024], lhs[2][64], rhs[2][64];
-  holes_case_t cases[2] = {{.name = "conv_holes_runner_f32"},
-                           {.name = "conv_holes_transposed_f32"}};
-  if (quick) {
+  enum { NCASES = 3 };
+  static char text[NCASES][1024], lhs[NCASES][64], rhs[NCASES][64];
+  holes_case_t cases[NCASES] = {{.name = "conv_holes_runner_f32"},
+                                {.name = "conv_holes_transposed_nhwc_f32"},
+                                {.name = "conv_holes_transposed_nchw_f32"}};
+  bool xla = argc > 1 && strcmp(argv[1], "--xla-size") == 0;
+  if (quick)  // tiny sizes: the ctest smoke run
     runner_case(&cases[0], text[0], sizeof text[0], lhs[0], rhs[0], 3, 4, 8, 4);
-    transposed_case(&cases[1], text[1], sizeof text[1], lhs[1], rhs[1], 1, 5, 4, 4);
-  } else if (argc > 1 && strcmp(argv[1], "--xla-size") == 0) {
-    // The runner test's own shapes: rhs 32 x 1024 x 64 x 128 f32 = 1 GiB.
+  else if (xla)  // the runner test's own shapes: rhs 32 x 1024 x 64 x 128 f32 = 1 GiB
     runner_case(&cases[0], text[0], sizeof text[0], lhs[0], rhs[0], 24, 64, 1024, 128);
-    transposed_case(&cases[1], text[1], sizeof text[1], lhs[1], rhs[1], 8, 14, 64, 64);
-  } else {
-    // rhs 32 x 256 x 32 x 64 f32 = 64 MiB (the runner's is 1 GiB: --xla-size).
+  else  // rhs 32 x 256 x 32 x 64 f32 = 64 MiB (the runner's is 1 GiB: --xla-size)
     runner_case(&cases[0], text[0], sizeof text[0], lhs[0], rhs[0], 24, 32, 256, 64);
-    transposed_case(&cases[1], text[1], sizeof text[1], lhs[1], rhs[1], 8, 14, 64, 64);
+  for (int i = 1; i < NCASES; i++) {
+    if (quick)
+      transposed_case(&cases[i], text[i], sizeof text[i], lhs[i], rhs[i], 1, 5, 4, 4, i == 2);
+    else
+      transposed_case(&cases[i], text[i], sizeof text[i], lhs[i], rhs[i], 8, 14, 64, 64, i == 2);
   }
-  for (int i = 0; i < 2; i++) run_case(&cases[i], reps);
+  for (int i = 0; i < NCASES; i++) run_case(&cases[i], reps);
   return 0;
 }

@@ -625,6 +625,48 @@ static void gemm_nt(hl_dtype_t ct, int64_t m, int64_t n, int64_t k, const void *
   }
 }
 
+// Feature-major colT row: row[c * ks + k] = lhs[base + qo[k] + c * s_f], 0
+// where qo[k] < 0 (padding).
+#define GATHER_FM_(T)                                                            \
+  do {                                                                           \
+    T *r = (T *)(void *)row;                                                     \
+    const T *src = (const T *)(const void *)lhs + base;                          \
+    for (int64_t c = 0; c < ig; c++, r += ks, src += p->s_f)                     \
+      for (int64_t k = 0; k < ks; k++) r[k] = qo[k] >= 0 ? src[qo[k]] : (T){0};  \
+  } while (0)
+
+// A tmpT row of features into a result whose features are s_of apart.
+#define SCATTER_FM_(T)                                                     \
+  do {                                                                     \
+    T *d = (T *)(void *)dst;                                               \
+    const T *v = (const T *)(const void *)src;                             \
+    for (int64_t o = 0; o < p->og; o++) d[o * p->s_of] = v[o];             \
+  } while (0)
+
+// col_layout: gather col[(c * ks + k)][(n, q)], tmp[o][(n, q)] = W x col,
+// then each tmp row into the result at the phase's output offsets.
+#define PHASE_COL_(T)                                                                       \
+  do {                                                                                      \
+    int64_t ncols = cnt * np;                                                               \
+    T *cr = (T *)(void *)colT;                                                              \
+    for (int64_t c = 0; c < ig; c++)                                                        \
+      for (int64_t k = 0; k < ks; k++, cr += ncols)                                         \
+        for (int64_t n = 0; n < cnt; n++) {                                                 \
+          int64_t b = p->bgc > 1 ? g * p->n_out + n0 + n : n0 + n;                          \
+          const T *src = (const T *)(const void *)lhs + b * p->s_b + (c0 + c) * p->s_f;     \
+          const int64_t *qk = qoffT + k * np;                                               \
+          T *dst = cr + n * np;                                                             \
+          for (int64_t q = 0; q < np; q++) dst[q] = qk[q] >= 0 ? src[qk[q]] : (T){0};       \
+        }                                                                                   \
+    gemm(ct, p->og, ncols, kdim, wg, ldw, colT, ncols, tmp, ncols);                         \
+    const T *tv = (const T *)(const void *)tmp;                                             \
+    for (int64_t o = 0; o < p->og; o++)                                                     \
+      for (int64_t n = 0; n < cnt; n++, tv += np) {                                         \
+        T *d = (T *)(void *)out + (n0 + n) * p->s_ob + (g * p->og + o) * p->s_of;           \
+        for (int64_t q = 0; q < np; q++) d[pofs[q]] = tv[q];                                \
+      }                                                                                     \
+  } while (0)
+
 // One phase combination: its outputs (a sub-grid) and taps (a sub-window).
 // Rows of colT[(n, q)][K] gather the real input each output q of batch n
 // reads, K ordered tap-major (k * Ig + c) when features are contiguous in
@@ -639,10 +681,10 @@ static hl_status_t conv_one_phase(const conv_plan_t *p, const conv_phase_dim_t *
   size_t es = hl_dtype_size(ct);
   int ns = p->ns;
   int64_t ks = 1, np = 1, sub_k[HL_MAX_RANK], sub_o[HL_MAX_RANK], full_start[HL_MAX_RANK];
-  for (int d = 0, t = 0; d < ns; d++) {
+  for (int64_t d = 0, t = 0; d < ns; d++) {
     sub_o[d] = pd[d].n_o[cls[d]], sub_k[d] = pd[d].n_k[cls[d]];
     ks *= sub_k[d], np *= sub_o[d];
-    full_start[d] = t, t += (int)(p->k_sp[d] * p->out_sp[d]);
+    full_start[d] = t, t += p->k_sp[d] * p->out_sp[d];
   }
   int64_t ig = p->ig, kdim = ig * ks;
   bool tap_major = p->s_f == 1;
@@ -656,10 +698,10 @@ static hl_status_t conv_one_phase(const conv_plan_t *p, const conv_phase_dim_t *
   int64_t *pofs = hl_malloc(at_least_one(np) * sizeof(int64_t));
   int64_t *koff = hl_malloc(at_least_one(kdim) * sizeof(int64_t));   // rhs offsets per K
   bool *qrun = hl_malloc(at_least_one(np) * sizeof(bool));
-  char *w = hl_malloc(at_least_one(p->o_out * kdim) * es);
+  char *w = NULL;  // the gathered kernel, when the rhs cannot be read in place
   char *colT = hl_malloc(at_least_one(kdim * nb * np) * es);
   char *tmp = hl_malloc(at_least_one(p->og * nb * np) * es);
-  hl_status_t st = (!qoff || !pofs || !koff || !qrun || !w || !colT || !tmp) ? HL_OOM() : NULL;
+  hl_status_t st = (!qoff || !pofs || !koff || !qrun || !colT || !tmp) ? HL_OOM() : NULL;
   if (!st) {
     // Per output q: its result offset, each sub-tap's lhs offset (-1: hole /
     // padding), and whether the whole K row is one lhs run.
@@ -711,12 +753,15 @@ static hl_status_t conv_one_phase(const conv_plan_t *p, const conv_phase_dim_t *
     }
     bool view = rhs->shape.dtype == ct && (p->o_out <= 1 || p->s_ko >= kdim);
     for (int64_t j = 0; view && j < kdim; j++) view = koff[j] == koff[0] + j;
-    const char *wk = w;
+    const char *wk = NULL;
     int64_t ldw = kdim;
     if (view) {
       wk = (const char *)rhs->data + (size_t)koff[0] * es;
       ldw = p->o_out <= 1 ? kdim : p->s_ko;
+    } else if (!(w = hl_malloc(at_least_one(p->o_out * kdim) * es))) {
+      st = HL_OOM();
     } else {
+      wk = w;
       bool same = rhs->shape.dtype == ct;
       char *dst = w;
       for (int64_t o = 0; o < p->o_out; o++)
@@ -727,11 +772,26 @@ static hl_status_t conv_one_phase(const conv_plan_t *p, const conv_phase_dim_t *
         }
     }
     const char *lhs = in;
-    for (int64_t g = 0; g < p->groups; g++) {
+    // Feature-major lhs and result (NCHW): col[K][(n, q)] rows read the lhs
+    // and tmp[o][(n, q)] rows write the result along their spatial runs.
+    bool col_layout = !tap_major && p->s_of != 1;
+    int64_t *qoffT = col_layout ? hl_malloc(at_least_one(np * ks) * sizeof(int64_t)) : NULL;
+    if (!st && col_layout && !qoffT) st = HL_OOM();
+    for (int64_t q = 0; qoffT && q < np; q++)
+      for (int64_t k = 0; k < ks; k++) qoffT[k * np + q] = qoff[q * ks + k];
+    for (int64_t g = 0; !st && g < p->groups; g++) {
       const char *wg = wk + (size_t)(g * p->og * ldw) * es;
       int64_t c0 = p->fgc > 1 ? g * ig : 0;
       for (int64_t n0 = 0; n0 < p->n_out; n0 += nb) {
         int64_t cnt = p->n_out - n0 < nb ? p->n_out - n0 : nb;
+        if (col_layout) {
+          switch (es) {
+            case 4: PHASE_COL_(uint32_t); break;
+            case 8: PHASE_COL_(uint64_t); break;
+            default: PHASE_COL_(c128_t); break;
+          }
+          continue;
+        }
         char *row = colT;
         for (int64_t n = 0; n < cnt; n++) {
           int64_t b = p->bgc > 1 ? g * p->n_out + n0 + n : n0 + n;
@@ -742,18 +802,18 @@ static hl_status_t conv_one_phase(const conv_plan_t *p, const conv_phase_dim_t *
               memcpy(row, lhs + (size_t)(base + qo[0]) * es, (size_t)kdim * es);
               continue;
             }
-            for (int64_t k = 0; k < ks; k++) {
-              if (tap_major) {  // s_f == 1: the tap's features are one run
+            if (tap_major) {  // s_f == 1: each tap's features are one run
+              for (int64_t k = 0; k < ks; k++) {
                 char *dst = row + (size_t)(k * ig) * es;
                 if (qo[k] < 0) memset(dst, 0, (size_t)ig * es);
                 else memcpy(dst, lhs + (size_t)(base + qo[k]) * es, (size_t)ig * es);
-                continue;
               }
-              for (int64_t c = 0; c < ig; c++) {
-                char *dst = row + (size_t)(c * ks + k) * es;
-                if (qo[k] < 0) memset(dst, 0, es);
-                else memcpy(dst, lhs + (size_t)(base + qo[k] + c * p->s_f) * es, es);
-              }
+              continue;
+            }
+            switch (es) {  // row[c * KS' + k], typed copies (no memcpy call per element)
+              case 4: GATHER_FM_(uint32_t); break;
+              case 8: GATHER_FM_(uint64_t); break;
+              default: GATHER_FM_(c128_t); break;
             }
           }
         }
@@ -765,13 +825,17 @@ static hl_status_t conv_one_phase(const conv_plan_t *p, const conv_phase_dim_t *
             if (p->s_of == 1) {
               memcpy(dst, src, (size_t)p->og * es);
             } else {
-              for (int64_t o = 0; o < p->og; o++)
-                memcpy(dst + (size_t)(o * p->s_of) * es, src + (size_t)o * es, es);
+              switch (es) {
+                case 4: SCATTER_FM_(uint32_t); break;
+                case 8: SCATTER_FM_(uint64_t); break;
+                default: SCATTER_FM_(c128_t); break;
+              }
             }
           }
         }
       }
     }
+    hl_free(qoffT);
   }
   hl_free(qoff);
   hl_free(pofs);
@@ -782,6 +846,10 @@ static hl_status_t conv_one_phase(const conv_plan_t *p, const conv_phase_dim_t *
   hl_free(tmp);
   return st;
 }
+
+#undef GATHER_FM_
+#undef SCATTER_FM_
+#undef PHASE_COL_
 
 static bool has_lhs_dilation(const conv_plan_t *p) {
   for (int d = 0; d < p->ns; d++)

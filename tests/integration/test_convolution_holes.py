@@ -3,9 +3,9 @@ convolution written from the spec (StableHLO convolution: dilate the lhs,
 pad it, reverse the window where asked, slide a dilated window with strides,
 split features / batch into groups). Random shapes with lhs_dilate 1..4,
 rhs_dilate 1..3, strides 1..5, padding -2..4 (negative crops),
-window_reversal, feature_group_count and batch_group_count, in f32, f64 and
-s32, in both feature-major (bf01) and pixel-major (b01f) layouts. lhs_dilate
-> 1 takes the kernel's per-phase path (only the taps that meet real input in
+window_reversal, feature_group_count and batch_group_count, in f32, f64,
+s32, c64 and f16, in both feature-major (bf01) and pixel-major (b01f)
+layouts. lhs_dilate > 1 takes the kernel's per-phase path (only the taps that meet real input in
 each GEMM); lhs_dilate = 1 the plain im2col path, so both are checked by the
 same oracle. A transposed-convolution shape like XLA's multihost runner test
 (lhs_dilate = stride + 1, one real tap per output) is included, scaled down,
@@ -18,9 +18,11 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hl_testlib import launch, main, read_outputs, require_binaries, tempdir, write_args  # noqa: E402
+from hl_testlib import (launch, main, read_outputs, require_binaries, tempdir,  # noqa: E402
+                        write_args)
 
-HLO_TYPE = {np.float32: "f32", np.float64: "f64", np.int32: "s32"}
+HLO_TYPE = {np.float32: "f32", np.float64: "f64", np.int32: "s32", np.complex64: "c64",
+            np.float16: "f16"}
 
 
 def num_windows(n, k, stride, lo, hi, ld, rd):
@@ -88,7 +90,7 @@ def oracle(x, w, case):
 
 def random_case(rng, i):
     while True:
-        dtype = [np.float32, np.float64, np.int32][i % 3]
+        dtype = [np.float32, np.float64, np.int32, np.complex64, np.float16][i % 5]
         fgc, bgc = 1, 1
         r = rng.integers(0, 4)
         if r == 1:
@@ -138,6 +140,9 @@ def make_inputs(rng, case):
     ws = (o, ig) + tuple(case["k"])
     if case["dtype"] == np.int32:
         return rng.integers(-9, 10, xs).astype(np.int32), rng.integers(-9, 10, ws).astype(np.int32)
+    if case["dtype"] == np.complex64:
+        return ((rng.standard_normal(xs) + 1j * rng.standard_normal(xs)).astype(np.complex64),
+                (rng.standard_normal(ws) + 1j * rng.standard_normal(ws)).astype(np.complex64))
     return (rng.standard_normal(xs).astype(case["dtype"]),
             rng.standard_normal(ws).astype(case["dtype"]))
 
@@ -183,7 +188,7 @@ def test_random_convolutions():
     body, results, args, wants = [], [], [], []
     for i, case in enumerate(cases):
         x, w = make_inputs(rng, case)
-        wide = np.int64 if case["dtype"] == np.int32 else np.float64
+        wide = {np.int32: np.int64, np.complex64: np.complex128}.get(case["dtype"], np.float64)
         want, mag = oracle(x.astype(wide), w.astype(wide), case)
         lines, rshape = hlo_instruction(i, case, want.shape)
         body += lines
@@ -221,8 +226,11 @@ def test_random_convolutions():
         if case["dtype"] == np.int32:
             ok = np.array_equal(g.astype(np.int64), want)
         else:
-            eps = 1e-5 if case["dtype"] == np.float32 else 1e-13
-            ok = np.all(np.abs(g.astype(np.float64) - want) <= eps * mag + 1e-30)
+            # f32 / c64: accumulation in f32; f16: computed in f32, rounded once.
+            eps = {np.float64: 1e-13, np.float16: 1e-5}.get(case["dtype"], 1e-5)
+            rel = 2.0 ** -11 if case["dtype"] == np.float16 else 0
+            err = np.abs(g.astype(want.dtype) - want)
+            ok = np.all(err <= eps * mag + rel * np.abs(want) + 1e-30)
         if not ok:
             bad.append("case %d %r:\ngot\n%s\nexpected\n%s" % (i, case, g, want))
     if bad:

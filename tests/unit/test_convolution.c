@@ -1,5 +1,6 @@
 // hl_kernel_convolution (runtime/kernels/convolution.c). Expected values:
 // the StableHLO spec example and small cases worked by hand (noted at each);
+// lhs-dilated ones also against NumPy in tests/integration/test_convolution_holes.py;
 // the numpy-checked cases live in tests/ops/convolution_*.hlo.
 #include "runtime/base/alloc.h"
 #include "tests/unit/hlo_run_util.h"
@@ -36,6 +37,33 @@ static void test_padding_and_reversal_1d(void) {
             "  ROOT r = f32[1,1,2] convolution(x, k), window={size=2 pad=-1_0}, "
             "dim_labels=bf0_oi0->bf0\n}\n",
             "f32[1,1,2]", "{{{32,43}}}");
+}
+
+static void test_lhs_dilation_1d(void) {
+  // Hand-worked (the per-phase path): x = [1,2,3] dilated by 2 and padded
+  // 2_2 is [0,0,1,0,2,0,3,0,0]; kernel [1,10,100]: each window meets one or
+  // two real elements: 100, 10, 1+200, 20, 2+300, 30, 3.
+  const char *fmt = "HloModule m\nENTRY e {\n"
+                    "  x = f32[1,1,3] constant({{{1,2,3}}})\n"
+                    "  k = f32[1,1,3] constant({{{1,10,100}}})\n"
+                    "  ROOT r = %s convolution(x, k), window={size=3 pad=2_2 lhs_dilate=2%s}, "
+                    "dim_labels=bf0_oi0->bf0\n}\n";
+  char buf[512];
+  snprintf(buf, sizeof(buf), fmt, "f32[1,1,7]", "");
+  hr_expect(buf, "f32[1,1,7]", "{{{100,10,201,20,302,30,3}}}");
+  // Reversed kernel [100,10,1]: 1, 10, 100+2, 20, 200+3, 30, 300.
+  snprintf(buf, sizeof(buf), fmt, "f32[1,1,7]", " rhs_reversal=1");
+  hr_expect(buf, "f32[1,1,7]", "{{{1,10,102,20,203,30,300}}}");
+  // Stride 3: windows at 0, 3, 6 of the padded row: 100, 20, 3.
+  snprintf(buf, sizeof(buf), fmt, "f32[1,1,3]", " stride=3");
+  hr_expect(buf, "f32[1,1,3]", "{{{100,20,3}}}");
+  // rhs_dilate 2 with lhs_dilate 2: output 1 reads only holes (a phase with
+  // no real tap, zero); [1,0,2,0,3] with taps at 0 and 2: 1+20, 0, 2+30.
+  hr_expect("HloModule m\nENTRY e {\n  x = f32[1,1,3] constant({{{1,2,3}}})\n"
+            "  k = f32[1,1,2] constant({{{1,10}}})\n"
+            "  ROOT r = f32[1,1,3] convolution(x, k), window={size=2 lhs_dilate=2 "
+            "rhs_dilate=2}, dim_labels=bf0_oi0->bf0\n}\n",
+            "f32[1,1,3]", "{{{21,0,32}}}");
 }
 
 static void test_groups(void) {
@@ -126,6 +154,7 @@ static void test_errors(void) {
 static CU_TestInfo tests[] = {
     {"spec_example", test_spec_example},
     {"padding_and_reversal_1d", test_padding_and_reversal_1d},
+    {"lhs_dilation_1d", test_lhs_dilation_1d},
     {"groups", test_groups},
     {"types", test_types},
     {"errors", test_errors},
