@@ -163,8 +163,11 @@ hl_status_t hl_kernel_compare(hl_kernel_context_t *ctx, const hl_instruction_t *
     for (int64_t i = 0; i < n; i++) r[i] = p[i] ? pt[i] : pf[i];             \
   } while (0)
 
-HL_SIMD_CLONES void hl_select_array(size_t es, const uint8_t *p, const void *on_true, const void *on_false,
-                     void *y, int64_t n) {
+// The clones are static and the exported function a plain call: clang 14
+// emits no ifunc for a target_clones function that other files call
+// through a declaration without the attribute (undefined at link time).
+static HL_SIMD_CLONES void select_array(size_t es, const uint8_t *p, const void *on_true,
+                                        const void *on_false, void *y, int64_t n) {
   switch (es) {
     case 1: HL_SELECT_LOOP_(uint8_t); break;
     case 2: HL_SELECT_LOOP_(uint16_t); break;
@@ -175,6 +178,11 @@ HL_SIMD_CLONES void hl_select_array(size_t es, const uint8_t *p, const void *on_
         memcpy((char *)y + (size_t)i * es,
                (const char *)(p[i] ? on_true : on_false) + (size_t)i * es, es);
   }
+}
+
+void hl_select_array(size_t es, const uint8_t *p, const void *on_true, const void *on_false,
+                     void *y, int64_t n) {
+  select_array(es, p, on_true, on_false, y, n);
 }
 
 // select(pred, on_true, on_false): pred is a scalar or has the operands'
