@@ -82,15 +82,6 @@ static hl_status_t snapshot_result(const char *path, hl_literal_t **out) {
   return NULL;
 }
 
-static void collect_leaves(const hl_literal_t *lit, const hl_literal_t **out, int *n, int cap) {
-  if (lit->shape.dtype == HL_TUPLE) {
-    for (int i = 0; i < lit->shape.tuple_count; i++) collect_leaves(lit->elements[i], out, n, cap);
-    return;
-  }
-  if (*n < cap) out[*n] = lit;
-  (*n)++;
-}
-
 // This process's expected leaves: --expect's files, or the snapshot's result.
 static hl_status_t load_expectation(const hl_launch_options_t *o, const hl_program_t *program,
                                     const hl_literal_t *result, int64_t replica,
@@ -98,7 +89,7 @@ static hl_status_t load_expectation(const hl_launch_options_t *o, const hl_progr
   *out = NULL;
   *out_count = 0;
   int n = 0;
-  collect_leaves(result, NULL, &n, 0);
+  hl_result_leaves(result, NULL, &n, 0);
   const hl_literal_t **leaves = hl_calloc((size_t)(n ? n : 1), sizeof(*leaves));
   hl_literal_t **want = hl_calloc((size_t)(n ? n : 1), sizeof(*want));
   if (!leaves || !want) {
@@ -107,7 +98,7 @@ static hl_status_t load_expectation(const hl_launch_options_t *o, const hl_progr
     return HL_OOM();
   }
   int k = 0;
-  collect_leaves(result, leaves, &k, n);
+  hl_result_leaves(result, leaves, &k, n);
   hl_status_t st = NULL;
   bool have = o->expect_dir != NULL;
   if (o->expect_dir) {
@@ -125,7 +116,7 @@ static hl_status_t load_expectation(const hl_launch_options_t *o, const hl_progr
     have = recorded != NULL;
     if (!st && recorded) {
       int m = 0;
-      collect_leaves(recorded, NULL, &m, 0);
+      hl_result_leaves(recorded, NULL, &m, 0);
       if (m != n) {
         st = HL_INVALID("%s: the snapshot's result has %d arrays, the result %d", o->program, m,
                         n);
@@ -133,7 +124,7 @@ static hl_status_t load_expectation(const hl_launch_options_t *o, const hl_progr
         const hl_literal_t **rec = hl_calloc((size_t)(m ? m : 1), sizeof(*rec));
         if (!rec) st = HL_OOM();
         int r = 0;
-        if (rec) collect_leaves(recorded, rec, &r, m);
+        if (rec) hl_result_leaves(recorded, rec, &r, m);
         for (int i = 0; rec && i < n; i++) want[i] = hl_literal_retain((hl_literal_t *)rec[i]);
         hl_free(rec);
       }

@@ -84,35 +84,32 @@ int hl_explain_groups(const hl_module_t *module, int64_t R, int64_t P, hl_strbuf
   return bad;
 }
 
+bool hl_explain_load(const hl_launch_options_t *o, hl_program_t *program, hl_grid_t *grid) {
+  hl_status_t st = hl_program_load_file_with(
+      o->program, &(hl_program_load_options_t){o->max_inflated_bytes}, program);
+  if (!st) {
+    st = hl_verify_module(program->module);
+    if (!st)
+      st = hl_grid_resolve(o->np, o->replicas, o->partitions, program->module->replica_count,
+                           program->module->num_partitions, grid);
+    if (st) hl_program_deinit(program);
+  }
+  if (!st) return true;
+  fprintf(stderr, "hlo-launch: %s\n", hl_status_message(st));
+  hl_status_free(st);
+  return false;
+}
+
 int hl_explain_groups_main(const hl_launch_options_t *o, FILE *out) {
   hl_program_t program;
-  hl_status_t st = hl_program_load_file_with(
-      o->program, &(hl_program_load_options_t){o->max_inflated_bytes}, &program);
-  if (!st) {
-    st = hl_verify_module(program.module);
-    if (st) hl_program_deinit(&program);
-  }
-  if (st) {
-    fprintf(stderr, "hlo-launch: %s\n", hl_status_message(st));
-    hl_status_free(st);
-    return 1;
-  }
   hl_grid_t grid;
-  st = hl_grid_resolve(o->np, o->replicas, o->partitions, program.module->replica_count,
-                       program.module->num_partitions, &grid);
-  int code = 1;
-  if (st) {
-    fprintf(stderr, "hlo-launch: %s\n", hl_status_message(st));
-    hl_status_free(st);
-  } else {
-    hl_strbuf_t sb;
-    hl_strbuf_init(&sb);
-    int bad = hl_explain_groups(program.module, grid.replicas, grid.partitions, &sb);
-    fputs(hl_strbuf_cstr(&sb), out);
-    fflush(out);
-    hl_strbuf_deinit(&sb);
-    code = bad ? 1 : 0;
-  }
+  if (!hl_explain_load(o, &program, &grid)) return 1;
+  hl_strbuf_t sb;
+  hl_strbuf_init(&sb);
+  int bad = hl_explain_groups(program.module, grid.replicas, grid.partitions, &sb);
+  fputs(hl_strbuf_cstr(&sb), out);
+  fflush(out);
+  hl_strbuf_deinit(&sb);
   hl_program_deinit(&program);
-  return code;
+  return bad ? 1 : 0;
 }

@@ -2,6 +2,7 @@
 
 #include <string.h>
 
+#include "launcher/explain_groups.h"
 #include "launcher/grid.h"
 #include "runtime/base/npy.h"
 #include "runtime/spmd/partitioner.h"
@@ -78,21 +79,11 @@ hl_status_t hl_partition_if_global(const hl_launch_options_t *o, hl_program_t *p
 
 int hl_explain_partitioning_main(const hl_launch_options_t *o, FILE *out) {
   hl_program_t program;
-  hl_status_t st = hl_program_load_file(o->program, &program);
-  if (!st) {
-    st = hl_verify_module(program.module);
-    if (st) hl_program_deinit(&program);
-  }
-  if (st) {
-    fprintf(stderr, "hlo-launch: %s\n", hl_status_message(st));
-    hl_status_free(st);
-    return 1;
-  }
   hl_grid_t grid;
-  st = hl_grid_resolve(o->np, o->replicas, o->partitions, program.module->replica_count,
-                       program.module->num_partitions, &grid);
+  if (!hl_explain_load(o, &program, &grid)) return 1;
+  hl_status_t st = NULL;
   hl_spmd_result_t r = {0};
-  if (!st && !hl_spmd_module_may_be_global(program.module))
+  if (!hl_spmd_module_may_be_global(program.module))
     st = HL_INVALID("%s is not a global program with shardings (nothing to partition)", o->program);
   if (!st && grid.replicas > 1)
     st = HL_UNIMPL("partitioning a global program on a grid with %lld replicas (only 1 replica is supported)",

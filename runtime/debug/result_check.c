@@ -58,9 +58,9 @@ void hl_result_check_format_index(const hl_shape_t *shape, int64_t flat, char *b
   if (used < cap) snprintf(buf + used, cap - used, "]");
 }
 
-static void collect_leaves(const hl_literal_t *lit, const hl_literal_t **out, int *n, int cap) {
+void hl_result_leaves(const hl_literal_t *lit, const hl_literal_t **out, int *n, int cap) {
   if (lit->shape.dtype == HL_TUPLE) {
-    for (int i = 0; i < lit->shape.tuple_count; i++) collect_leaves(lit->elements[i], out, n, cap);
+    for (int i = 0; i < lit->shape.tuple_count; i++) hl_result_leaves(lit->elements[i], out, n, cap);
     return;
   }
   if (*n < cap) out[*n] = lit;
@@ -128,14 +128,14 @@ hl_status_t hl_result_check(const hl_literal_t *got, hl_literal_t *const *want, 
   s->worst_leaf = -1;
   s->worst_index = -1;
   int n = 0;
-  collect_leaves(got, NULL, &n, 0);
+  hl_result_leaves(got, NULL, &n, 0);
   if (n != want_count)
     return HL_INVALID("the result has %d array%s, the expectation %d", n, n == 1 ? "" : "s",
                       want_count);
   const hl_literal_t **leaves = hl_calloc((size_t)(n ? n : 1), sizeof(*leaves));
   if (!leaves) return HL_OOM();
   n = 0;
-  collect_leaves(got, leaves, &n, want_count);
+  hl_result_leaves(got, leaves, &n, want_count);
   hl_status_t st = NULL;
   for (int i = 0; i < n && !st; i++) {
     const hl_literal_t *g = leaves[i], *w = want[i];

@@ -31,6 +31,11 @@ typedef struct hl_result_check_stats {
 hl_status_t hl_result_check(const hl_literal_t *got, hl_literal_t *const *want, int want_count,
                             const hl_tolerance_t *tolerance, hl_result_check_stats_t *out_stats);
 
+// The array leaves of `lit` depth-first (a tuple's elements in order, nested
+// tuples flattened), as --output-dir numbers result<i>.npy: stores at most
+// `cap` of them in out[] and counts all of them in *n (which it adds to).
+void hl_result_leaves(const hl_literal_t *lit, const hl_literal_t **out, int *n, int cap);
+
 // "[1,2]" for flat index `index` of `shape`, into buf.
 void hl_result_check_format_index(const hl_shape_t *shape, int64_t index, char *buf, size_t cap);
 
