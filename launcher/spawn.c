@@ -2,6 +2,7 @@
 
 #include "launcher/spawn.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -12,6 +13,7 @@
 #include <sys/prctl.h>
 #include <sys/time.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "collectives/groups.h"
@@ -291,11 +293,59 @@ static int read_status_file(const char *path) {
   return code;
 }
 
+// SIGKILLs every process whose parent is this one (orphaned ranks that a
+// child subreaper inherited).
+static void kill_adopted_children(void) {
+  DIR *proc = opendir("/proc");
+  if (!proc) return;
+  pid_t self = getpid();
+  struct dirent *e;
+  while ((e = readdir(proc)) != NULL) {
+    char path[300], buf[512];
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f) continue;
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *close_paren = strrchr(buf, ')');  // after "pid (comm)"
+    int ppid = 0;
+    if (close_paren && sscanf(close_paren + 1, " %*c %d", &ppid) == 1 && ppid == (int)self)
+      kill((pid_t)atoi(e->d_name), SIGKILL);
+  }
+  closedir(proc);
+}
+
+// mpiexec may return before a rank it signalled has finished dying; such
+// ranks are re-parented to the launcher (a child subreaper, set before the
+// fork), which waits for them here so that no rank outlives it. After
+// `grace_s` what is left is killed.
+static void reap_orphaned_ranks(double grace_s) {
+  struct timespec start, now, nap = {0, 10 * 1000 * 1000};
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  for (;;) {
+    pid_t r = waitpid(-1, NULL, WNOHANG);
+    if (r > 0) continue;
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return;  // ECHILD: none left
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if ((double)(now.tv_sec - start.tv_sec) + 1e-9 * (double)(now.tv_nsec - start.tv_nsec) >
+        grace_s)
+      break;
+    nanosleep(&nap, NULL);
+  }
+  kill_adopted_children();
+  while (waitpid(-1, NULL, 0) > 0 || errno == EINTR) {
+  }
+}
+
 static int run_mpiexec(const hl_launch_options_t *o, char **cmd, const char *status_file) {
   // A close-on-exec pipe tells the parent whether exec itself failed.
   int report[2];
   if (pipe2(report, O_CLOEXEC) != 0) return fail("pipe: %s", strerror(errno));
   pid_t parent = getpid();
+  prctl(PR_SET_CHILD_SUBREAPER, 1);  // orphaned ranks come back to us (reap_orphaned_ranks)
   fflush(stdout);
   fflush(stderr);
   pid_t pid = fork();
@@ -324,6 +374,7 @@ static int run_mpiexec(const hl_launch_options_t *o, char **cmd, const char *sta
   while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
   }
   g_child = 0;
+  reap_orphaned_ranks(10.0);
   if (n == (ssize_t)sizeof(exec_errno))
     return fail("cannot run '%s': %s (is Open MPI installed? --mpiexec PATH selects another)",
                 cmd[0], strerror(exec_errno));
