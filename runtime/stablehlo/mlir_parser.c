@@ -22,7 +22,13 @@ typedef struct parser {
   hl_mlir_file_t *file;
   alias_t *aliases;
   int alias_count, alias_cap;
+  int nesting;  // types / attributes being parsed inside each other (and alias uses)
 } parser_t;
+
+// Deeper nesting of types, attribute values and alias uses is refused, so a
+// hostile file (an alias defined by itself, ten thousand '[') cannot
+// overflow the stack.
+enum { kMaxNesting = 200 };
 
 // Grows *arr (element size es) to hold *n + 1 elements; returns the new slot zeroed.
 static void *push(void *arr_ptr, int *n, size_t es) {
@@ -171,7 +177,28 @@ static hl_status_t parse_tensor_type(parser_t *p, hl_shape_t *out) {
   return NULL;
 }
 
+static hl_status_t parse_type_nested(parser_t *p, hl_shape_t *out);
+static hl_status_t parse_attr_value_nested(parser_t *p, hl_mlir_attr_t *a, bool allow_type_suffix);
+
 static hl_status_t parse_type(parser_t *p, hl_shape_t *out) {
+  if (p->nesting >= kMaxNesting)
+    return ERR("types nest more than %d deep (or an alias refers to itself)", kMaxNesting);
+  p->nesting++;
+  hl_status_t st = parse_type_nested(p, out);
+  p->nesting--;
+  return st;
+}
+
+static hl_status_t parse_attr_value(parser_t *p, hl_mlir_attr_t *a, bool allow_type_suffix) {
+  if (p->nesting >= kMaxNesting)
+    return ERR("attributes nest more than %d deep (or an alias refers to itself)", kMaxNesting);
+  p->nesting++;
+  hl_status_t st = parse_attr_value_nested(p, a, allow_type_suffix);
+  p->nesting--;
+  return st;
+}
+
+static hl_status_t parse_type_nested(parser_t *p, hl_shape_t *out) {
   memset(out, 0, sizeof(*out));
   if (at_ident(p, "tensor")) return parse_tensor_type(p, out);
   if (at_ident(p, "tuple")) {
@@ -388,7 +415,8 @@ static hl_status_t parse_dense_array(parser_t *p, hl_mlir_attr_t *a) {
   return expect_punct(p, '>');
 }
 
-static hl_status_t parse_attr_value(parser_t *p, hl_mlir_attr_t *a, bool allow_type_suffix) {
+static hl_status_t parse_attr_value_nested(parser_t *p, hl_mlir_attr_t *a,
+                                           bool allow_type_suffix) {
   a->line = TOK->line;
   a->column = TOK->column;
   switch (TOK->kind) {
@@ -602,7 +630,18 @@ static hl_status_t parse_block_header(parser_t *p, hl_mlir_block_t *b) {
   return expect_punct(p, ':');
 }
 
+static hl_status_t parse_region_nested(parser_t *p, hl_mlir_region_t *r);
+
 static hl_status_t parse_region(parser_t *p, hl_mlir_region_t *r) {
+  if (p->nesting >= kMaxNesting)
+    return ERR("regions nest more than %d deep", kMaxNesting);
+  p->nesting++;
+  hl_status_t st = parse_region_nested(p, r);
+  p->nesting--;
+  return st;
+}
+
+static hl_status_t parse_region_nested(parser_t *p, hl_mlir_region_t *r) {
   HL_RETURN_IF_ERROR(expect_punct(p, '{'));
   hl_mlir_block_t *b = push(&r->blocks, &r->block_count, sizeof(*b));
   if (!b) return HL_OOM();

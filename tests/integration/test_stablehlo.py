@@ -255,6 +255,28 @@ def convert_to_hlo():
         return hl.compare("converted", got, (x * y * 8).astype(np.float32))
 
 
+def hostile_nesting():
+    """An alias defined by itself (a fuzzer's find) and 5000 nested '[' stop
+    with a diagnostic, not a stack overflow."""
+    with hl.tempdir("shlo") as d:
+        cases = {
+            "self_alias.mlir": ("#0 =#0 =", "an alias refers to itself"),
+            "deep_type.mlir": ("!t = " + "tuple<" * 5000 + "f32" + ">" * 5000 + "\n",
+                               "nest more than"),
+            "deep_attr.mlir": ("#a = " + "[" * 5000 + "1" + "]" * 5000 + "\n"
+                               "module attributes {x = #a} {}\n", "nest more than"),
+        }
+        for name, (text, needle) in cases.items():
+            path = os.path.join(d, name)
+            with open(path, "w") as f:
+                f.write(text)
+            r = hl.launch(path)
+            if r.returncode != 1 or needle not in r.stderr or (name + ":1:") not in r.stderr:
+                return "%s: expected exit 1 and a diagnostic with %r\n%s" % (
+                    name, needle, r.describe())
+    return None
+
+
 if __name__ == "__main__":
     hl.require_binaries("hlo-launch", "hlo-convert")
     hl.main([
@@ -266,4 +288,5 @@ if __name__ == "__main__":
         ("chlo_unary", chlo_unary),
         ("outfeed_file", outfeed_file),
         ("started_by_mpirun", started_by_mpirun),
+        ("hostile_nesting", hostile_nesting),
     ])
