@@ -134,6 +134,10 @@ typedef struct hl_mpi_reduction {
   bool calls_executor;            // the user op runs the reducer computation
 } hl_mpi_reduction_t;
 
+// The reductions neither path defines (min / max of complex values, element
+// types without data), as errors; shared by the MPI and shared-memory paths.
+hl_status_t hl_reduction_check_type(hl_dtype_t dtype, hl_comm_reduce_op_t op);
+
 hl_status_t hl_mpi_reduction_begin(hl_mpi_coll_t *coll, hl_dtype_t dtype,
                                    const hl_comm_reducer_t *reducer,
                                    hl_mpi_reduction_t *out_reduction);

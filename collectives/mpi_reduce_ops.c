@@ -211,16 +211,21 @@ static bool typed_supported(hl_dtype_t t, hl_comm_reduce_op_t op) {
   return false;
 }
 
-hl_status_t hl_mpi_reduction_begin(hl_mpi_coll_t *coll, hl_dtype_t dtype,
-                                   const hl_comm_reducer_t *reducer, hl_mpi_reduction_t *out) {
-  memset(out, 0, sizeof(*out));
-  out->owned_type = MPI_DATATYPE_NULL;
-  hl_comm_reduce_op_t op = reducer->op;
+hl_status_t hl_reduction_check_type(hl_dtype_t dtype, hl_comm_reduce_op_t op) {
   if (hl_dtype_is_complex(dtype) && (op == HL_COMM_REDUCE_MIN || op == HL_COMM_REDUCE_MAX))
     return HL_INVALID("%s reduction of complex values is not defined (complex numbers have no "
                       "order)", op == HL_COMM_REDUCE_MIN ? "minimum" : "maximum");
   if (!hl_dtype_is_array(dtype) || hl_dtype_size(dtype) == 0)
     return HL_INVALID("cannot reduce values of type %s", hl_dtype_name(dtype));
+  return NULL;
+}
+
+hl_status_t hl_mpi_reduction_begin(hl_mpi_coll_t *coll, hl_dtype_t dtype,
+                                   const hl_comm_reducer_t *reducer, hl_mpi_reduction_t *out) {
+  memset(out, 0, sizeof(*out));
+  out->owned_type = MPI_DATATYPE_NULL;
+  hl_comm_reduce_op_t op = reducer->op;
+  HL_RETURN_IF_ERROR(hl_reduction_check_type(dtype, op));
   if (builtin(dtype, op, &out->type, &out->op)) return NULL;
   HL_RETURN_IF_ERROR(ensure_globals());
   if (typed_supported(dtype, op)) {

@@ -16,6 +16,7 @@
 #include <complex.h>
 #include <string.h>
 
+#include "collectives/mpi_internal.h"
 #include "collectives/shm/shm_internal.h"
 #include "runtime/base/float_minmax.h"
 
@@ -125,12 +126,7 @@ hl_status_t hl_shm_reduction_init(hl_dtype_t dtype, const hl_comm_reducer_t *red
                                   hl_shm_reduction_t *out) {
   memset(out, 0, sizeof(*out));
   hl_comm_reduce_op_t op = reducer->op;
-  // The same refusals as the MPI path (mpi_reduce_ops.c).
-  if (hl_dtype_is_complex(dtype) && (op == HL_COMM_REDUCE_MIN || op == HL_COMM_REDUCE_MAX))
-    return HL_INVALID("%s reduction of complex values is not defined (complex numbers have no "
-                      "order)", op == HL_COMM_REDUCE_MIN ? "minimum" : "maximum");
-  if (!hl_dtype_is_array(dtype) || hl_dtype_size(dtype) == 0)
-    return HL_INVALID("cannot reduce values of type %s", hl_dtype_name(dtype));
+  HL_RETURN_IF_ERROR(hl_reduction_check_type(dtype, op));  // the MPI path's refusals
   out->dtype = dtype;
   out->reducer = reducer;
   out->native = op != HL_COMM_REDUCE_CUSTOM && native(dtype, op, NULL, NULL, -1);
