@@ -7,6 +7,15 @@
 // (the interpreter's worst case: the observer's fixed cost per instruction
 // against almost no work) and a small MLP step (dot + bias + tanh on
 // 256 x 256, what a real program does per instruction).
+//
+// `bench_debug --only-mode K` (K: 0 none, 1 watchdog, 2 check-nans, 3 trace)
+// runs the scalar chain 3 times in mode K and nothing else, for a count of
+// executed instructions that does not depend on the machine's load:
+//   valgrind --tool=callgrind --toggle-collect=hl_executable_run
+//            build/bench/bench_debug --only-mode 3
+// (the "Ir" of mode K minus that of mode 0, over 3 x 10,002 instructions,
+// is the mode's cost per instruction).
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "bench/bench_util.h"
@@ -67,6 +76,11 @@ static void measure(const char *name, const hl_module_t *m, hl_literal_t *const 
     hl_bench_report(figure, best[k] / best[0], "x", "no observer", 1.0, false,
                     k == 2 ? 100.0 : target);
   }
+  // What --trace adds to hlo-launch's default (the watchdog's observer is
+  // on unless --hang-timeout 0): the 5% target.
+  char figure[96];
+  snprintf(figure, sizeof figure, "%s_trace_vs_watchdog", name);
+  hl_bench_report(figure, best[3] / best[1], "x", "watchdog", 1.0, false, 1.05);
   hl_executable_destroy(exe);
 }
 
@@ -91,6 +105,9 @@ int main(int argc, char **argv) {
   hl_exec_observer_t *obs[kModes] = {NULL, hl_debug_observer_base(watch),
                                      hl_debug_observer_base(nans), hl_debug_observer_base(traced)};
   int rounds = quick ? 1 : 21;
+  int only_mode = -1;
+  for (int i = 1; i + 1 < argc; i++)
+    if (strcmp(argv[i], "--only-mode") == 0) only_mode = atoi(argv[i + 1]);
 
   // Scalar chain: the fixed cost per instruction.
   int count = quick ? 100 : 10000;
@@ -103,6 +120,13 @@ int main(int argc, char **argv) {
   hl_module_t *m = hl_bench_module(sb.data);
   hl_strbuf_deinit(&sb);
   hl_literal_t *p = hl_bench_literal("f32[]", 1);
+  if (only_mode >= 0 && only_mode < kModes) {
+    hl_executable_t *exe = NULL;
+    hl_bench_check(hl_executable_create(m, &exe), "executable");
+    for (int i = 0; i < 3; i++) run_once(exe, obs[only_mode], &p, 1);
+    hl_executable_destroy(exe);
+    return 0;
+  }
   measure("scalar_chain", m, &p, 1, count + 2, rounds, quick ? 1 : 5, obs, 3.0);
   hl_literal_release(p);
   hl_module_destroy(m);

@@ -22,20 +22,22 @@ struct hl_debug_observer {
   int event_slot[HL_RANK_STATE_MAX_DEPTH];  // flight-recorder slot of a communicating frame
 };
 
-bool hl_debug_opcode_communicates(hl_opcode_t op) {
-  switch (op) {
-    case HL_OP_ALL_GATHER: case HL_OP_ALL_GATHER_START: case HL_OP_ALL_GATHER_DONE:
-    case HL_OP_ALL_REDUCE: case HL_OP_ALL_REDUCE_START: case HL_OP_ALL_REDUCE_DONE:
-    case HL_OP_ALL_TO_ALL: case HL_OP_RAGGED_ALL_TO_ALL: case HL_OP_REDUCE_SCATTER:
-    case HL_OP_COLLECTIVE_BROADCAST: case HL_OP_COLLECTIVE_REDUCE:
-    case HL_OP_COLLECTIVE_PERMUTE: case HL_OP_COLLECTIVE_PERMUTE_START:
-    case HL_OP_COLLECTIVE_PERMUTE_DONE:
-    case HL_OP_SEND: case HL_OP_SEND_DONE: case HL_OP_RECV: case HL_OP_RECV_DONE:
-      return true;
-    default:
-      return false;
-  }
+// One table lookup on the hot path instead of a switch per call.
+static const bool kCommunicates[HL_OP_COUNT_] = {
+    [HL_OP_ALL_GATHER] = true, [HL_OP_ALL_GATHER_START] = true, [HL_OP_ALL_GATHER_DONE] = true,
+    [HL_OP_ALL_REDUCE] = true, [HL_OP_ALL_REDUCE_START] = true, [HL_OP_ALL_REDUCE_DONE] = true,
+    [HL_OP_ALL_TO_ALL] = true, [HL_OP_RAGGED_ALL_TO_ALL] = true, [HL_OP_REDUCE_SCATTER] = true,
+    [HL_OP_COLLECTIVE_BROADCAST] = true, [HL_OP_COLLECTIVE_REDUCE] = true,
+    [HL_OP_COLLECTIVE_PERMUTE] = true, [HL_OP_COLLECTIVE_PERMUTE_START] = true,
+    [HL_OP_COLLECTIVE_PERMUTE_DONE] = true,
+    [HL_OP_SEND] = true, [HL_OP_SEND_DONE] = true, [HL_OP_RECV] = true, [HL_OP_RECV_DONE] = true,
+};
+
+static inline bool communicates(hl_opcode_t op) {
+  return (unsigned)op < HL_OP_COUNT_ && kCommunicates[op];
 }
+
+bool hl_debug_opcode_communicates(hl_opcode_t op) { return communicates(op); }
 
 static int64_t literal_bytes(const hl_literal_t *lit) {
   if (!lit) return 0;
@@ -81,7 +83,7 @@ static void observer_enter(hl_exec_observer_t *base, const hl_instruction_t *ins
   if (o->options.check_nans || o->options.check_infs)
     for (int k = 0; k < count; k++) hl_literal_retain(operands[k]);
   int d = o->depth++;
-  if (o->options.trace) hl_trace_recorder_enter(o->options.trace, d, hl_rank_state_now_ns());
+  if (o->options.trace) hl_trace_recorder_enter(o->options.trace, d);
   if (d < HL_RANK_STATE_MAX_DEPTH) {
     o->insts[d] = inst;
     o->iteration[d] = -1;
@@ -95,7 +97,7 @@ static void observer_enter(hl_exec_observer_t *base, const hl_instruction_t *ins
   f->id = inst->id;
   f->iteration = inst->opcode == HL_OP_WHILE ? -1 : -2;  // -2: not a loop
   f->start_ns = 0;
-  if (hl_debug_opcode_communicates(inst->opcode)) {
+  if (communicates(inst->opcode)) {
     f->start_ns = hl_rank_state_now_ns();
     record_start(o, inst, operands, count, d, f->start_ns);
   }
@@ -140,18 +142,19 @@ static hl_status_t observer_leave(hl_exec_observer_t *base, const hl_instruction
     for (int k = 0; k < count; k++) hl_literal_release(operands[k]);
   }
   int d = --o->depth;
+  bool talks = communicates(inst->opcode);
   if (o->options.trace) {
     int64_t bytes = 0;
-    if (hl_debug_opcode_communicates(inst->opcode)) {
+    if (talks) {
       if (is_done_form(inst->opcode)) bytes = literal_bytes(result);
       else
         for (int k = 0; k < count; k++) bytes += literal_bytes(operands[k]);
     }
-    hl_trace_recorder_leave(o->options.trace, inst, d, hl_rank_state_now_ns(), bytes);
+    hl_trace_recorder_leave(o->options.trace, inst, d, bytes);
   }
   hl_rank_state_t *s = o->state;
   if (s) {
-    if (d < HL_RANK_STATE_MAX_DEPTH && hl_debug_opcode_communicates(inst->opcode)) {
+    if (d < HL_RANK_STATE_MAX_DEPTH && talks) {
       int64_t now = hl_rank_state_now_ns();
       hl_rank_event_t *ev = &s->events[o->event_slot[d]];
       if (ev->id == inst->id && ev->depth == d) {

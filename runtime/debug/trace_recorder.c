@@ -7,21 +7,14 @@
 #include "runtime/base/alloc.h"
 #include "runtime/debug/debug_observer.h"
 
-enum { kMaxDepth = 64, kChannelSlots = 256 };
-
-struct hl_trace_recorder {
-  hl_trace_span_t *spans;
-  int64_t count, cap, max, dropped;
-  int64_t start[kMaxDepth];
-  // Occurrences of send / recv-done per channel id (hashed into slots).
-  int64_t sends[kChannelSlots], recvs[kChannelSlots];
-};
+enum { kChannelSlots = 256 };
 
 hl_status_t hl_trace_recorder_create(int64_t max_spans, hl_trace_recorder_t **out) {
   *out = NULL;
   hl_trace_recorder_t *t = hl_calloc(1, sizeof(*t));
   if (!t) return HL_OOM();
   t->max = max_spans;
+  hl_trace_clock_init(&t->clock, true);
   *out = t;
   return NULL;
 }
@@ -29,44 +22,40 @@ hl_status_t hl_trace_recorder_create(int64_t max_spans, hl_trace_recorder_t **ou
 void hl_trace_recorder_destroy(hl_trace_recorder_t *t) {
   if (!t) return;
   hl_free(t->spans);
+  hl_free(t->progress);
   hl_free(t);
 }
 
 void hl_trace_recorder_clear(hl_trace_recorder_t *t) {
   t->count = 0;
   t->dropped = 0;
-  memset(t->sends, 0, sizeof(t->sends));
-  memset(t->recvs, 0, sizeof(t->recvs));
+  t->progress_count = 0;
+  t->progress_dropped = 0;
 }
 
-void hl_trace_recorder_enter(hl_trace_recorder_t *t, int depth, int64_t now) {
-  if (depth >= 0 && depth < kMaxDepth) t->start[depth] = now;
-}
-
-void hl_trace_recorder_leave(hl_trace_recorder_t *t, const hl_instruction_t *inst, int depth,
-                             int64_t now, int64_t bytes) {
-  if (depth < 0 || depth >= kMaxDepth) return;
-  int64_t flow = 0;
-  if (inst->opcode == HL_OP_SEND || inst->opcode == HL_OP_RECV_DONE) {
-    int slot = (int)((uint64_t)inst->attrs.channel_id % kChannelSlots);
-    flow = inst->opcode == HL_OP_SEND ? ++t->sends[slot] : ++t->recvs[slot];
-  }
-  if (t->count == t->max) {
+void hl_trace_recorder_grow_(hl_trace_recorder_t *t) {
+  int64_t cap = t->cap ? 2 * t->cap : 4096;
+  if (cap > t->max) cap = t->max;
+  hl_trace_span_t *grown = cap > t->cap ? hl_realloc(t->spans, (size_t)cap * sizeof(*grown))
+                                        : NULL;
+  if (!grown) {
     t->dropped++;
     return;
   }
-  if (t->count == t->cap) {
-    int64_t cap = t->cap ? 2 * t->cap : 4096;
-    if (cap > t->max) cap = t->max;
-    hl_trace_span_t *grown = hl_realloc(t->spans, (size_t)cap * sizeof(*grown));
-    if (!grown) {
-      t->dropped++;
-      return;
-    }
-    t->spans = grown;
-    t->cap = cap;
+  t->spans = grown;
+  t->cap = cap;
+}
+
+void hl_trace_recorder_progress(hl_trace_recorder_t *t, const hl_instruction_t *inst,
+                                int64_t bytes, int64_t start_ns, int64_t end_ns, int tests,
+                                bool completed) {
+  if (!t->progress) t->progress = hl_malloc(HL_TRACE_PROGRESS_SPANS * sizeof(*t->progress));
+  if (!t->progress || t->progress_count == HL_TRACE_PROGRESS_SPANS) {
+    t->progress_dropped++;
+    return;
   }
-  t->spans[t->count++] = (hl_trace_span_t){inst, t->start[depth], now, bytes, flow};
+  t->progress[t->progress_count++] =
+      (hl_trace_progress_span_t){inst, start_ns, end_ns, bytes, tests, completed};
 }
 
 // JSON string contents: instruction names are identifiers, but quote anyway.
@@ -132,10 +121,36 @@ static void append_span(hl_strbuf_t *out, const hl_trace_span_t *s, int rank, in
   hl_strbuf_append(out, "}}");
 }
 
-void hl_trace_recorder_write_events(const hl_trace_recorder_t *t, int rank, int64_t R,
-                                    int64_t P, int64_t offset_ns, int64_t origin_ns,
+// The progress thread's span for one collective: on track 2, with the
+// collective's bytes and group, and whether the thread saw it complete.
+static void append_progress_span(hl_strbuf_t *out, const hl_trace_progress_span_t *s, int rank,
+                                 int64_t offset_ns, int64_t origin_ns, int64_t R, int64_t P) {
+  double ts = (double)(s->start_ns + offset_ns - origin_ns) * 1e-3;
+  double dur = (double)(s->end_ns - s->start_ns) * 1e-3;
+  hl_strbuf_append(out, ",\n{\"ph\":\"X\",\"name\":");
+  append_json_string(out, s->inst ? s->inst->name : "collective");
+  hl_strbuf_appendf(out, ",\"cat\":\"progress\",\"pid\":%d,\"tid\":2,\"ts\":%.3f,\"dur\":%.3f,"
+                    "\"args\":{\"opcode\":\"%s\",\"bytes\":%lld,\"tests\":%d,"
+                    "\"completed_by\":\"%s\"",
+                    rank, ts, dur, s->inst ? hl_opcode_name(s->inst->opcode) : "",
+                    (long long)s->bytes, s->tests,
+                    s->completed ? "progress thread" : "done (wait)");
+  if (s->inst && hl_opcode_is_collective(s->inst->opcode)) {
+    hl_strbuf_t group;
+    hl_strbuf_init(&group);
+    append_group(&group, s->inst, rank, R, P);
+    hl_strbuf_append(out, ",\"group\":");
+    append_json_string(out, hl_strbuf_cstr(&group));
+    hl_strbuf_deinit(&group);
+  }
+  hl_strbuf_append(out, "}}");
+}
+
+void hl_trace_recorder_write_events(hl_trace_recorder_t *t, int rank, int64_t R, int64_t P,
+                                    int64_t offset_ns, int64_t origin_ns,
                                     const hl_channel_env_t *channels, hl_strbuf_t *out) {
   if (P <= 0) P = 1;
+  hl_trace_clock_calibrate(&t->clock);
   hl_strbuf_appendf(out, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":"
                     "\"rank %d (replica %lld, partition %lld)\"}}", rank, rank,
                     (long long)(rank / P), (long long)(rank % P));
@@ -145,17 +160,27 @@ void hl_trace_recorder_write_events(const hl_trace_recorder_t *t, int rank, int6
                     "\"args\":{\"name\":\"executor\"}}", rank);
   hl_strbuf_appendf(out, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":1,"
                     "\"args\":{\"name\":\"collectives and channels\"}}", rank);
+  if (t->progress_count || t->progress_dropped)
+    hl_strbuf_appendf(out, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":2,"
+                      "\"args\":{\"name\":\"progress thread\"}}", rank);
+  // Occurrences of send / recv-done per channel id (hashed into slots), in
+  // the order they finished, which is the order of the spans.
+  int64_t sends[kChannelSlots] = {0}, recvs[kChannelSlots] = {0};
   for (int64_t i = 0; i < t->count; i++) {
     const hl_trace_span_t *s = &t->spans[i];
-    double ts = (double)(s->start_ns + offset_ns - origin_ns) * 1e-3;
-    double dur = (double)(s->end_ns - s->start_ns) * 1e-3;
+    int64_t start_ns = hl_trace_clock_to_ns(&t->clock, s->start);
+    int64_t end_ns = hl_trace_clock_to_ns(&t->clock, s->end);
+    double ts = (double)(start_ns + offset_ns - origin_ns) * 1e-3;
+    double dur = (double)(end_ns - start_ns) * 1e-3;
     append_span(out, s, rank, 0, ts, dur, R, P);
     if (!hl_debug_opcode_communicates(s->inst->opcode)) continue;
     append_span(out, s, rank, 1, ts, dur, R, P);
-    if (!s->flow) continue;
-    // Bound to the enclosing slices: the send's start, the recv-done's middle.
     bool send = s->inst->opcode == HL_OP_SEND;
+    if (!send && s->inst->opcode != HL_OP_RECV_DONE) continue;
     int64_t channel = s->inst->attrs.channel_id;
+    int slot = (int)((uint64_t)channel % kChannelSlots);
+    int64_t flow = send ? ++sends[slot] : ++recvs[slot];
+    // Bound to the enclosing slices: the send's start, the recv-done's middle.
     const hl_channel_route_t *route =
         hl_channel_env_route(channels, channel, send ? HL_CHANNEL_SEND : HL_CHANNEL_RECV);
     if (!route || route->peer < 0) continue;  // a send to nobody, a recv of zeros
@@ -163,11 +188,17 @@ void hl_trace_recorder_write_events(const hl_trace_recorder_t *t, int rank, int6
     hl_strbuf_appendf(out, ",\n{\"ph\":\"%s\",%s\"name\":\"channel %lld\",\"cat\":\"channel\","
                       "\"id\":\"%lld:%d>%d#%lld\",\"pid\":%d,\"tid\":1,\"ts\":%.3f}",
                       send ? "s" : "f", send ? "" : "\"bp\":\"e\",", (long long)channel,
-                      (long long)channel, from, to, (long long)s->flow, rank,
+                      (long long)channel, from, to, (long long)flow, rank,
                       send ? ts : ts + dur * 0.5);
   }
+  for (int64_t i = 0; i < t->progress_count; i++)
+    append_progress_span(out, &t->progress[i], rank, offset_ns, origin_ns, R, P);
   if (t->dropped)
     hl_strbuf_appendf(out, ",\n{\"ph\":\"i\",\"s\":\"p\",\"name\":\"%lld spans not recorded "
                       "(limit reached)\",\"pid\":%d,\"tid\":0,\"ts\":0}",
                       (long long)t->dropped, rank);
+  if (t->progress_dropped)
+    hl_strbuf_appendf(out, ",\n{\"ph\":\"i\",\"s\":\"p\",\"name\":\"%lld progress spans not "
+                      "recorded (limit reached)\",\"pid\":%d,\"tid\":2,\"ts\":0}",
+                      (long long)t->progress_dropped, rank);
 }

@@ -2,25 +2,53 @@
 // instruction, with bytes for collectives and channels), written as Chrome
 // trace-event JSON (the format chrome://tracing and Perfetto read) by
 // hl_trace_recorder_write_events; launcher/debug_session.c gathers every
-// rank's events into one file.
+// rank's events into one file. Recording stores fixed-size binary records
+// (no strings, no locks, allocation only when the array doubles); all
+// formatting happens at the end.
 #ifndef HL_RUNTIME_DEBUG_TRACE_RECORDER_H_
 #define HL_RUNTIME_DEBUG_TRACE_RECORDER_H_
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "runtime/base/status.h"
 #include "runtime/base/strbuf.h"
+#include "runtime/debug/trace_clock.h"
 #include "runtime/exec/channels.h"
 #include "runtime/ir/module.h"
 
+// One finished instruction: 32 bytes, no strings; names, groups and flow
+// ids are made only when the trace is written.
 typedef struct hl_trace_span {
   const hl_instruction_t *inst;
-  int64_t start_ns, end_ns;  // CLOCK_MONOTONIC of this process
+  int64_t start, end;        // trace clock ticks (trace_clock.h)
   int64_t bytes;             // collectives and channels: operand (or -done: result) bytes
-  int64_t flow;              // send / recv-done: the k-th on its channel (1-based); else 0
 } hl_trace_span_t;
 
-typedef struct hl_trace_recorder hl_trace_recorder_t;
+// What the collectives' progress thread did for one non-blocking
+// collective (collectives/progress_hook.h), on the "progress thread" track.
+typedef struct hl_trace_progress_span {
+  const hl_instruction_t *inst;
+  int64_t start_ns, end_ns;  // CLOCK_MONOTONIC
+  int64_t bytes;
+  int32_t tests;             // MPI_Test rounds it ran for it
+  bool completed;            // the thread saw it complete (else the -done took it back)
+} hl_trace_progress_span_t;
+
+enum { HL_TRACE_MAX_DEPTH = 64, HL_TRACE_PROGRESS_SPANS = 1 << 16 };
+
+// Private: in the header only so that enter / leave inline into the
+// debugging observer (the hot path: two clock reads and one 32-byte store).
+typedef struct hl_trace_recorder {
+  hl_trace_span_t *spans;
+  int64_t count, cap, max, dropped;
+  int64_t start[HL_TRACE_MAX_DEPTH];
+  hl_trace_clock_t clock;
+  // The progress thread's spans: written by one thread at a time (the
+  // collectives make the calls under their progress lock).
+  hl_trace_progress_span_t *progress;
+  int64_t progress_count, progress_dropped;
+} hl_trace_recorder_t;
 
 // At most `max_spans` spans are kept (later ones are counted, not stored).
 hl_status_t hl_trace_recorder_create(int64_t max_spans, hl_trace_recorder_t **out_recorder);
@@ -28,21 +56,42 @@ void hl_trace_recorder_destroy(hl_trace_recorder_t *recorder);  // NULL-safe
 // Forgets the spans recorded so far (keeps the memory).
 void hl_trace_recorder_clear(hl_trace_recorder_t *recorder);
 
-// Called by the debugging observer.
-void hl_trace_recorder_enter(hl_trace_recorder_t *recorder, int depth, int64_t now_ns);
-void hl_trace_recorder_leave(hl_trace_recorder_t *recorder, const hl_instruction_t *inst,
-                             int depth, int64_t now_ns, int64_t bytes);
+// Out of line: grows the span array (or counts a dropped span).
+void hl_trace_recorder_grow_(hl_trace_recorder_t *recorder);
+
+// Called by the debugging observer around every instruction.
+static inline void hl_trace_recorder_enter(hl_trace_recorder_t *t, int depth) {
+  if ((unsigned)depth < HL_TRACE_MAX_DEPTH) t->start[depth] = hl_trace_clock_ticks(&t->clock);
+}
+
+static inline void hl_trace_recorder_leave(hl_trace_recorder_t *t, const hl_instruction_t *inst,
+                                           int depth, int64_t bytes) {
+  int64_t now = hl_trace_clock_ticks(&t->clock);
+  if ((unsigned)depth >= HL_TRACE_MAX_DEPTH) return;
+  if (t->count == t->cap) {
+    hl_trace_recorder_grow_(t);
+    if (t->count == t->cap) return;  // dropped (counted)
+  }
+  t->spans[t->count++] = (hl_trace_span_t){inst, t->start[depth], now, bytes};
+}
+
+// The progress thread's work on `inst` (see hl_trace_progress_span_t).
+void hl_trace_recorder_progress(hl_trace_recorder_t *recorder, const hl_instruction_t *inst,
+                                int64_t bytes, int64_t start_ns, int64_t end_ns, int tests,
+                                bool completed);
 
 // Appends this rank's events (comma-separated trace-event objects, no
 // brackets): process and thread names, an "X" span per instruction on the
 // executor track and per collective / channel instruction on the
-// collectives track (bytes, group, channel), and flow events from each send
+// collectives track (bytes, group, channel), the progress thread's spans
+// on its own track (when it recorded any), and flow events from each send
 // to its recv-done ("s" on the sender, "f" on the receiver, ids from the
 // channel, both ends and the occurrence; `channels` gives this rank's peer,
 // NULL: no arrows). Times are in microseconds after adding
 // `offset_ns` (this rank's clock minus the reference clock) and subtracting
-// `origin_ns` (reference clock at the start).
-void hl_trace_recorder_write_events(const hl_trace_recorder_t *recorder, int rank,
+// `origin_ns` (reference clock at the start). Calibrates the recorder's
+// clock (trace_clock.h: may wait until 10 ms after the recorder was made).
+void hl_trace_recorder_write_events(hl_trace_recorder_t *recorder, int rank,
                                     int64_t num_replicas, int64_t num_partitions,
                                     int64_t offset_ns, int64_t origin_ns,
                                     const hl_channel_env_t *channels, hl_strbuf_t *out);
