@@ -548,6 +548,8 @@ static hl_status_t reduce_common(hl_comm_t *base, const hl_instruction_t *inst,
                                 count * (int64_t)hl_dtype_size(dtype)));
   hl_comm_request_t *r;
   HL_RETURN_IF_ERROR(hl_mpi_request_new(&r));
+  r->inst = inst;  // for the progress hook
+  r->bytes = count * (int64_t)hl_dtype_size(dtype);
   r->reduction = hl_calloc(1, sizeof(*r->reduction));
   if (!r->reduction) {
     request_free(r);
@@ -682,6 +684,8 @@ static hl_status_t exchange_blocks(hl_comm_t *base, const hl_instruction_t *inst
   HL_RETURN_IF_ERROR(check_call((hl_mpi_comm_t *)base, s, inst, 0, (int64_t)bytes));
   hl_comm_request_t *r;
   HL_RETURN_IF_ERROR(hl_mpi_request_new(&r));
+  r->inst = inst;  // for the progress hook
+  r->bytes = (int64_t)bytes;
   // all-gather is in place when the caller already put its block at its own slot.
   bool in_place = gather && send == (const char *)recv + (size_t)s->my_index * bytes;
   int err = MPI_SUCCESS;
@@ -769,6 +773,8 @@ static hl_status_t permute_range(hl_comm_t *base, const hl_instruction_t *inst, 
   if (out_source) *out_source = src;
   hl_comm_request_t *r;
   HL_RETURN_IF_ERROR(hl_mpi_request_new(&r));
+  r->inst = inst;  // for the progress hook
+  r->bytes = (int64_t)bytes;
   int tag = permute_tag(inst), err = MPI_SUCCESS;
   if (src < 0 && zero_fill) memset(recv, 0, bytes);
   if (src == me && dst == me) {
@@ -806,6 +812,8 @@ hl_status_t hl_mpi_collective_broadcast(hl_comm_t *base, const hl_instruction_t 
   if (!s) return st;
   hl_comm_request_t *r;
   HL_RETURN_IF_ERROR(hl_mpi_request_new(&r));
+  r->inst = inst;  // for the progress hook
+  r->bytes = (int64_t)bytes;
   if (s->comm == MPI_COMM_NULL) {  // in no group: zeros
     memset(recv, 0, bytes);
     return finish_in(base, NULL, MPI_SUCCESS, "", r, out_request);

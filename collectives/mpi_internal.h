@@ -57,6 +57,13 @@ struct hl_comm_request {
   struct hl_mpi_reduction *reduction;  // owned; NULL when none
   hl_status_t deferred;                // error to report at wait (owned)
   struct hl_mpi_progress *progress;    // registered with this progress thread
+  // For the progress hook (progress_hook.h): what the request moves, and
+  // the progress thread's work on it so far (start 0: not tested yet).
+  const hl_instruction_t *inst;
+  int64_t bytes;
+  int64_t hook_start_ns;
+  int hook_tests;
+  bool hook_reported;
 };
 
 // The progress thread (mpi_progress.c). create leaves *out NULL when MPI

@@ -13,11 +13,35 @@
 // unregisters it under the same lock before completing it itself. Needs
 // MPI_THREAD_MULTIPLE (the launcher asks for it); without it, no thread is
 // started and requests progress at -done only.
+//
+// A tool may watch the thread through the progress hook (progress_hook.h):
+// one call per request it worked on, made under the lock.
 #include <pthread.h>
 #include <time.h>
 
 #include "collectives/mpi_internal.h"
+#include "collectives/progress_hook.h"
 #include "runtime/base/alloc.h"
+
+static const hl_progress_hook_t *g_hook;  // read and written atomically
+
+void hl_collectives_set_progress_hook(const hl_progress_hook_t *hook) {
+  __atomic_store_n(&g_hook, hook, __ATOMIC_RELEASE);
+}
+
+static int64_t monotonic_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+// The hook's call for r (once per request), ending at `end_ns`.
+static void report(const hl_progress_hook_t *hook, hl_comm_request_t *r, int64_t end_ns,
+                   bool completed) {
+  if (!hook || !r->hook_start_ns || r->hook_reported) return;
+  r->hook_reported = true;
+  hook->span(hook->ctx, r->inst, r->bytes, r->hook_start_ns, end_ns, r->hook_tests, completed);
+}
 
 typedef struct hl_mpi_progress {
   pthread_t thread;
@@ -39,13 +63,22 @@ static void *progress_main(void *arg) {
       continue;
     }
     bool any = false;
+    const hl_progress_hook_t *hook = __atomic_load_n(&g_hook, __ATOMIC_ACQUIRE);
+    int64_t round_ns = hook ? monotonic_ns() : 0;
     for (int i = 0; i < p->count; i++) {
       hl_comm_request_t *r = p->pending[i];
+      bool left = false;
       for (int k = 0; k < r->n; k++) {
         if (r->reqs[k] == MPI_REQUEST_NULL) continue;
         int done = 0;
         // Completed requests become MPI_REQUEST_NULL, which wait skips.
         if (MPI_Test(&r->reqs[k], &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && done) any = true;
+        if (!done) left = true;
+      }
+      if (hook && !r->hook_reported) {
+        if (!r->hook_start_ns) r->hook_start_ns = round_ns;
+        r->hook_tests++;
+        if (!left) report(hook, r, monotonic_ns(), true);
       }
     }
     pthread_mutex_unlock(&p->lock);
@@ -115,6 +148,8 @@ void hl_mpi_progress_add(hl_mpi_progress_t *p, hl_comm_request_t *r) {
 void hl_mpi_progress_remove(hl_mpi_progress_t *p, hl_comm_request_t *r) {
   if (!p) return;
   pthread_mutex_lock(&p->lock);
+  const hl_progress_hook_t *hook = __atomic_load_n(&g_hook, __ATOMIC_ACQUIRE);
+  if (hook) report(hook, r, monotonic_ns(), false);
   for (int i = 0; i < p->count; i++)
     if (p->pending[i] == r) {
       p->pending[i] = p->pending[--p->count];

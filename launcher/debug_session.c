@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "collectives/progress_hook.h"
 #include "runtime/base/alloc.h"
 #include "runtime/base/strbuf.h"
 
@@ -47,7 +48,7 @@ static void prepare_dir(hl_debug_session_t *s, char *error, size_t cap) {
   if (!error[0]) remove_stale_files(s->dir, s->size);
 }
 
-// Spans kept per rank for --trace (40 bytes each).
+// Spans kept per rank for --trace (32 bytes each).
 static const int64_t kTraceMaxSpans = 4 << 20;
 
 // Every rank's clock offset to rank 0 by ping-pong (Cristian's method): of
@@ -83,6 +84,11 @@ static void measure_clock_offset(hl_debug_session_t *s) {
   }
 }
 
+static void record_progress(void *ctx, const hl_instruction_t *inst, int64_t bytes,
+                            int64_t start_ns, int64_t end_ns, int tests, bool completed) {
+  hl_trace_recorder_progress(ctx, inst, bytes, start_ns, end_ns, tests, completed);
+}
+
 hl_status_t hl_debug_session_begin(hl_debug_session_t *s, const hl_launch_options_t *o,
                                    MPI_Comm comm, int rank, int size) {
   memset(s, 0, sizeof(*s));
@@ -109,6 +115,9 @@ hl_status_t hl_debug_session_begin(hl_debug_session_t *s, const hl_launch_option
   if (o->trace_file) {
     HL_RETURN_IF_ERROR(hl_trace_recorder_create(kTraceMaxSpans, &s->trace));
     measure_clock_offset(s);
+    // The progress thread's track: the collectives report through the hook.
+    s->progress_hook = (hl_progress_hook_t){.span = record_progress, .ctx = s->trace};
+    hl_collectives_set_progress_hook(&s->progress_hook);
   }
   if (watch || o->check_nans || o->check_infs || o->trace_file) {
     hl_debug_observer_options_t obs = {.state = s->state,
@@ -159,6 +168,8 @@ void hl_debug_session_phase(hl_debug_session_t *s, hl_rank_phase_t phase) {
 hl_status_t hl_debug_session_write_trace(hl_debug_session_t *s, int64_t R, int64_t P,
                                          const hl_channel_env_t *channels) {
   if (!s->trace) return NULL;
+  // Every collective ended with the run: the progress thread is idle.
+  hl_collectives_set_progress_hook(NULL);
   hl_strbuf_t sb;
   hl_strbuf_init(&sb);
   // Rank clocks minus offset = rank 0's clock.
@@ -217,6 +228,7 @@ void hl_debug_session_end(hl_debug_session_t *s, bool clean) {
   s->watchdog = NULL;
   hl_debug_observer_destroy(s->observer);
   s->observer = NULL;
+  if (s->trace) hl_collectives_set_progress_hook(NULL);
   hl_trace_recorder_destroy(s->trace);
   s->trace = NULL;
   if (s->state) {

@@ -9,6 +9,7 @@
 #include <mpi.h>
 #include <stdbool.h>
 
+#include "collectives/progress_hook.h"
 #include "launcher/options.h"
 #include "runtime/debug/debug_observer.h"
 #include "runtime/debug/rank_state.h"
@@ -27,6 +28,7 @@ typedef struct hl_debug_session {
   hl_debug_observer_t *observer;
   hl_watchdog_t *watchdog;
   hl_trace_recorder_t *trace;  // --trace
+  hl_progress_hook_t progress_hook;  // --trace: the progress thread's spans into `trace`
   int64_t clock_offset_ns;     // this rank's CLOCK_MONOTONIC minus rank 0's (--trace)
   int64_t trace_origin_ns;     // rank 0's clock when the session began
 } hl_debug_session_t;
