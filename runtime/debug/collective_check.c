@@ -21,7 +21,7 @@ typedef struct tally {
   int64_t channel_id;
   int peer;
   bool send;
-  int count;
+  int64_t count;
   const hl_instruction_t *first;  // for the error message
 } tally_t;
 
@@ -31,7 +31,10 @@ typedef struct sequence {
   bool open_ended;  // ends in an undecidable step
   tally_t *tallies;  // send / recv instructions with source-target pairs
   int tally_count, tally_cap;
-  bool channels_unknown;  // a send / recv in a loop, an undecided branch, without pairs
+  bool channels_unknown;  // a send / recv in an undecided branch or loop, without pairs
+  // A send / recv this rank certainly reaches whose channel has no
+  // instruction of the other direction anywhere in the program.
+  const hl_instruction_t *orphan;
 } sequence_t;
 
 typedef struct checker {
@@ -121,9 +124,30 @@ static void sequence_deinit(sequence_t *s) {
 
 static const char kPairsKey[] = "_xla_send_recv_source_target_pairs";
 
+// Loops counted with more trips are not counted; counts past kMaxCount
+// (nested loops) make the rank's channels unknown.
+enum { kMaxTrips = 1 << 20 };
+static const int64_t kMaxCount = (int64_t)1 << 40;
+
 static bool is_channel_op(const hl_instruction_t *inst) {
   return (inst->opcode == HL_OP_SEND || inst->opcode == HL_OP_RECV) &&
          !inst->attrs.is_host_transfer;
+}
+
+// True when some send / recv of the module (not a host transfer) uses
+// inst's channel in the other direction.
+static bool channel_has_opposite(const hl_module_t *m, const hl_instruction_t *inst) {
+  hl_opcode_t want = inst->opcode == HL_OP_SEND ? HL_OP_RECV : HL_OP_SEND;
+  for (int k = 0; k < m->computation_count; k++) {
+    const hl_computation_t *comp = m->computations[k];
+    for (int i = 0; i < comp->instruction_count; i++) {
+      const hl_instruction_t *o = comp->instructions[i];
+      if (o->opcode == want && !o->attrs.is_host_transfer &&
+          o->attrs.channel_id == inst->attrs.channel_id)
+        return true;
+    }
+  }
+  return false;
 }
 
 // Counts a send / recv of `rank` towards its peer from the pairs (read as
@@ -133,6 +157,7 @@ static bool is_channel_op(const hl_instruction_t *inst) {
 // are then not checked.
 static void count_channel_op(checker_t *c, const hl_instruction_t *inst, int rank,
                              sequence_t *out) {
+  if (!out->orphan && !channel_has_opposite(c->module, inst)) out->orphan = inst;
   const char *text = hl_instruction_frontend_attribute(inst, kPairsKey);
   hl_source_target_t *pairs = NULL;
   int n = 0;
@@ -172,6 +197,39 @@ static void count_channel_op(checker_t *c, const hl_instruction_t *inst, int ran
     out->tallies[k].count++;
   }
   hl_free(pairs);
+}
+
+// Adds `from`'s channel counts, `times` over, to `to` (a loop's body or
+// condition, run that often).
+static void add_tallies(sequence_t *to, const sequence_t *from, int64_t times) {
+  if (from->channels_unknown) to->channels_unknown = true;
+  if (times > 0 && from->orphan && !to->orphan) to->orphan = from->orphan;
+  for (int j = 0; j < from->tally_count && !to->channels_unknown; j++) {
+    const tally_t *t = &from->tallies[j];
+    if (t->count * times == 0) continue;  // a loop that never runs sends nothing
+    int k = 0;
+    while (k < to->tally_count &&
+           !(to->tallies[k].channel_id == t->channel_id && to->tallies[k].peer == t->peer &&
+             to->tallies[k].send == t->send))
+      k++;
+    if (k == to->tally_count) {
+      if (to->tally_count == to->tally_cap) {
+        int cap = to->tally_cap ? 2 * to->tally_cap : 8;
+        tally_t *grown = hl_realloc(to->tallies, (size_t)cap * sizeof(tally_t));
+        if (!grown) {
+          to->channels_unknown = true;
+          return;
+        }
+        to->tallies = grown;
+        to->tally_cap = cap;
+      }
+      to->tallies[k] = *t;
+      to->tallies[k].count = 0;
+      to->tally_count++;
+    }
+    to->tallies[k].count += t->count * times;
+    if (to->tallies[k].count > kMaxCount) to->channels_unknown = true;
+  }
 }
 
 static bool has_channel_op(const hl_computation_t *comp, int depth) {
@@ -283,6 +341,69 @@ static bool first_trip_certain(const hl_instruction_t *w, int rank, const checke
   }
 }
 
+// The body of `w` runs a statically known number of times: the condition is
+// compare(get-tuple-element(param, k), N) (N: a constant or an expression of
+// replica-id / partition-id and constants), the init's element k is such an
+// expression too, and the body's ROOT is a tuple whose element k is that
+// same element plus or minus such a constant step. The trips are then
+// counted by running the counter (at most kMaxTrips; 32- or 64-bit integers).
+static bool static_trip_count(const hl_instruction_t *w, int rank, const checker_t *c,
+                              int64_t *out_trips) {
+  const hl_computation_t *cond = hl_instruction_while_condition(w);
+  const hl_computation_t *body = hl_instruction_while_body(w);
+  if (!cond || !body || !cond->root || cond->root->opcode != HL_OP_COMPARE ||
+      !body->root || body->root->opcode != HL_OP_TUPLE || w->operand_count != 1)
+    return false;
+  const hl_instruction_t *cmp = cond->root, *init = w->operands[0];
+  const hl_instruction_t *lhs = cmp->operands[0];
+  int64_t bound = 0, start = 0, step = 0;
+  if (lhs->opcode != HL_OP_GET_TUPLE_ELEMENT || lhs->operands[0]->opcode != HL_OP_PARAMETER ||
+      !eval_scalar(cmp->operands[1], rank, c, &bound, 0) || init->opcode != HL_OP_TUPLE)
+    return false;
+  int64_t k = lhs->attrs.tuple_index;
+  hl_dtype_t dt = lhs->shape.dtype;
+  if (hl_dtype_is_float(dt) || hl_dtype_is_complex(dt) || dt == HL_PRED ||
+      hl_dtype_size(dt) < 4 || k < 0 || k >= init->operand_count ||
+      k >= body->root->operand_count || !eval_scalar(init->operands[k], rank, c, &start, 0))
+    return false;
+  // The update: add(gte(p, k), step), add(step, gte(p, k)) or subtract(gte(p, k), step).
+  const hl_instruction_t *upd = body->root->operands[k];
+  if ((upd->opcode != HL_OP_ADD && upd->opcode != HL_OP_SUBTRACT) || upd->operand_count != 2)
+    return false;
+  int counter_side = -1;
+  for (int side = 0; side < 2; side++) {
+    const hl_instruction_t *g = upd->operands[side];
+    if (g->opcode == HL_OP_GET_TUPLE_ELEMENT && g->attrs.tuple_index == k &&
+        g->operands[0]->opcode == HL_OP_PARAMETER && g->operands[0]->parent == body)
+      counter_side = side;
+  }
+  if (counter_side < 0 || (upd->opcode == HL_OP_SUBTRACT && counter_side != 0) ||
+      !eval_scalar(upd->operands[1 - counter_side], rank, c, &step, 0))
+    return false;
+  if (upd->opcode == HL_OP_SUBTRACT) step = -step;
+  bool is_unsigned = hl_dtype_is_unsigned_int(dt);
+  int64_t lo = is_unsigned ? 0 : hl_dtype_size(dt) == 4 ? INT32_MIN : INT64_MIN / 2;
+  int64_t hi = hl_dtype_size(dt) == 4 ? (is_unsigned ? UINT32_MAX : INT32_MAX) : INT64_MAX / 2;
+  int64_t i = start, trips = 0;
+  for (;;) {
+    if (i < lo || i > hi) return false;  // would wrap: not counted here
+    bool go;
+    switch (cmp->attrs.comparison_direction) {
+      case HL_CMP_LT: go = i < bound; break;
+      case HL_CMP_LE: go = i <= bound; break;
+      case HL_CMP_GT: go = i > bound; break;
+      case HL_CMP_GE: go = i >= bound; break;
+      case HL_CMP_NE: go = i != bound; break;
+      default: return false;
+    }
+    if (!go) break;
+    if (++trips > kMaxTrips) return false;
+    i += step;
+  }
+  *out_trips = trips;
+  return true;
+}
+
 // Appends rank's collectives of `comp` (in instruction order: every rank
 // runs the same plan, so any fixed order compares them alike).
 static void collect(checker_t *c, const hl_computation_t *comp, int rank, sequence_t *out,
@@ -333,8 +454,23 @@ static void collect(checker_t *c, const hl_computation_t *comp, int rank, sequen
     if (inst->opcode == HL_OP_WHILE) {
       const hl_computation_t *body = hl_instruction_while_body(inst);
       const hl_computation_t *cond = hl_instruction_while_condition(inst);
-      // One trip is not every trip: a loop's sends cannot be counted.
-      if (has_channel_op(body, 0) || has_channel_op(cond, 0)) out->channels_unknown = true;
+      if (has_channel_op(body, 0) || has_channel_op(cond, 0)) {
+        // Sends / recvs count once per trip (the condition once more): only
+        // when the trip count is known here; else this rank's channels are
+        // not judged.
+        int64_t trips = 0;
+        if (!static_trip_count(inst, rank, c, &trips)) {
+          out->channels_unknown = true;
+        } else {
+          sequence_t in_cond = {0}, in_body = {0};
+          collect(c, cond, rank, &in_cond, depth + 1);
+          collect(c, body, rank, &in_body, depth + 1);
+          add_tallies(out, &in_cond, trips + 1);
+          add_tallies(out, &in_body, trips);
+          sequence_deinit(&in_cond);
+          sequence_deinit(&in_body);
+        }
+      }
       if (!has_collective(body, 0) && !has_collective(cond, 0)) continue;
       if (!first_trip_certain(inst, rank, c)) {
         out->open_ended = true;
@@ -342,8 +478,12 @@ static void collect(checker_t *c, const hl_computation_t *comp, int rank, sequen
       }
       // One trip stands for all: every rank runs the same trip count when
       // the body's collectives do not depend on the rank (checked here).
-      collect(c, cond, rank, out, depth + 1);
-      collect(c, body, rank, out, depth + 1);
+      // Its channels were counted above.
+      sequence_t trip = {0};
+      collect(c, cond, rank, &trip, depth + 1);
+      collect(c, body, rank, &trip, depth + 1);
+      append_sequence(out, &trip);
+      sequence_deinit(&trip);
       continue;
     }
     // call, fusion, async wrappers, map / reduce bodies: their collectives
@@ -400,7 +540,7 @@ static hl_status_t mismatch(const checker_t *c, int r, const step_t *a, int q, c
   return st;
 }
 
-static int tally_of(const sequence_t *s, int64_t channel_id, int peer, bool send) {
+static int64_t tally_of(const sequence_t *s, int64_t channel_id, int peer, bool send) {
   for (int k = 0; k < s->tally_count; k++)
     if (s->tallies[k].channel_id == channel_id && s->tallies[k].peer == peer &&
         s->tallies[k].send == send)
@@ -411,6 +551,21 @@ static int tally_of(const sequence_t *s, int64_t channel_id, int peer, bool send
 // Every send to a peer on a channel needs one recv there, and the other way
 // round, when both ranks' counts are certain (the whole program decided).
 static hl_status_t check_channels(const checker_t *c, const sequence_t *seq, int n) {
+  // A channel used in one direction only: whoever reaches it waits forever
+  // (the channel setup would refuse it too, once the job started).
+  for (int r = 0; r < n; r++) {
+    const hl_instruction_t *o = seq[r].orphan;
+    if (!o) continue;
+    bool send = o->opcode == HL_OP_SEND;
+    return HL_INVALID("channel check: channel %lld has a %s (process %d) but no %s: %s %s on "
+                      "channel %lld, and no %s of the program %s on it (grid %lld x %lld; "
+                      "--no-collective-check runs it anyway)",
+                      (long long)o->attrs.channel_id, send ? "sender" : "receiver", r,
+                      send ? "receiver" : "sender", hl_instruction_location(o),
+                      send ? "sends" : "receives", (long long)o->attrs.channel_id,
+                      send ? "recv" : "send", send ? "receives" : "sends", (long long)c->R,
+                      (long long)c->P);
+  }
   for (int r = 0; r < n; r++) {
     const sequence_t *a = &seq[r];
     if (a->open_ended || a->channels_unknown) continue;
@@ -418,15 +573,17 @@ static hl_status_t check_channels(const checker_t *c, const sequence_t *seq, int
       const tally_t *t = &a->tallies[k];
       const sequence_t *b = &seq[t->peer];
       if (b->open_ended || b->channels_unknown) continue;
-      int other = tally_of(b, t->channel_id, r, !t->send);
+      int64_t other = tally_of(b, t->channel_id, r, !t->send);
       if (other == t->count) continue;
-      return HL_INVALID("channel check: the ranks would deadlock: rank %d %s %d message%s on "
-                        "channel %lld %s rank %d (%s), but rank %d %s %d (grid %lld x %lld; "
+      return HL_INVALID("channel check: the ranks would deadlock: rank %d %s %lld message%s on "
+                        "channel %lld %s rank %d (%s), but rank %d %s %lld (grid %lld x %lld; "
                         "--no-collective-check runs it anyway)",
-                        r, t->send ? "sends" : "receives", t->count, t->count == 1 ? "" : "s",
+                        r, t->send ? "sends" : "receives", (long long)t->count,
+                        t->count == 1 ? "" : "s",
                         (long long)t->channel_id, t->send ? "to" : "from", t->peer,
                         hl_instruction_location(t->first), t->peer,
-                        t->send ? "receives from it" : "sends it", other, (long long)c->R,
+                        t->send ? "receives from it" : "sends it", (long long)other,
+                        (long long)c->R,
                         (long long)c->P);
     }
   }

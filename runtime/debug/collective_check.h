@@ -9,9 +9,14 @@
 // ends the check for that rank without an error.
 //
 // Channels: the sends / recvs with source-target pairs are counted per
-// (channel, peer); where two ranks' counts are certain (no send / recv in a
-// loop or an undecided conditional), a rank's sends to a peer must equal
-// the peer's receives from it, or the error names the instruction.
+// (channel, peer), those in a while loop once per trip when its trip count
+// is known before the run (a counter from a constant, compared with a
+// constant, stepped by a constant; replica-id / partition-id may enter);
+// where two ranks' counts are certain (no send / recv in a loop of unknown
+// trip count or an undecided conditional), a rank's sends to a peer must
+// equal the peer's receives from it, or the error names the instruction.
+// A send (recv) a rank certainly reaches whose channel no recv (send) of
+// the program uses is an error too.
 #ifndef HL_RUNTIME_DEBUG_COLLECTIVE_CHECK_H_
 #define HL_RUNTIME_DEBUG_COLLECTIVE_CHECK_H_
 

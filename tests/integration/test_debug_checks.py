@@ -49,6 +49,36 @@ def test_missing_send_static():
     return None
 
 
+def test_loop_trip_counts_static():
+    # The loop's trip count is 2 + replica-id, known before the run: rank 0
+    # sends 2 messages on channel 1, rank 1 receives 3.
+    res = launch(2, program("hang_loop_trips.hlo"), "--zeros")
+    want = ("hlo-launch: channel check: the ranks would deadlock: rank 0 sends 2 messages on "
+            "channel 1 to rank 1 (instruction 'send.1' (send) in computation 'body' at ")
+    also = "but rank 1 receives from it 3 (grid 2 x 1; --no-collective-check runs it anyway)"
+    if res.returncode != 1 or want not in res.stderr or also not in res.stderr:
+        return "expected the channel check's error\n" + res.describe()
+    # Run anyway, the job does hang where the check said: rank 1 in its third trip.
+    with hl.tempdir("dbg") as d:
+        res = launch(2, program("hang_loop_trips.hlo"), "--zeros", "--no-collective-check",
+                     "--hang-timeout", "1", "--debug-dir", d)
+        want = "rank 1 waits in recv-done.1 (channel 1, iteration 2 of loop)"
+        if res.returncode != 3 or want not in res.stderr:
+            return "expected the hang the check predicted\n" + res.describe()
+    return None
+
+
+def test_send_without_recv_static():
+    # Nobody receives channel 3 (no recv in the program): stopped before the
+    # ranks start, with the channel setup's words and the instruction.
+    res = launch(2, os.path.join(hl.PROGRAMS_DIR, "channels", "unpaired.hlo"))
+    want = ("hlo-launch: channel check: channel 3 has a sender (process 0) but no receiver: "
+            "instruction 'send' (send) in computation 'main' at ")
+    if res.returncode != 1 or want not in res.stderr or "grid 2 x 1" not in res.stderr:
+        return "expected the channel check's error\n" + res.describe()
+    return None
+
+
 def test_mismatched_collectives_under_users_mpiexec():
     # Ranks started by the user's own mpiexec check the program themselves.
     argv = ["mpiexec", "--oversubscribe", "-n", "4"]
@@ -153,6 +183,8 @@ if __name__ == "__main__":
     hl.main([
         ("mismatched_collectives_static", test_mismatched_collectives_static),
         ("missing_send_static", test_missing_send_static),
+        ("loop_trip_counts_static", test_loop_trip_counts_static),
+        ("send_without_recv_static", test_send_without_recv_static),
         ("mismatched_collectives_under_users_mpiexec",
          test_mismatched_collectives_under_users_mpiexec),
         ("check_nans", test_check_nans),

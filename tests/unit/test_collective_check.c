@@ -132,33 +132,96 @@ static void test_missing_recv(void) {
   HL_ASSERT_ERROR_CONTAINS(check_channels("skip"), "but rank 3 receives from it 0 (grid 4 x 1;");
 }
 
-static void test_channel_in_loop_is_not_counted(void) {
-  // The loop sends twice and the peers receive twice, outside a loop: the
-  // program is fine, and counting the loop's one trip would call it a
-  // deadlock. Sends in loops are not counted.
-  char buf[4096];
+// A loop of send_comp (counter i from `init`, while compare(i, n) `dir`,
+// i = `update`), then `recvs` calls of recv_comp outside it.
+static hl_status_t check_loop(const char *init, const char *n, const char *dir,
+                              const char *update, int recvs) {
+  char buf[8192], tail[512] = "  y0 = f32[4] copy(x)\n";
+  for (int k = 1; k <= recvs; k++)
+    snprintf(tail + strlen(tail), sizeof(tail) - strlen(tail),
+             "  y%d = f32[4] call(y%d), to_apply=recv_comp\n", k, k - 1);
   snprintf(buf, sizeof(buf),
            "%s%scond {\n  s = (s32[], f32[4]) parameter(0)\n"
-           "  i = s32[] get-tuple-element(s), index=0\n  n = s32[] constant(2)\n"
-           "  ROOT lt = pred[] compare(i, n), direction=LT\n}\n"
+           "  i = s32[] get-tuple-element(s), index=0\n  n = s32[] %s\n"
+           "  ROOT lt = pred[] compare(i, n), direction=%s\n}\n"
            "body {\n  s = (s32[], f32[4]) parameter(0)\n"
            "  i = s32[] get-tuple-element(s), index=0\n"
            "  x = f32[4] get-tuple-element(s), index=1\n"
            "  y = f32[4] call(x), to_apply=send_comp\n  one = s32[] constant(1)\n"
-           "  j = s32[] add(i, one)\n  ROOT t = (s32[], f32[4]) tuple(j, y)\n}\n"
-           "ENTRY e {\n  x = f32[4] parameter(0)\n  z = s32[] constant(0)\n"
-           "  p = (s32[], f32[4]) tuple(z, x)\n"
+           "  j = s32[] %s\n  ROOT t = (s32[], f32[4]) tuple(j, y)\n}\n"
+           "ENTRY e {\n  x = f32[4] parameter(0)\n  v = s32[] parameter(1)\n"
+           "  z = s32[] %s\n  p = (s32[], f32[4]) tuple(z, x)\n"
            "  w = (s32[], f32[4]) while(p), condition=cond, body=body\n"
-           "  y1 = f32[4] call(x), to_apply=recv_comp\n"
-           "  ROOT y = f32[4] call(y1), to_apply=recv_comp\n}\n",
-           kSendComp, kRecvComp);
+           "%s  ROOT y = f32[4] copy(y%d)\n}\n",
+           kSendComp, kRecvComp, n, dir, update, init, tail, recvs);
+  return check(buf);
+}
+
+static void test_channel_in_loop_counted_per_trip(void) {
+  // Two trips send twice; the peers receive twice, outside the loop: the
+  // program is fine (counting one trip would call it a deadlock).
+  CU_ASSERT_PTR_NULL(check_loop("constant(0)", "constant(2)", "LT", "add(i, one)", 2));
+  // Counting down: 3, 2, 1 -> three trips (subtract, GT).
+  CU_ASSERT_PTR_NULL(check_loop("constant(3)", "constant(0)", "GT", "subtract(i, one)", 3));
+  // Step on the left, LE: 0, 1, 2 -> three trips.
+  CU_ASSERT_PTR_NULL(check_loop("constant(0)", "constant(2)", "LE", "add(one, i)", 3));
+}
+
+static void test_loop_sends_more_than_received(void) {
+  // Three trips send three messages; the peers receive two.
+  HL_ASSERT_ERROR_CONTAINS(check_loop("constant(0)", "constant(3)", "LT", "add(i, one)", 2),
+                           "channel check: the ranks would deadlock: rank 0 sends 3 messages on "
+                           "channel 1 to rank 1 (instruction 's' (send) in computation "
+                           "'send_comp' at c.hlo:");
+  HL_ASSERT_ERROR_CONTAINS(check_loop("constant(0)", "constant(3)", "LT", "add(i, one)", 2),
+                           "but rank 1 receives from it 2 (grid 4 x 1;");
+  // A loop that never runs sends nothing: the one recv waits forever.
+  HL_ASSERT_ERROR_CONTAINS(check_loop("constant(5)", "constant(3)", "LT", "add(i, one)", 1),
+                           "rank 1 receives 1 message on channel 1 from rank 0 (instruction "
+                           "'r' (recv) in computation 'recv_comp' at c.hlo:");
+}
+
+static void test_loop_with_unknown_trips_is_not_judged(void) {
+  // The counter starts at a parameter, or the counter is not updated by a
+  // constant step: trips unknown, nothing said even though the counts may differ.
+  CU_ASSERT_PTR_NULL(check_loop("copy(v)", "constant(3)", "LT", "add(i, one)", 1));
+  CU_ASSERT_PTR_NULL(check_loop("constant(0)", "constant(3)", "LT", "add(i, i)", 1));
+  CU_ASSERT_PTR_NULL(check_loop("constant(0)", "constant(3)", "LT", "subtract(one, i)", 1));
+}
+
+// Channel 5: a send whose channel no recv of the program uses.
+static const char kOrphanSend[] =
+    "orphan {\n  x = f32[4] parameter(0)\n  tok = token[] after-all()\n"
+    "  s5 = (f32[4], u32[], token[]) send(x, tok), channel_id=5\n"
+    "  sd5 = token[] send-done(s5), channel_id=5\n  ROOT y = f32[4] copy(x)\n}\n";
+
+static void test_send_without_any_recv(void) {
+  char buf[4096];
+  // Rank 3 certainly runs it (a branch decided by replica-id).
+  snprintf(buf, sizeof(buf),
+           "%sENTRY e {\n  x = f32[4] parameter(0)\n  r = u32[] replica-id()\n"
+           "  three = u32[] constant(3)\n  is3 = pred[] compare(r, three), direction=EQ\n"
+           "  ROOT y = f32[4] conditional(is3, x, x), true_computation=orphan, "
+           "false_computation=skip\n}\n", kOrphanSend);
+  HL_ASSERT_ERROR_CONTAINS(check(buf),
+                           "channel check: channel 5 has a sender (process 3) but no receiver: "
+                           "instruction 's5' (send) in computation 'orphan' at c.hlo:");
+  HL_ASSERT_ERROR_CONTAINS(check(buf), "and no recv of the program receives on it");
+  // Behind a data-dependent branch it may never run: not judged.
+  snprintf(buf, sizeof(buf),
+           "%sENTRY e {\n  x = f32[4] parameter(0)\n  b = pred[] parameter(1)\n"
+           "  ROOT y = f32[4] conditional(b, x, x), true_computation=orphan, "
+           "false_computation=skip\n}\n", kOrphanSend);
   CU_ASSERT_PTR_NULL(check(buf));
 }
 
 static CU_TestInfo tests[] = {
     {"channels_pair_up", test_channels_pair_up},
     {"missing_recv", test_missing_recv},
-    {"channel_in_loop_is_not_counted", test_channel_in_loop_is_not_counted},
+    {"channel_in_loop_counted_per_trip", test_channel_in_loop_counted_per_trip},
+    {"loop_sends_more_than_received", test_loop_sends_more_than_received},
+    {"loop_with_unknown_trips_is_not_judged", test_loop_with_unknown_trips_is_not_judged},
+    {"send_without_any_recv", test_send_without_any_recv},
     {"mismatch_names_both", test_mismatch_names_both},
     {"skipping_rank", test_skipping_rank},
     {"group_mismatch", test_group_mismatch},
