@@ -15,6 +15,8 @@ import shutil
 import subprocess
 import tempfile
 
+import numpy as np
+
 import hl_testlib as hl
 
 VIEWER = os.path.join(hl.SOURCE_DIR, "tests", "integration", "trace_viewer.html")
@@ -99,6 +101,42 @@ def test_trace_in_chromium():
     return None
 
 
+def test_progress_track_in_chromium():
+    """A 2-rank async all-reduce (overlap_small.hlo; rank 0 computes 2000 trips
+    between -start and -done) over MPI: the page accepts the trace and draws a
+    "progress thread" row for rank 0 (its progress thread completes the
+    all-reduce while rank 0 computes); the screenshot shows it."""
+    with hl.tempdir("trace_browser") as d:
+        args_dir = os.path.join(d, "args")
+        for r, mid in ((0, 2000), (1, 0)):
+            hl.write_args(os.path.join(args_dir, "replica%d_partition0" % r),
+                          [np.array(v, np.int32) for v in (0, mid, 0)])
+        out = os.path.join(d, "t.json")
+        res = hl.launch(os.path.join(hl.PROGRAMS_DIR, "collectives", "overlap_small.hlo"), 2, 1,
+                        args_dir=args_dir,
+                        extra=("--trace", out, "--collectives", "mpi", "-q"))
+        if res.returncode != 0:
+            return res.describe()
+        text = open(out).read()
+        spans = sum(1 for e in json.loads(text)["traceEvents"] if e["ph"] == "X")
+        dom = browse(text, ["--dump-dom"], d)
+        want = '<div id="verdict">OK: %d spans, 2 ranks, 0 flows</div>' % spans
+        if dom.returncode != 0 or want not in dom.stdout:
+            return "expected %r in the page\n%s" % (want, dom.stdout[-2000:])
+        if "pid 0 / progress thread" not in dom.stdout:
+            return "no progress thread row for rank 0 in the page\n" + dom.stdout[-2000:]
+        os.makedirs(ARTIFACTS, exist_ok=True)
+        shot = os.path.join(ARTIFACTS, "async_allreduce_2_ranks.png")
+        if os.path.exists(shot):
+            os.remove(shot)
+        res = browse(text, ["--screenshot=" + shot, "--window-size=1200,300",
+                            "--hide-scrollbars"], d)
+        if res.returncode != 0 or not os.path.exists(shot):
+            return "no screenshot\n" + res.stderr[-2000:]
+        shutil.copy(out, os.path.join(ARTIFACTS, "async_allreduce_2_ranks.json"))
+    return None
+
+
 def test_malformed_traces_are_rejected():
     with hl.tempdir("trace_browser") as d:
         text, err = record_trace(d)
@@ -135,5 +173,6 @@ if __name__ == "__main__":
                          "scripts/common.sh lists it)")
     hl.main([
         ("trace_in_chromium", test_trace_in_chromium),
+        ("progress_track_in_chromium", test_progress_track_in_chromium),
         ("malformed_traces_are_rejected", test_malformed_traces_are_rejected),
     ])
