@@ -202,7 +202,8 @@ static void count_channel_op(checker_t *c, const hl_instruction_t *inst, int ran
 // Adds `from`'s channel counts, `times` over, to `to` (a loop's body or
 // condition, run that often).
 static void add_tallies(sequence_t *to, const sequence_t *from, int64_t times) {
-  if (from->channels_unknown) to->channels_unknown = true;
+  // An open-ended walk stopped early: the sends after that point are missing.
+  if (from->channels_unknown || from->open_ended) to->channels_unknown = true;
   if (times > 0 && from->orphan && !to->orphan) to->orphan = from->orphan;
   for (int j = 0; j < from->tally_count && !to->channels_unknown; j++) {
     const tally_t *t = &from->tallies[j];

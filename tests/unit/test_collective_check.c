@@ -189,6 +189,33 @@ static void test_loop_with_unknown_trips_is_not_judged(void) {
   CU_ASSERT_PTR_NULL(check_loop("constant(0)", "constant(3)", "LT", "subtract(one, i)", 1));
 }
 
+static void test_loop_stopped_by_undecided_collectives_is_not_judged(void) {
+  // The body first runs a data-dependent conditional whose branches differ
+  // in collectives (the walk stops there), then sends: the sends after that
+  // point are not seen, so nothing may be said (a partial count, 0 sent
+  // against 2 received, would be a false error).
+  char buf[8192];
+  snprintf(buf, sizeof(buf),
+           "%s%scond {\n  s = (s32[], f32[4], pred[]) parameter(0)\n"
+           "  i = s32[] get-tuple-element(s), index=0\n  n = s32[] constant(2)\n"
+           "  ROOT lt = pred[] compare(i, n), direction=LT\n}\n"
+           "body {\n  s = (s32[], f32[4], pred[]) parameter(0)\n"
+           "  i = s32[] get-tuple-element(s), index=0\n"
+           "  x = f32[4] get-tuple-element(s), index=1\n"
+           "  b = pred[] get-tuple-element(s), index=2\n"
+           "  c = f32[4] conditional(b, x, x), true_computation=reduce, "
+           "false_computation=gather\n"
+           "  y = f32[4] call(c), to_apply=send_comp\n  one = s32[] constant(1)\n"
+           "  j = s32[] add(i, one)\n  ROOT t = (s32[], f32[4], pred[]) tuple(j, y, b)\n}\n"
+           "ENTRY e {\n  x = f32[4] parameter(0)\n  b = pred[] parameter(1)\n"
+           "  z = s32[] constant(0)\n  p = (s32[], f32[4], pred[]) tuple(z, x, b)\n"
+           "  w = (s32[], f32[4], pred[]) while(p), condition=cond, body=body\n"
+           "  y1 = f32[4] call(x), to_apply=recv_comp\n"
+           "  ROOT y = f32[4] call(y1), to_apply=recv_comp\n}\n",
+           kSendComp, kRecvComp);
+  CU_ASSERT_PTR_NULL(check(buf));
+}
+
 // Channel 5: a send whose channel no recv of the program uses.
 static const char kOrphanSend[] =
     "orphan {\n  x = f32[4] parameter(0)\n  tok = token[] after-all()\n"
@@ -221,6 +248,8 @@ static CU_TestInfo tests[] = {
     {"channel_in_loop_counted_per_trip", test_channel_in_loop_counted_per_trip},
     {"loop_sends_more_than_received", test_loop_sends_more_than_received},
     {"loop_with_unknown_trips_is_not_judged", test_loop_with_unknown_trips_is_not_judged},
+    {"loop_stopped_by_undecided_collectives_is_not_judged",
+     test_loop_stopped_by_undecided_collectives_is_not_judged},
     {"send_without_any_recv", test_send_without_any_recv},
     {"mismatch_names_both", test_mismatch_names_both},
     {"skipping_rank", test_skipping_rank},
