@@ -146,23 +146,25 @@ def test_channel_flows():
 
 
 def test_progress_thread_track():
-    """An all-reduce-start / -done around a long busy loop on rank 0 (overlap_small.hlo
-    with mid = 2000 trips), none on rank 1, over MPI: rank 1 waits in its -done
-    at once, so rank 0's progress thread completes the all-reduce while rank 0
-    computes. Rank 0's trace then has a "progress thread" track with one span
-    for it (1 KiB, group {0,1}) that the thread completed, inside the start /
-    done interval and ending before rank 0's all-reduce-done began."""
+    """trace_async_overlap.hlo on 2 ranks over MPI: each rank posts an all-reduce,
+    computes a 1024 x 1024 dot (tens of ms) and then waits in the -done, so each
+    rank's progress thread completes the all-reduce while the rank computes.
+    Every rank's trace has a "progress thread" track with one span for it (1 KiB,
+    group {0,1}) that the thread completed, between the -start's start and the
+    -done's start. The results are checked against NumPy."""
     with hl.tempdir("trace") as d:
-        args_dir = os.path.join(d, "args")
-        for r, mid in ((0, 2000), (1, 0)):
-            hl.write_args(os.path.join(args_dir, "replica%d_partition0" % r),
-                          [np.array(v, np.int32) for v in (0, mid, 0)])
-        out = os.path.join(d, "t.json")
-        res = hl.launch(os.path.join(hl.PROGRAMS_DIR, "collectives", "overlap_small.hlo"), 2, 1,
-                        args_dir=args_dir,
-                        extra=("--trace", out, "--collectives", "mpi", "-q"))
+        out, out_dir = os.path.join(d, "t.json"), os.path.join(d, "out")
+        res = hl.launch(os.path.join(hl.PROGRAMS_DIR, "debug", "trace_async_overlap.hlo"), 2, 1,
+                        output_dir=out_dir, extra=("--trace", out, "--collectives", "mpi"))
         if res.returncode != 0:
             return res.describe()
+        ones = np.ones((1024, 1024), np.float32)
+        for r in range(2):
+            got = hl.read_outputs(out_dir, r, 0, 2)
+            err = hl.compare("rank %d all-reduce" % r, got[0], np.full(256, 1 + 2, np.float32)) \
+                or hl.compare("rank %d dot" % r, got[1], (ones @ ones)[:1, :1])
+            if err:
+                return err
         trace = json.load(open(out))
         msg = check_format(trace, 2)
         if msg:
@@ -170,25 +172,23 @@ def test_progress_thread_track():
         events = trace["traceEvents"]
         names = {(e["pid"], e["tid"]): e["args"]["name"] for e in events
                  if e["ph"] == "M" and e["name"] == "thread_name"}
-        if names.get((0, 2)) != "progress thread":
-            return "no progress thread track on rank 0: %r" % names
-        prog = [e for e in events if e["ph"] == "X" and e["pid"] == 0 and e["tid"] == 2]
-        if len(prog) != 1:
-            return "rank 0's progress spans: %r" % prog
-        p = prog[0]
-        a = p["args"]
-        if (p["name"], a["opcode"], a["bytes"], a["group"], a["completed_by"]) != \
-                ("s", "all-reduce-start", 1024, "{0,1}", "progress thread") or a["tests"] < 1:
-            return "rank 0's progress span: %r" % p
-        execu = {e["name"]: e for e in events if e["ph"] == "X" and e["pid"] == 0 and
-                 e["tid"] == 0}
-        start, done = execu["s"], execu["d"]
-        if p["ts"] + EPS_US < start["ts"] or p["ts"] + p["dur"] > done["ts"] + EPS_US:
-            return "progress span %r not between the start %r and the done %r" % (p, start, done)
-        for e in events:  # rank 1's, if its thread saw the request before the -done
-            if e["ph"] == "X" and e["tid"] == 2 and e["pid"] == 1 and \
-                    (e["name"] != "s" or e["args"]["bytes"] != 1024):
-                return "rank 1's progress span: %r" % e
+        for r in range(2):
+            if names.get((r, 2)) != "progress thread":
+                return "no progress thread track on rank %d: %r" % (r, names)
+            prog = [e for e in events if e["ph"] == "X" and e["pid"] == r and e["tid"] == 2]
+            if len(prog) != 1:
+                return "rank %d's progress spans: %r" % (r, prog)
+            p = prog[0]
+            a = p["args"]
+            if (p["name"], a["opcode"], a["bytes"], a["group"], a["completed_by"]) != \
+                    ("s", "all-reduce-start", 1024, "{0,1}", "progress thread") or a["tests"] < 1:
+                return "rank %d's progress span: %r" % (r, p)
+            execu = {e["name"]: e for e in events if e["ph"] == "X" and e["pid"] == r and
+                     e["tid"] == 0}
+            start, done = execu["s"], execu["d"]
+            if p["ts"] + EPS_US < start["ts"] or p["ts"] + p["dur"] > done["ts"] + EPS_US:
+                return "rank %d's progress span %r not between the start %r and the done %r" % (
+                    r, p, start, done)
     return None
 
 
