@@ -342,9 +342,29 @@ static bool first_trip_certain(const hl_instruction_t *w, int rank, const checke
   }
 }
 
+// The bound a loop condition compares its counter with: an expression of
+// constants and ids, or an element of the loop state that the body passes
+// through unchanged (JAX's fori_loop carries its upper bound so), whose
+// init is such an expression.
+static bool loop_bound(const hl_instruction_t *b, const hl_instruction_t *init,
+                       const hl_computation_t *body, int rank, const checker_t *c,
+                       int64_t *out) {
+  if (eval_scalar(b, rank, c, out, 0)) return true;
+  if (b->opcode != HL_OP_GET_TUPLE_ELEMENT || b->operands[0]->opcode != HL_OP_PARAMETER)
+    return false;
+  int64_t j = b->attrs.tuple_index;
+  if (j < 0 || j >= init->operand_count || j >= body->root->operand_count) return false;
+  const hl_instruction_t *next = body->root->operands[j];
+  if (next->opcode != HL_OP_GET_TUPLE_ELEMENT || next->attrs.tuple_index != j ||
+      next->operands[0]->opcode != HL_OP_PARAMETER || next->operands[0]->parent != body)
+    return false;
+  return eval_scalar(init->operands[j], rank, c, out, 0);
+}
+
 // The body of `w` runs a statically known number of times: the condition is
 // compare(get-tuple-element(param, k), N) (N: a constant or an expression of
-// replica-id / partition-id and constants), the init's element k is such an
+// replica-id / partition-id and constants, or a loop-invariant element of
+// the state initialised so: loop_bound), the init's element k is such an
 // expression too, and the body's ROOT is a tuple whose element k is that
 // same element plus or minus such a constant step. The trips are then
 // counted by running the counter (at most kMaxTrips; 32- or 64-bit integers).
@@ -359,7 +379,7 @@ static bool static_trip_count(const hl_instruction_t *w, int rank, const checker
   const hl_instruction_t *lhs = cmp->operands[0];
   int64_t bound = 0, start = 0, step = 0;
   if (lhs->opcode != HL_OP_GET_TUPLE_ELEMENT || lhs->operands[0]->opcode != HL_OP_PARAMETER ||
-      !eval_scalar(cmp->operands[1], rank, c, &bound, 0) || init->opcode != HL_OP_TUPLE)
+      init->opcode != HL_OP_TUPLE || !loop_bound(cmp->operands[1], init, body, rank, c, &bound))
     return false;
   int64_t k = lhs->attrs.tuple_index;
   hl_dtype_t dt = lhs->shape.dtype;

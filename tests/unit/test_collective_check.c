@@ -216,6 +216,42 @@ static void test_loop_stopped_by_undecided_collectives_is_not_judged(void) {
   CU_ASSERT_PTR_NULL(check(buf));
 }
 
+// JAX's fori_loop shape: the bound travels in the loop state (element 1),
+// passed through by the body as `next_n`; `recvs` receives after the loop.
+static hl_status_t check_carried_bound(const char *next_n, int recvs) {
+  char buf[8192], tail[512] = "  y0 = f32[4] copy(x)\n";
+  for (int k = 1; k <= recvs; k++)
+    snprintf(tail + strlen(tail), sizeof(tail) - strlen(tail),
+             "  y%d = f32[4] call(y%d), to_apply=recv_comp\n", k, k - 1);
+  snprintf(buf, sizeof(buf),
+           "%s%scond {\n  s = (s32[], s32[], f32[4]) parameter(0)\n"
+           "  i = s32[] get-tuple-element(s), index=0\n"
+           "  n = s32[] get-tuple-element(s), index=1\n"
+           "  ROOT lt = pred[] compare(i, n), direction=LT\n}\n"
+           "body {\n  s = (s32[], s32[], f32[4]) parameter(0)\n"
+           "  i = s32[] get-tuple-element(s), index=0\n"
+           "  n = s32[] get-tuple-element(s), index=1\n"
+           "  x = f32[4] get-tuple-element(s), index=2\n"
+           "  y = f32[4] call(x), to_apply=send_comp\n  one = s32[] constant(1)\n"
+           "  j = s32[] add(i, one)\n  m = s32[] %s\n"
+           "  ROOT t = (s32[], s32[], f32[4]) tuple(j, m, y)\n}\n"
+           "ENTRY e {\n  x = f32[4] parameter(0)\n  z = s32[] constant(0)\n"
+           "  three = s32[] constant(3)\n  p = (s32[], s32[], f32[4]) tuple(z, three, x)\n"
+           "  w = (s32[], s32[], f32[4]) while(p), condition=cond, body=body\n"
+           "%s  ROOT y = f32[4] copy(y%d)\n}\n",
+           kSendComp, kRecvComp, next_n, tail, recvs);
+  return check(buf);
+}
+
+static void test_loop_bound_carried_in_state(void) {
+  CU_ASSERT_PTR_NULL(check_carried_bound("copy(n)", 1));  // copy: not a pass-through
+  CU_ASSERT_PTR_NULL(check_carried_bound("get-tuple-element(s), index=1", 3));
+  HL_ASSERT_ERROR_CONTAINS(check_carried_bound("get-tuple-element(s), index=1", 2),
+                           "rank 0 sends 3 messages on channel 1 to rank 1");
+  // A bound the body changes is not counted.
+  CU_ASSERT_PTR_NULL(check_carried_bound("add(n, one)", 2));
+}
+
 // Channel 5: a send whose channel no recv of the program uses.
 static const char kOrphanSend[] =
     "orphan {\n  x = f32[4] parameter(0)\n  tok = token[] after-all()\n"
@@ -250,6 +286,7 @@ static CU_TestInfo tests[] = {
     {"loop_with_unknown_trips_is_not_judged", test_loop_with_unknown_trips_is_not_judged},
     {"loop_stopped_by_undecided_collectives_is_not_judged",
      test_loop_stopped_by_undecided_collectives_is_not_judged},
+    {"loop_bound_carried_in_state", test_loop_bound_carried_in_state},
     {"send_without_any_recv", test_send_without_any_recv},
     {"mismatch_names_both", test_mismatch_names_both},
     {"skipping_rank", test_skipping_rank},
