@@ -160,6 +160,14 @@ static hl_status_t parse_element_type(parser_t *p, hl_dtype_t *out) {
     return expect_punct(p, '>');
   }
   if (hl_mlir_tok_is(TOK, HL_MTOK_BANG, "!quant.uniform")) return parse_quant_element(p, out);
+  if (TOK->kind == HL_MTOK_BANG && find_alias(p, TOK)) {  // `!q = !quant.uniform<...>`, tensor<4x!q>
+    hl_shape_t s;
+    HL_RETURN_IF_ERROR(parse_alias_use(p, &s, NULL));
+    bool scalar = s.dtype != HL_TUPLE && s.dtype != HL_TOKEN && s.rank == 0;
+    *out = s.dtype;
+    hl_shape_deinit(&s);
+    return scalar ? NULL : ERR("alias is not an element type");
+  }
   if (TOK->kind == HL_MTOK_BANG) {
     if (TOK->length >= 6 && memcmp(TOK->text, "!quant", 6) == 0)
       return hl_status_annotate(ERR("quantized element types (!quant.uniform) are not supported"),
