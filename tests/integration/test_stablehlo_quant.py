@@ -126,6 +126,18 @@ def ops_on_quantized():
                                              "dot_general", "hybrid_dot_general"])
 
 
+def constant_and_convolution():
+    """A quantized constant (storage values) and a quantized convolution."""
+    c = np.array([1, 2, -3], np.int8)
+    lq = np.array([2, 4, 6, 8, 10], np.int8)
+    kq = np.array([1, 2, 3], np.int8)
+    dl, dk = dequantize(lq, 0.25, 0), dequantize(kq, 0.5, 0)
+    conv = np.array([np.dot(dl[i:i + 3].astype(np.float64), dk) for i in range(3)]).astype(f32)
+    wants = [dequantize(c, 0.5, 1), quantize(conv, 1.0, 0, -128, 127, np.int8).reshape(1, 1, 3, 1)]
+    results, err = run_program("quant_conv.mlir", [], 2)
+    return err or check_all(results, wants, ["dequantized_constant", "convolution"])
+
+
 UNSUPPORTED = {
     # op on quantized tensors outside the spec's dequantize-op-quantize and
     # element-moving ops
@@ -174,5 +186,6 @@ if __name__ == "__main__":
         ("per_tensor", per_tensor),
         ("per_axis", per_axis),
         ("ops_on_quantized", ops_on_quantized),
+        ("constant_and_convolution", constant_and_convolution),
         ("unsupported_stops", unsupported_stops),
     ])
