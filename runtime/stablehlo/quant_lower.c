@@ -211,6 +211,8 @@ static const char *const kComputeOps[] = {
     "log_plus_one", "logistic", "maximum", "minimum", "multiply", "negate", "power",
     "reduce_precision", "remainder", "round_nearest_afz", "round_nearest_even", "rsqrt",
     "select", "sign", "sine", "sqrt", "subtract", "tan", "tanh", "triangular_solve",
+    "is_finite",  // always true on dequantized values, as the spec says
+    "iota",       // quantize(index)
 };
 
 // Ops that only move, copy or reinterpret elements: they run on the storage
@@ -218,7 +220,14 @@ static const char *const kComputeOps[] = {
 static const char *const kStorageOps[] = {
     "reshape", "transpose", "broadcast_in_dim", "slice", "dynamic_slice",
     "dynamic_update_slice", "concatenate", "reverse", "gather", "optimization_barrier",
-    "all_gather", "all_to_all", "collective_permute", "collective_broadcast",
+    "all_gather", "all_to_all", "collective_permute", "collective_broadcast", "pad",
+};
+
+// Ops applying a region to quantized elements: they run on the storage
+// values, and the region's own ops on its quantized block arguments do the
+// dequantize -> op -> quantize.
+static const char *const kRegionOps[] = {
+    "reduce", "reduce_window", "sort", "map", "scatter", "all_reduce", "reduce_scatter",
 };
 
 static bool in_list(const char *const *list, size_t n, const char *name) {
@@ -232,6 +241,67 @@ static bool is_control_flow(const char *n) {
          strcmp(n, "stablehlo.composite") == 0 || strcmp(n, "stablehlo.while") == 0 ||
          strcmp(n, "stablehlo.if") == 0 || strcmp(n, "stablehlo.case") == 0 ||
          strcmp(n, "interpreter.run_parallel") == 0;
+}
+
+// The result whose element type operand k carries (-1: none, e.g. indices):
+// reduce / reduce_window (inputs then inits), scatter (inputs, indices,
+// updates), one result per operand, or a single result.
+static int result_for_operand(const hl_mlir_op_t *op, const char *n, int k) {
+  int ops = op->operand_count, res = op->result_count;
+  if (res <= 0) return -1;
+  if (strcmp(n, "scatter") == 0) return k < res ? k : k == res ? -1 : k - res - 1;
+  if (ops == 2 * res) return k % res;
+  if (ops == res) return k;
+  return res == 1 ? 0 : -1;
+}
+
+// The operand whose element type block argument j of a region op has.
+static int operand_for_region_arg(const hl_mlir_op_t *op, const char *n, int j) {
+  int ops = op->operand_count;
+  if (strcmp(n, "sort") == 0) return j / 2;
+  if (strcmp(n, "reduce") == 0 || strcmp(n, "reduce_window") == 0) return j % (ops / 2 ? ops / 2 : 1);
+  if (strcmp(n, "scatter") == 0) return j % ((ops - 1) / 2 ? (ops - 1) / 2 : 1);
+  return j % (ops ? ops : 1);  // map, all_reduce, reduce_scatter
+}
+
+static bool same_quant(const hl_lower_t *L, int a, int b) {
+  const hl_mlir_quant_type_t *qa = quant_type(L, a), *qb = quant_type(L, b);
+  if (!qa || !qb) return !qa && !qb;
+  return quant_equal(qa, qb);
+}
+
+// Storage and region ops: each quantized operand's quantization is its
+// result's (per-tensor; per-axis may move its dimension), and a region's
+// block arguments have their operands' quantization.
+static hl_status_t check_storage_op(qctx_t *x, const char *n, const int *oq, bool region_op) {
+  const hl_mlir_op_t *op = x->op;
+  const hl_lower_t *L = x->L;
+  bool any_operand = false;
+  for (int k = 0; k < op->operand_count; k++) {
+    if (!oq[k]) continue;
+    any_operand = true;
+    int r = result_for_operand(op, n, k);
+    const hl_mlir_quant_type_t *q = quant_type(L, oq[k]);
+    const hl_mlir_quant_type_t *rq = r >= 0 ? quant_type(L, result_quant(op, r)) : NULL;
+    if (!rq || (q->axis < 0 && rq->axis < 0 && !quant_equal(q, rq)))
+      return hl_lower_op_error(x->L, op, "changes the quantization of operand %d (only "
+                               "uniform_quantize requantizes)", k);
+  }
+  if (!any_operand && strcmp(n, "constant") != 0)
+    return hl_lower_op_error(x->L, op, "has a quantized result but no quantized operand");
+  if (region_op && op->region_count == 0)
+    return hl_lower_op_error(x->L, op, "on quantized tensors needs its region written out (the "
+                             "'applies' form would combine storage integers)");
+  for (int r = 0; r < op->region_count; r++) {
+    const hl_mlir_block_t *b = &op->regions[r].blocks[0];
+    for (int j = 0; op->regions[r].block_count && j < b->arg_count; j++) {
+      int k = operand_for_region_arg(op, n, j);
+      if (k < 0 || k >= op->operand_count || !same_quant(L, hl_mlir_quant_id(&b->arg_quant, j), oq[k]))
+        return hl_lower_op_error(x->L, op, "has region argument %d whose quantization is not "
+                                 "its operand's", j);
+    }
+  }
+  return NULL;
 }
 
 static void env_free(hl_lower_env_t *e) {
@@ -327,20 +397,18 @@ hl_status_t hl_quant_lower_op(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_
                               hl_instruction_t *const *operands, bool *out_handled) {
   *out_handled = false;
   qctx_t ctx = {L, env, op}, *x = &ctx;
+  int *oq = hl_calloc((size_t)op->operand_count + 1, sizeof(int));
+  if (!oq) return HL_OOM();
+  bool any = false;
+  for (int k = 0; k < op->operand_count; k++) {
+    oq[k] = operand_quant(L, op, operands, k);
+    any |= oq[k] != 0;
+  }
+  for (int k = 0; k < op->result_count; k++) any |= result_quant(op, k) != 0;
   for (int r = 0; r < op->region_count; r++)
     for (int b = 0; b < op->regions[r].block_count; b++)
       for (int i = 0; i < op->regions[r].blocks[b].arg_count; i++)
-        if (hl_mlir_quant_id(&op->regions[r].blocks[b].arg_quant, i))
-          return hl_lower_op_error(L, op, "with quantized region arguments is not supported");
-  int *oq = hl_calloc((size_t)op->operand_count + 1, sizeof(int));
-  if (!oq) return HL_OOM();
-  bool any = false, any_operand = false;
-  for (int k = 0; k < op->operand_count; k++) {
-    oq[k] = operand_quant(L, op, operands, k);
-    any_operand |= oq[k] != 0;
-  }
-  any = any_operand;
-  for (int k = 0; k < op->result_count; k++) any |= result_quant(op, k) != 0;
+        any |= hl_mlir_quant_id(&op->regions[r].blocks[b].arg_quant, i) != 0;
   const char *n = strncmp(op->name, "stablehlo.", 10) == 0 ? op->name + 10 : NULL;
   hl_status_t st = NULL;
   if (!any || is_control_flow(op->name)) {
@@ -365,19 +433,13 @@ hl_status_t hl_quant_lower_op(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_
     *out_handled = true;
   } else if (n && strcmp(n, "bitcast_convert") == 0) {
     // Reinterprets the storage bits (quantized <-> its storage integer type).
+  } else if (n && strcmp(n, "get_dimension_size") == 0) {
+    // Reads the shape only.
   } else if (n && (strcmp(n, "constant") == 0 ||
                    in_list(kStorageOps, sizeof(kStorageOps) / sizeof(kStorageOps[0]), n))) {
-    // Per-tensor quantization must be the operands' own: these ops do not requantize.
-    const hl_mlir_quant_type_t *rq = quant_type(L, result_quant(op, 0));
-    for (int k = 0; !st && k < op->operand_count; k++) {
-      const hl_mlir_quant_type_t *q = quant_type(L, oq[k]);
-      if (!q) continue;
-      if (!rq || (q->axis < 0 && rq->axis < 0 && !quant_equal(q, rq)))
-        st = hl_lower_op_error(L, op, "changes the quantization of operand %d (only "
-                               "uniform_quantize requantizes)", k);
-    }
-    if (!st && rq && !any_operand && strcmp(n, "constant") != 0)
-      st = hl_lower_op_error(L, op, "has a quantized result but no quantized operand");
+    st = check_storage_op(x, n, oq, false);
+  } else if (n && in_list(kRegionOps, sizeof(kRegionOps) / sizeof(kRegionOps[0]), n)) {
+    st = check_storage_op(x, n, oq, true);
   } else {
     st = hl_lower_op_error(L, op, "on quantized tensors is not supported");
   }

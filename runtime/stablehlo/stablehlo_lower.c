@@ -253,6 +253,7 @@ hl_status_t hl_lower_scalar_region(hl_lower_t *L, hl_lower_env_t *env, const hl_
   for (int i = 0; !st && i < b->arg_count; i++) {
     hl_instruction_t *p;
     st = add_parameter(L, c, op, i, &b->arg_types[i], &p);
+    if (!st) st = hl_quant_note(L, p, hl_mlir_quant_id(&b->arg_quant, i));
     if (!st) st = hl_lower_bind(&sub, b->arg_names[i], &p, 1);
   }
   hl_instruction_t **vals = NULL;
@@ -319,6 +320,9 @@ static hl_status_t lower_capturing(hl_lower_t *L, hl_lower_env_t *outer, const h
     HL_RETURN_IF_ERROR(hl_lower_add(L, c, op, HL_OP_GET_TUPLE_ELEMENT, &arg_shapes[i],
                                     &out->env.param, 1, &g));
     g->attrs.tuple_index = i;
+    // A quantized loop value: its block argument's type (pretty while: the op's types).
+    HL_RETURN_IF_ERROR(hl_quant_note(L, g, b->arg_count ? hl_mlir_quant_id(&b->arg_quant, i)
+                                                        : hl_mlir_quant_id(&op->operand_type_quant, i)));
     HL_RETURN_IF_ERROR(
         hl_lower_bind(&out->env, b->arg_count ? b->arg_names[i] : arg_names[i], &g, 1));
   }

@@ -138,23 +138,44 @@ def constant_and_convolution():
     return err or check_all(results, wants, ["dequantized_constant", "convolution"])
 
 
+def regions():
+    """reduce / all_reduce (2 ranks) / while on quantized values: each body op
+    dequantizes, adds in f32 and quantizes (scale 0.5, so sums are exact and
+    the reduction order cannot matter; the loop saturates at 127)."""
+    x = np.array([3, -7, 20, 1], np.int8)
+    init = np.array(2, np.int8)
+    s, z = 0.5, 0
+
+    def qadd(p, q):
+        return quantize((dequantize(p, s, z) + dequantize(q, s, z)).astype(f32), s, z, -128,
+                        127, np.int8)
+
+    total = init
+    for v in x:
+        total = qadd(total, v)
+    loop = x
+    for _ in range(3):
+        loop = qadd(loop, loop)
+    if loop[2] != 127:
+        return "oracle: the loop does not saturate"
+    wants = [np.asarray(total), qadd(x, x), loop]
+    results, err = run_program("quant_regions.mlir", [x, init], 3)
+    return err or check_all(results, wants, ["reduce", "all_reduce", "while"])
+
+
 UNSUPPORTED = {
     # op on quantized tensors outside the spec's dequantize-op-quantize and
     # element-moving ops
-    "reduce.mlir": ("""func.func @main(%x: tensor<4x!quant.uniform<i8:f32, 0.5:0>>) -> tensor<4x!quant.uniform<i8:f32, 0.5:0>> {
-  %0 = stablehlo.sort %x : tensor<4x!quant.uniform<i8:f32, 0.5:0>>
-  return %0 : tensor<4x!quant.uniform<i8:f32, 0.5:0>>
+    "convert.mlir": ("""func.func @main(%x: tensor<4x!quant.uniform<i8:f32, 0.5:0>>) -> tensor<4xf32> {
+  %0 = stablehlo.convert %x : (tensor<4x!quant.uniform<i8:f32, 0.5:0>>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
 }
-""", ":2:8: error: 'stablehlo.sort'"),
-    "region.mlir": ("""func.func @main(%x: tensor<4x!quant.uniform<i8:f32, 0.5:0>>, %i: tensor<!quant.uniform<i8:f32, 0.5:0>>) -> tensor<!quant.uniform<i8:f32, 0.5:0>> {
-  %0 = "stablehlo.reduce"(%x, %i) ({
-  ^bb0(%a: tensor<!quant.uniform<i8:f32, 0.5:0>>, %b: tensor<!quant.uniform<i8:f32, 0.5:0>>):
-    %1 = stablehlo.add %a, %b : tensor<!quant.uniform<i8:f32, 0.5:0>>
-    stablehlo.return %1 : tensor<!quant.uniform<i8:f32, 0.5:0>>
-  }) {dimensions = array<i64: 0>} : (tensor<4x!quant.uniform<i8:f32, 0.5:0>>, tensor<!quant.uniform<i8:f32, 0.5:0>>) -> tensor<!quant.uniform<i8:f32, 0.5:0>>
+""", ":2:8: error: 'stablehlo.convert' on quantized tensors is not supported"),
+    "applies.mlir": ("""func.func @main(%x: tensor<4x!quant.uniform<i8:f32, 0.5:0>>, %i: tensor<!quant.uniform<i8:f32, 0.5:0>>) -> tensor<!quant.uniform<i8:f32, 0.5:0>> {
+  %0 = stablehlo.reduce(%x init: %i) applies stablehlo.add across dimensions = [0] : (tensor<4x!quant.uniform<i8:f32, 0.5:0>>, tensor<!quant.uniform<i8:f32, 0.5:0>>) -> tensor<!quant.uniform<i8:f32, 0.5:0>>
   return %0 : tensor<!quant.uniform<i8:f32, 0.5:0>>
 }
-""", ":2:8: error: 'stablehlo.reduce' with quantized region arguments"),
+""", ":2:8: error: 'stablehlo.reduce' on quantized tensors needs its region written out"),
     "storage64.mlir": ("""func.func @main(%x: tensor<4x!quant.uniform<i64:f32, 0.5:0>>) -> tensor<4x!quant.uniform<i64:f32, 0.5:0>> {
   return %x : tensor<4x!quant.uniform<i64:f32, 0.5:0>>
 }
@@ -187,5 +208,6 @@ if __name__ == "__main__":
         ("per_axis", per_axis),
         ("ops_on_quantized", ops_on_quantized),
         ("constant_and_convolution", constant_and_convolution),
+        ("regions", regions),
         ("unsupported_stops", unsupported_stops),
     ])
