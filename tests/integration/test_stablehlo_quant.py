@@ -139,7 +139,8 @@ def constant_and_convolution():
 
 
 def regions():
-    """reduce / all_reduce (2 ranks) / while on quantized values: each body op
+    """reduce / all_reduce (2 ranks) / while / sort (descending) on quantized
+    values: each body op
     dequantizes, adds in f32 and quantizes (scale 0.5, so sums are exact and
     the reduction order cannot matter; the loop saturates at 127)."""
     x = np.array([3, -7, 20, 1], np.int8)
@@ -158,9 +159,9 @@ def regions():
         loop = qadd(loop, loop)
     if loop[2] != 127:
         return "oracle: the loop does not saturate"
-    wants = [np.asarray(total), qadd(x, x), loop]
-    results, err = run_program("quant_regions.mlir", [x, init], 3)
-    return err or check_all(results, wants, ["reduce", "all_reduce", "while"])
+    wants = [np.asarray(total), qadd(x, x), loop, np.sort(x)[::-1].copy()]
+    results, err = run_program("quant_regions.mlir", [x, init], 4)
+    return err or check_all(results, wants, ["reduce", "all_reduce", "while", "sort"])
 
 
 UNSUPPORTED = {

@@ -1,10 +1,10 @@
 // Regions on quantized values: a reduce whose body adds quantized scalars,
-// an all_reduce across the 2 replicas, and a while loop carrying a quantized
+// an all_reduce across the 2 replicas, a sort comparing quantized keys, and a while loop carrying a quantized
 // tensor (doubled three times, saturating at storage_max). The bodies' ops
 // dequantize -> add -> quantize; the loops and collectives move storage.
 !q = !quant.uniform<i8:f32, 5.000000e-01:0>
 module @quant_regions attributes {mhlo.num_replicas = 2 : i32} {
-  func.func public @main(%x: tensor<4x!q>, %i: tensor<!q>) -> (tensor<!q>, tensor<4x!q>, tensor<4x!q>) {
+  func.func public @main(%x: tensor<4x!q>, %i: tensor<!q>) -> (tensor<!q>, tensor<4x!q>, tensor<4x!q>, tensor<4x!q>) {
     %0 = "stablehlo.reduce"(%x, %i) ({
     ^bb0(%a: tensor<!q>, %b: tensor<!q>):
       %s = stablehlo.add %a, %b : tensor<!q>
@@ -27,6 +27,11 @@ module @quant_regions attributes {mhlo.num_replicas = 2 : i32} {
       %k1 = stablehlo.add %k, %c1 : tensor<i32>
       stablehlo.return %d, %k1 : tensor<4x!q>, tensor<i32>
     }
-    return %0, %1, %2#0 : tensor<!q>, tensor<4x!q>, tensor<4x!q>
+    %3 = "stablehlo.sort"(%x) ({
+    ^bb0(%a: tensor<!q>, %b: tensor<!q>):
+      %lt = stablehlo.compare GT, %a, %b : (tensor<!q>, tensor<!q>) -> tensor<i1>
+      stablehlo.return %lt : tensor<i1>
+    }) {dimension = 0 : i64} : (tensor<4x!q>) -> tensor<4x!q>
+    return %0, %1, %2#0, %3 : tensor<!q>, tensor<4x!q>, tensor<4x!q>, tensor<4x!q>
   }
 }
