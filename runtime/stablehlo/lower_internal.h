@@ -39,12 +39,6 @@ struct hl_lower_env {
   int inner_count;
 };
 
-// A value of a quantized type: its instruction holds the storage type.
-typedef struct hl_lower_quant_value {
-  const hl_instruction_t *inst;
-  int id;  // hl_mlir_quant_type_t id
-} hl_lower_quant_value_t;
-
 typedef struct hl_lower {
   const hl_mlir_file_t *file;
   hl_module_t *module;
@@ -56,8 +50,10 @@ typedef struct hl_lower {
   // interpreter.run_parallel's programs grid (0 when the file has none).
   int64_t parallel_replicas, parallel_partitions;
   int64_t next_channel;   // channel ids of the collectives run_parallel adds
-  hl_lower_quant_value_t *quant_values;  // quantized values lowered so far (quant_lower.c)
-  int quant_value_count;
+  // Quantization id (hl_mlir_quant_type_t) of each lowered instruction, by its
+  // id (0: not quantized; the instruction holds the storage type): quant_lower.c.
+  int *quant_by_id;
+  int64_t quant_by_id_size;
 } hl_lower_t;
 
 // An error at an op's position: "file:line:col: error: '<op>' ...".

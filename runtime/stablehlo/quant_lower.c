@@ -25,18 +25,21 @@
 //===----------------------------------------------------------------------===//
 
 int hl_quant_of(const hl_lower_t *L, const hl_instruction_t *inst) {
-  for (int i = L->quant_value_count - 1; i >= 0; i--)
-    if (L->quant_values[i].inst == inst) return L->quant_values[i].id;
-  return 0;
+  return inst && inst->id >= 0 && inst->id < L->quant_by_id_size ? L->quant_by_id[inst->id] : 0;
 }
 
 hl_status_t hl_quant_note(hl_lower_t *L, const hl_instruction_t *inst, int id) {
-  if (!id || !inst) return NULL;
-  hl_lower_quant_value_t *nv =
-      hl_realloc(L->quant_values, (size_t)(L->quant_value_count + 1) * sizeof(*nv));
-  if (!nv) return HL_OOM();
-  L->quant_values = nv;
-  nv[L->quant_value_count++] = (hl_lower_quant_value_t){inst, id};
+  if (!id || !inst || inst->id < 0) return NULL;
+  if (inst->id >= L->quant_by_id_size) {
+    int64_t size = L->quant_by_id_size ? L->quant_by_id_size : 64;
+    while (size <= inst->id) size *= 2;
+    int *n = hl_realloc(L->quant_by_id, (size_t)size * sizeof(int));
+    if (!n) return HL_OOM();
+    memset(n + L->quant_by_id_size, 0, (size_t)(size - L->quant_by_id_size) * sizeof(int));
+    L->quant_by_id = n;
+    L->quant_by_id_size = size;
+  }
+  L->quant_by_id[inst->id] = id;
   return NULL;
 }
 
@@ -396,6 +399,7 @@ static hl_status_t bind_one(qctx_t *x, hl_instruction_t *v) {
 hl_status_t hl_quant_lower_op(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_op_t *op,
                               hl_instruction_t *const *operands, bool *out_handled) {
   *out_handled = false;
+  if (L->file->quant_type_count == 0) return NULL;  // a file without quantized types
   qctx_t ctx = {L, env, op}, *x = &ctx;
   int *oq = hl_calloc((size_t)op->operand_count + 1, sizeof(int));
   if (!oq) return HL_OOM();

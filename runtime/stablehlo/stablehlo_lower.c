@@ -321,8 +321,9 @@ static hl_status_t lower_capturing(hl_lower_t *L, hl_lower_env_t *outer, const h
                                     &out->env.param, 1, &g));
     g->attrs.tuple_index = i;
     // A quantized loop value: its block argument's type (pretty while: the op's types).
-    HL_RETURN_IF_ERROR(hl_quant_note(L, g, b->arg_count ? hl_mlir_quant_id(&b->arg_quant, i)
-                                                        : hl_mlir_quant_id(&op->operand_type_quant, i)));
+    int quant = b->arg_count ? hl_mlir_quant_id(&b->arg_quant, i)
+                             : hl_mlir_quant_id(&op->operand_type_quant, i);
+    HL_RETURN_IF_ERROR(hl_quant_note(L, g, quant));
     HL_RETURN_IF_ERROR(
         hl_lower_bind(&out->env, b->arg_count ? b->arg_names[i] : arg_names[i], &g, 1));
   }
@@ -970,7 +971,7 @@ hl_status_t hl_stablehlo_load(const char *text, size_t length, const char *path,
   }
   if (!st) st = lower_file(&L);
   hl_free(L.funcs);
-  hl_free(L.quant_values);
+  hl_free(L.quant_by_id);
   hl_mlir_file_deinit(&file);
   if (st) {
     hl_module_destroy(L.module);
