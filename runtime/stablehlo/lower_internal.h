@@ -50,6 +50,10 @@ typedef struct hl_lower {
   // interpreter.run_parallel's programs grid (0 when the file has none).
   int64_t parallel_replicas, parallel_partitions;
   int64_t next_channel;   // channel ids of the collectives run_parallel adds
+  // Quantization id (hl_mlir_quant_type_t) of each lowered instruction, by its
+  // id (0: not quantized; the instruction holds the storage type): quant_lower.c.
+  int *quant_by_id;
+  int64_t quant_by_id_size;
 } hl_lower_t;
 
 // An error at an op's position: "file:line:col: error: '<op>' ...".
@@ -95,5 +99,17 @@ hl_status_t hl_lower_bind_results(hl_lower_t *L, hl_lower_env_t *env, const hl_m
                                   hl_instruction_t *const *values, int count);
 hl_status_t hl_lower_bind(hl_lower_env_t *env, const char *name, hl_instruction_t *const *values,
                           int count);
+
+// Quantized types (quant_lower.c). The quantization id of a lowered value (0:
+// not quantized) and recording one; results are recorded from the op's types.
+int hl_quant_of(const hl_lower_t *L, const hl_instruction_t *inst);
+hl_status_t hl_quant_note(hl_lower_t *L, const hl_instruction_t *inst, int id);
+hl_status_t hl_quant_note_results(hl_lower_t *L, const hl_mlir_op_t *op,
+                                  hl_instruction_t *const *values, int count);
+// Lowers uniform_quantize / uniform_dequantize and ops on quantized tensors
+// (dequantize -> op in the expressed type -> quantize); *out_handled false:
+// the op is lowered as usual (on storage values, or not quantized at all).
+hl_status_t hl_quant_lower_op(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_op_t *op,
+                              hl_instruction_t *const *operands, bool *out_handled);
 
 #endif  // HL_RUNTIME_STABLEHLO_LOWER_INTERNAL_H_

@@ -991,7 +991,8 @@ hl_status_t hl_lower_op(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_op_t *
   for (int i = 0; !st && i < op->operand_count; i++)
     st = hl_lower_lookup(L, env, &op->operands[i], &ctx.operands[i]);
   bool handled = false;
-  if (!st) st = hl_lower_control_flow(L, env, op, ctx.operands, &handled);
+  if (!st) st = hl_quant_lower_op(L, env, op, ctx.operands, &handled);  // quant_lower.c
+  if (!st && !handled) st = hl_lower_control_flow(L, env, op, ctx.operands, &handled);
   if (st || handled) {
     hl_free(ctx.operands);
     return st;

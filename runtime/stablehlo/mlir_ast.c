@@ -25,6 +25,7 @@ static void block_deinit(hl_mlir_block_t *b) {
   }
   hl_free(b->arg_names);
   hl_free(b->arg_types);
+  hl_free(b->arg_quant.ids);
   for (int i = 0; i < b->op_count; i++) hl_mlir_op_deinit(&b->ops[i]);
   hl_free(b->ops);
 }
@@ -62,6 +63,8 @@ void hl_mlir_op_deinit(hl_mlir_op_t *op) {
   attrs_free(op->res_attrs, op->result_type_count);
   shapes_free(op->operand_types, op->operand_type_count);
   shapes_free(op->result_types, op->result_type_count);
+  hl_free(op->operand_type_quant.ids);
+  hl_free(op->result_type_quant.ids);
   hl_free(op->symbol);
   memset(op, 0, sizeof(*op));
 }
@@ -76,6 +79,11 @@ void hl_mlir_file_deinit(hl_mlir_file_t *f) {
   hl_free(f->ops);
   for (int i = 0; i < f->resource_count; i++) hl_free(f->resources[i].name);
   hl_free(f->resources);
+  for (int i = 0; i < f->quant_type_count; i++) {
+    hl_free(f->quant_types[i].scales);
+    hl_free(f->quant_types[i].zero_points);
+  }
+  hl_free(f->quant_types);
   memset(f, 0, sizeof(*f));
 }
 
@@ -90,4 +98,8 @@ const hl_mlir_attr_t *hl_mlir_attr_member(const hl_mlir_attr_t *a, const char *k
   for (int i = 0; i < a->n; i++)
     if (a->keys[i] && strcmp(a->keys[i], key) == 0) return &a->items[i];
   return NULL;
+}
+
+int hl_mlir_quant_id(const hl_mlir_quant_ids_t *q, int k) {
+  return q && q->ids && k >= 0 && k < q->n ? q->ids[k] : 0;
 }

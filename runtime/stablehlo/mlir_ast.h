@@ -13,6 +13,29 @@
 
 #include "runtime/base/shape.h"
 
+// A `!quant.uniform<...>` element type (parsed by quant_type.c). A tensor of
+// it is parsed with the storage type as its dtype (what buffers and .npy files
+// hold); the quantization travels beside the type as an id: 1 + index into
+// hl_mlir_file_t.quant_types, 0 for a type that is not quantized.
+typedef struct hl_mlir_quant_type {
+  hl_dtype_t storage;                    // S2..S32 / U2..U32
+  int64_t storage_min, storage_max;      // `i8<-127:127>`, else the storage type's range
+  hl_dtype_t expressed;                  // F16, BF16, F32, F64
+  int axis;                              // quantization_dimension; -1: per-tensor
+  double *scales;                        // owned; count entries
+  int64_t *zero_points;                  // owned; count entries
+  int count;
+  int line, column;
+} hl_mlir_quant_type_t;
+
+// Quantization ids of a list of types, by index (entries past n are 0).
+typedef struct hl_mlir_quant_ids {
+  int *ids;
+  int n;
+} hl_mlir_quant_ids_t;
+
+int hl_mlir_quant_id(const hl_mlir_quant_ids_t *q, int k);
+
 typedef enum hl_mlir_attr_kind {
   HL_MATTR_UNIT = 0,  // a name without value: `{is_stable}`
   HL_MATTR_INT,       // 3, 3 : i64, 0x1F
@@ -41,6 +64,7 @@ struct hl_mlir_attr {
   size_t s_len;        // STRING: byte length (may hold NULs)
   bool has_type;       // `: type` followed (INT, FLOAT, DENSE, ...)
   hl_shape_t type;     // owned
+  int type_quant;      // quantization id of `type` (see hl_mlir_quant_type_t)
   hl_mlir_attr_t *items;  // ARRAY elements, DICT / DIALECT values (owned)
   char **keys;            // DICT / DIALECT keys; NULL entry for a positional item
   int n;
@@ -60,6 +84,7 @@ typedef struct hl_mlir_block {
   char **arg_names;   // owned, without '%'
   hl_shape_t *arg_types;
   int arg_count;
+  hl_mlir_quant_ids_t arg_quant;  // quantization ids of arg_types
   hl_mlir_op_t *ops;  // owned array
   int op_count;
 } hl_mlir_block_t;
@@ -95,6 +120,8 @@ struct hl_mlir_op {
   int operand_type_count;
   hl_shape_t *result_types;
   int result_type_count;
+  hl_mlir_quant_ids_t operand_type_quant;  // quantization ids of operand_types
+  hl_mlir_quant_ids_t result_type_quant;   // ... and of result_types
   bool has_function_type;     // ':' (...) -> (...) rather than a type list
   // func.func: symbol, visibility, signature, body.
   char *symbol;
@@ -120,6 +147,8 @@ typedef struct hl_mlir_file {
   int op_count;
   hl_mlir_resource_t *resources;
   int resource_count;
+  hl_mlir_quant_type_t *quant_types;  // every !quant.uniform parsed (ids index it)
+  int quant_type_count;
 } hl_mlir_file_t;
 
 void hl_mlir_attr_deinit(hl_mlir_attr_t *a);

@@ -9,6 +9,7 @@
 
 #include "runtime/base/alloc.h"
 #include "runtime/stablehlo/mlir_lexer.h"
+#include "runtime/stablehlo/quant_type.h"
 
 typedef struct alias {
   char *name;  // with its '#' or '!'
@@ -23,6 +24,7 @@ typedef struct parser {
   alias_t *aliases;
   int alias_count, alias_cap;
   int nesting;  // types / attributes being parsed inside each other (and alias uses)
+  int last_quant;  // quantization id of the type parse_type parsed last (0: none)
 } parser_t;
 
 // Deeper nesting of types, attribute values and alias uses is refused, so a
@@ -120,6 +122,33 @@ static hl_status_t parse_alias_use(parser_t *p, hl_shape_t *type_out, hl_mlir_at
   return NULL;
 }
 
+// `!quant.uniform<...>`: the element is its storage type; the quantization
+// goes into the file's table and p->last_quant.
+static hl_status_t parse_quant_element(parser_t *p, hl_dtype_t *out) {
+  hl_mlir_token_t at = *TOK;
+  size_t i = tok_end(p);
+  hl_mlir_quant_type_t q;
+  const char *msg = hl_mlir_scan_quant_uniform(p->lx.src, p->lx.size, &i, &q);
+  if (msg) {
+    hl_mlir_lex_seek(&p->lx, i);
+    return ERR("%s", msg);
+  }
+  q.line = at.line;
+  q.column = at.column;
+  hl_mlir_file_t *f = p->file;
+  hl_mlir_quant_type_t *slot = push(&f->quant_types, &f->quant_type_count, sizeof(q));
+  if (!slot) {
+    hl_free(q.scales);
+    hl_free(q.zero_points);
+    return HL_OOM();
+  }
+  *slot = q;
+  p->last_quant = f->quant_type_count;
+  *out = q.storage;
+  hl_mlir_lex_seek(&p->lx, i);
+  return NULL;
+}
+
 static hl_status_t parse_element_type(parser_t *p, hl_dtype_t *out) {
   if (at_ident(p, "complex")) {
     advance(p);
@@ -129,6 +158,15 @@ static hl_status_t parse_element_type(parser_t *p, hl_dtype_t *out) {
     if (inner != HL_F32 && inner != HL_F64) return ERR("complex element type must be f32 or f64");
     *out = inner == HL_F32 ? HL_C64 : HL_C128;
     return expect_punct(p, '>');
+  }
+  if (hl_mlir_tok_is(TOK, HL_MTOK_BANG, "!quant.uniform")) return parse_quant_element(p, out);
+  if (TOK->kind == HL_MTOK_BANG && find_alias(p, TOK)) {  // `!q = !quant.uniform<...>`, tensor<4x!q>
+    hl_shape_t s;
+    HL_RETURN_IF_ERROR(parse_alias_use(p, &s, NULL));
+    bool scalar = s.dtype != HL_TUPLE && s.dtype != HL_TOKEN && s.rank == 0;
+    *out = s.dtype;
+    hl_shape_deinit(&s);
+    return scalar ? NULL : ERR("alias is not an element type");
   }
   if (TOK->kind == HL_MTOK_BANG) {
     if (TOK->length >= 6 && memcmp(TOK->text, "!quant", 6) == 0)
@@ -167,10 +205,12 @@ static hl_status_t parse_tensor_type(parser_t *p, hl_shape_t *out) {
   hl_dtype_t t;
   HL_RETURN_IF_ERROR(parse_element_type(p, &t));
   if (accept_punct(p, ',')) {  // encoding (bounds, sparsity): not needed for static shapes
+    int quant = p->last_quant;
     hl_mlir_attr_t enc = {0};
     hl_status_t st = parse_attr_value(p, &enc, false);
     hl_mlir_attr_deinit(&enc);
     HL_RETURN_IF_ERROR(st);
+    p->last_quant = quant;
   }
   HL_RETURN_IF_ERROR(expect_punct(p, '>'));
   *out = hl_shape_array(t, rank, dims);
@@ -184,6 +224,7 @@ static hl_status_t parse_type(parser_t *p, hl_shape_t *out) {
   if (p->nesting >= kMaxNesting)
     return ERR("types nest more than %d deep (or an alias refers to itself)", kMaxNesting);
   p->nesting++;
+  p->last_quant = 0;
   hl_status_t st = parse_type_nested(p, out);
   p->nesting--;
   return st;
@@ -211,6 +252,7 @@ static hl_status_t parse_type_nested(parser_t *p, hl_shape_t *out) {
       hl_shape_t *slot = push(&el, &count, sizeof(hl_shape_t));
       if (!slot) st = HL_OOM();
       if (!st) st = parse_type(p, slot);
+      if (!st && p->last_quant) st = ERR("tuples of quantized tensors are not supported");
       if (!st && !at_punct(p, '>')) st = expect_punct(p, ',');
     }
     if (!st) st = expect_punct(p, '>');
@@ -240,17 +282,33 @@ static bool at_type_start(parser_t *p) {
          hl_mlir_element_type(TOK->text, TOK->length) != HL_INVALID;
 }
 
-static hl_status_t push_type(parser_t *p, hl_shape_t **arr, int *n) {
+// Records quantization id `id` for entry k of a type list.
+static hl_status_t record_quant(hl_mlir_quant_ids_t *q, int k, int id) {
+  if (!id && k >= q->n) return NULL;
+  if (k >= q->n) {
+    int *ni = hl_realloc(q->ids, (size_t)(k + 1) * sizeof(int));
+    if (!ni) return HL_OOM();
+    for (int i = q->n; i <= k; i++) ni[i] = 0;
+    q->ids = ni;
+    q->n = k + 1;
+  }
+  q->ids[k] = id;
+  return NULL;
+}
+
+static hl_status_t push_type(parser_t *p, hl_shape_t **arr, int *n, hl_mlir_quant_ids_t *q) {
   hl_shape_t *slot = push(arr, n, sizeof(hl_shape_t));
   if (!slot) return HL_OOM();
-  return parse_type(p, slot);
+  HL_RETURN_IF_ERROR(parse_type(p, slot));
+  return record_quant(q, *n - 1, p->last_quant);
 }
 
 // ( type, type, ... ) -- the '(' is current.
-static hl_status_t parse_paren_types(parser_t *p, hl_shape_t **arr, int *n) {
+static hl_status_t parse_paren_types(parser_t *p, hl_shape_t **arr, int *n,
+                                     hl_mlir_quant_ids_t *q) {
   HL_RETURN_IF_ERROR(expect_punct(p, '('));
   while (!at_punct(p, ')')) {
-    HL_RETURN_IF_ERROR(push_type(p, arr, n));
+    HL_RETURN_IF_ERROR(push_type(p, arr, n, q));
     if (!at_punct(p, ')')) HL_RETURN_IF_ERROR(expect_punct(p, ','));
   }
   advance(p);
@@ -403,6 +461,7 @@ static hl_status_t parse_dense_array(parser_t *p, hl_mlir_attr_t *a) {
   advance(p);
   HL_RETURN_IF_ERROR(expect_punct(p, '<'));
   HL_RETURN_IF_ERROR(parse_type(p, &a->type));
+  a->type_quant = p->last_quant;
   a->has_type = true;
   if (accept_punct(p, ':')) {
     while (!at_punct(p, '>')) {
@@ -467,6 +526,7 @@ static hl_status_t parse_attr_value_nested(parser_t *p, hl_mlir_attr_t *a,
     case HL_MTOK_BANG:
       a->kind = HL_MATTR_TYPE;
       HL_RETURN_IF_ERROR(parse_type(p, &a->type));
+      a->type_quant = p->last_quant;
       a->has_type = true;
       return NULL;
     case HL_MTOK_IDENT:
@@ -495,6 +555,7 @@ static hl_status_t parse_attr_value_nested(parser_t *p, hl_mlir_attr_t *a,
       } else if (at_type_start(p) && !at_ident(p, "i") && !at_ident(p, "f")) {
         a->kind = HL_MATTR_TYPE;
         HL_RETURN_IF_ERROR(parse_type(p, &a->type));
+        a->type_quant = p->last_quant;
         a->has_type = true;
         return NULL;
       } else {
@@ -516,6 +577,7 @@ static hl_status_t parse_attr_value_nested(parser_t *p, hl_mlir_attr_t *a,
     }
     hl_shape_deinit(&a->type);
     HL_RETURN_IF_ERROR(parse_type(p, &a->type));
+    a->type_quant = p->last_quant;
     a->has_type = true;
   }
   return NULL;
@@ -622,6 +684,7 @@ static hl_status_t parse_block_header(parser_t *p, hl_mlir_block_t *b) {
       advance(p);
       HL_RETURN_IF_ERROR(expect_punct(p, ':'));
       HL_RETURN_IF_ERROR(parse_type(p, tslot));
+      HL_RETURN_IF_ERROR(record_quant(&b->arg_quant, b->arg_count - 1, p->last_quant));
       HL_RETURN_IF_ERROR(skip_loc(p));
       if (!at_punct(p, ')')) HL_RETURN_IF_ERROR(expect_punct(p, ','));
     }
@@ -673,19 +736,22 @@ static hl_status_t push_region(parser_t *p, hl_mlir_op_t *op) {
 static hl_status_t parse_signature(parser_t *p, hl_mlir_op_t *op) {
   advance(p);  // ':'
   if (at_punct(p, '(')) {
-    HL_RETURN_IF_ERROR(parse_paren_types(p, &op->operand_types, &op->operand_type_count));
+    HL_RETURN_IF_ERROR(parse_paren_types(p, &op->operand_types, &op->operand_type_count,
+                                         &op->operand_type_quant));
     if (TOK->kind != HL_MTOK_ARROW) return ERR("expected '->' in function type");
     advance(p);
     op->has_function_type = true;
-    if (at_punct(p, '(')) return parse_paren_types(p, &op->result_types, &op->result_type_count);
-    return push_type(p, &op->result_types, &op->result_type_count);
+    if (at_punct(p, '(')) return parse_paren_types(p, &op->result_types, &op->result_type_count,
+                                                    &op->result_type_quant);
+    return push_type(p, &op->result_types, &op->result_type_count, &op->result_type_quant);
   }
-  HL_RETURN_IF_ERROR(push_type(p, &op->operand_types, &op->operand_type_count));
+  HL_RETURN_IF_ERROR(push_type(p, &op->operand_types, &op->operand_type_count, &op->operand_type_quant));
   if (TOK->kind == HL_MTOK_ARROW) {  // CHLO's `: type -> type`
     advance(p);
     op->has_function_type = true;
-    if (at_punct(p, '(')) return parse_paren_types(p, &op->result_types, &op->result_type_count);
-    return push_type(p, &op->result_types, &op->result_type_count);
+    if (at_punct(p, '(')) return parse_paren_types(p, &op->result_types, &op->result_type_count,
+                                                    &op->result_type_quant);
+    return push_type(p, &op->result_types, &op->result_type_count, &op->result_type_quant);
   }
   while (at_punct(p, ',')) {
     hl_mlir_lexer_t saved = p->lx;
@@ -694,7 +760,7 @@ static hl_status_t parse_signature(parser_t *p, hl_mlir_op_t *op) {
       p->lx = saved;
       break;
     }
-    HL_RETURN_IF_ERROR(push_type(p, &op->operand_types, &op->operand_type_count));
+    HL_RETURN_IF_ERROR(push_type(p, &op->operand_types, &op->operand_type_count, &op->operand_type_quant));
   }
   return NULL;
 }
@@ -1004,6 +1070,7 @@ static hl_status_t parse_func(parser_t *p, hl_mlir_op_t *op) {
     advance(p);
     HL_RETURN_IF_ERROR(expect_punct(p, ':'));
     HL_RETURN_IF_ERROR(parse_type(p, tslot));
+    HL_RETURN_IF_ERROR(record_quant(&b->arg_quant, b->arg_count - 1, p->last_quant));
     if (at_punct(p, '{')) HL_RETURN_IF_ERROR(parse_dict(p, aslot));
     HL_RETURN_IF_ERROR(skip_loc(p));
     if (!at_punct(p, ')')) HL_RETURN_IF_ERROR(expect_punct(p, ','));
@@ -1016,6 +1083,8 @@ static hl_status_t parse_func(parser_t *p, hl_mlir_op_t *op) {
     if (!slot) return HL_OOM();
     HL_RETURN_IF_ERROR(hl_shape_copy(&b->arg_types[i], slot));
     op->operand_type_count = n;
+    HL_RETURN_IF_ERROR(
+        record_quant(&op->operand_type_quant, i, hl_mlir_quant_id(&b->arg_quant, i)));
   }
   if (TOK->kind == HL_MTOK_ARROW) {
     advance(p);
@@ -1024,7 +1093,7 @@ static hl_status_t parse_func(parser_t *p, hl_mlir_op_t *op) {
       int n = op->result_type_count;
       hl_mlir_attr_t *aslot = push(&op->res_attrs, &n, sizeof(hl_mlir_attr_t));
       if (!aslot) return HL_OOM();
-      HL_RETURN_IF_ERROR(push_type(p, &op->result_types, &op->result_type_count));
+      HL_RETURN_IF_ERROR(push_type(p, &op->result_types, &op->result_type_count, &op->result_type_quant));
       if (paren && at_punct(p, '{')) HL_RETURN_IF_ERROR(parse_dict(p, aslot));
       HL_RETURN_IF_ERROR(skip_loc(p));
       if (paren && !at_punct(p, ')')) HL_RETURN_IF_ERROR(expect_punct(p, ','));

@@ -170,6 +170,7 @@ static hl_status_t lookup_in(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_v
     HL_RETURN_IF_ERROR(hl_lower_add(L, env->computation, NULL, HL_OP_GET_TUPLE_ELEMENT,
                                     &outer->shape, &env->param, 1, &g));
     g->attrs.tuple_index = env->base + k;
+    HL_RETURN_IF_ERROR(hl_quant_note(L, g, hl_quant_of(L, outer)));
     env->inner[k] = g;
   }
   *out = env->inner[k];
@@ -191,7 +192,7 @@ hl_status_t hl_lower_bind_results(hl_lower_t *L, hl_lower_env_t *env, const hl_m
     HL_RETURN_IF_ERROR(hl_lower_bind(env, op->result_names[g], values + at, op->result_counts[g]));
     at += op->result_counts[g];
   }
-  return NULL;
+  return hl_quant_note_results(L, op, values, count);
 }
 
 //===----------------------------------------------------------------------===//
@@ -252,6 +253,7 @@ hl_status_t hl_lower_scalar_region(hl_lower_t *L, hl_lower_env_t *env, const hl_
   for (int i = 0; !st && i < b->arg_count; i++) {
     hl_instruction_t *p;
     st = add_parameter(L, c, op, i, &b->arg_types[i], &p);
+    if (!st) st = hl_quant_note(L, p, hl_mlir_quant_id(&b->arg_quant, i));
     if (!st) st = hl_lower_bind(&sub, b->arg_names[i], &p, 1);
   }
   hl_instruction_t **vals = NULL;
@@ -318,6 +320,10 @@ static hl_status_t lower_capturing(hl_lower_t *L, hl_lower_env_t *outer, const h
     HL_RETURN_IF_ERROR(hl_lower_add(L, c, op, HL_OP_GET_TUPLE_ELEMENT, &arg_shapes[i],
                                     &out->env.param, 1, &g));
     g->attrs.tuple_index = i;
+    // A quantized loop value: its block argument's type (pretty while: the op's types).
+    int quant = b->arg_count ? hl_mlir_quant_id(&b->arg_quant, i)
+                             : hl_mlir_quant_id(&op->operand_type_quant, i);
+    HL_RETURN_IF_ERROR(hl_quant_note(L, g, quant));
     HL_RETURN_IF_ERROR(
         hl_lower_bind(&out->env, b->arg_count ? b->arg_names[i] : arg_names[i], &g, 1));
   }
@@ -777,6 +783,7 @@ static hl_status_t lower_function_body(hl_lower_t *L, hl_lower_func_t *f) {
   for (int i = 0; !st && i < b->arg_count; i++) {
     hl_instruction_t *p;
     st = add_parameter(L, c, fn, i, &b->arg_types[i], &p);
+    if (!st) st = hl_quant_note(L, p, hl_mlir_quant_id(&b->arg_quant, i));
     if (!st) st = hl_lower_bind(&env, b->arg_names[i], &p, 1);
   }
   hl_instruction_t **vals = NULL;
@@ -964,6 +971,7 @@ hl_status_t hl_stablehlo_load(const char *text, size_t length, const char *path,
   }
   if (!st) st = lower_file(&L);
   hl_free(L.funcs);
+  hl_free(L.quant_by_id);
   hl_mlir_file_deinit(&file);
   if (st) {
     hl_module_destroy(L.module);
