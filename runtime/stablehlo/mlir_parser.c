@@ -696,6 +696,12 @@ static hl_status_t parse_signature(parser_t *p, hl_mlir_op_t *op) {
     }
     HL_RETURN_IF_ERROR(push_type(p, &op->operand_types, &op->operand_type_count));
   }
+  if (TOK->kind == HL_MTOK_ARROW) {  // CHLO's `: type, type -> type` (next_after, zeta)
+    advance(p);
+    op->has_function_type = true;
+    if (at_punct(p, '(')) return parse_paren_types(p, &op->result_types, &op->result_type_count);
+    return push_type(p, &op->result_types, &op->result_type_count);
+  }
   return NULL;
 }
 
@@ -792,6 +798,18 @@ static hl_status_t parse_paren_operands(parser_t *p, hl_mlir_op_t *op) {
     if (at_ident(p, "init")) {
       advance(p);
       HL_RETURN_IF_ERROR(expect_punct(p, ':'));
+      continue;
+    }
+    if (TOK->kind == HL_MTOK_IDENT) {  // chlo.top_k(%x, k = 8, is_stable = true)
+      hl_mlir_token_t name = *TOK;
+      advance(p);
+      HL_RETURN_IF_ERROR(expect_punct(p, '='));
+      int n = op->attr_count;
+      char **nslot = push(&op->attr_names, &n, sizeof(char *));
+      hl_mlir_attr_t *v = nslot ? push(&op->attrs, &op->attr_count, sizeof(*v)) : NULL;
+      if (!v || !(*nslot = tok_strdup(&name, 0))) return HL_OOM();
+      HL_RETURN_IF_ERROR(parse_attr_value(p, v, false));
+      accept_punct(p, ',');
       continue;
     }
     if (TOK->kind != HL_MTOK_VALUE) return ERR("expected an operand");
