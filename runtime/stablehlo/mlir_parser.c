@@ -1020,6 +1020,7 @@ static hl_status_t parse_func(parser_t *p, hl_mlir_op_t *op) {
     char **nslot = push(&b->arg_names, &n, sizeof(char *));
     hl_shape_t *tslot = nslot ? push(&b->arg_types, &b->arg_count, sizeof(hl_shape_t)) : NULL;
     hl_mlir_attr_t *aslot = tslot ? push(&op->arg_attrs, &n2, sizeof(hl_mlir_attr_t)) : NULL;
+    if (aslot) op->arg_attr_count = n2;
     if (!aslot || !(*nslot = tok_strdup(TOK, 1))) return HL_OOM();
     advance(p);
     HL_RETURN_IF_ERROR(expect_punct(p, ':'));
@@ -1044,6 +1045,7 @@ static hl_status_t parse_func(parser_t *p, hl_mlir_op_t *op) {
       int n = op->result_type_count;
       hl_mlir_attr_t *aslot = push(&op->res_attrs, &n, sizeof(hl_mlir_attr_t));
       if (!aslot) return HL_OOM();
+      op->res_attr_count = n;
       HL_RETURN_IF_ERROR(push_type(p, &op->result_types, &op->result_type_count));
       if (paren && at_punct(p, '{')) HL_RETURN_IF_ERROR(parse_dict(p, aslot));
       HL_RETURN_IF_ERROR(skip_loc(p));
@@ -1153,7 +1155,9 @@ static hl_status_t parse_generic_func(parser_t *p, hl_mlir_op_t *op) {
   hl_mlir_attr_t args = {0}, results = {0};
   hl_status_t st = parse_generic_func_props(p, op, &args, &results);
   if (!st) st = take_attr_list(&args, op->operand_type_count, &op->arg_attrs);
+  if (op->arg_attrs) op->arg_attr_count = op->operand_type_count;
   if (!st) st = take_attr_list(&results, op->result_type_count, &op->res_attrs);
+  if (op->res_attrs) op->res_attr_count = op->result_type_count;
   hl_mlir_attr_deinit(&args);
   hl_mlir_attr_deinit(&results);
   HL_RETURN_IF_ERROR(st);
