@@ -2,9 +2,11 @@
 // decompositions of upstream's ChloLegalizeToStablehlo.cpp), diagnostics; and
 // the parser forms this work added (generic func.func / builtin.module,
 // chlo.top_k's `(x, k = n)`), with the argument-attribute leak fuzz_program_loader
-// found (a function whose argument list fails after an attribute dict).
+// found (a function whose argument list fails after an attribute dict) and
+// its heap overflow (a dense list for a zero-element tensor was stored into it).
 // hl-test-libs: hl_stablehlo hl_ir hl_base
 #include "runtime/base/alloc.h"
+#include "runtime/stablehlo/mlir_dense.h"
 #include "runtime/stablehlo/mlir_parser.h"
 #include "runtime/stablehlo/stablehlo.h"
 #include "tests/unit/test_util.h"
@@ -127,12 +129,37 @@ static void test_argument_attrs_freed_on_error(void) {
   HL_ASSERT_ERROR_CONTAINS(hl_mlir_parse(src2, strlen(src2), "c.mlir", 1, &f), "c.mlir:1:");
 }
 
+// fuzz_program_loader: `dense<[[...8 values...]]> : tensor<0x8xi64>` wrote its
+// first value into the zero-element literal. Now: an error; a splat of an
+// empty tensor is still read (and checked).
+static void test_dense_list_for_empty_tensor(void) {
+  const char *src = "func.func @main() -> tensor<0x8xi64> {\n"
+                    "  %0 = stablehlo.constant dense<[[0, 1, 2, 3, 4, 5, 6, 7]]> : tensor<0x8xi64>\n"
+                    "  return %0 : tensor<0x8xi64>\n}\n";
+  hl_module_t *m = NULL;
+  HL_ASSERT_ERROR_CONTAINS(hl_stablehlo_load(src, strlen(src), "c.mlir", 1, &m),
+                           "c.mlir:2:32: error: dense literal: more elements than");
+  const char *splat = "func.func @main() -> tensor<0xf32> {\n"
+                      "  %0 = stablehlo.constant dense<1.5> : tensor<0xf32>\n"
+                      "  return %0 : tensor<0xf32>\n}\n";
+  m = load(splat);
+  CU_ASSERT_EQUAL(m->entry->root->opcode, HL_OP_CONSTANT);
+  CU_ASSERT_EQUAL(hl_literal_element_count(m->entry->root->attrs.literal), 0);
+  hl_module_destroy(m);
+  const char *bad = "func.func @main() -> tensor<0xf32> {\n"
+                    "  %0 = stablehlo.constant dense<zz> : tensor<0xf32>\n"
+                    "  return %0 : tensor<0xf32>\n}\n";
+  m = NULL;
+  HL_ASSERT_ERROR_CONTAINS(hl_stablehlo_load(bad, strlen(bad), "c.mlir", 1, &m), "c.mlir:2:");
+}
+
 static CU_TestInfo tests[] = {
     {"broadcasting_ir", test_broadcasting_ir},
     {"decompositions_ir", test_decompositions_ir},
     {"diagnostics", test_diagnostics},
     {"generic_func", test_generic_func},
     {"argument_attrs_freed_on_error", test_argument_attrs_freed_on_error},
+    {"dense_list_for_empty_tensor", test_dense_list_for_empty_tensor},
     CU_TEST_INFO_NULL,
 };
 HL_TEST_MAIN("chlo_lower", tests)
