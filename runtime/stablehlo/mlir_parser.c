@@ -156,7 +156,10 @@ static hl_status_t parse_tensor_type(parser_t *p, hl_shape_t *out) {
     if (i < n && s[i] == '?') return ERR("dynamic dimensions ('?') are not supported");
     if (i >= n || s[i] < '0' || s[i] > '9') break;
     int64_t d = 0;
-    while (i < n && s[i] >= '0' && s[i] <= '9') d = d * 10 + (s[i++] - '0');
+    while (i < n && s[i] >= '0' && s[i] <= '9') {
+      if (d > (INT64_MAX - 9) / 10) return ERR("tensor dimension too large");
+      d = d * 10 + (s[i++] - '0');
+    }
     if (i >= n || s[i] != 'x') return ERR("malformed tensor shape");
     i++;
     if (rank == HL_MAX_RANK) return ERR("tensor rank above %d", HL_MAX_RANK);

@@ -3,7 +3,8 @@
 // the parser forms this work added (generic func.func / builtin.module,
 // chlo.top_k's `(x, k = n)`), with the argument-attribute leak fuzz_program_loader
 // found (a function whose argument list fails after an attribute dict) and
-// its heap overflow (a dense list for a zero-element tensor was stored into it).
+// its heap overflow (a dense list for a zero-element tensor was stored into it)
+// and signed overflow (a 19-digit tensor dimension).
 // hl-test-libs: hl_stablehlo hl_ir hl_base
 #include "runtime/base/alloc.h"
 #include "runtime/stablehlo/mlir_dense.h"
@@ -153,6 +154,15 @@ static void test_dense_list_for_empty_tensor(void) {
   HL_ASSERT_ERROR_CONTAINS(hl_stablehlo_load(bad, strlen(bad), "c.mlir", 1, &m), "c.mlir:2:");
 }
 
+// fuzz_program_loader: `tensor<66666666666666666666xf32>` overflowed int64
+// while its digits were read (UBSan). Now: an error at the type.
+static void test_huge_tensor_dimension(void) {
+  const char *src = "func.func @main(%a: tensor<66666666666666666666xf32>) {\n  return\n}\n";
+  hl_mlir_file_t f;
+  HL_ASSERT_ERROR_CONTAINS(hl_mlir_parse(src, strlen(src), "c.mlir", 1, &f),
+                           "tensor dimension too large");
+}
+
 static CU_TestInfo tests[] = {
     {"broadcasting_ir", test_broadcasting_ir},
     {"decompositions_ir", test_decompositions_ir},
@@ -160,6 +170,7 @@ static CU_TestInfo tests[] = {
     {"generic_func", test_generic_func},
     {"argument_attrs_freed_on_error", test_argument_attrs_freed_on_error},
     {"dense_list_for_empty_tensor", test_dense_list_for_empty_tensor},
+    {"huge_tensor_dimension", test_huge_tensor_dimension},
     CU_TEST_INFO_NULL,
 };
 HL_TEST_MAIN("chlo_lower", tests)
