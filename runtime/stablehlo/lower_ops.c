@@ -630,6 +630,11 @@ static hl_status_t lower_convolution_attrs(op_ctx_t *x, hl_instruction_t *inst,
   if (parts[2]) HL_RETURN_IF_ERROR(conv_layout(x, parts[2], "b", "f", &cd->output_batch_dimension,
                                  &cd->output_feature_dimension, &cd->output_spatial_dimensions));
   int ns = cd->kernel_spatial_dimensions.n;
+  for (int i = 0; i < ns; i++)  // the window sizes below read the kernel's dimensions
+    if (cd->kernel_spatial_dimensions.v[i] < 0 ||
+        cd->kernel_spatial_dimensions.v[i] >= x->operands[1]->shape.rank)
+      return OPERR("has kernel spatial dimension %lld outside the rank-%d kernel",
+                   (long long)cd->kernel_spatial_dimensions.v[i], x->operands[1]->shape.rank);
   HL_RETURN_IF_ERROR(new_window(a, ns));
   for (int i = 0; i < ns; i++)
     a->window.dims[i].size = x->operands[1]->shape.dims[cd->kernel_spatial_dimensions.v[i]];

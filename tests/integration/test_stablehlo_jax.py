@@ -113,7 +113,21 @@ def generic_form_conv():
         if r.returncode != 0:
             return r.describe()
         want = (2 * conv_nhwc_hwio(x, w.astype(np.float64), 1)).astype(np.float32)
-        return hl.compare("conv", hl.read_outputs(out, 0, 0, 1)[0], want, tol=(1e-5, 1e-5))
+        msg = hl.compare("conv", hl.read_outputs(out, 0, 0, 1)[0], want, tol=(1e-5, 1e-5))
+        if msg:
+            return msg
+        # A raw dimension number outside the kernel's rank is an error at the op.
+        with open(os.path.join(PROGRAMS, "generic_conv.mlir")) as f:
+            text = f.read().replace("kernel_spatial_dimensions = [0, 1]",
+                                    "kernel_spatial_dimensions = [0, 9]")
+        bad = os.path.join(d, "bad.mlir")
+        with open(bad, "w") as f:
+            f.write(text)
+        r = hl.launch(bad, args_dir=args)
+        needle = "'stablehlo.convolution' has kernel spatial dimension 9 outside the rank-4 kernel"
+        if r.returncode == 0 or needle not in r.stderr:
+            return "expected %r\n%s" % (needle, r.describe())
+    return None
 
 
 if __name__ == "__main__":
