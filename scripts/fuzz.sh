@@ -29,7 +29,8 @@ CC=clang cmake -S "$HL_ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHL_FU
 hl_log "building the harnesses and hlo-convert (for proto seeds)"
 cmake --build "$dir" -j "$(hl_jobs)" --target "${harnesses[@]}" hlo-convert
 
-# Seeds: every text program, their binary protos (plain and gzip'd) and .npy files.
+# Seeds: every text program, their binary protos (plain and gzip'd), the StableHLO
+# programs of tests/stablehlo and .npy files.
 seed_text() {
   find "$HL_ROOT/tests/programs" "$HL_ROOT/tests/ops" -name '*.hlo' -size -64k
 }
@@ -41,6 +42,8 @@ make_seeds() {
       seed_text | while read -r f; do cp -n "$f" "$out/" ; done ;;
     fuzz_program_loader)
       cp -n "$HL_ROOT"/tests/programs/*.pb "$out/" 2>/dev/null || true
+      # StableHLO text (the loader detects it by content), small files only.
+      find "$HL_ROOT/tests/stablehlo" -name '*.mlir' -size -64k -exec cp -n {} "$out/" \;
       seed_text | sed -n 1,200p | while read -r f; do
         i=$((i + 1))
         [ -e "$out/seed$i.pb" ] || "$dir/launcher/hlo-convert" --no-verify "$f" "$out/seed$i.pb" \

@@ -26,6 +26,8 @@ bool spmd_is_elementwise(hl_opcode_t op) {
     case HL_OP_RSQRT: case HL_OP_SELECT: case HL_OP_SHIFT_LEFT: case HL_OP_SHIFT_RIGHT_ARITHMETIC:
     case HL_OP_SHIFT_RIGHT_LOGICAL: case HL_OP_SIGN: case HL_OP_SIN: case HL_OP_SINH: case HL_OP_SQRT:
     case HL_OP_SUBTRACT: case HL_OP_TAN: case HL_OP_TANH: case HL_OP_XOR:
+    case HL_OP_BESSEL_I1E: case HL_OP_DIGAMMA: case HL_OP_ERF_INV: case HL_OP_ERFC:
+    case HL_OP_LGAMMA: case HL_OP_NEXT_AFTER: case HL_OP_POLYGAMMA: case HL_OP_ZETA:
       return true;
     default:
       return false;

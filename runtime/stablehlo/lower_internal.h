@@ -90,6 +90,11 @@ hl_status_t hl_lower_op(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_op_t *
 hl_status_t hl_lower_control_flow(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_op_t *op,
                                   hl_instruction_t *const *operands, bool *out_handled);
 
+// CHLO ops with a lowering of their own (chlo_lower.c); *out_handled is
+// false for the others (those sharing an IR op stay in lower_ops.c).
+hl_status_t hl_lower_chlo(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_op_t *op,
+                          hl_instruction_t *const *operands, bool *out_handled);
+
 // The instruction value %name#index visible in env (capturing through
 // regions as needed).
 hl_status_t hl_lower_lookup(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_value_ref_t *ref,

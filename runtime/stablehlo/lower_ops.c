@@ -601,7 +601,19 @@ static hl_status_t lower_convolution_attrs(op_ctx_t *x, hl_instruction_t *inst,
   const hl_mlir_attr_t *dn = attr_any(op, "dim_numbers", "dimension_numbers");
   if (!dn) return OPERR("needs dimension numbers");
   const hl_mlir_attr_t *parts[3] = {NULL, NULL, NULL};
-  if (dn->kind == HL_MATTR_ARRAY && dn->n == 3) {
+  if (dn->kind == HL_MATTR_DIALECT && hl_mlir_attr_member(dn, "input_batch_dimension")) {
+    // #stablehlo.conv<raw input_batch_dimension = 0, input_feature_dimension = 3, ...>
+    // (fields left out are empty lists / 0, as MLIR prints them).
+    cd->input_batch_dimension = member_int(dn, "input_batch_dimension", 0);
+    cd->input_feature_dimension = member_int(dn, "input_feature_dimension", 0);
+    cd->kernel_input_feature_dimension = member_int(dn, "kernel_input_feature_dimension", 0);
+    cd->kernel_output_feature_dimension = member_int(dn, "kernel_output_feature_dimension", 0);
+    cd->output_batch_dimension = member_int(dn, "output_batch_dimension", 0);
+    cd->output_feature_dimension = member_int(dn, "output_feature_dimension", 0);
+    HL_RETURN_IF_ERROR(member_list(x, dn, "input_spatial_dimensions", &cd->input_spatial_dimensions));
+    HL_RETURN_IF_ERROR(member_list(x, dn, "kernel_spatial_dimensions", &cd->kernel_spatial_dimensions));
+    HL_RETURN_IF_ERROR(member_list(x, dn, "output_spatial_dimensions", &cd->output_spatial_dimensions));
+  } else if (dn->kind == HL_MATTR_ARRAY && dn->n == 3) {
     for (int i = 0; i < 3; i++) parts[i] = &dn->items[i];
   } else if (dn->kind == HL_MATTR_DIALECT) {
     int k = 0;
@@ -611,13 +623,18 @@ static hl_status_t lower_convolution_attrs(op_ctx_t *x, hl_instruction_t *inst,
   } else {
     return OPERR("has malformed dimension numbers");
   }
-  HL_RETURN_IF_ERROR(conv_layout(x, parts[0], "b", "f", &cd->input_batch_dimension,
+  if (parts[0]) HL_RETURN_IF_ERROR(conv_layout(x, parts[0], "b", "f", &cd->input_batch_dimension,
                                  &cd->input_feature_dimension, &cd->input_spatial_dimensions));
-  HL_RETURN_IF_ERROR(conv_layout(x, parts[1], "i", "o", &cd->kernel_input_feature_dimension,
+  if (parts[1]) HL_RETURN_IF_ERROR(conv_layout(x, parts[1], "i", "o", &cd->kernel_input_feature_dimension,
                                  &cd->kernel_output_feature_dimension, &cd->kernel_spatial_dimensions));
-  HL_RETURN_IF_ERROR(conv_layout(x, parts[2], "b", "f", &cd->output_batch_dimension,
+  if (parts[2]) HL_RETURN_IF_ERROR(conv_layout(x, parts[2], "b", "f", &cd->output_batch_dimension,
                                  &cd->output_feature_dimension, &cd->output_spatial_dimensions));
   int ns = cd->kernel_spatial_dimensions.n;
+  for (int i = 0; i < ns; i++)  // the window sizes below read the kernel's dimensions
+    if (cd->kernel_spatial_dimensions.v[i] < 0 ||
+        cd->kernel_spatial_dimensions.v[i] >= x->operands[1]->shape.rank)
+      return OPERR("has kernel spatial dimension %lld outside the rank-%d kernel",
+                   (long long)cd->kernel_spatial_dimensions.v[i], x->operands[1]->shape.rank);
   HL_RETURN_IF_ERROR(new_window(a, ns));
   for (int i = 0; i < ns; i++)
     a->window.dims[i].size = x->operands[1]->shape.dims[cd->kernel_spatial_dimensions.v[i]];
@@ -993,6 +1010,7 @@ hl_status_t hl_lower_op(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_op_t *
   bool handled = false;
   if (!st) st = hl_quant_lower_op(L, env, op, ctx.operands, &handled);  // quant_lower.c
   if (!st && !handled) st = hl_lower_control_flow(L, env, op, ctx.operands, &handled);
+  if (!st && !handled) st = hl_lower_chlo(L, env, op, ctx.operands, &handled);
   if (st || handled) {
     hl_free(ctx.operands);
     return st;

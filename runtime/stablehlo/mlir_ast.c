@@ -59,8 +59,8 @@ void hl_mlir_op_deinit(hl_mlir_op_t *op) {
     hl_free(op->regions[r].blocks);
   }
   hl_free(op->regions);
-  attrs_free(op->arg_attrs, op->operand_type_count);
-  attrs_free(op->res_attrs, op->result_type_count);
+  attrs_free(op->arg_attrs, op->arg_attr_count);
+  attrs_free(op->res_attrs, op->res_attr_count);
   shapes_free(op->operand_types, op->operand_type_count);
   shapes_free(op->result_types, op->result_type_count);
   hl_free(op->operand_type_quant.ids);

@@ -128,6 +128,7 @@ struct hl_mlir_op {
   bool is_private;
   hl_mlir_attr_t *arg_attrs;  // one DICT (or UNIT when absent) per argument / result
   hl_mlir_attr_t *res_attrs;
+  int arg_attr_count, res_attr_count;  // entries allocated (what deinit frees)
 };
 
 typedef struct hl_mlir_resource {

@@ -203,7 +203,16 @@ static hl_status_t parse_list(cursor_t *c, hl_literal_t *lit, int64_t total, int
     return NULL;
   }
   if (*count >= total) return dense_error(c, "more elements than the tensor shape holds");
-  HL_RETURN_IF_ERROR(store_element(c, lit, *count));
+  if (*count < hl_literal_element_count(lit)) {
+    HL_RETURN_IF_ERROR(store_element(c, lit, *count));
+  } else {  // an empty tensor's splat value: parsed (and checked) into a scratch element
+    hl_shape_t one = hl_shape_scalar(lit->shape.dtype);
+    hl_literal_t *scratch;
+    HL_RETURN_IF_ERROR(hl_literal_create(&one, &scratch));
+    hl_status_t st = store_element(c, scratch, 0);
+    hl_literal_release(scratch);
+    HL_RETURN_IF_ERROR(st);
+  }
   (*count)++;
   return NULL;
 }

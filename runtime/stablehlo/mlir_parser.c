@@ -194,7 +194,10 @@ static hl_status_t parse_tensor_type(parser_t *p, hl_shape_t *out) {
     if (i < n && s[i] == '?') return ERR("dynamic dimensions ('?') are not supported");
     if (i >= n || s[i] < '0' || s[i] > '9') break;
     int64_t d = 0;
-    while (i < n && s[i] >= '0' && s[i] <= '9') d = d * 10 + (s[i++] - '0');
+    while (i < n && s[i] >= '0' && s[i] <= '9') {
+      if (d > (INT64_MAX - 9) / 10) return ERR("tensor dimension too large");
+      d = d * 10 + (s[i++] - '0');
+    }
     if (i >= n || s[i] != 'x') return ERR("malformed tensor shape");
     i++;
     if (rank == HL_MAX_RANK) return ERR("tensor rank above %d", HL_MAX_RANK);
@@ -762,6 +765,13 @@ static hl_status_t parse_signature(parser_t *p, hl_mlir_op_t *op) {
     }
     HL_RETURN_IF_ERROR(push_type(p, &op->operand_types, &op->operand_type_count, &op->operand_type_quant));
   }
+  if (TOK->kind == HL_MTOK_ARROW) {  // CHLO's `: type, type -> type` (next_after, zeta)
+    advance(p);
+    op->has_function_type = true;
+    if (at_punct(p, '(')) return parse_paren_types(p, &op->result_types, &op->result_type_count,
+                                                    &op->result_type_quant);
+    return push_type(p, &op->result_types, &op->result_type_count, &op->result_type_quant);
+  }
   return NULL;
 }
 
@@ -858,6 +868,18 @@ static hl_status_t parse_paren_operands(parser_t *p, hl_mlir_op_t *op) {
     if (at_ident(p, "init")) {
       advance(p);
       HL_RETURN_IF_ERROR(expect_punct(p, ':'));
+      continue;
+    }
+    if (TOK->kind == HL_MTOK_IDENT) {  // chlo.top_k(%x, k = 8, is_stable = true)
+      hl_mlir_token_t name = *TOK;
+      advance(p);
+      HL_RETURN_IF_ERROR(expect_punct(p, '='));
+      int n = op->attr_count;
+      char **nslot = push(&op->attr_names, &n, sizeof(char *));
+      hl_mlir_attr_t *v = nslot ? push(&op->attrs, &op->attr_count, sizeof(*v)) : NULL;
+      if (!v || !(*nslot = tok_strdup(&name, 0))) return HL_OOM();
+      HL_RETURN_IF_ERROR(parse_attr_value(p, v, false));
+      accept_punct(p, ',');
       continue;
     }
     if (TOK->kind != HL_MTOK_VALUE) return ERR("expected an operand");
@@ -1018,6 +1040,7 @@ static hl_status_t parse_results(parser_t *p, hl_mlir_op_t *op) {
 }
 
 static hl_status_t parse_func(parser_t *p, hl_mlir_op_t *op);
+static hl_status_t parse_generic_func(parser_t *p, hl_mlir_op_t *op);
 
 static hl_status_t parse_op(parser_t *p, hl_mlir_op_t *op) {
   op->line = TOK->line;
@@ -1030,6 +1053,7 @@ static hl_status_t parse_op(parser_t *p, hl_mlir_op_t *op) {
     op->name = hl_strndup(TOK->text + 1, TOK->length - 2);
     if (!op->name) return HL_OOM();
     advance(p);
+    if (strcmp(op->name, "func.func") == 0) return parse_generic_func(p, op);
     return parse_generic_body(p, op);
   }
   if (TOK->kind != HL_MTOK_IDENT) return ERR("expected an operation");
@@ -1066,6 +1090,7 @@ static hl_status_t parse_func(parser_t *p, hl_mlir_op_t *op) {
     char **nslot = push(&b->arg_names, &n, sizeof(char *));
     hl_shape_t *tslot = nslot ? push(&b->arg_types, &b->arg_count, sizeof(hl_shape_t)) : NULL;
     hl_mlir_attr_t *aslot = tslot ? push(&op->arg_attrs, &n2, sizeof(hl_mlir_attr_t)) : NULL;
+    if (aslot) op->arg_attr_count = n2;
     if (!aslot || !(*nslot = tok_strdup(TOK, 1))) return HL_OOM();
     advance(p);
     HL_RETURN_IF_ERROR(expect_punct(p, ':'));
@@ -1093,6 +1118,7 @@ static hl_status_t parse_func(parser_t *p, hl_mlir_op_t *op) {
       int n = op->result_type_count;
       hl_mlir_attr_t *aslot = push(&op->res_attrs, &n, sizeof(hl_mlir_attr_t));
       if (!aslot) return HL_OOM();
+      op->res_attr_count = n;
       HL_RETURN_IF_ERROR(push_type(p, &op->result_types, &op->result_type_count, &op->result_type_quant));
       if (paren && at_punct(p, '{')) HL_RETURN_IF_ERROR(parse_dict(p, aslot));
       HL_RETURN_IF_ERROR(skip_loc(p));
@@ -1114,6 +1140,117 @@ static hl_status_t parse_func(parser_t *p, hl_mlir_op_t *op) {
     HL_RETURN_IF_ERROR(parse_op(p, inner));
   }
   advance(p);
+  return skip_loc(p);
+}
+
+// One DICT (or UNIT) per argument / result from a generic func's
+// arg_attrs / res_attrs array (moved out of `list`).
+static hl_status_t take_attr_list(hl_mlir_attr_t *list, int n, hl_mlir_attr_t **out) {
+  *out = hl_calloc((size_t)n + 1, sizeof(hl_mlir_attr_t));
+  if (!*out) return HL_OOM();
+  for (int i = 0; i < n; i++) {
+    if (list->kind == HL_MATTR_ARRAY && i < list->n) {
+      (*out)[i] = list->items[i];
+      memset(&list->items[i], 0, sizeof(list->items[i]));
+    } else {
+      (*out)[i].kind = HL_MATTR_UNIT;
+    }
+  }
+  return NULL;
+}
+
+static hl_status_t expect_empty_function_type(parser_t *p) {
+  HL_RETURN_IF_ERROR(expect_punct(p, ':'));
+  HL_RETURN_IF_ERROR(expect_punct(p, '('));
+  HL_RETURN_IF_ERROR(expect_punct(p, ')'));
+  if (TOK->kind != HL_MTOK_ARROW) return ERR("expected '->'");
+  advance(p);
+  HL_RETURN_IF_ERROR(expect_punct(p, '('));
+  return expect_punct(p, ')');
+}
+
+// The generic form (mlir-opt --mlir-print-op-generic):
+//   "func.func"() <{arg_attrs = [{...}, ...], function_type = (t, ...) -> r,
+//     res_attrs = [...], sym_name = "f", sym_visibility = "private"}>
+//     ({ ^bb0(%a: t, ...): body }) : () -> ()
+// into the same node parse_func makes.
+static hl_status_t parse_generic_func_props(parser_t *p, hl_mlir_op_t *op, hl_mlir_attr_t *args,
+                                            hl_mlir_attr_t *results) {
+  bool typed = false;
+  HL_RETURN_IF_ERROR(expect_punct(p, '('));
+  HL_RETURN_IF_ERROR(expect_punct(p, ')'));
+  if (!accept_punct(p, '<')) return ERR("expected func.func's properties <{function_type = ...}>");
+  HL_RETURN_IF_ERROR(expect_punct(p, '{'));
+  while (!at_punct(p, '}')) {
+    if (at_ident(p, "function_type")) {
+      advance(p);
+      HL_RETURN_IF_ERROR(expect_punct(p, '='));
+      if (!at_punct(p, '(')) return ERR("expected a function type (...) -> ...");
+      HL_RETURN_IF_ERROR(parse_paren_types(p, &op->operand_types, &op->operand_type_count,
+                                           &op->operand_type_quant));
+      if (TOK->kind != HL_MTOK_ARROW) return ERR("expected '->' in function_type");
+      advance(p);
+      if (at_punct(p, '('))
+        HL_RETURN_IF_ERROR(parse_paren_types(p, &op->result_types, &op->result_type_count,
+                                             &op->result_type_quant));
+      else
+        HL_RETURN_IF_ERROR(push_type(p, &op->result_types, &op->result_type_count,
+                                     &op->result_type_quant));
+      typed = true;
+    } else if (at_ident(p, "sym_name") || at_ident(p, "sym_visibility")) {
+      bool name = at_ident(p, "sym_name");
+      advance(p);
+      HL_RETURN_IF_ERROR(expect_punct(p, '='));
+      if (TOK->kind != HL_MTOK_STRING) return ERR("expected a string");
+      if (name) {
+        hl_free(op->symbol);
+        op->symbol = hl_strndup(TOK->text + 1, TOK->length - 2);
+        if (!op->symbol) return HL_OOM();
+      } else {
+        op->is_private = hl_mlir_tok_is(TOK, HL_MTOK_STRING, "\"private\"");
+      }
+      advance(p);
+    } else if (at_ident(p, "arg_attrs") || at_ident(p, "res_attrs")) {
+      hl_mlir_attr_t *slot = at_ident(p, "arg_attrs") ? args : results;
+      advance(p);
+      HL_RETURN_IF_ERROR(expect_punct(p, '='));
+      hl_mlir_attr_deinit(slot);
+      HL_RETURN_IF_ERROR(parse_attr_value(p, slot, false));
+    } else {
+      HL_RETURN_IF_ERROR(dict_add(p, &op->attr_names, &op->attrs, &op->attr_count));
+    }
+    if (!at_punct(p, '}')) HL_RETURN_IF_ERROR(expect_punct(p, ','));
+  }
+  advance(p);
+  HL_RETURN_IF_ERROR(expect_punct(p, '>'));
+  if (!typed || !op->symbol) return ERR("func.func needs function_type and sym_name");
+  return NULL;
+}
+
+static hl_status_t parse_generic_func(parser_t *p, hl_mlir_op_t *op) {
+  hl_mlir_attr_t args = {0}, results = {0};
+  hl_status_t st = parse_generic_func_props(p, op, &args, &results);
+  if (!st) st = take_attr_list(&args, op->operand_type_count, &op->arg_attrs);
+  if (op->arg_attrs) op->arg_attr_count = op->operand_type_count;
+  if (!st) st = take_attr_list(&results, op->result_type_count, &op->res_attrs);
+  if (op->res_attrs) op->res_attr_count = op->result_type_count;
+  hl_mlir_attr_deinit(&args);
+  hl_mlir_attr_deinit(&results);
+  HL_RETURN_IF_ERROR(st);
+  HL_RETURN_IF_ERROR(expect_punct(p, '('));
+  HL_RETURN_IF_ERROR(push_region(p, op));
+  HL_RETURN_IF_ERROR(expect_punct(p, ')'));
+  const hl_mlir_block_t *b = &op->regions[0].blocks[0];
+  if (b->arg_count != op->operand_type_count)
+    return ERR("func.func @%s has %d block arguments for %d function arguments", op->symbol,
+               b->arg_count, op->operand_type_count);
+  for (int i = 0; i < b->arg_count; i++)
+    if (!hl_shape_equal(&b->arg_types[i], &op->operand_types[i]))
+      return ERR("func.func @%s: block argument %d's type differs from the function type",
+                 op->symbol, i);
+  if (at_punct(p, '{'))
+    HL_RETURN_IF_ERROR(parse_named_dict(p, &op->attr_names, &op->attrs, &op->attr_count));
+  HL_RETURN_IF_ERROR(expect_empty_function_type(p));
   return skip_loc(p);
 }
 
@@ -1191,6 +1328,28 @@ static hl_status_t parse_module_body(parser_t *p, bool braced) {
     }
     if (TOK->kind == HL_MTOK_META_BEGIN) {
       HL_RETURN_IF_ERROR(parse_resources(p));
+      continue;
+    }
+    if (TOK->kind == HL_MTOK_STRING && hl_mlir_tok_is(TOK, HL_MTOK_STRING, "\"builtin.module\"") &&
+        !braced) {  // "builtin.module"() <{sym_name = "m"}> ({ ... }) {attrs} : () -> ()
+      if (f->op_count) return ERR("a module after top-level operations");
+      advance(p);
+      HL_RETURN_IF_ERROR(expect_punct(p, '('));
+      HL_RETURN_IF_ERROR(expect_punct(p, ')'));
+      if (accept_punct(p, '<')) {
+        HL_RETURN_IF_ERROR(parse_named_dict(p, &f->module_attr_names, &f->module_attrs,
+                                            &f->module_attr_count));
+        HL_RETURN_IF_ERROR(expect_punct(p, '>'));
+      }
+      HL_RETURN_IF_ERROR(expect_punct(p, '('));
+      HL_RETURN_IF_ERROR(expect_punct(p, '{'));
+      HL_RETURN_IF_ERROR(parse_module_body(p, true));
+      HL_RETURN_IF_ERROR(expect_punct(p, ')'));
+      if (at_punct(p, '{'))
+        HL_RETURN_IF_ERROR(parse_named_dict(p, &f->module_attr_names, &f->module_attrs,
+                                            &f->module_attr_count));
+      HL_RETURN_IF_ERROR(expect_empty_function_type(p));
+      HL_RETURN_IF_ERROR(skip_loc(p));
       continue;
     }
     if (at_ident(p, "module") && !braced) {

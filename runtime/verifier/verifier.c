@@ -1802,6 +1802,12 @@ static void check_op(check_t *k) {
       check_unary(k);
       break;
     case HL_OP_MULHI: check_binary(k, false); break;
+    // CHLO special functions (kernels/special_functions.c).
+    case HL_OP_BESSEL_I1E: case HL_OP_DIGAMMA: case HL_OP_ERF_INV: case HL_OP_ERFC:
+    case HL_OP_LGAMMA:
+      check_unary(k);
+      break;
+    case HL_OP_NEXT_AFTER: case HL_OP_POLYGAMMA: case HL_OP_ZETA: check_binary(k, false); break;
     case HL_OP_COMPLEX: check_complex_op(k); break;
     case HL_OP_REDUCE_PRECISION: check_reduce_precision(k); break;
     case HL_OP_STOCHASTIC_CONVERT: check_stochastic_convert(k); break;

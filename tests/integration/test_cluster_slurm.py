@@ -79,6 +79,18 @@ def test_srun_stablehlo():
     return None
 
 
+def test_srun_stablehlo_collectives():
+    """The pmap-style StableHLO program with every collective (check ops baked in) on 8
+    ranks started by srun; its results against NumPy (test_stablehlo_jax.py's oracle)."""
+    import test_stablehlo_jax as jax_programs
+    out = os.path.join(WORK, "shlo-coll-out")
+    res = cl.run_env(["srun", "-K", "--mpi=pmix", "-n", "8", HLO_LAUNCH, "--output-dir", out,
+                      "--quiet", jax_programs.COLLECTIVES], ENV, 60)
+    if res.returncode != 0 or res.timed_out:
+        return res.describe() + "\n" + SLURM.logs()
+    return jax_programs.check_collective_outputs(out)
+
+
 def test_salloc():
     # Inside the allocation hlo-launch picks srun -K itself.
     res = cl.run_env(["salloc", "-n", "8", "-t", "5", HLO_LAUNCH, "--dry-run", "-np", "8",
@@ -187,6 +199,7 @@ def main():
         hl_testlib.main([
             ("srun_direct", test_srun_direct),
             ("srun_stablehlo", test_srun_stablehlo),
+            ("srun_stablehlo_collectives", test_srun_stablehlo_collectives),
             ("salloc", test_salloc),
             ("sbatch", test_sbatch),
             ("sbatch_example", test_sbatch_example),

@@ -1,0 +1,32 @@
+// CHLO special functions as jax.jit(f).lower(...).as_text() prints them
+// (jax.lax.lgamma, digamma, erf_inv, erfc, bessel_i1e, polygamma, zeta,
+// nextafter), on f64 and f32 arguments.
+#loc1 = loc("x")
+#loc2 = loc("p")
+module @jit_special attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @main(%arg0: tensor<10xf64> {mhlo.layout_mode = "default", mhlo.sharding = "{replicated}"} loc("x"), %arg1: tensor<10xf32> {mhlo.layout_mode = "default"} loc("x32"), %arg2: tensor<7xf64> loc("p"), %arg3: tensor<7xf32> loc("p32"), %arg4: tensor<6xf64> loc("n"), %arg5: tensor<6xf64> loc("q"), %arg6: tensor<7xf32> loc("from"), %arg7: tensor<7xf32> loc("to")) -> (tensor<10xf64> {jax.result_info = "[0]"}, tensor<10xf64> {jax.result_info = "[1]"}, tensor<10xf64>, tensor<10xf64>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<7xf64>, tensor<7xf32>, tensor<6xf64>, tensor<6xf64>, tensor<7xf32>) {
+    %0 = chlo.lgamma %arg0 : tensor<10xf64> -> tensor<10xf64> loc(#loc3)
+    %1 = chlo.digamma %arg0 : tensor<10xf64> -> tensor<10xf64> loc(#loc4)
+    %2 = chlo.erfc %arg0 : tensor<10xf64> -> tensor<10xf64> loc(#loc5)
+    %3 = chlo.bessel_i1e %arg0 : tensor<10xf64> -> tensor<10xf64> loc(#loc6)
+    %4 = chlo.lgamma %arg1 : tensor<10xf32> -> tensor<10xf32> loc(#loc3)
+    %5 = chlo.digamma %arg1 : tensor<10xf32> -> tensor<10xf32> loc(#loc4)
+    %6 = chlo.erfc %arg1 : tensor<10xf32> -> tensor<10xf32> loc(#loc5)
+    %7 = chlo.bessel_i1e %arg1 : tensor<10xf32> -> tensor<10xf32> loc(#loc6)
+    %8 = chlo.erf_inv %arg2 : tensor<7xf64> -> tensor<7xf64> loc(#loc7)
+    %9 = chlo.erf_inv %arg3 : tensor<7xf32> -> tensor<7xf32> loc(#loc7)
+    %10 = chlo.zeta %arg4, %arg5 : tensor<6xf64>, tensor<6xf64> -> tensor<6xf64> loc(#loc8)
+    %11 = chlo.polygamma %arg4, %arg5 : tensor<6xf64>, tensor<6xf64> -> tensor<6xf64> loc(#loc9)
+    %12 = chlo.next_after %arg6, %arg7 : tensor<7xf32>, tensor<7xf32> -> tensor<7xf32> loc(#loc10)
+    return %0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12 : tensor<10xf64>, tensor<10xf64>, tensor<10xf64>, tensor<10xf64>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<10xf32>, tensor<7xf64>, tensor<7xf32>, tensor<6xf64>, tensor<6xf64>, tensor<7xf32> loc(#loc)
+  } loc(#loc)
+} loc(#loc)
+#loc = loc(unknown)
+#loc3 = loc("jit(special)/jit(main)/lgamma"(#loc1))
+#loc4 = loc("jit(special)/jit(main)/digamma"(#loc1))
+#loc5 = loc("jit(special)/jit(main)/erfc"(#loc1))
+#loc6 = loc("jit(special)/jit(main)/bessel_i1e"(#loc1))
+#loc7 = loc("jit(special)/jit(main)/erf_inv"(#loc2))
+#loc8 = loc("jit(special)/jit(main)/zeta"(#loc2))
+#loc9 = loc("jit(special)/jit(main)/polygamma"(#loc2))
+#loc10 = loc("jit(special)/jit(main)/nextafter"(#loc2))
