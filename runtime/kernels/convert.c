@@ -213,7 +213,8 @@ hl_status_t hl_kernel_convert(hl_kernel_context_t *ctx, const hl_instruction_t *
   return NULL;
 }
 
-// A sub-byte element (pred, s1..s4, u1..u4, f4e2m1fn) is stored one per byte.
+// A sub-byte element (pred, s1..s4, u1..u4, f4e2m1fn, f6*) is stored one per
+// byte.
 static bool is_sub_byte(hl_dtype_t t) {
   return hl_dtype_bit_width(t) < 8 * (int)hl_dtype_size(t);
 }

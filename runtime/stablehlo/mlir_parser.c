@@ -90,6 +90,7 @@ hl_dtype_t hl_mlir_element_type(const char *s, size_t n) {
       {"f8E4M3B11FNUZ", HL_F8E4M3B11FNUZ},           {"f8E5M2FNUZ", HL_F8E5M2FNUZ},
       {"f8E4M3FNUZ", HL_F8E4M3FNUZ},                 {"f8E4M3", HL_F8E4M3},
       {"f8E3M4", HL_F8E3M4}, {"f4E2M1FN", HL_F4E2M1FN}, {"f8E8M0FNU", HL_F8E8M0FNU},
+      {"f6E2M3FN", HL_F6E2M3FN},                     {"f6E3M2FN", HL_F6E3M2FN},
   };
   for (size_t i = 0; i < sizeof(kTypes) / sizeof(kTypes[0]); i++)
     if (strlen(kTypes[i].name) == n && memcmp(kTypes[i].name, s, n) == 0) return kTypes[i].t;
