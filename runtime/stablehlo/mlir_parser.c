@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "runtime/base/alloc.h"
+#include "runtime/stablehlo/mlir_generic.h"
 #include "runtime/stablehlo/mlir_lexer.h"
 
 typedef struct alias {
@@ -416,6 +417,41 @@ static hl_status_t parse_dense_array(parser_t *p, hl_mlir_attr_t *a) {
   return expect_punct(p, '>');
 }
 
+// (t, ...) -> t | (t, ...) as HL_MATTR_FUNCTION_TYPE.
+static hl_status_t parse_function_type_attr(parser_t *p, hl_mlir_attr_t *a) {
+  a->kind = HL_MATTR_FUNCTION_TYPE;
+  a->items = hl_calloc(2, sizeof(hl_mlir_attr_t));
+  if (!a->items) return HL_OOM();
+  a->n = 2;
+  hl_shape_t *types[2] = {NULL, NULL};
+  int counts[2] = {0, 0};
+  hl_status_t st = parse_paren_types(p, &types[0], &counts[0]);
+  if (!st && TOK->kind != HL_MTOK_ARROW) st = ERR("expected '->' in function type");
+  if (!st) {
+    advance(p);
+    st = at_punct(p, '(') ? parse_paren_types(p, &types[1], &counts[1])
+                          : push_type(p, &types[1], &counts[1]);
+  }
+  for (int k = 0; k < 2; k++) {
+    hl_mlir_attr_t *list = &a->items[k];
+    list->kind = HL_MATTR_ARRAY;
+    list->items = hl_calloc((size_t)counts[k] + 1, sizeof(hl_mlir_attr_t));
+    if (!list->items && !st) st = HL_OOM();
+    for (int i = 0; i < counts[k]; i++) {
+      if (list->items) {
+        list->items[i].kind = HL_MATTR_TYPE;
+        list->items[i].has_type = true;
+        list->items[i].type = types[k][i];
+        list->n = i + 1;
+      } else {
+        hl_shape_deinit(&types[k][i]);
+      }
+    }
+    hl_free(types[k]);
+  }
+  return st;
+}
+
 static hl_status_t parse_attr_value_nested(parser_t *p, hl_mlir_attr_t *a,
                                            bool allow_type_suffix) {
   a->line = TOK->line;
@@ -456,6 +492,9 @@ static hl_status_t parse_attr_value_nested(parser_t *p, hl_mlir_attr_t *a,
         a->s = hl_strdup("");
         if (!a->s) return HL_OOM();
         HL_RETURN_IF_ERROR(parse_dialect_body(p, a));
+      } else if (at_punct(p, '(')) {  // a function type: generic func.func's function_type
+        HL_RETURN_IF_ERROR(parse_function_type_attr(p, a));
+        return NULL;
       } else if (at_punct(p, '-') || at_punct(p, '?')) {
         a->kind = HL_MATTR_WORD;
         a->s = tok_strdup(TOK, 0);
@@ -965,7 +1004,8 @@ static hl_status_t parse_op(parser_t *p, hl_mlir_op_t *op) {
     op->name = hl_strndup(TOK->text + 1, TOK->length - 2);
     if (!op->name) return HL_OOM();
     advance(p);
-    return parse_generic_body(p, op);
+    HL_RETURN_IF_ERROR(parse_generic_body(p, op));
+    return strcmp(op->name, "func.func") == 0 ? hl_mlir_generic_func(p->lx.file, op) : NULL;
   }
   if (TOK->kind != HL_MTOK_IDENT) return ERR("expected an operation");
   op->name = tok_strdup(TOK, 0);
@@ -1145,6 +1185,11 @@ static hl_status_t parse_module_body(parser_t *p, bool braced) {
     hl_mlir_op_t *op = push(&f->ops, &f->op_count, sizeof(*op));
     if (!op) return HL_OOM();
     HL_RETURN_IF_ERROR(parse_op(p, op));
+    if (op->generic && strcmp(op->name, "builtin.module") == 0 && !braced) {
+      hl_mlir_op_t module = f->ops[--f->op_count];  // its ops join f->ops
+      HL_RETURN_IF_ERROR(hl_mlir_generic_module(p->lx.file, f, &module));
+      continue;
+    }
     if (strcmp(op->name, "func.func") != 0)
       return hl_mlir_error_pos(p->lx.file, op->line, op->column,
                                "'%s' at module level (expected func.func)", op->name);
