@@ -52,6 +52,7 @@ int hl_dtype_bit_width(hl_dtype_t t) {
     case HL_S1: case HL_U1: return 1;
     case HL_S2: case HL_U2: return 2;
     case HL_S4: case HL_U4: case HL_F4E2M1FN: return 4;
+    case HL_F6E2M3FN: case HL_F6E3M2FN: return 6;
     default: return (int)(hl_dtype_size(t) * 8);
   }
 }

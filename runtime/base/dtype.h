@@ -9,6 +9,9 @@
 
 // X(ENUM, value, "text name", bytes per element in memory, kind)
 // Sub-byte types take one byte per element in memory, as in XLA literals.
+// f6e2m3fn / f6e3m2fn (MLIR's and ml_dtypes' OCP MX FP6 types, which StableHLO
+// allows) have no XLA PrimitiveType: their values lie past XLA's range, and
+// the HloProto reader and writer reject them.
 #define HL_DTYPE_LIST(X)                                  \
   X(PRED, 1, "pred", 1, HL_KIND_PRED)                     \
   X(S8, 2, "s8", 1, HL_KIND_SIGNED)                       \
@@ -42,7 +45,9 @@
   X(S1, 30, "s1", 1, HL_KIND_SIGNED)                      \
   X(U1, 31, "u1", 1, HL_KIND_UNSIGNED)                    \
   X(F4E2M1FN, 32, "f4e2m1fn", 1, HL_KIND_FLOAT)           \
-  X(F8E8M0FNU, 33, "f8e8m0fnu", 1, HL_KIND_FLOAT)
+  X(F8E8M0FNU, 33, "f8e8m0fnu", 1, HL_KIND_FLOAT)         \
+  X(F6E2M3FN, 64, "f6e2m3fn", 1, HL_KIND_FLOAT)           \
+  X(F6E3M2FN, 65, "f6e3m2fn", 1, HL_KIND_FLOAT)
 
 typedef enum hl_dtype_kind {
   HL_KIND_PRED,

@@ -25,9 +25,10 @@ static bool narrow_print_of(hl_dtype_t t, narrow_print_t *out) {
   switch (t) {
     case HL_F16: *out = (narrow_print_t){5, 10}; return true;
     case HL_BF16: *out = (narrow_print_t){4, 7}; return true;
-    case HL_F8E5M2: case HL_F8E5M2FNUZ: case HL_F4E2M1FN: case HL_F8E8M0FNU: digits = 2; break;
+    case HL_F8E5M2: case HL_F8E5M2FNUZ: case HL_F4E2M1FN: case HL_F8E8M0FNU:
+    case HL_F6E3M2FN: digits = 2; break;
     case HL_F8E4M3: case HL_F8E3M4: case HL_F8E4M3FN: case HL_F8E4M3B11FNUZ:
-    case HL_F8E4M3FNUZ: digits = 3; break;
+    case HL_F8E4M3FNUZ: case HL_F6E2M3FN: digits = 3; break;
     default: return false;
   }
   // Only the IEEE-like formats have NaN payloads (fn/fnuz have one NaN).

@@ -6,7 +6,7 @@
 //   IEEE: all-ones exponent is inf (mantissa 0) or NaN.
 //   FN:   no inf; only all-ones exponent and mantissa is NaN.
 //   FNUZ: no inf, no -0; 0x80 is the only NaN.
-//   NONE: every encoding is a finite number (f4e2m1fn).
+//   NONE: every encoding is a finite number (f4e2m1fn, f6e2m3fn, f6e3m2fn).
 //   E8M0: unsigned powers of two; 0xff is NaN.
 typedef enum { MF_IEEE, MF_FN, MF_FNUZ, MF_NONE, MF_E8M0 } mf_style_t;
 
@@ -25,6 +25,8 @@ static bool format_of(hl_dtype_t t, mf_format_t *f) {
     case HL_F8E5M2FNUZ: *f = (mf_format_t){5, 2, 16, MF_FNUZ}; return true;
     case HL_F8E4M3B11FNUZ: *f = (mf_format_t){4, 3, 11, MF_FNUZ}; return true;
     case HL_F4E2M1FN: *f = (mf_format_t){2, 1, 1, MF_NONE}; return true;
+    case HL_F6E2M3FN: *f = (mf_format_t){2, 3, 1, MF_NONE}; return true;
+    case HL_F6E3M2FN: *f = (mf_format_t){3, 2, 3, MF_NONE}; return true;
     case HL_F8E8M0FNU: *f = (mf_format_t){8, 0, 127, MF_E8M0}; return true;
     default: return false;
   }

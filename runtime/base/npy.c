@@ -36,6 +36,8 @@ static const struct {
     {"float8_e3m4", HL_F8E3M4},
     {"float8_e8m0fnu", HL_F8E8M0FNU},
     {"float4_e2m1fn", HL_F4E2M1FN},
+    {"float6_e2m3fn", HL_F6E2M3FN},
+    {"float6_e3m2fn", HL_F6E3M2FN},
     {"int4", HL_S4},
     {"uint4", HL_U4},
     {"int2", HL_S2},

@@ -5,7 +5,8 @@
 // |b1, |i1 <i2 <i4 <i8, |u1 <u2 <u4 <u8, <f2 <f4 <f8, <c8 <c16. Big-endian
 // files ('>') are byte-swapped and Fortran-order files transposed on read.
 //
-// Types NumPy lacks (bf16, the f8 family, s4/u4/s2/u2/s1/u1, f4e2m1fn) are
+// Types NumPy lacks (bf16, the f8 family, s4/u4/s2/u2/s1/u1, f4e2m1fn,
+// f6e2m3fn, f6e3m2fn) are
 // what ml_dtypes' arrays become under np.save: an untyped void descr ('<V2'
 // for bf16, '<V1' for the one-byte ones; float8_e5m2 appears as '<f1'). Such a
 // file is accepted only where the caller says which type to expect, and these

@@ -18,6 +18,8 @@ static int mantissa_bits(hl_dtype_t t) {
     case HL_F8E3M4: return 4;
     case HL_F8E4M3FN: case HL_F8E4M3B11FNUZ: case HL_F8E4M3FNUZ: case HL_F8E4M3: return 3;
     case HL_F8E5M2: case HL_F8E5M2FNUZ: return 2;
+    case HL_F6E2M3FN: return 3;
+    case HL_F6E3M2FN: return 2;
     case HL_F4E2M1FN: return 1;
     default: return 0;
   }

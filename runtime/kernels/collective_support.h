@@ -1,6 +1,7 @@
 // What every collective kernel needs besides its own transfer: the process's
 // group for an instruction, and the reducer handed to the communicator.
-// Private to runtime/kernels (collectives.c, collective_reduce.c).
+// Private to runtime/kernels (collectives.c, collective_reduce.c,
+// collective_broadcast_root.c).
 #ifndef HL_RUNTIME_KERNELS_COLLECTIVE_SUPPORT_H_
 #define HL_RUNTIME_KERNELS_COLLECTIVE_SUPPORT_H_
 
@@ -28,5 +29,17 @@ typedef struct hl_collective_reducer_state {
 void hl_collective_make_reducer(hl_kernel_context_t *ctx, const hl_computation_t *c,
                                 hl_dtype_t dtype, hl_collective_reducer_state_t *state,
                                 hl_comm_reducer_t *out);
+
+// collective-broadcast with has_dynamic_root (collective_broadcast_root.c):
+// roots[k] = the group position that broadcasts data operand k, read from
+// the trailing s32[data] operand; the group agrees on them first, and a
+// root outside [0, size) is an error.
+hl_status_t hl_collective_dynamic_roots(hl_kernel_context_t *ctx, const hl_instruction_t *inst,
+                                        hl_literal_t *const *operands, int data, int size,
+                                        int32_t *roots);
+// recv = send of the group member at position `root` (every member calls it).
+hl_status_t hl_collective_broadcast_from(hl_comm_t *comm, const hl_instruction_t *inst,
+                                         int root, int size, const void *send, void *recv,
+                                         size_t bytes);
 
 #endif  // HL_RUNTIME_KERNELS_COLLECTIVE_SUPPORT_H_

@@ -864,17 +864,33 @@ hl_status_t hl_kernel_collective_broadcast(hl_kernel_context_t *ctx,
                                            const hl_instruction_t *inst,
                                            hl_literal_t *const *operands, hl_literal_t **out) {
   int n = inst->operand_count, size, index;
+  // has_dynamic_root: the last operand holds each data operand's root
+  // (collective_broadcast_root.c); otherwise every root is position 0.
+  int data = inst->attrs.has_dynamic_root ? n - 1 : n;
+  if (data < 1)
+    return HL_INVALID("%s: collective-broadcast needs an operand to broadcast",
+                      hl_instruction_location(inst));
   HL_RETURN_IF_ERROR(hl_collective_group_of(ctx, inst, &size, &index));
   hl_comm_t *comm = hl_kernel_options(ctx)->comm;
-  hl_literal_t **res = hl_calloc((size_t)n, sizeof(*res));
-  hl_status_t st = res ? NULL : HL_OOM();
-  for (int k = 0; k < n && !st; k++) {
+  hl_literal_t **res = hl_calloc((size_t)data, sizeof(*res));
+  int32_t *roots = hl_calloc((size_t)data, sizeof(*roots));
+  hl_status_t st = res && roots ? NULL : HL_OOM();
+  if (!st && inst->attrs.has_dynamic_root && index >= 0)
+    st = hl_collective_dynamic_roots(ctx, inst, operands, data, size, roots);
+  for (int k = 0; k < data && !st; k++) {
     const hl_literal_t *x = operands[k];
     const hl_shape_t *rs = result_shape(&inst->shape, k);
     if (!hl_shape_equal(rs, &x->shape)) {
       st = HL_INVALID("%s: operand %d is %s but the result is %s", hl_instruction_location(inst),
                       k, HL_SHAPE_STR(&x->shape), HL_SHAPE_STR(rs));
       break;
+    }
+    if (roots[k] != 0 && index >= 0) {  // a dynamic root other than position 0
+      st = hl_literal_create_uninitialized(rs, &res[k]);
+      if (!st)
+        st = hl_collective_broadcast_from(comm, inst, roots[k], size, x->data, res[k]->data,
+                                          x->byte_size);
+      continue;
     }
     if (!comm || index == 0) {
       // The group's root keeps its operand as its result (no copy); MPI
@@ -890,9 +906,10 @@ hl_status_t hl_kernel_collective_broadcast(hl_kernel_context_t *ctx,
       st = comm->vtable->collective_broadcast(comm, inst, x->data, res[k]->data, x->byte_size,
                                               NULL);
   }
-  if (!st) st = make_result(&inst->shape, res, n, out);
-  if (res) release_all(res, n);
+  if (!st) st = make_result(&inst->shape, res, data, out);
+  if (res) release_all(res, data);
   hl_free(res);
+  hl_free(roots);
   return st;
 }
 

@@ -213,6 +213,67 @@ hl_status_t hl_kernel_convert(hl_kernel_context_t *ctx, const hl_instruction_t *
   return NULL;
 }
 
+// A sub-byte element (pred, s1..s4, u1..u4, f4e2m1fn, f6*) is stored one per
+// byte.
+static bool is_sub_byte(hl_dtype_t t) {
+  return hl_dtype_bit_width(t) < 8 * (int)hl_dtype_size(t);
+}
+
+// The low `bits` bits of a sub-byte element as stored (pred: 0 or 1).
+static uint8_t sub_byte_bits(hl_dtype_t t, uint8_t stored, int bits) {
+  if (t == HL_PRED) return stored != 0;
+  return (uint8_t)(stored & ((1u << bits) - 1));
+}
+
+// `bits` bits stored as a sub-byte element (signed types sign-extended in
+// their byte, as element_access.h reads them).
+static uint8_t sub_byte_store(hl_dtype_t t, uint8_t v, int bits) {
+  if (hl_dtype_is_signed_int(t)) return (uint8_t)(int8_t)hl_elem_sext(v, bits);
+  return v;
+}
+
+// bitcast-convert across a width change where a side is sub-byte: element k
+// of the narrow side's minor dimension holds bits [k * nb, (k + 1) * nb) of
+// the wide element (StableHLO's bitcast_convert; least significant first,
+// as its interpreter and this little-endian runtime order bytes).
+static void bitcast_sub_byte(const hl_literal_t *x, hl_literal_t *y, int sb, int rb) {
+  bool narrowing = rb < sb;
+  const hl_literal_t *wide = narrowing ? x : y, *narrow = narrowing ? y : x;
+  hl_dtype_t wt = wide->shape.dtype, nt = narrow->shape.dtype;
+  int wb = narrowing ? sb : rb, nb = narrowing ? rb : sb, ratio = wb / nb;
+  size_t wsize = hl_dtype_size(wt);
+  int64_t n = hl_literal_element_count(wide);
+  uint8_t *wp = wide->data, *np = narrow->data;
+  uint8_t word[16];  // one wide element's bits (at most c128)
+  for (int64_t i = 0; i < n; i++) {
+    uint8_t *we = wp + i * (int64_t)wsize;
+    uint8_t *ne = np + i * (int64_t)ratio * (int64_t)hl_dtype_size(nt);
+    if (narrowing) {
+      if (is_sub_byte(wt)) word[0] = sub_byte_bits(wt, we[0], wb);
+      else memcpy(word, we, wsize);
+      for (int k = 0; k < ratio; k++) {
+        uint8_t v = 0;
+        for (int j = 0; j < nb; j++) {
+          int bit = k * nb + j;
+          v |= (uint8_t)(((word[bit / 8] >> (bit % 8)) & 1u) << j);
+        }
+        ne[k] = sub_byte_store(nt, v, nb);
+      }
+    } else {
+      memset(word, 0, sizeof word);
+      for (int k = 0; k < ratio; k++) {
+        uint8_t v = sub_byte_bits(nt, ne[k], nb);
+        for (int j = 0; j < nb; j++) {
+          int bit = k * nb + j;
+          word[bit / 8] |= (uint8_t)(((v >> j) & 1u) << (bit % 8));
+        }
+      }
+      if (is_sub_byte(wt)) we[0] = sub_byte_store(wt, word[0], wb);
+      else memcpy(we, word, wsize);
+    }
+  }
+}
+
 hl_status_t hl_kernel_bitcast_convert(hl_kernel_context_t *ctx, const hl_instruction_t *inst,
                                       hl_literal_t *const *operands, hl_literal_t **out) {
   *out = NULL;
@@ -233,13 +294,17 @@ hl_status_t hl_kernel_bitcast_convert(hl_kernel_context_t *ctx, const hl_instruc
     fits = s->rank == r->rank + 1 && (int64_t)sb * s->dims[r->rank] == rb;
     for (int i = 0; fits && i < r->rank; i++) fits = s->dims[i] == r->dims[i];
   }
-  if (!fits || hl_shape_byte_size(s) != hl_shape_byte_size(r) ||
+  bool sub_byte = sb != rb && (is_sub_byte(s->dtype) || is_sub_byte(r->dtype));
+  if (!fits || (!sub_byte && hl_shape_byte_size(s) != hl_shape_byte_size(r)) ||
       (int64_t)x->byte_size != hl_shape_byte_size(s))
     return HL_INVALID("%s: cannot bitcast %s to %s", hl_instruction_location(inst),
                       HL_SHAPE_STR(s), HL_SHAPE_STR(r));
   hl_literal_t *y;
   HL_RETURN_IF_ERROR(hl_literal_create_uninitialized(r, &y));
-  if (x->byte_size) memcpy(y->data, x->data, x->byte_size);
+  if (sub_byte)
+    bitcast_sub_byte(x, y, sb, rb);
+  else if (x->byte_size)
+    memcpy(y->data, x->data, x->byte_size);
   *out = y;
   return NULL;
 }

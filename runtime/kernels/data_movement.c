@@ -279,6 +279,7 @@ static bool encode_number(hl_dtype_t dtype, int64_t v, void *buf) {
     case HL_S4: case HL_S2: case HL_S1: case HL_U4: case HL_U2: case HL_U1:
     case HL_F8E5M2: case HL_F8E4M3: case HL_F8E3M4: case HL_F8E4M3FN: case HL_F8E4M3FNUZ:
     case HL_F8E5M2FNUZ: case HL_F8E4M3B11FNUZ: case HL_F4E2M1FN: case HL_F8E8M0FNU:
+    case HL_F6E2M3FN: case HL_F6E3M2FN:
     case HL_PRED: case HL_F16: case HL_BF16: case HL_F32: case HL_F64: case HL_C64:
     case HL_C128: {
       hl_literal_t one;

@@ -219,9 +219,27 @@ static double complex c_atan(double complex z) { return catan(z); }
 static double complex c_atanh(double complex z) { return catanh(z); }
 static double complex c_cosh(double complex z) { return ccosh(z); }
 static double complex c_sinh(double complex z) { return csinh(z); }
-// StableHLO atan2 on complex: -i * log((lhs + i * rhs) / sqrt(lhs^2 + rhs^2)).
-static double complex c_atan2(double complex a, double complex b) {
-  return -I * clog((a + I * b) / csqrt(a * a + b * b));
+// The principal cube root: |z|^(1/3) * (cos(t/3) + i sin(t/3)), t = arg z
+// (XLA's and StableHLO's interpreter's definition).
+static double complex c_cbrt(double complex z) {
+  double t = atan2(cimag(z), creal(z)) / 3.0;
+  return pow(creal(z) * creal(z) + cimag(z) * cimag(z), 1.0 / 6.0) * CMPLX(cos(t), sin(t));
+}
+// atan2(y, x) on complex, as XLA and StableHLO's interpreter define it:
+// -i * log((x + i * y) / sqrt(x^2 + y^2)), with y = lhs and x = rhs.
+static double complex c_atan2(double complex y, double complex x) {
+  return -I * clog((x + I * y) / csqrt(x * x + y * y));
+}
+// maximum / minimum on complex: lexicographic on (real, imaginary), as
+// StableHLO's interpreter (equal real parts, -0 == +0, compare the imaginary
+// parts; an unordered comparison picks rhs).
+static double complex c_max(double complex a, double complex b) {
+  bool a_wins = creal(a) == creal(b) ? cimag(a) > cimag(b) : creal(a) > creal(b);
+  return a_wins ? a : b;
+}
+static double complex c_min(double complex a, double complex b) {
+  bool a_wins = creal(a) == creal(b) ? cimag(a) < cimag(b) : creal(a) < creal(b);
+  return a_wins ? a : b;
 }
 static double complex c_add(double complex a, double complex b) { return a + b; }
 static double complex c_sub(double complex a, double complex b) { return a - b; }
@@ -252,7 +270,7 @@ static const unary_row_t kUnary[HL_OP_COUNT_] = {
     [HL_OP_ASINH] = {f_asinh, NULL, NULL, NULL, c_asinh},
     [HL_OP_ATAN] = {f_atan, NULL, NULL, NULL, c_atan},
     [HL_OP_ATANH] = {f_atanh, NULL, NULL, NULL, c_atanh},
-    [HL_OP_CBRT] = {f_cbrt, NULL, NULL, NULL, NULL},
+    [HL_OP_CBRT] = {f_cbrt, NULL, NULL, NULL, c_cbrt},
     [HL_OP_CEIL] = {f_ceil, NULL, NULL, NULL, NULL},
     [HL_OP_CLZ] = {NULL, s_clz, u_clz, NULL, NULL},
     [HL_OP_COS] = {f_cos, NULL, NULL, NULL, c_cos},
@@ -294,8 +312,8 @@ static const binary_row_t kBinary[HL_OP_COUNT_] = {
     [HL_OP_DIVIDE] = {f_div, s_div, u_div, NULL, c_div},
     [HL_OP_REMAINDER] = {f_rem, s_rem, u_rem, NULL, NULL},
     [HL_OP_POWER] = {f_pow, s_pow, u_pow, NULL, c_pow},
-    [HL_OP_MAXIMUM] = {hl_maximum_f64, s_max, u_max, u_or, NULL},
-    [HL_OP_MINIMUM] = {hl_minimum_f64, s_min, u_min, u_and, NULL},
+    [HL_OP_MAXIMUM] = {hl_maximum_f64, s_max, u_max, u_or, c_max},
+    [HL_OP_MINIMUM] = {hl_minimum_f64, s_min, u_min, u_and, c_min},
     [HL_OP_ATAN2] = {f_atan2, NULL, NULL, NULL, c_atan2},
     [HL_OP_MULHI] = {NULL, s_mulhi, u_mulhi, NULL, NULL},
     [HL_OP_AND] = {NULL, s_and, u_and, u_and, NULL},

@@ -19,7 +19,8 @@
 //    which puts 2^1..2^127 and NaN below 2^-127; that contradicts the order
 //    documented in operation_semantics and ml_dtypes' own comparison, so we
 //    follow the documented one.)
-//  - f4e2m1fn sits in the low 4 bits of its byte; its sign is bit 3.
+//  - f4e2m1fn sits in the low 4 bits of its byte; its sign is bit 3 (f6e2m3fn
+//    / f6e3m2fn: the low 6 bits, sign bit 5).
 #ifndef HL_RUNTIME_KERNELS_TOTAL_ORDER_H_
 #define HL_RUNTIME_KERNELS_TOTAL_ORDER_H_
 

@@ -41,6 +41,8 @@ static hl_status_t shape_from_message(const Xla__ShapeProto *m, hl_shape_t *out,
     return NULL;
   }
   if (t == 34) return HL_UNIMPL("buffer shapes (element type BUFFER) are not supported");
+  if (t == HL_F6E2M3FN || t == HL_F6E3M2FN)  // runtime-only values (dtype.h)
+    return HL_INVALID("invalid element type %d", t);
   if (!hl_dtype_is_valid(t)) return HL_INVALID("invalid element type %d", t);
   out->dtype = (hl_dtype_t)t;
   if (m->n_dimensions > HL_MAX_RANK)
@@ -91,6 +93,9 @@ static hl_status_t shape_to_message(hl_proto_arena_t *a, const hl_shape_t *s, bo
   Xla__ShapeProto *m = hl_proto_arena_alloc(a, sizeof(*m));
   if (!m) return HL_OOM();
   xla__shape_proto__init(m);
+  if (s->dtype == HL_F6E2M3FN || s->dtype == HL_F6E3M2FN)
+    return HL_UNIMPL("element type %s has no XLA PrimitiveType; it cannot be written as an "
+                     "HloProto", hl_dtype_name(s->dtype));
   m->element_type = (Xla__PrimitiveType)s->dtype;
   if (s->dtype == HL_TUPLE) {
     if (s->tuple_count > 0) {

@@ -116,5 +116,18 @@ hl_status_t hl_quant_note_results(hl_lower_t *L, const hl_mlir_op_t *op,
 // the op is lowered as usual (on storage values, or not quantized at all).
 hl_status_t hl_quant_lower_op(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_op_t *op,
                               hl_instruction_t *const *operands, bool *out_handled);
+// stablehlo.send / recv / infeed (lower_channels.c); *out_handled is false
+// for any other op.
+hl_status_t hl_lower_channel_op(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_op_t *op,
+                                hl_instruction_t *const *operands, int n, bool *out_handled);
+// interpreter.run_parallel's infeed = [@f, ...]: calls the functions and
+// appends their results to the infeed queue; *out_token (NULL without
+// infeed) must run before the programs.
+hl_status_t hl_lower_parallel_infeed(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_op_t *op,
+                                     hl_instruction_t **out_token);
+// Makes the send / recv reached from each process's program (programs[k],
+// process k = replica * P + partition) transfers between those processes.
+hl_status_t hl_lower_parallel_channels(hl_lower_t *L, const hl_mlir_op_t *op,
+                                       hl_computation_t *const *programs, int nproc, int P);
 
 #endif  // HL_RUNTIME_STABLEHLO_LOWER_INTERNAL_H_

@@ -1010,6 +1010,7 @@ hl_status_t hl_lower_op(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_op_t *
   bool handled = false;
   if (!st) st = hl_quant_lower_op(L, env, op, ctx.operands, &handled);  // quant_lower.c
   if (!st && !handled) st = hl_lower_control_flow(L, env, op, ctx.operands, &handled);
+  if (!st && !handled) st = hl_lower_channel_op(L, env, op, ctx.operands, ctx.n, &handled);
   if (!st && !handled) st = hl_lower_chlo(L, env, op, ctx.operands, &handled);
   if (st || handled) {
     hl_free(ctx.operands);

@@ -50,6 +50,7 @@ typedef enum hl_mlir_attr_kind {
   HL_MATTR_RESOURCE,  // dense_resource<name>
   HL_MATTR_DIALECT,   // #dialect.name<items> / #dialect<items>: s = "dialect.name"
   HL_MATTR_TYPE,      // a type used as an attribute value
+  HL_MATTR_FUNCTION_TYPE,  // (t, ...) -> (t, ...): items = [inputs, results], ARRAYs of TYPE
 } hl_mlir_attr_kind_t;
 
 typedef struct hl_mlir_attr hl_mlir_attr_t;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "runtime/base/alloc.h"
+#include "runtime/stablehlo/mlir_generic.h"
 #include "runtime/stablehlo/mlir_lexer.h"
 #include "runtime/stablehlo/quant_type.h"
 
@@ -92,6 +93,7 @@ hl_dtype_t hl_mlir_element_type(const char *s, size_t n) {
       {"f8E4M3B11FNUZ", HL_F8E4M3B11FNUZ},           {"f8E5M2FNUZ", HL_F8E5M2FNUZ},
       {"f8E4M3FNUZ", HL_F8E4M3FNUZ},                 {"f8E4M3", HL_F8E4M3},
       {"f8E3M4", HL_F8E3M4}, {"f4E2M1FN", HL_F4E2M1FN}, {"f8E8M0FNU", HL_F8E8M0FNU},
+      {"f6E2M3FN", HL_F6E2M3FN},                     {"f6E3M2FN", HL_F6E3M2FN},
   };
   for (size_t i = 0; i < sizeof(kTypes) / sizeof(kTypes[0]); i++)
     if (strlen(kTypes[i].name) == n && memcmp(kTypes[i].name, s, n) == 0) return kTypes[i].t;
@@ -477,6 +479,41 @@ static hl_status_t parse_dense_array(parser_t *p, hl_mlir_attr_t *a) {
   return expect_punct(p, '>');
 }
 
+// (t, ...) -> t | (t, ...) as HL_MATTR_FUNCTION_TYPE.
+static hl_status_t parse_function_type_attr(parser_t *p, hl_mlir_attr_t *a) {
+  a->kind = HL_MATTR_FUNCTION_TYPE;
+  a->items = hl_calloc(2, sizeof(hl_mlir_attr_t));
+  if (!a->items) return HL_OOM();
+  a->n = 2;
+  hl_shape_t *types[2] = {NULL, NULL};
+  int counts[2] = {0, 0};
+  hl_status_t st = parse_paren_types(p, &types[0], &counts[0]);
+  if (!st && TOK->kind != HL_MTOK_ARROW) st = ERR("expected '->' in function type");
+  if (!st) {
+    advance(p);
+    st = at_punct(p, '(') ? parse_paren_types(p, &types[1], &counts[1])
+                          : push_type(p, &types[1], &counts[1]);
+  }
+  for (int k = 0; k < 2; k++) {
+    hl_mlir_attr_t *list = &a->items[k];
+    list->kind = HL_MATTR_ARRAY;
+    list->items = hl_calloc((size_t)counts[k] + 1, sizeof(hl_mlir_attr_t));
+    if (!list->items && !st) st = HL_OOM();
+    for (int i = 0; i < counts[k]; i++) {
+      if (list->items) {
+        list->items[i].kind = HL_MATTR_TYPE;
+        list->items[i].has_type = true;
+        list->items[i].type = types[k][i];
+        list->n = i + 1;
+      } else {
+        hl_shape_deinit(&types[k][i]);
+      }
+    }
+    hl_free(types[k]);
+  }
+  return st;
+}
+
 static hl_status_t parse_attr_value_nested(parser_t *p, hl_mlir_attr_t *a,
                                            bool allow_type_suffix) {
   a->line = TOK->line;
@@ -517,6 +554,9 @@ static hl_status_t parse_attr_value_nested(parser_t *p, hl_mlir_attr_t *a,
         a->s = hl_strdup("");
         if (!a->s) return HL_OOM();
         HL_RETURN_IF_ERROR(parse_dialect_body(p, a));
+      } else if (at_punct(p, '(')) {  // a function type: generic func.func's function_type
+        HL_RETURN_IF_ERROR(parse_function_type_attr(p, a));
+        return NULL;
       } else if (at_punct(p, '-') || at_punct(p, '?')) {
         a->kind = HL_MATTR_WORD;
         a->s = tok_strdup(TOK, 0);
@@ -1040,7 +1080,6 @@ static hl_status_t parse_results(parser_t *p, hl_mlir_op_t *op) {
 }
 
 static hl_status_t parse_func(parser_t *p, hl_mlir_op_t *op);
-static hl_status_t parse_generic_func(parser_t *p, hl_mlir_op_t *op);
 
 static hl_status_t parse_op(parser_t *p, hl_mlir_op_t *op) {
   op->line = TOK->line;
@@ -1053,8 +1092,8 @@ static hl_status_t parse_op(parser_t *p, hl_mlir_op_t *op) {
     op->name = hl_strndup(TOK->text + 1, TOK->length - 2);
     if (!op->name) return HL_OOM();
     advance(p);
-    if (strcmp(op->name, "func.func") == 0) return parse_generic_func(p, op);
-    return parse_generic_body(p, op);
+    HL_RETURN_IF_ERROR(parse_generic_body(p, op));
+    return strcmp(op->name, "func.func") == 0 ? hl_mlir_generic_func(p->lx.file, op) : NULL;
   }
   if (TOK->kind != HL_MTOK_IDENT) return ERR("expected an operation");
   op->name = tok_strdup(TOK, 0);
@@ -1143,117 +1182,6 @@ static hl_status_t parse_func(parser_t *p, hl_mlir_op_t *op) {
   return skip_loc(p);
 }
 
-// One DICT (or UNIT) per argument / result from a generic func's
-// arg_attrs / res_attrs array (moved out of `list`).
-static hl_status_t take_attr_list(hl_mlir_attr_t *list, int n, hl_mlir_attr_t **out) {
-  *out = hl_calloc((size_t)n + 1, sizeof(hl_mlir_attr_t));
-  if (!*out) return HL_OOM();
-  for (int i = 0; i < n; i++) {
-    if (list->kind == HL_MATTR_ARRAY && i < list->n) {
-      (*out)[i] = list->items[i];
-      memset(&list->items[i], 0, sizeof(list->items[i]));
-    } else {
-      (*out)[i].kind = HL_MATTR_UNIT;
-    }
-  }
-  return NULL;
-}
-
-static hl_status_t expect_empty_function_type(parser_t *p) {
-  HL_RETURN_IF_ERROR(expect_punct(p, ':'));
-  HL_RETURN_IF_ERROR(expect_punct(p, '('));
-  HL_RETURN_IF_ERROR(expect_punct(p, ')'));
-  if (TOK->kind != HL_MTOK_ARROW) return ERR("expected '->'");
-  advance(p);
-  HL_RETURN_IF_ERROR(expect_punct(p, '('));
-  return expect_punct(p, ')');
-}
-
-// The generic form (mlir-opt --mlir-print-op-generic):
-//   "func.func"() <{arg_attrs = [{...}, ...], function_type = (t, ...) -> r,
-//     res_attrs = [...], sym_name = "f", sym_visibility = "private"}>
-//     ({ ^bb0(%a: t, ...): body }) : () -> ()
-// into the same node parse_func makes.
-static hl_status_t parse_generic_func_props(parser_t *p, hl_mlir_op_t *op, hl_mlir_attr_t *args,
-                                            hl_mlir_attr_t *results) {
-  bool typed = false;
-  HL_RETURN_IF_ERROR(expect_punct(p, '('));
-  HL_RETURN_IF_ERROR(expect_punct(p, ')'));
-  if (!accept_punct(p, '<')) return ERR("expected func.func's properties <{function_type = ...}>");
-  HL_RETURN_IF_ERROR(expect_punct(p, '{'));
-  while (!at_punct(p, '}')) {
-    if (at_ident(p, "function_type")) {
-      advance(p);
-      HL_RETURN_IF_ERROR(expect_punct(p, '='));
-      if (!at_punct(p, '(')) return ERR("expected a function type (...) -> ...");
-      HL_RETURN_IF_ERROR(parse_paren_types(p, &op->operand_types, &op->operand_type_count,
-                                           &op->operand_type_quant));
-      if (TOK->kind != HL_MTOK_ARROW) return ERR("expected '->' in function_type");
-      advance(p);
-      if (at_punct(p, '('))
-        HL_RETURN_IF_ERROR(parse_paren_types(p, &op->result_types, &op->result_type_count,
-                                             &op->result_type_quant));
-      else
-        HL_RETURN_IF_ERROR(push_type(p, &op->result_types, &op->result_type_count,
-                                     &op->result_type_quant));
-      typed = true;
-    } else if (at_ident(p, "sym_name") || at_ident(p, "sym_visibility")) {
-      bool name = at_ident(p, "sym_name");
-      advance(p);
-      HL_RETURN_IF_ERROR(expect_punct(p, '='));
-      if (TOK->kind != HL_MTOK_STRING) return ERR("expected a string");
-      if (name) {
-        hl_free(op->symbol);
-        op->symbol = hl_strndup(TOK->text + 1, TOK->length - 2);
-        if (!op->symbol) return HL_OOM();
-      } else {
-        op->is_private = hl_mlir_tok_is(TOK, HL_MTOK_STRING, "\"private\"");
-      }
-      advance(p);
-    } else if (at_ident(p, "arg_attrs") || at_ident(p, "res_attrs")) {
-      hl_mlir_attr_t *slot = at_ident(p, "arg_attrs") ? args : results;
-      advance(p);
-      HL_RETURN_IF_ERROR(expect_punct(p, '='));
-      hl_mlir_attr_deinit(slot);
-      HL_RETURN_IF_ERROR(parse_attr_value(p, slot, false));
-    } else {
-      HL_RETURN_IF_ERROR(dict_add(p, &op->attr_names, &op->attrs, &op->attr_count));
-    }
-    if (!at_punct(p, '}')) HL_RETURN_IF_ERROR(expect_punct(p, ','));
-  }
-  advance(p);
-  HL_RETURN_IF_ERROR(expect_punct(p, '>'));
-  if (!typed || !op->symbol) return ERR("func.func needs function_type and sym_name");
-  return NULL;
-}
-
-static hl_status_t parse_generic_func(parser_t *p, hl_mlir_op_t *op) {
-  hl_mlir_attr_t args = {0}, results = {0};
-  hl_status_t st = parse_generic_func_props(p, op, &args, &results);
-  if (!st) st = take_attr_list(&args, op->operand_type_count, &op->arg_attrs);
-  if (op->arg_attrs) op->arg_attr_count = op->operand_type_count;
-  if (!st) st = take_attr_list(&results, op->result_type_count, &op->res_attrs);
-  if (op->res_attrs) op->res_attr_count = op->result_type_count;
-  hl_mlir_attr_deinit(&args);
-  hl_mlir_attr_deinit(&results);
-  HL_RETURN_IF_ERROR(st);
-  HL_RETURN_IF_ERROR(expect_punct(p, '('));
-  HL_RETURN_IF_ERROR(push_region(p, op));
-  HL_RETURN_IF_ERROR(expect_punct(p, ')'));
-  const hl_mlir_block_t *b = &op->regions[0].blocks[0];
-  if (b->arg_count != op->operand_type_count)
-    return ERR("func.func @%s has %d block arguments for %d function arguments", op->symbol,
-               b->arg_count, op->operand_type_count);
-  for (int i = 0; i < b->arg_count; i++)
-    if (!hl_shape_equal(&b->arg_types[i], &op->operand_types[i]))
-      return ERR("func.func @%s: block argument %d's type differs from the function type",
-                 op->symbol, i);
-  if (at_punct(p, '{'))
-    HL_RETURN_IF_ERROR(parse_named_dict(p, &op->attr_names, &op->attrs, &op->attr_count));
-  HL_RETURN_IF_ERROR(expect_empty_function_type(p));
-  return skip_loc(p);
-}
-
 // #name = value / !name = type: remembered by position, parsed at each use.
 static hl_status_t parse_alias_def(parser_t *p) {
   alias_t *al = push(&p->aliases, &p->alias_count, sizeof(*al));
@@ -1330,28 +1258,6 @@ static hl_status_t parse_module_body(parser_t *p, bool braced) {
       HL_RETURN_IF_ERROR(parse_resources(p));
       continue;
     }
-    if (TOK->kind == HL_MTOK_STRING && hl_mlir_tok_is(TOK, HL_MTOK_STRING, "\"builtin.module\"") &&
-        !braced) {  // "builtin.module"() <{sym_name = "m"}> ({ ... }) {attrs} : () -> ()
-      if (f->op_count) return ERR("a module after top-level operations");
-      advance(p);
-      HL_RETURN_IF_ERROR(expect_punct(p, '('));
-      HL_RETURN_IF_ERROR(expect_punct(p, ')'));
-      if (accept_punct(p, '<')) {
-        HL_RETURN_IF_ERROR(parse_named_dict(p, &f->module_attr_names, &f->module_attrs,
-                                            &f->module_attr_count));
-        HL_RETURN_IF_ERROR(expect_punct(p, '>'));
-      }
-      HL_RETURN_IF_ERROR(expect_punct(p, '('));
-      HL_RETURN_IF_ERROR(expect_punct(p, '{'));
-      HL_RETURN_IF_ERROR(parse_module_body(p, true));
-      HL_RETURN_IF_ERROR(expect_punct(p, ')'));
-      if (at_punct(p, '{'))
-        HL_RETURN_IF_ERROR(parse_named_dict(p, &f->module_attr_names, &f->module_attrs,
-                                            &f->module_attr_count));
-      HL_RETURN_IF_ERROR(expect_empty_function_type(p));
-      HL_RETURN_IF_ERROR(skip_loc(p));
-      continue;
-    }
     if (at_ident(p, "module") && !braced) {
       if (f->op_count) return ERR("a module after top-level operations");
       advance(p);
@@ -1372,6 +1278,11 @@ static hl_status_t parse_module_body(parser_t *p, bool braced) {
     hl_mlir_op_t *op = push(&f->ops, &f->op_count, sizeof(*op));
     if (!op) return HL_OOM();
     HL_RETURN_IF_ERROR(parse_op(p, op));
+    if (op->generic && strcmp(op->name, "builtin.module") == 0 && !braced) {
+      hl_mlir_op_t module = f->ops[--f->op_count];  // its ops join f->ops
+      HL_RETURN_IF_ERROR(hl_mlir_generic_module(p->lx.file, f, &module));
+      continue;
+    }
     if (strcmp(op->name, "func.func") != 0)
       return hl_mlir_error_pos(p->lx.file, op->line, op->column,
                                "'%s' at module level (expected func.func)", op->name);

@@ -622,13 +622,25 @@ static hl_status_t value_of_process(parallel_t *pp, hl_instruction_t *v, int k,
   return hl_lower_add(L, c, op, HL_OP_RESHAPE, s, &sl, 1, out);
 }
 
+// The programs' send / recv / infeed (lower_channels.c).
+static hl_status_t parallel_channels(parallel_t *pp) {
+  hl_computation_t **programs = hl_calloc((size_t)pp->nproc, sizeof(*programs));
+  if (!programs) return HL_OOM();
+  hl_status_t st = NULL;
+  for (int k = 0; !st && k < pp->nproc; k++)
+    st = hl_lower_function(pp->L, pp->fns[k]->op->symbol, pp->op, &programs[k]);
+  if (!st)
+    st = hl_lower_parallel_channels(pp->L, pp->op, programs, pp->nproc,
+                                    (int)pp->L->parallel_partitions);
+  hl_free(programs);
+  return st;
+}
+
 static hl_status_t lower_run_parallel(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_op_t *op,
                                       hl_instruction_t *const *operands) {
   const hl_mlir_attr_t *progs = hl_mlir_op_attr(op, "programs");
   if (!progs || progs->kind != HL_MATTR_ARRAY || progs->n < 1)
     return hl_lower_op_error(L, op, "needs programs = [[@f, ...], ...]");
-  if (hl_mlir_op_attr(op, "infeed"))
-    return hl_lower_op_error(L, op, "with infeed functions is not supported");
   int R = progs->n, P = progs->items[0].n;
   for (int r = 0; r < R; r++)
     if (progs->items[r].kind != HL_MATTR_ARRAY || progs->items[r].n != P || P < 1)
@@ -681,9 +693,21 @@ static hl_status_t lower_run_parallel(hl_lower_t *L, hl_lower_env_t *env, const 
       res[pp.res_start[k] + j] = pp.fns[k]->op->result_types[j];  // shallow
   hl_instruction_t *arg_tuple = NULL, *cond = NULL, *id = NULL;
   if (!st) st = hl_shape_tuple(res, pp.nres, &all_shape);
-  if (!st) st = hl_lower_add_tuple(L, env->computation, op, operands, op->operand_count, &arg_tuple);
+  // infeed functions enqueue first; their token, an extra last element of
+  // the arguments tuple that no program reads, orders them before the programs.
+  hl_instruction_t *feed = NULL, **args = NULL;
+  if (!st) st = hl_lower_parallel_infeed(L, env, op, &feed);
+  if (!st && !(args = hl_calloc((size_t)op->operand_count + 2, sizeof(*args)))) st = HL_OOM();
+  if (!st) {
+    memcpy(args, operands, (size_t)op->operand_count * sizeof(*args));
+    if (feed) args[op->operand_count] = feed;
+    st = hl_lower_add_tuple(L, env->computation, op, args, op->operand_count + (feed != NULL),
+                            &arg_tuple);
+  }
+  hl_free(args);
   if (!st) st = hl_shape_copy(&arg_tuple->shape, &args_shape);
   for (int k = 0; !st && k < pp.nproc; k++) st = parallel_branch(&pp, k, &args_shape, &all_shape, &branches[k]);
+  if (!st) st = parallel_channels(&pp);
   // id = replica_id * P + partition_id, as s32.
   if (!st) {
     hl_shape_t u32 = hl_shape_scalar(HL_U32), s32 = hl_shape_scalar(HL_S32);

@@ -1527,6 +1527,32 @@ static void check_collective_reduce(check_t *k) {
   }
 }
 
+// collective-broadcast with has_dynamic_root (newest XLA;
+// runtime/kernels/collective_broadcast_root.c): the data operands' shapes
+// are the result's (a tuple for several); the last operand is
+// s32[number of data operands].
+static void check_dynamic_root_broadcast(check_t *k) {
+  const hl_instruction_t *inst = k->inst;
+  int n = inst->operand_count, data = n - 1;
+  if (data < 1) {
+    report(k, "needs at least one operand to broadcast besides the roots operand");
+    return;
+  }
+  const hl_shape_t *r = operand_shape(inst, n - 1);
+  if (r->dtype != HL_S32 || r->rank != 1 || r->dims[0] != data)
+    report(k, "with has_dynamic_root=true the last operand %s must be s32[%d] (one root per "
+           "broadcast operand)", shape_str(r, 0), data);
+  for (int i = 0; i < data; i++) {
+    const hl_shape_t *x = operand_shape(inst, i);
+    const hl_shape_t *y = collective_result(k, &inst->shape, i, data);
+    if (!y || !expect_array(k, x, "operand")) return;
+    if (!hl_shape_equal(x, y)) {
+      report(k, "result %s differs from operand %d %s", shape_str(y, 0), i, shape_str(x, 1));
+      return;
+    }
+  }
+}
+
 // shuffle (newest XLA; runtime/kernels/shuffle.c): result = operand shape,
 // distinct in-range dimensions, a mode with its attribute.
 static void check_shuffle(check_t *k) {
@@ -1878,8 +1904,7 @@ static void check_op(check_t *k) {
     case HL_OP_ALL_GATHER_START: case HL_OP_REDUCE_SCATTER: case HL_OP_ALL_TO_ALL:
     case HL_OP_COLLECTIVE_BROADCAST:
       if (k->inst->opcode == HL_OP_COLLECTIVE_BROADCAST && k->inst->attrs.has_dynamic_root) {
-        report(k, "has_dynamic_root=true is not supported for collective-broadcast (only "
-               "collective-reduce)");
+        check_dynamic_root_broadcast(k);
         break;
       }
       check_collective(k);

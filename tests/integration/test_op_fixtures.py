@@ -50,7 +50,7 @@ SUB_BYTE_INT = {"s1": (1, True), "s2": (2, True), "s4": (4, True),
 #   fn:   no inf; exponent and mantissa all ones is NaN
 #   fnuz: no inf, no -0; the pattern 1000..0 is NaN (and bias is one more)
 #   e8m0: exponent only, unsigned; all ones is NaN
-#   none: no inf and no NaN (f4e2m1fn)
+#   none: no inf and no NaN (f4e2m1fn, f6e2m3fn, f6e3m2fn: OCP MX)
 NARROW_FLOAT = {
     "bf16": (16, 8, 7, 127, "ieee"),
     "f8e5m2": (8, 5, 2, 15, "ieee"),
@@ -62,6 +62,8 @@ NARROW_FLOAT = {
     "f8e4m3b11fnuz": (8, 4, 3, 11, "fnuz"),
     "f8e8m0fnu": (8, 8, 0, 127, "e8m0"),
     "f4e2m1fn": (4, 2, 1, 1, "none"),
+    "f6e2m3fn": (6, 2, 3, 1, "none"),
+    "f6e3m2fn": (6, 3, 2, 3, "none"),
 }
 FLOAT_NAMES = {"f16", "f32", "f64"} | set(NARROW_FLOAT)
 COMPLEX_NAMES = {"c64", "c128"}
@@ -430,6 +432,8 @@ def self_test():
     assert d("f8e3m4", [0x30, 0x6F]) == [1.0, 15.5]
     assert d("f8e8m0fnu", [127, 128, 0]) == [1.0, 2.0, 2.0 ** -127]
     assert d("f4e2m1fn", [0x2, 0x7, 0xF, 0x1]) == [1.0, 6.0, -6.0, 0.5]
+    assert d("f6e2m3fn", [0x1F, 0x3F, 0x01, 0x21]) == [7.5, -7.5, 0.125, -0.125]
+    assert d("f6e3m2fn", [0x1F, 0x3F, 0x01, 0x21]) == [28.0, -28.0, 0.0625, -0.0625]
 
 
 def main():

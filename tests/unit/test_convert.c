@@ -244,6 +244,44 @@ static void test_bitcast_convert(void) {
   hl_literal_release(f);
 }
 
+// pred / sub-byte <-> wide bitcast-convert: element k of the minor dimension
+// is bit k (StableHLO's bitcast_convert example: the 64 bits of
+// 0x0123456789ABCDEF, least significant first). The expected bits are read
+// off the constant; s4[2] <-> s8 checks the nibble order and sign extension.
+static void test_bitcast_convert_sub_byte(void) {
+  kt_reset();
+  uint64_t bits = UINT64_C(0x0123456789ABCDEF);
+  int64_t d64[1] = {64}, d2[1] = {2};
+  int64_t pred[64];
+  for (int k = 0; k < 64; k++) pred[k] = (int64_t)((bits >> k) & 1);
+  hl_literal_t *p = kt_lit_int(HL_PRED, 1, d64, pred), *pops[1] = {p}, *y = NULL;
+  hl_instruction_t *join = kt_inst(HL_OP_BITCAST_CONVERT, HL_S64, 0, NULL);
+  HL_ASSERT_OK(hl_kernel_bitcast_convert(NULL, join, pops, &y));
+  CU_ASSERT_EQUAL(kt_bits(y, 0), bits);
+  hl_literal_release(y);
+  hl_literal_t *f = kt_lit_bits(HL_F64, 0, NULL, &bits), *fops[1] = {f};
+  hl_instruction_t *split = kt_inst(HL_OP_BITCAST_CONVERT, HL_PRED, 1, d64);
+  HL_ASSERT_OK(hl_kernel_bitcast_convert(NULL, split, fops, &y));
+  for (int k = 0; k < 64; k++) CU_ASSERT_EQUAL(kt_bits(y, k), (uint64_t)pred[k]);
+  hl_literal_release(y);
+  // s8 0xA7 -> s4[2] = {7, -6} (low nibble first; 0xA = -6 sign-extended), and back.
+  int64_t byte = (int8_t)0xA7;
+  hl_literal_t *b = kt_lit_int(HL_S8, 0, NULL, &byte), *bops[1] = {b};
+  hl_instruction_t *nib = kt_inst(HL_OP_BITCAST_CONVERT, HL_S4, 1, d2);
+  HL_ASSERT_OK(hl_kernel_bitcast_convert(NULL, nib, bops, &y));
+  CU_ASSERT_EQUAL(hl_literal_get_s64(y, 0), 7);
+  CU_ASSERT_EQUAL(hl_literal_get_s64(y, 1), -6);
+  hl_literal_t *back = NULL, *yops[1] = {y};
+  hl_instruction_t *pack = kt_inst(HL_OP_BITCAST_CONVERT, HL_S8, 0, NULL);
+  HL_ASSERT_OK(hl_kernel_bitcast_convert(NULL, pack, yops, &back));
+  CU_ASSERT_EQUAL(hl_literal_get_s64(back, 0), (int8_t)0xA7);
+  hl_literal_release(back);
+  hl_literal_release(y);
+  hl_literal_release(b);
+  hl_literal_release(f);
+  hl_literal_release(p);
+}
+
 static CU_TestInfo tests[] = {
     {"float_to_int_saturates", test_float_to_int_saturates},
     {"int_to_int_wraps", test_int_to_int_wraps},
@@ -252,6 +290,7 @@ static CU_TestInfo tests[] = {
     {"complex", test_complex},
     {"errors_and_empty", test_convert_errors_and_empty},
     {"bitcast_convert", test_bitcast_convert},
+    {"bitcast_convert_sub_byte", test_bitcast_convert_sub_byte},
     CU_TEST_INFO_NULL,
 };
 

@@ -354,8 +354,8 @@ static void test_errors_and_empty(void) {
   hl_instruction_t *add3 = kt_inst(HL_OP_ADD, HL_S32, 1, three);
   HL_ASSERT_ERROR_CONTAINS(hl_kernel_binary(NULL, add3, ops, &y), "operand 0");
   hl_literal_t *c = kt_lit_f64(HL_C64, 1, dims, fv), *cops[2] = {c, c};
-  hl_instruction_t *maxc = kt_inst(HL_OP_MAXIMUM, HL_C64, 1, dims);
-  HL_ASSERT_ERROR_CONTAINS(hl_kernel_binary(NULL, maxc, cops, &y), "c64");
+  hl_instruction_t *remc = kt_inst(HL_OP_REMAINDER, HL_C64, 1, dims);
+  HL_ASSERT_ERROR_CONTAINS(hl_kernel_binary(NULL, remc, cops, &y), "c64");
   hl_literal_t *f8 = kt_lit_f64(HL_F8E4M3FN, 1, dims, fv), *f8ops[2] = {f8, f8};
   hl_instruction_t *addf8 = kt_inst(HL_OP_ADD, HL_F8E4M3FN, 1, dims);
   // f8 types compute in double and round once: 1+1 = 2, 2+2 = 4 (exact in e4m3fn).
@@ -445,6 +445,51 @@ static void test_complex(void) {
   }
 }
 
+// atan2, cbrt, maximum, minimum on complex. Expected values from numpy:
+//   atan2(y, x) = -1j * log((x + 1j*y) / sqrt(x*x + y*y)) (XLA's and
+//   StableHLO's definition): y = 1+2j, x = 3-1j -> 0.19025318855618242+0.8418239574966186j;
+//   y = -1, x = 0 -> -pi/2.
+//   cbrt(z) = abs(z)**(1/3) * exp(1j*angle(z)/3): 3+4j -> 1.6289371459221758+0.5201745023045456j,
+//   -8 -> 1+1.7320508075688772j (the principal root, not -2).
+// maximum / minimum compare (real, imag) lexicographically (StableHLO spec);
+// -0.0 == 0.0 in the real part, so the imaginary part decides.
+static void test_complex_atan2_cbrt_max_min(void) {
+  kt_reset();
+  for (int t = 0; t < 2; t++) {
+    hl_dtype_t dt = t ? HL_C128 : HL_C64;
+    double tol = t ? 1e-15 : 1e-6;
+    hl_literal_t *y = complex_lit(dt, 2, (double[]){1, 2, -1, 0});
+    hl_literal_t *x = complex_lit(dt, 2, (double[]){3, -1, 0, 0});
+    hl_literal_t *r = run2(HL_OP_ATAN2, y, x);
+    CU_ASSERT(fabs(part(r, 0) - 0.19025318855618242) < tol);
+    CU_ASSERT(fabs(part(r, 1) - 0.8418239574966186) < tol);
+    CU_ASSERT(fabs(part(r, 2) + 1.5707963267948966) < tol && fabs(part(r, 3)) < tol);
+    hl_literal_release(r);
+    hl_literal_t *z = complex_lit(dt, 2, (double[]){3, 4, -8, 0});
+    r = run1(HL_OP_CBRT, dt, z);
+    CU_ASSERT(fabs(part(r, 0) - 1.6289371459221758) < tol);
+    CU_ASSERT(fabs(part(r, 1) - 0.5201745023045456) < tol);
+    CU_ASSERT(fabs(part(r, 2) - 1.0) < tol && fabs(part(r, 3) - 1.7320508075688772) < tol);
+    hl_literal_release(r);
+    hl_literal_t *a = complex_lit(dt, 4, (double[]){1.5, 2.5, 1.5, 7.5, 0.0, 1.5, 2, -9});
+    hl_literal_t *b = complex_lit(dt, 4, (double[]){7.5, 1.5, 1.5, 2.5, -0.0, 2.5, 1, 9});
+    double want_max[8] = {7.5, 1.5, 1.5, 7.5, -0.0, 2.5, 2, -9};
+    double want_min[8] = {1.5, 2.5, 1.5, 2.5, 0.0, 1.5, 1, 9};
+    hl_literal_t *mx = run2(HL_OP_MAXIMUM, a, b), *mn = run2(HL_OP_MINIMUM, a, b);
+    for (int k = 0; k < 8; k++) {
+      CU_ASSERT(part(mx, k) == want_max[k] && signbit(part(mx, k)) == signbit(want_max[k]));
+      CU_ASSERT(part(mn, k) == want_min[k] && signbit(part(mn, k)) == signbit(want_min[k]));
+    }
+    hl_literal_release(mx);
+    hl_literal_release(mn);
+    hl_literal_release(a);
+    hl_literal_release(b);
+    hl_literal_release(z);
+    hl_literal_release(x);
+    hl_literal_release(y);
+  }
+}
+
 // The kernels' bit-level double -> f16/bf16 rounding against dtype.c's
 // frexp/ldexp-based hl_f64_to_f16 / hl_f64_to_bf16 (an independent
 // implementation), on values around ties, subnormals and overflow.
@@ -531,6 +576,7 @@ static CU_TestInfo tests[] = {
     {"half_arith_in_f32_matches_double", test_half_arith_in_f32_matches_double},
     {"half_store_matches_dtype", test_half_store_matches_dtype},
     {"complex", test_complex},
+    {"complex_atan2_cbrt_max_min", test_complex_atan2_cbrt_max_min},
     {"f32_arithmetic", test_f32_arithmetic},
     {"f64_and_large_f32", test_f64_and_large_f32},
     {"max_min_nan_zero", test_max_min_nan_zero},

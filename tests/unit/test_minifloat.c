@@ -143,11 +143,100 @@ static void test_checked(void) {
   CU_ASSERT_EQUAL(hl_minifloat_ieee_mantissa_bits(HL_F8E4M3FN), 0);
 }
 
+// f6e2m3fn / f6e3m2fn (OCP MX FP6; bias 1 / 3, exponent field 0 subnormal, no
+// inf or NaN). The tables were printed by a Python script from that
+// definition alone, not from this runtime:
+//   value(code) = (-1)^s * 2^(1 - bias) * m / 2^M           (e == 0)
+//               = (-1)^s * 2^(e - bias) * (1 + m / 2^M)     (e > 0)
+// and the encodings of points between neighbouring codes: the midpoint goes
+// to the code with an even mantissa, a quarter / three quarters of the way
+// to the nearer code; values past the largest magnitude saturate (ml_dtypes'
+// MX conversion), and NaN becomes the sign bit alone (0x20) for +NaN.
+typedef struct {
+  double in;
+  unsigned bits;
+} f6_case_t;
+static const double kF6e2m3[64] = {
+    0.0, 0.125, 0.25, 0.375, 0.5, 0.625, 0.75, 0.875, 1.0, 1.125, 1.25, 1.375, 1.5, 1.625, 1.75,
+    1.875, 2.0, 2.25, 2.5, 2.75, 3.0, 3.25, 3.5, 3.75, 4.0, 4.5, 5.0, 5.5, 6.0, 6.5, 7.0, 7.5,
+    -0.0, -0.125, -0.25, -0.375, -0.5, -0.625, -0.75, -0.875, -1.0, -1.125, -1.25, -1.375, -1.5,
+    -1.625, -1.75, -1.875, -2.0, -2.25, -2.5, -2.75, -3.0, -3.25, -3.5, -3.75, -4.0, -4.5, -5.0,
+    -5.5, -6.0, -6.5, -7.0, -7.5};
+static const f6_case_t kF6e2m3Enc[] = {
+    {0.0625, 0x00}, {0.03125, 0x00}, {-0.09375, 0x21}, {0.1875, 0x02}, {0.15625, 0x01},
+    {-0.21875, 0x22}, {0.3125, 0x02}, {0.28125, 0x02}, {-0.34375, 0x23}, {0.4375, 0x04},
+    {0.40625, 0x03}, {-0.46875, 0x24}, {0.5625, 0x04}, {0.53125, 0x04}, {-0.59375, 0x25},
+    {0.6875, 0x06}, {0.65625, 0x05}, {-0.71875, 0x26}, {0.8125, 0x06}, {0.78125, 0x06},
+    {-0.84375, 0x27}, {0.9375, 0x08}, {0.90625, 0x07}, {-0.96875, 0x28}, {1.0625, 0x08},
+    {1.03125, 0x08}, {-1.09375, 0x29}, {1.1875, 0x0a}, {1.15625, 0x09}, {-1.21875, 0x2a},
+    {1.3125, 0x0a}, {1.28125, 0x0a}, {-1.34375, 0x2b}, {1.4375, 0x0c}, {1.40625, 0x0b},
+    {-1.46875, 0x2c}, {1.5625, 0x0c}, {1.53125, 0x0c}, {-1.59375, 0x2d}, {1.6875, 0x0e},
+    {1.65625, 0x0d}, {-1.71875, 0x2e}, {1.8125, 0x0e}, {1.78125, 0x0e}, {-1.84375, 0x2f},
+    {1.9375, 0x10}, {1.90625, 0x0f}, {-1.96875, 0x30}, {2.125, 0x10}, {2.0625, 0x10}, {-2.1875,
+    0x31}, {2.375, 0x12}, {2.3125, 0x11}, {-2.4375, 0x32}, {2.625, 0x12}, {2.5625, 0x12},
+    {-2.6875, 0x33}, {2.875, 0x14}, {2.8125, 0x13}, {-2.9375, 0x34}, {3.125, 0x14}, {3.0625,
+    0x14}, {-3.1875, 0x35}, {3.375, 0x16}, {3.3125, 0x15}, {-3.4375, 0x36}, {3.625, 0x16},
+    {3.5625, 0x16}, {-3.6875, 0x37}, {3.875, 0x18}, {3.8125, 0x17}, {-3.9375, 0x38}, {4.25,
+    0x18}, {4.125, 0x18}, {-4.375, 0x39}, {4.75, 0x1a}, {4.625, 0x19}, {-4.875, 0x3a}, {5.25,
+    0x1a}, {5.125, 0x1a}, {-5.375, 0x3b}, {5.75, 0x1c}, {5.625, 0x1b}, {-5.875, 0x3c}, {6.25,
+    0x1c}, {6.125, 0x1c}, {-6.375, 0x3d}, {6.75, 0x1e}, {6.625, 0x1d}, {-6.875, 0x3e}, {7.25,
+    0x1e}, {7.125, 0x1e}, {-7.375, 0x3f}, {7.575, 0x1f}, {-30.0, 0x3f}, {1e+30, 0x1f}};
+static const double kF6e3m2[64] = {
+    0.0, 0.0625, 0.125, 0.1875, 0.25, 0.3125, 0.375, 0.4375, 0.5, 0.625, 0.75, 0.875, 1.0, 1.25,
+    1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0, 7.0, 8.0, 10.0, 12.0, 14.0, 16.0, 20.0, 24.0,
+    28.0, -0.0, -0.0625, -0.125, -0.1875, -0.25, -0.3125, -0.375, -0.4375, -0.5, -0.625, -0.75,
+    -0.875, -1.0, -1.25, -1.5, -1.75, -2.0, -2.5, -3.0, -3.5, -4.0, -5.0, -6.0, -7.0, -8.0,
+    -10.0, -12.0, -14.0, -16.0, -20.0, -24.0, -28.0};
+static const f6_case_t kF6e3m2Enc[] = {
+    {0.03125, 0x00}, {0.015625, 0x00}, {-0.046875, 0x21}, {0.09375, 0x02}, {0.078125, 0x01},
+    {-0.109375, 0x22}, {0.15625, 0x02}, {0.140625, 0x02}, {-0.171875, 0x23}, {0.21875, 0x04},
+    {0.203125, 0x03}, {-0.234375, 0x24}, {0.28125, 0x04}, {0.265625, 0x04}, {-0.296875, 0x25},
+    {0.34375, 0x06}, {0.328125, 0x05}, {-0.359375, 0x26}, {0.40625, 0x06}, {0.390625, 0x06},
+    {-0.421875, 0x27}, {0.46875, 0x08}, {0.453125, 0x07}, {-0.484375, 0x28}, {0.5625, 0x08},
+    {0.53125, 0x08}, {-0.59375, 0x29}, {0.6875, 0x0a}, {0.65625, 0x09}, {-0.71875, 0x2a},
+    {0.8125, 0x0a}, {0.78125, 0x0a}, {-0.84375, 0x2b}, {0.9375, 0x0c}, {0.90625, 0x0b},
+    {-0.96875, 0x2c}, {1.125, 0x0c}, {1.0625, 0x0c}, {-1.1875, 0x2d}, {1.375, 0x0e}, {1.3125,
+    0x0d}, {-1.4375, 0x2e}, {1.625, 0x0e}, {1.5625, 0x0e}, {-1.6875, 0x2f}, {1.875, 0x10},
+    {1.8125, 0x0f}, {-1.9375, 0x30}, {2.25, 0x10}, {2.125, 0x10}, {-2.375, 0x31}, {2.75, 0x12},
+    {2.625, 0x11}, {-2.875, 0x32}, {3.25, 0x12}, {3.125, 0x12}, {-3.375, 0x33}, {3.75, 0x14},
+    {3.625, 0x13}, {-3.875, 0x34}, {4.5, 0x14}, {4.25, 0x14}, {-4.75, 0x35}, {5.5, 0x16}, {5.25,
+    0x15}, {-5.75, 0x36}, {6.5, 0x16}, {6.25, 0x16}, {-6.75, 0x37}, {7.5, 0x18}, {7.25, 0x17},
+    {-7.75, 0x38}, {9.0, 0x18}, {8.5, 0x18}, {-9.5, 0x39}, {11.0, 0x1a}, {10.5, 0x19}, {-11.5,
+    0x3a}, {13.0, 0x1a}, {12.5, 0x1a}, {-13.5, 0x3b}, {15.0, 0x1c}, {14.5, 0x1b}, {-15.5, 0x3c},
+    {18.0, 0x1c}, {17.0, 0x1c}, {-19.0, 0x3d}, {22.0, 0x1e}, {21.0, 0x1d}, {-23.0, 0x3e}, {26.0,
+    0x1e}, {25.0, 0x1e}, {-27.0, 0x3f}, {28.28, 0x1f}, {-112.0, 0x3f}, {1e+30, 0x1f}};
+
+static void check_f6(hl_dtype_t t, const double *table, const f6_case_t *enc, size_t n_enc) {
+  for (unsigned b = 0; b < 64; b++) {
+    expect_dec(t, b, table[b]);
+    expect_enc(t, table[b], b);
+  }
+  for (size_t i = 0; i < n_enc; i++) expect_enc(t, enc[i].in, enc[i].bits);
+}
+
+static void test_f6_all_codes(void) {
+  check_f6(HL_F6E2M3FN, kF6e2m3, kF6e2m3Enc, sizeof(kF6e2m3Enc) / sizeof(kF6e2m3Enc[0]));
+  check_f6(HL_F6E3M2FN, kF6e3m2, kF6e3m2Enc, sizeof(kF6e3m2Enc) / sizeof(kF6e3m2Enc[0]));
+  CU_ASSERT_EQUAL(hl_minifloat_max(HL_F6E2M3FN), 7.5);
+  CU_ASSERT_EQUAL(hl_minifloat_max(HL_F6E3M2FN), 28);
+  expect_enc(HL_F6E2M3FN, INFINITY, 0x1f);
+  expect_enc(HL_F6E3M2FN, -INFINITY, 0x3f);
+  expect_enc(HL_F6E2M3FN, NAN, 0x20);
+  expect_enc(HL_F6E3M2FN, -NAN, 0x00);
+  uint8_t b;  // the text parser's rule: overflow and NaN do not survive
+  CU_ASSERT_FALSE(hl_minifloat_from_f64_checked(HL_F6E2M3FN, 8, &b));
+  CU_ASSERT_FALSE(hl_minifloat_from_f64_checked(HL_F6E3M2FN, NAN, &b));
+  CU_ASSERT_TRUE(hl_minifloat_from_f64_checked(HL_F6E3M2FN, 28, &b));
+  CU_ASSERT_EQUAL(hl_dtype_bit_width(HL_F6E2M3FN), 6);
+  CU_ASSERT_EQUAL(hl_dtype_from_name("f6e3m2fn", 8), HL_F6E3M2FN);
+}
+
 static CU_TestInfo tests[] = {
     {"decode", test_decode},
     {"encode_rounding_and_overflow", test_encode_rounding_and_overflow},
     {"round_trip_all_encodings", test_round_trip_all_encodings},
     {"checked", test_checked},
+    {"f6_all_codes", test_f6_all_codes},
     CU_TEST_INFO_NULL,
 };
 
