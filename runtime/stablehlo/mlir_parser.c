@@ -487,12 +487,19 @@ static hl_status_t parse_function_type_attr(parser_t *p, hl_mlir_attr_t *a) {
   a->n = 2;
   hl_shape_t *types[2] = {NULL, NULL};
   int counts[2] = {0, 0};
-  hl_status_t st = parse_paren_types(p, &types[0], &counts[0]);
+  hl_mlir_quant_ids_t quant[2] = {{0}, {0}};
+  hl_status_t st = parse_paren_types(p, &types[0], &counts[0], &quant[0]);
   if (!st && TOK->kind != HL_MTOK_ARROW) st = ERR("expected '->' in function type");
   if (!st) {
     advance(p);
-    st = at_punct(p, '(') ? parse_paren_types(p, &types[1], &counts[1])
-                          : push_type(p, &types[1], &counts[1]);
+    st = at_punct(p, '(') ? parse_paren_types(p, &types[1], &counts[1], &quant[1])
+                          : push_type(p, &types[1], &counts[1], &quant[1]);
+  }
+  // A function type as an attribute value keeps no quantization table.
+  for (int k = 0; k < 2; k++) {
+    for (int i = 0; !st && i < quant[k].n; i++)
+      if (quant[k].ids[i]) st = ERR("!quant.uniform types in a generic function type are not supported");
+    hl_free(quant[k].ids);
   }
   for (int k = 0; k < 2; k++) {
     hl_mlir_attr_t *list = &a->items[k];
