@@ -78,6 +78,11 @@ hl_status_t hl_mlir_generic_func(const char *path, hl_mlir_op_t *op) {
     st = take_types(&type.items[0], &op->operand_types, &op->operand_type_count);
     if (!st) st = take_types(&type.items[1], &op->result_types, &op->result_type_count);
   }
+  const hl_mlir_block_t *b = st ? NULL : &op->regions[0].blocks[0];
+  for (int i = 0; b && !st && i < b->arg_count; i++)
+    if (!hl_shape_equal(&b->arg_types[i], &op->operand_types[i]))
+      st = POS_ERR(op, "'func.func' @%s: block argument %d's type differs from the function type",
+                   name.s, i);
   if (!st) st = take_dicts(op, "arg_attrs", op->operand_type_count, &op->arg_attrs);
   if (!st) st = take_dicts(op, "res_attrs", op->result_type_count, &op->res_attrs);
   if (!st) {
