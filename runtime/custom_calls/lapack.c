@@ -417,8 +417,16 @@ static hl_status_t run_routine(const hl_custom_call_t *call, const legacy_attrs_
     }
     case GEEV: {
       char jl = 0, jr = 0;
-      HL_RETURN_IF_ERROR(char_attr(call, la, "compute_left", "NV", &jl));
-      HL_RETURN_IF_ERROR(char_attr(call, la, "compute_right", "NV", &jr));
+      if (spec->cusolver) {  // jaxlib/gpu/hybrid_kernels.cc: bools left / right
+        int64_t left, right;
+        HL_RETURN_IF_ERROR(attr_int(call, la, "left", &left));
+        HL_RETURN_IF_ERROR(attr_int(call, la, "right", &right));
+        jl = left ? 'V' : 'N';
+        jr = right ? 'V' : 'N';
+      } else {
+        HL_RETURN_IF_ERROR(char_attr(call, la, "compute_left", "NV", &jl));
+        HL_RETURN_IF_ERROR(char_attr(call, la, "compute_right", "NV", &jr));
+      }
       hl_dtype_t ct = complex_of(t);
       int w = is_complex(t) ? 1 : 2;  // eigenvalue results before the vectors
       CHECK(&r[0], is_complex(t) ? "result 0 (eigvals)" : "result 0 (eigvals_real)", t, 1, n);
@@ -714,6 +722,9 @@ static hl_status_t run_legacy(const hl_custom_call_t *call, hl_literal_t **out) 
 #define GPU(name, r)                                                                   \
   {"cusolver_" name "_ffi", run_lapack, &(const lapack_target_t){r, HL_INVALID, true}}, \
   {"hipsolver_" name "_ffi", run_lapack, &(const lapack_target_t){r, HL_INVALID, true}}
+#define HYBRID(name, r)                                                                 \
+  {"cu_hybrid_" name, run_lapack, &(const lapack_target_t){r, HL_INVALID, true}},       \
+  {"hip_hybrid_" name, run_lapack, &(const lapack_target_t){r, HL_INVALID, true}}
 #define FOUR(prefix_s, prefix_d, prefix_c, prefix_z, routine)            \
   {"lapack_" prefix_s "_ffi", run_lapack, SPEC(routine, HL_F32)},       \
   {"lapack_" prefix_d "_ffi", run_lapack, SPEC(routine, HL_F64)},       \
@@ -751,6 +762,9 @@ const hl_custom_call_target_t hl_custom_calls_lapack[] = {
     // results and layouts; jaxlib/gpu/solver_kernels_ffi.cc).
     GPU("getrf", GETRF), GPU("geqrf", GEQRF), GPU("orgqr", ORGQR), GPU("potrf", POTRF),
     GPU("syevd", SYEVD), GPU("sytrd", SYTRD), GPU("ormqr", ORMQR),
+    // jaxlib/gpu/hybrid_kernels.cc: LAPACK geev / geqp3 on the host (MAGMA's geev
+    // when its `magma` attribute turns it on; LAPACK runs here either way).
+    HYBRID("eig_real", GEEV), HYBRID("eig_comp", GEEV), HYBRID("geqp3", GEQP3),
     LEGACY4("getrf", "getrf", GETRF, 3, "bmn", R(0, 1, 2), R(0, 1, 2)),
     LEGACY4("geqrf", "geqrf", GEQRF, 4, "bmnl", R(0, 1), R(0, 1)),
     LEGACY4("orgqr", "ungqr", ORGQR, 5, "bmnkl", R(0), R(0)),

@@ -80,7 +80,7 @@ def householder_q(qr, tau):
     return q
 
 
-def geqp3():
+def geqp3(hybrid=False):
     for dtype, shape in ((np.float64, (2, 5, 4)), (np.complex64, (4, 6))):
         a = rand(shape, dtype, 1)
         t = TYPES[np.dtype(dtype)]
@@ -88,7 +88,9 @@ def geqp3():
         k = min(m, n)
         batch = shape[:-2]
         jpvt = np.zeros(batch + (n,), np.int32)
-        text = program("lapack_%sgeqp3_ffi" % {"f32": "s", "f64": "d", "c64": "c", "c128": "z"}[t],
+        target = "cu_hybrid_geqp3" if hybrid else \
+            "lapack_%sgeqp3_ffi" % {"f32": "s", "f64": "d", "c64": "c", "c128": "z"}[t]
+        text = program(target,
                        [(t, shape, True), ("s32", batch + (n,))],
                        [(t, shape, True), ("s32", batch + (n,)), (t, batch + (k,))],
                        "{0}: (0, {}), {1}: (1, {})")
@@ -106,6 +108,41 @@ def geqp3():
             d = np.abs(np.diag(r))
             if np.any(d[1:] > d[:-1] * (1 + 1e-5)):
                 return "|diag R| not non-increasing: %s" % d
+    return None
+
+
+def hybrid_eig():
+    """cu_hybrid_eig_real / _comp (jax's GPU eig without cuSOLVER geev): LAPACK geev on the
+    host; real: (wr, wi, vl, vr complex, info), complex: (w, vl, vr, info)."""
+    for dtype in (np.float64, np.complex64):
+        a = rand((2, 4, 4), dtype, 6)
+        t = TYPES[np.dtype(dtype)]
+        ct = "c128" if t in ("f64", "c128") else "c64"
+        real = t in ("f32", "f64")
+        res = ([(t, (2, 4)), (t, (2, 4))] if real else [(ct, (2, 4))]) + \
+            [(ct, (2, 4, 4), True), (ct, (2, 4, 4), True), ("s32", (2,))]
+        text = program("cu_hybrid_eig_%s" % ("real" if real else "comp"), [(t, (2, 4, 4), True)],
+                       res, "")
+        text = text.replace("output_to_operand_aliasing={}",
+                            'backend_config={left = true, magma = "off", right = true}')
+        out = run("hybrid-eig", text, [a], len(res))
+        w = out[0] + 1j * out[1] if real else out[0]
+        vl, vr, info = out[-3], out[-2], out[-1]
+        if list(info) != [0, 0]:
+            return "info %s" % info
+        a128 = a.astype(np.complex128)
+        want_w = np.linalg.eigvals(a128)
+        for i in range(2):
+            if not np.allclose(np.sort_complex(w[i]), np.sort_complex(want_w[i]), **dict(
+                    zip(("rtol", "atol"), tol(dtype)))):
+                return "eigenvalues %s, expected %s" % (w[i], want_w[i])
+        msg = hl.compare("A vr = vr w", (a128 @ vr).astype(np.complex128),
+                         (vr * w[:, None, :]).astype(np.complex128), tol(dtype)) or \
+            hl.compare("vl^H A = w vl^H", (np.conj(np.swapaxes(vl, 1, 2)) @ a128).astype(np.complex128),
+                       (w[:, :, None] * np.conj(np.swapaxes(vl, 1, 2))).astype(np.complex128),
+                       tol(dtype))
+        if msg:
+            return msg
     return None
 
 
@@ -165,6 +202,8 @@ if __name__ == "__main__":
     hl.require_binaries("hlo-launch")
     hl.main([
         ("lapack_geqp3_real_batched_and_complex", geqp3),
+        ("cu_hybrid_geqp3", lambda: geqp3(hybrid=True)),
+        ("cu_hybrid_eig_real_and_complex", hybrid_eig),
         ("tridiagonal_solve_perturbed_all_types", perturbed_solve),
         ("tridiagonal_solve_perturbed_singular", perturbed_singular),
     ])
