@@ -14,6 +14,9 @@
 //       op(A)^T + beta c_in on the upper triangle of the column-major n x n c
 //       (cuBLAS syrk, fill mode upper); the other triangle keeps c_in.
 //   cusparse_gtsv2_ffi: dl, d, du, b -> x (the solution; no info output).
+//   cusolver_geev_ffi   (left, right): a -> out, w (complex), vl, vr, info; vl / vr
+//       have a's element type: for a real a, conjugate pairs packed as LAPACK
+//       (and cuSOLVER's Xgeev) pack them: re / im in adjacent columns.
 // Singular vectors come from LAPACK's ?gesvd, so their signs (phases) may
 // differ from cuSOLVER's, as any two SVD implementations' may; the `out`
 // result holds LAPACK's overwritten matrix where cuSOLVER leaves its own
@@ -28,7 +31,7 @@
 #include "runtime/custom_calls/frame.h"
 #include "runtime/kernels/element_access.h"
 
-typedef enum solver_op { OP_GESVD, OP_GESVDJ, OP_SYRK, OP_GTSV2 } solver_op_t;
+typedef enum solver_op { OP_GESVD, OP_GESVDJ, OP_SYRK, OP_GTSV2, OP_GEEV } solver_op_t;
 
 static const char *loc_of(const hl_custom_call_t *call) {
   return hl_instruction_location(call->inst);
@@ -225,6 +228,77 @@ static hl_status_t run_gtsv2(const hl_custom_call_t *call, hl_cc_frame_t *f) {
   return NULL;
 }
 
+static hl_status_t run_geev(const hl_custom_call_t *call, hl_cc_frame_t *f) {
+  int64_t left, right;
+  HL_RETURN_IF_ERROR(hl_ffi_attr_int(call, "left", &left));
+  HL_RETURN_IF_ERROR(hl_ffi_attr_int(call, "right", &right));
+  if (f->arg_count != 1 || f->ret_count != 5)
+    return HL_INVALID("%s: custom-call \"%s\" takes 1 operand and returns (out, w, vl, vr, info), "
+                      "got %d operands and %d results", loc_of(call), call->name, f->arg_count,
+                      f->ret_count);
+  const hl_cc_buffer_t *a = &f->args[0];
+  hl_dtype_t t = a->dtype, rt = real_of(t);
+  hl_dtype_t ct = t == HL_F32 ? HL_C64 : t == HL_F64 ? HL_C128 : t;
+  if (!lapack_type(t) || a->rank < 2 || a->dims[a->rank - 1] != a->dims[a->rank - 2])
+    return HL_INVALID("%s: custom-call \"%s\" operand is %s of rank %d; it takes square f32, f64, "
+                      "c64 or c128 matrices", loc_of(call), call->name, hl_dtype_name(t),
+                      a->rank);
+  int64_t n = a->dims[a->rank - 1], batch = hl_cc_dims_product(a, 0, a->rank - 2);
+  hl_cc_buffer_t *r = f->rets;
+  HL_RETURN_IF_ERROR(expect(call, &r[0], "result 0 (out)", t, batch * n * n));
+  HL_RETURN_IF_ERROR(expect(call, &r[1], "result 1 (w)", ct, batch * n));
+  HL_RETURN_IF_ERROR(expect(call, &r[2], "result 2 (vl)", t, batch * n * n));
+  HL_RETURN_IF_ERROR(expect(call, &r[3], "result 3 (vr)", t, batch * n * n));
+  HL_RETURN_IF_ERROR(expect(call, &r[4], "result 4 (info)", HL_S32, batch));
+  memcpy(r[0].data, a->data, (size_t)a->count * hl_dtype_size(t));
+  char jl = left ? 'V' : 'N', jr = right ? 'V' : 'N';
+  size_t es = hl_dtype_size(t), rs = hl_dtype_size(rt);
+  bool cplx = t == HL_C64 || t == HL_C128;
+  void *wr = hl_calloc((size_t)(2 * n + 1), rs);  // real: wr then wi
+  void *rwork = hl_calloc((size_t)(2 * n + 1), rs);
+  _Alignas(16) char q[16] = {0};
+  lapack_int ln = (lapack_int)n, ldn = ld(n);
+  hl_status_t st = !wr || !rwork ? HL_OOM() : NULL;
+  void *wi = (char *)wr + (size_t)n * rs;
+  if (!st) {
+    switch (t) {
+      case HL_F32: LAPACKE_sgeev_work(LAPACK_COL_MAJOR, jl, jr, ln, NULL, ldn, wr, wi, NULL, ldn, NULL, ldn, (void *)q, -1); break;
+      case HL_F64: LAPACKE_dgeev_work(LAPACK_COL_MAJOR, jl, jr, ln, NULL, ldn, wr, wi, NULL, ldn, NULL, ldn, (void *)q, -1); break;
+      case HL_C64: LAPACKE_cgeev_work(LAPACK_COL_MAJOR, jl, jr, ln, NULL, ldn, NULL, NULL, ldn, NULL, ldn, (void *)q, -1, rwork); break;
+      default: LAPACKE_zgeev_work(LAPACK_COL_MAJOR, jl, jr, ln, NULL, ldn, NULL, NULL, ldn, NULL, ldn, (void *)q, -1, rwork); break;
+    }
+  }
+  double qv = (t == HL_F32 || t == HL_C64) ? (double)*(float *)q : *(double *)q;
+  lapack_int lw = qv < 1 ? 1 : (lapack_int)qv;
+  void *work = st ? NULL : hl_calloc((size_t)lw + 1, es);
+  if (!st && !work) st = HL_OOM();
+  for (int64_t b = 0; !st && b < batch; b++) {
+    void *ab = at(&r[0], b, n * n), *w = at(&r[1], b, n), *vl = at(&r[2], b, n * n),
+         *vr = at(&r[3], b, n * n);
+    lapack_int info;
+    switch (t) {
+      case HL_F32: info = LAPACKE_sgeev_work(LAPACK_COL_MAJOR, jl, jr, ln, ab, ldn, wr, wi, vl, ldn, vr, ldn, work, lw); break;
+      case HL_F64: info = LAPACKE_dgeev_work(LAPACK_COL_MAJOR, jl, jr, ln, ab, ldn, wr, wi, vl, ldn, vr, ldn, work, lw); break;
+      case HL_C64: info = LAPACKE_cgeev_work(LAPACK_COL_MAJOR, jl, jr, ln, ab, ldn, w, vl, ldn, vr, ldn, work, lw, rwork); break;
+      default: info = LAPACKE_zgeev_work(LAPACK_COL_MAJOR, jl, jr, ln, ab, ldn, w, vl, ldn, vr, ldn, work, lw, rwork); break;
+    }
+    ((int32_t *)r[4].data)[b] = info;
+    for (int64_t i = 0; !cplx && i < n; i++) {  // w = wr + i wi
+      if (t == HL_F32) {
+        ((float *)w)[2 * i] = ((float *)wr)[i];
+        ((float *)w)[2 * i + 1] = ((float *)wi)[i];
+      } else {
+        ((double *)w)[2 * i] = ((double *)wr)[i];
+        ((double *)w)[2 * i + 1] = ((double *)wi)[i];
+      }
+    }
+  }
+  hl_free(work);
+  hl_free(wr);
+  hl_free(rwork);
+  return st;
+}
+
 static hl_status_t run_solver(const hl_custom_call_t *call, hl_literal_t **out) {
   *out = NULL;
   solver_op_t op = (solver_op_t)(intptr_t)call->target->data;
@@ -235,6 +309,7 @@ static hl_status_t run_solver(const hl_custom_call_t *call, hl_literal_t **out) 
       case OP_GESVD: st = run_svd(call, &f, false); break;
       case OP_GESVDJ: st = run_svd(call, &f, true); break;
       case OP_SYRK: st = run_syrk(call, &f); break;
+      case OP_GEEV: st = run_geev(call, &f); break;
       default: st = run_gtsv2(call, &f); break;
     }
   }
@@ -251,6 +326,8 @@ const hl_custom_call_target_t hl_custom_calls_jax_gpu_solver[] = {
     {"hipsolver_gesvdj_ffi", run_solver, OP(OP_GESVDJ)},
     {"cusolver_syrk_ffi", run_solver, OP(OP_SYRK)},
     {"hipsolver_syrk_ffi", run_solver, OP(OP_SYRK)},
+    {"cusolver_geev_ffi", run_solver, OP(OP_GEEV)},
+    {"hipsolver_geev_ffi", run_solver, OP(OP_GEEV)},
     {"cusparse_gtsv2_ffi", run_solver, OP(OP_GTSV2)},
     {"hipsparse_gtsv2_ffi", run_solver, OP(OP_GTSV2)},
     {NULL, NULL, NULL},

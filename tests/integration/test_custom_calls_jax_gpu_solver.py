@@ -182,6 +182,54 @@ def syrk():
     return next((m for m in msgs if m), None)
 
 
+def unpack_pairs(w, v):
+    """LAPACK's packing of real eigenvectors: a conjugate pair j, j+1 is re, im columns."""
+    out = v.astype(np.complex128)
+    j = 0
+    while j < len(w):
+        if w[j].imag != 0:
+            out[:, j] = v[:, j] + 1j * v[:, j + 1]
+            out[:, j + 1] = v[:, j] - 1j * v[:, j + 1]
+            j += 2
+        else:
+            j += 1
+    return out
+
+
+def geev():
+    """cusolver_geev_ffi (jax's default GPU eig with cuSOLVER >= 11.7.1): right vectors only
+    for real input (packed), left and right for complex."""
+    for dtype, left in ((np.float64, False), (np.complex64, True)):
+        a = rand((2, 4, 4), dtype, 11)
+        t = TYPES[np.dtype(dtype)]
+        ct = "c128" if t == "f64" else "c64"
+        res = [(t, (2, 4, 4), True), (ct, (2, 4)), (t, (2, 4, 4), True), (t, (2, 4, 4), True),
+               ("s32", (2,))]
+        text = program("cusolver_geev_ffi", [(t, (2, 4, 4), True)], res,
+                       "left = %s, right = true" % ("true" if left else "false"))
+        _, w, vl, vr, info = run("geev", text, [a], 5)
+        if list(info) != [0, 0]:
+            return "geev info %s" % info
+        for i in range(2):
+            a128 = a[i].astype(np.complex128)
+            want = np.linalg.eigvals(a128)
+            dist = np.abs(w[i][:, None].astype(np.complex128) - want[None, :]).min(axis=0)
+            if np.any(dist > tol(dtype)[0] * (1 + np.abs(want))):
+                return "eigenvalues %s, expected %s" % (w[i], want)
+            v = unpack_pairs(w[i], vr[i]) if t == "f64" else vr[i].astype(np.complex128)
+            msg = hl.compare("A vr = vr w", a128 @ v, v * w[i][None, :].astype(np.complex128),
+                             tol(dtype))
+            if msg:
+                return msg
+            if left:
+                u = np.conj(vl[i].astype(np.complex128)).T
+                msg = hl.compare("vl^H A = w vl^H", u @ a128,
+                                 w[i][:, None].astype(np.complex128) * u, tol(dtype))
+                if msg:
+                    return msg
+    return None
+
+
 def gtsv2():
     """cusparse_gtsv2_ffi: dl[0] and du[m-1] are padding; b column-major."""
     m, nrhs = 5, 3
@@ -213,4 +261,5 @@ if __name__ == "__main__":
         ("cusolver_gesvd_values_only", gesvd_values_only),
         ("cusolver_syrk_both_transposes", syrk),
         ("cusparse_gtsv2", gtsv2),
+        ("cusolver_geev_real_packed_and_complex", geev),
     ])
