@@ -1,7 +1,30 @@
-// The pre-launch check: every custom-call target of a module is registered.
+// The pre-launch check: every custom-call target of a module is registered,
+// and targets with a check function accept their instruction's config.
 #include "runtime/custom_calls/check.h"
 
+#include <string.h>
+
 #include "runtime/custom_calls/registry.h"
+
+// Targets known not to be runnable here, with the reason, so the error says
+// more than "unknown".
+static const struct {
+  const char *name;
+  const char *why;
+} kNotRunnable[] = {
+    // xla/service/gpu: jax-triton / Pallas GPU lowering (jax/_src/pallas/triton).
+    {"__gpu$xla.gpu.triton", "it carries a Triton kernel (Triton IR in its backend_config), not "
+                             "HLO, and hlo-launch has no Triton interpreter"},
+    // jax-triton's older form: a compressed, serialized Triton kernel.
+    {"triton_kernel_call", "it carries a Triton kernel (a serialized, compiled kernel in its "
+                           "opaque field), not HLO, and hlo-launch has no Triton interpreter"},
+};
+
+const char *hl_custom_call_not_runnable_reason(const char *name) {
+  for (size_t i = 0; name && i < sizeof(kNotRunnable) / sizeof(kNotRunnable[0]); i++)
+    if (strcmp(kNotRunnable[i].name, name) == 0) return kNotRunnable[i].why;
+  return NULL;
+}
 
 hl_status_t hl_custom_calls_check_module(const hl_module_t *m) {
   for (int c = 0; c < m->computation_count; c++) {
@@ -10,10 +33,17 @@ hl_status_t hl_custom_calls_check_module(const hl_module_t *m) {
       const hl_instruction_t *inst = comp->instructions[i];
       if (inst->opcode != HL_OP_CUSTOM_CALL) continue;
       const char *name = inst->attrs.custom_call_target ? inst->attrs.custom_call_target : "";
-      if (!hl_custom_call_lookup(name))
+      const hl_custom_call_target_t *t = hl_custom_call_lookup(name);
+      const char *why = hl_custom_call_not_runnable_reason(name);
+      if (!t && why)
+        return HL_UNIMPL("%s: custom-call target \"%s\" is not supported: %s",
+                         hl_instruction_location(inst), name, why);
+      if (!t)
         return HL_UNIMPL("%s: custom-call target \"%s\" is not supported: it is not built in "
                          "(docs/CUSTOM_CALLS.md) and no --custom-call-library registered it",
                          hl_instruction_location(inst), name);
+      hl_custom_call_check_fn_t check = hl_custom_call_lookup_check(name);
+      if (check) HL_RETURN_IF_ERROR(check(inst, name));
     }
   }
   return NULL;

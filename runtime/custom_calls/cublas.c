@@ -10,6 +10,21 @@
 //   d = act(alpha * dot(lhs, rhs) + beta * c + bias[last dim of d])
 // computed in f32 (f64 / complex for those types) and rounded once, as cuBLAS
 // does in its compute type; the layouts only tell cuBLAS how to read memory.
+//
+// GELU_AUX / BIAS_GELU_AUX (gemm_rewriter's FuseGeluActivation) add the
+// pre-activation value as result 1: (d, aux[, workspace]).
+//
+// `__cublas$lt$matmul$f8` (gemm_rewriter's CreateF8CustomCall, run by
+// EmitCublasLtMatmulThunkF8): operands a, b (f8), [c when beta != 0], then
+// f32 scalars a_scale, b_scale and either
+//   (older XLA) c_scale, d_scale [, bias]     or
+//   (newer XLA) [bias] [, d_scale when d is f8, last];
+// told apart by whether the operand after b_scale is a scalar followed by
+// another. d = act(alpha * a_scale * b_scale * dot + beta * c + bias), then for
+// an f8 d: * d_scale, saturated to the f8 range (XLA folds the clamp into the
+// call) and rounded once. damax_output adds result 1, an f32 scalar holding
+// max |act(...)| before d_scale, as cuBLASLt's amax_d. A c_scale other than 1
+// is an error (cuBLASLt takes no C scale for a non-f8 C).
 #include <complex.h>
 #include <math.h>
 #include <string.h>
@@ -19,7 +34,10 @@
 #include "runtime/custom_calls/registry.h"
 #include "runtime/kernels/element_access.h"
 
-typedef enum epilogue { EPI_DEFAULT, EPI_BIAS, EPI_RELU, EPI_BIAS_RELU, EPI_GELU, EPI_BIAS_GELU } epilogue_t;
+typedef enum epilogue {
+  EPI_DEFAULT, EPI_BIAS, EPI_RELU, EPI_BIAS_RELU, EPI_GELU, EPI_BIAS_GELU, EPI_GELU_AUX,
+  EPI_BIAS_GELU_AUX,
+} epilogue_t;
 
 static const struct {
   const char *name;
@@ -27,9 +45,13 @@ static const struct {
 } kEpilogues[] = {
     {"DEFAULT", EPI_DEFAULT}, {"BIAS", EPI_BIAS}, {"RELU", EPI_RELU},
     {"BIAS_RELU", EPI_BIAS_RELU}, {"GELU", EPI_GELU}, {"BIAS_GELU", EPI_BIAS_GELU},
+    {"GELU_AUX", EPI_GELU_AUX}, {"BIAS_GELU_AUX", EPI_BIAS_GELU_AUX},
 };
 
-static bool has_bias(epilogue_t e) { return e == EPI_BIAS || e == EPI_BIAS_RELU || e == EPI_BIAS_GELU; }
+static bool has_bias(epilogue_t e) {
+  return e == EPI_BIAS || e == EPI_BIAS_RELU || e == EPI_BIAS_GELU || e == EPI_BIAS_GELU_AUX;
+}
+static bool has_aux(epilogue_t e) { return e == EPI_GELU_AUX || e == EPI_BIAS_GELU_AUX; }
 
 // cublasLt's GELU: the tanh approximation XLA's rewriter matches.
 static double gelu(double x) {
@@ -38,7 +60,7 @@ static double gelu(double x) {
 
 static double activate(epilogue_t e, double x) {
   if (e == EPI_RELU || e == EPI_BIAS_RELU) return x > 0 ? x : 0;
-  if (e == EPI_GELU || e == EPI_BIAS_GELU) return gelu(x);
+  if (e == EPI_GELU || e == EPI_BIAS_GELU || has_aux(e)) return gelu(x);
   return x;
 }
 
@@ -64,6 +86,7 @@ static hl_status_t dims_list(const hl_custom_call_t *call, const hl_json_t *dn, 
 
 typedef struct gemm_config {
   double alpha_re, alpha_im, beta;
+  bool damax;  // damax_output (f8)
   epilogue_t epilogue;
   int64_t dims[4][HL_MAX_RANK];
   hl_dot_dims_t dot;
@@ -79,6 +102,8 @@ static hl_status_t read_config(const hl_custom_call_t *call, const hl_json_t *ro
                       "alpha_real", loc, call->name);
   if (!hl_json_number(hl_json_get(g, "alpha_imag"), &c->alpha_im)) c->alpha_im = 0;
   if (!hl_json_number(hl_json_get(g, "beta"), &c->beta)) c->beta = 0;
+  const hl_json_t *dm = hl_json_get(g, "damax_output");
+  c->damax = dm && dm->kind == HL_JSON_BOOL && dm->boolean;
   const hl_json_t *e = hl_json_get(g, "epilogue");
   c->epilogue = EPI_DEFAULT;
   if (e) {
@@ -90,7 +115,8 @@ static hl_status_t read_config(const hl_custom_call_t *call, const hl_json_t *ro
       }
     if (!known)
       return HL_UNIMPL("%s: custom-call \"%s\" epilogue %s is not supported (supported: DEFAULT, "
-                       "BIAS, RELU, BIAS_RELU, GELU, BIAS_GELU)", loc, call->name,
+                       "BIAS, RELU, BIAS_RELU, GELU, BIAS_GELU, GELU_AUX, BIAS_GELU_AUX)", loc,
+                       call->name,
                        e->kind == HL_JSON_STRING ? e->string : "(not a string)");
   }
   const hl_json_t *dn = hl_json_get(g, "dot_dimension_numbers");
@@ -108,24 +134,119 @@ static hl_status_t read_config(const hl_custom_call_t *call, const hl_json_t *ro
   return NULL;
 }
 
+static bool is_f8(hl_dtype_t t) {
+  return t == HL_F8E4M3FN || t == HL_F8E5M2 || t == HL_F8E4M3FNUZ || t == HL_F8E5M2FNUZ;
+}
+
+static bool is_scalar(const hl_literal_t *l) {
+  return l->shape.dtype != HL_TUPLE && l->shape.rank == 0;
+}
+
+// The operands in their roles; f8 scales are 1 when absent.
+typedef struct gemm_operands {
+  const hl_literal_t *c, *bias;
+  double a_scale, b_scale, d_scale;
+} gemm_operands_t;
+
+static hl_status_t scale_of(const hl_custom_call_t *call, const hl_literal_t *l, const char *what,
+                            double *out) {
+  if (!is_scalar(l) || l->shape.dtype != HL_F32)
+    return HL_INVALID("%s: custom-call \"%s\" %s is %s, expected an f32 scalar",
+                      hl_instruction_location(call->inst), call->name, what,
+                      HL_SHAPE_STR(&l->shape));
+  *out = hl_literal_get_f64(l, 0);
+  return NULL;
+}
+
+static hl_status_t split_operands(const hl_custom_call_t *call, const gemm_config_t *c, bool f8,
+                                  hl_dtype_t d_type, gemm_operands_t *o) {
+  const hl_instruction_t *inst = call->inst;
+  const char *loc = hl_instruction_location(inst);
+  bool with_c = c->beta != 0, with_bias = has_bias(c->epilogue);
+  int n = inst->operand_count;
+  o->c = with_c && n > 2 ? call->operands[2] : NULL;
+  o->bias = NULL;
+  o->a_scale = o->b_scale = o->d_scale = 1;
+  if (!f8) {
+    int want = 2 + with_c + with_bias;
+    if (n != want)
+      return HL_INVALID("%s: custom-call \"%s\" with beta=%g and epilogue %s takes %d operands, "
+                        "got %d", loc, call->name, c->beta, kEpilogues[c->epilogue].name, want, n);
+    o->bias = with_bias ? call->operands[2 + with_c] : NULL;
+    return NULL;
+  }
+  int si = 2 + with_c;  // a_scale
+  if (n < si + 2)
+    return HL_INVALID("%s: custom-call \"%s\" takes a, b, %sa_scale, b_scale, ...: got %d operands",
+                      loc, call->name, with_c ? "c, " : "", n);
+  HL_RETURN_IF_ERROR(scale_of(call, call->operands[si], "a_scale", &o->a_scale));
+  HL_RETURN_IF_ERROR(scale_of(call, call->operands[si + 1], "b_scale", &o->b_scale));
+  int rest = n - si - 2;
+  bool older = rest >= 2 && is_scalar(call->operands[si + 2]) && is_scalar(call->operands[si + 3]);
+  if (older) {  // c_scale, d_scale [, bias]
+    if (rest != 2 + with_bias)
+      return HL_INVALID("%s: custom-call \"%s\" with c_scale / d_scale operands and epilogue %s "
+                        "takes %d operands, got %d", loc, call->name,
+                        kEpilogues[c->epilogue].name, si + 4 + with_bias, n);
+    double c_scale;
+    HL_RETURN_IF_ERROR(scale_of(call, call->operands[si + 2], "c_scale", &c_scale));
+    if (c_scale != 1)
+      return HL_UNIMPL("%s: custom-call \"%s\" c_scale=%g: cuBLASLt scales only an f8 C, and C "
+                       "is never f8 here", loc, call->name, c_scale);
+    HL_RETURN_IF_ERROR(scale_of(call, call->operands[si + 3], "d_scale", &o->d_scale));
+    if (with_bias) o->bias = call->operands[si + 4];
+  } else {  // [bias] [, d_scale]
+    bool d_scaled = is_f8(d_type);
+    if (rest != with_bias + d_scaled)
+      return HL_INVALID("%s: custom-call \"%s\" with epilogue %s and a %s result takes %d operands, "
+                        "got %d", loc, call->name, kEpilogues[c->epilogue].name,
+                        hl_dtype_name(d_type), si + 2 + with_bias + d_scaled, n);
+    if (with_bias) o->bias = call->operands[si + 2];
+    if (d_scaled) HL_RETURN_IF_ERROR(scale_of(call, call->operands[n - 1], "d_scale", &o->d_scale));
+  }
+  if (!is_f8(d_type)) o->d_scale = 1;  // cuBLASLt applies d_scale to an f8 D only
+  return NULL;
+}
+
+static double f8_max(hl_dtype_t t) {
+  switch (t) {
+    case HL_F8E4M3FN: return 448;
+    case HL_F8E5M2: return 57344;
+    case HL_F8E4M3FNUZ: return 240;
+    default: return 57344;  // F8E5M2FNUZ
+  }
+}
+
 static hl_status_t run_gemm(const hl_custom_call_t *call, const gemm_config_t *c,
                             hl_literal_t **out) {
   const hl_instruction_t *inst = call->inst;
   const char *loc = hl_instruction_location(inst);
+  bool f8 = strcmp(call->name, "__cublas$lt$matmul$f8") == 0;
   const hl_shape_t *rs = &inst->shape;
   const hl_shape_t *ds = rs->dtype == HL_TUPLE ? &rs->tuple[0] : rs;
-  if (rs->dtype == HL_TUPLE) {
-    bool ok = rs->tuple_count == 2 && (rs->tuple[1].dtype == HL_S8 || rs->tuple[1].dtype == HL_U8);
-    if (!ok)
-      return HL_UNIMPL("%s: custom-call \"%s\" result %s: only d or (d, s8/u8 workspace) is "
-                       "supported (auxiliary outputs are not)", loc, call->name, HL_SHAPE_STR(rs));
+  bool aux = has_aux(c->epilogue), damax = f8 && c->damax;
+  // Results: d [, aux | damax] [, s8/u8 workspace].
+  int extra = aux + damax;
+  int parts_n = rs->dtype == HL_TUPLE ? rs->tuple_count : 1;
+  bool ws = parts_n == 2 + extra;
+  bool shape_ok = parts_n == 1 + extra || ws;
+  if (shape_ok && rs->dtype != HL_TUPLE && extra) shape_ok = false;
+  if (shape_ok && ws) {
+    hl_dtype_t wt = rs->tuple[parts_n - 1].dtype;
+    shape_ok = wt == HL_S8 || wt == HL_U8;
   }
-  bool with_c = c->beta != 0, with_bias = has_bias(c->epilogue);
-  int want = 2 + with_c + with_bias;
-  if (inst->operand_count != want)
-    return HL_INVALID("%s: custom-call \"%s\" with beta=%g and epilogue %s takes %d operands, "
-                      "got %d", loc, call->name, c->beta, kEpilogues[c->epilogue].name, want,
-                      inst->operand_count);
+  if (shape_ok && aux) shape_ok = hl_shape_same_dims(&rs->tuple[1], ds) &&
+                                  rs->tuple[1].dtype == ds->dtype;
+  if (shape_ok && damax) shape_ok = rs->tuple[1].dtype == HL_F32 && rs->tuple[1].rank == 0;
+  if (!shape_ok)
+    return HL_INVALID("%s: custom-call \"%s\" result %s: expected d%s, optionally followed by an "
+                      "s8/u8 workspace", loc, call->name, HL_SHAPE_STR(rs),
+                      aux ? ", aux (d's shape)" : damax ? ", damax (f32 scalar)" : "");
+  if (f8 && aux)
+    return HL_UNIMPL("%s: custom-call \"%s\": epilogue %s on an f8 matmul (XLA emits none)", loc,
+                     call->name, kEpilogues[c->epilogue].name);
+  gemm_operands_t o;
+  HL_RETURN_IF_ERROR(split_operands(call, c, f8, ds->dtype, &o));
   hl_dtype_t ot = ds->dtype;
   bool cplx = hl_dtype_is_complex(ot);
   if (cplx && c->epilogue != EPI_DEFAULT)
@@ -134,8 +255,7 @@ static hl_status_t run_gemm(const hl_custom_call_t *call, const gemm_config_t *c
   if (!cplx && c->alpha_im != 0)
     return HL_INVALID("%s: custom-call \"%s\": alpha_imag=%g on a real result", loc, call->name,
                       c->alpha_im);
-  const hl_literal_t *cl = with_c ? call->operands[2] : NULL;
-  const hl_literal_t *bias = with_bias ? call->operands[2 + with_c] : NULL;
+  const hl_literal_t *cl = o.c, *bias = o.bias;
   if (cl && !hl_shape_same_dims(&cl->shape, ds))
     return HL_INVALID("%s: custom-call \"%s\" operand c is %s, expected the dims of %s", loc,
                       call->name, HL_SHAPE_STR(&cl->shape), HL_SHAPE_STR(ds));
@@ -156,11 +276,12 @@ static hl_status_t run_gemm(const hl_custom_call_t *call, const gemm_config_t *c
   if (!cplx && ot != HL_F64) tmp.shape.dtype = HL_F32;
   tmp.attrs.has_dot_dimension_numbers = true;
   tmp.attrs.dot_dimension_numbers = c->dot;
-  hl_literal_t *acc = NULL, *d = NULL;
+  hl_literal_t *acc = NULL, *d = NULL, *auxl = NULL;
   HL_RETURN_IF_ERROR_CTX(hl_kernel_dot(call->ctx, &tmp, call->operands, &acc),
                          "%s: custom-call \"%s\"", loc, call->name);
   hl_status_t st = NULL;
   int64_t n = hl_literal_element_count(acc);
+  double amax = 0;
   if (cplx) {
     d = acc;
     acc = NULL;
@@ -178,28 +299,49 @@ static hl_status_t run_gemm(const hl_custom_call_t *call, const gemm_config_t *c
   } else {
     hl_shape_t s = *ds;
     st = hl_literal_create_uninitialized(&s, &d);
+    if (!st && aux) st = hl_literal_create_uninitialized(&s, &auxl);
+    double scale = c->alpha_re * o.a_scale * o.b_scale;
+    bool narrow = ot != HL_F64;  // f32 compute type
     for (int64_t i = 0; !st && i < n; i++) {
-      double v = c->alpha_re * hl_literal_get_f64(acc, i);
+      double v = scale * hl_literal_get_f64(acc, i);
       if (cl) v += c->beta * hl_literal_get_f64(cl, i);
       if (bias) v += hl_literal_get_f64(bias, i % cols);
-      if (ot == HL_F32) v = (float)v;  // f32 compute type
-      hl_literal_set_f64(d, i, activate(c->epilogue, v));
+      if (narrow) v = (float)v;
+      if (auxl) hl_literal_set_f64(auxl, i, v);
+      v = activate(c->epilogue, v);
+      if (narrow) v = (float)v;
+      if (isnan(v)) amax = NAN;
+      else if (fabs(v) > amax) amax = fabs(v);  // stays NaN once NaN
+      if (is_f8(ot)) {  // scaled, saturated to the f8 range, rounded once
+        double m = f8_max(ot);
+        v = (float)(v * o.d_scale);
+        v = v > m ? m : v < -m ? -m : v;
+      }
+      hl_literal_set_f64(d, i, v);
     }
   }
   hl_literal_release(acc);
   if (st) {
     hl_literal_release(d);
+    hl_literal_release(auxl);
     return st;
   }
   if (rs->dtype != HL_TUPLE) {
     *out = d;
     return NULL;
   }
-  hl_literal_t *parts[2] = {d, NULL};
-  st = hl_literal_create(&rs->tuple[1], &parts[1]);  // workspace: zero
-  if (!st) st = hl_literal_create_tuple(parts, 2, out);
-  hl_literal_release(parts[0]);
-  hl_literal_release(parts[1]);
+  hl_literal_t *parts[4] = {d, NULL, NULL, NULL};
+  int k = 1;
+  if (aux) parts[k++] = auxl;
+  if (damax) {
+    st = hl_literal_create(&rs->tuple[k], &parts[k]);
+    if (!st) hl_literal_set_f64(parts[k], 0, amax);
+    k++;
+  }
+  if (!st && ws) st = hl_literal_create(&rs->tuple[k], &parts[k]);  // workspace: zero
+  if (ws) k++;
+  if (!st) st = hl_literal_create_tuple(parts, k, out);
+  for (int i = 0; i < 4; i++) hl_literal_release(parts[i]);
   return st;
 }
 
@@ -223,5 +365,6 @@ static hl_status_t cublas_gemm(const hl_custom_call_t *call, hl_literal_t **out)
 const hl_custom_call_target_t hl_custom_calls_cublas[] = {
     {"__cublas$gemm", cublas_gemm, NULL},
     {"__cublas$lt$matmul", cublas_gemm, NULL},
+    {"__cublas$lt$matmul$f8", cublas_gemm, NULL},
     {NULL, NULL, NULL},
 };

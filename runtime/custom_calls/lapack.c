@@ -21,7 +21,7 @@
 _Static_assert(sizeof(lapack_int) == 4, "jaxlib's LAPACK targets use 32-bit integers");
 
 typedef enum routine {
-  GETRF, GEQRF, ORGQR, POTRF, GESDD, GESVD, SYEVD, GEEV, GEES, GEHRD, SYTRD, GTSV, ORMQR,
+  GETRF, GEQRF, ORGQR, POTRF, GESDD, GESVD, SYEVD, GEEV, GEES, GEHRD, SYTRD, GTSV, ORMQR, GEQP3,
 } routine_t;
 
 typedef struct lapack_target {
@@ -183,9 +183,9 @@ static hl_status_t run_routine(const hl_custom_call_t *call, const legacy_attrs_
                         hl_instruction_location(inst), call->name, hl_dtype_name(t));
   }
   hl_dtype_t rt = real_of(t);
-  static const int kArgs[] = {1, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 4, 3};
-  static const int kRetsReal[] = {3, 2, 1, 2, 5, 5, 3, 5, 6, 3, 5, 5, 1};
-  static const int kRetsComplex[] = {3, 2, 1, 2, 5, 5, 3, 4, 5, 3, 5, 5, 1};
+  static const int kArgs[] = {1, 1, 2, 1, 1, 1, 1, 1, 1, 1, 1, 4, 3, 2};
+  static const int kRetsReal[] = {3, 2, 1, 2, 5, 5, 3, 5, 6, 3, 5, 5, 1, 3};
+  static const int kRetsComplex[] = {3, 2, 1, 2, 5, 5, 3, 4, 5, 3, 5, 5, 1, 3};
   int want_args = kArgs[spec->routine];
   int want_rets = is_complex(t) ? kRetsComplex[spec->routine] : kRetsReal[spec->routine];
   if (f->arg_count != want_args || f->ret_count != want_rets)
@@ -237,6 +237,36 @@ static hl_status_t run_routine(const hl_custom_call_t *call, const legacy_attrs_
       for (int64_t b = 0; b < batch; b++)
         LAPACK4(t, sgeqrf, dgeqrf, cgeqrf, zgeqrf, LAPACK_COL_MAJOR, lm, ln, at(&r[0], b, m * n),
                 ld(m), at(&r[1], b, k), work, lw);
+      break;
+    }
+    case GEQP3: {
+      // jaxlib's PivotingQrFactorization: x, jpvt (s32, 1-based, 0 = free
+      // column) -> x_out, jpvt_out, tau; no info output.
+      CHECK(&f->args[1], "operand 1 (jpvt)", HL_S32, 1, n);
+      CHECK(&r[0], "result 0 (x_out)", t, 2, m, n);
+      CHECK(&r[1], "result 1 (jpvt_out)", HL_S32, 1, n);
+      CHECK(&r[2], "result 2 (tau)", t, 1, k);
+      copy_in(&r[0], x);
+      copy_in(&r[1], &f->args[1]);
+      if (is_complex(t)) ALLOC(rwork, 2 * n, rs);
+      switch (t) {  // workspace query
+        case HL_F32: LAPACKE_sgeqp3_work(LAPACK_COL_MAJOR, lm, ln, NULL, ld(m), NULL, NULL, (void *)q, -1); break;
+        case HL_F64: LAPACKE_dgeqp3_work(LAPACK_COL_MAJOR, lm, ln, NULL, ld(m), NULL, NULL, (void *)q, -1); break;
+        case HL_C64: LAPACKE_cgeqp3_work(LAPACK_COL_MAJOR, lm, ln, NULL, ld(m), NULL, NULL, (void *)q, -1, rwork); break;
+        default: LAPACKE_zgeqp3_work(LAPACK_COL_MAJOR, lm, ln, NULL, ld(m), NULL, NULL, (void *)q, -1, rwork); break;
+      }
+      lapack_int lw = query_size(t, q);
+      ALLOC(work, lw, es);
+      for (int64_t b = 0; b < batch; b++) {
+        void *a = at(&r[0], b, m * n), *tau = at(&r[2], b, k);
+        lapack_int *jp = (lapack_int *)at(&r[1], b, n);
+        switch (t) {
+          case HL_F32: LAPACKE_sgeqp3_work(LAPACK_COL_MAJOR, lm, ln, a, ld(m), jp, tau, work, lw); break;
+          case HL_F64: LAPACKE_dgeqp3_work(LAPACK_COL_MAJOR, lm, ln, a, ld(m), jp, tau, work, lw); break;
+          case HL_C64: LAPACKE_cgeqp3_work(LAPACK_COL_MAJOR, lm, ln, a, ld(m), jp, tau, work, lw, rwork); break;
+          default: LAPACKE_zgeqp3_work(LAPACK_COL_MAJOR, lm, ln, a, ld(m), jp, tau, work, lw, rwork); break;
+        }
+      }
       break;
     }
     case ORGQR: {
@@ -387,8 +417,16 @@ static hl_status_t run_routine(const hl_custom_call_t *call, const legacy_attrs_
     }
     case GEEV: {
       char jl = 0, jr = 0;
-      HL_RETURN_IF_ERROR(char_attr(call, la, "compute_left", "NV", &jl));
-      HL_RETURN_IF_ERROR(char_attr(call, la, "compute_right", "NV", &jr));
+      if (spec->cusolver) {  // jaxlib/gpu/hybrid_kernels.cc: bools left / right
+        int64_t left, right;
+        HL_RETURN_IF_ERROR(attr_int(call, la, "left", &left));
+        HL_RETURN_IF_ERROR(attr_int(call, la, "right", &right));
+        jl = left ? 'V' : 'N';
+        jr = right ? 'V' : 'N';
+      } else {
+        HL_RETURN_IF_ERROR(char_attr(call, la, "compute_left", "NV", &jl));
+        HL_RETURN_IF_ERROR(char_attr(call, la, "compute_right", "NV", &jr));
+      }
       hl_dtype_t ct = complex_of(t);
       int w = is_complex(t) ? 1 : 2;  // eigenvalue results before the vectors
       CHECK(&r[0], is_complex(t) ? "result 0 (eigvals)" : "result 0 (eigvals_real)", t, 1, n);
@@ -684,6 +722,9 @@ static hl_status_t run_legacy(const hl_custom_call_t *call, hl_literal_t **out) 
 #define GPU(name, r)                                                                   \
   {"cusolver_" name "_ffi", run_lapack, &(const lapack_target_t){r, HL_INVALID, true}}, \
   {"hipsolver_" name "_ffi", run_lapack, &(const lapack_target_t){r, HL_INVALID, true}}
+#define HYBRID(name, r)                                                                 \
+  {"cu_hybrid_" name, run_lapack, &(const lapack_target_t){r, HL_INVALID, true}},       \
+  {"hip_hybrid_" name, run_lapack, &(const lapack_target_t){r, HL_INVALID, true}}
 #define FOUR(prefix_s, prefix_d, prefix_c, prefix_z, routine)            \
   {"lapack_" prefix_s "_ffi", run_lapack, SPEC(routine, HL_F32)},       \
   {"lapack_" prefix_d "_ffi", run_lapack, SPEC(routine, HL_F64)},       \
@@ -716,10 +757,14 @@ const hl_custom_call_target_t hl_custom_calls_lapack[] = {
     FOUR("ssytrd", "dsytrd", "chetrd", "zhetrd", SYTRD),
     FOUR("sgtsv", "dgtsv", "cgtsv", "zgtsv", GTSV),
     FOUR("sormqr", "dormqr", "cunmqr", "zunmqr", ORMQR),
+    FOUR("sgeqp3", "dgeqp3", "cgeqp3", "zgeqp3", GEQP3),
     // jaxlib's GPU solver targets replayed with LAPACK (same operands,
     // results and layouts; jaxlib/gpu/solver_kernels_ffi.cc).
     GPU("getrf", GETRF), GPU("geqrf", GEQRF), GPU("orgqr", ORGQR), GPU("potrf", POTRF),
     GPU("syevd", SYEVD), GPU("sytrd", SYTRD), GPU("ormqr", ORMQR),
+    // jaxlib/gpu/hybrid_kernels.cc: LAPACK geev / geqp3 on the host (MAGMA's geev
+    // when its `magma` attribute turns it on; LAPACK runs here either way).
+    HYBRID("eig_real", GEEV), HYBRID("eig_comp", GEEV), HYBRID("geqp3", GEQP3),
     LEGACY4("getrf", "getrf", GETRF, 3, "bmn", R(0, 1, 2), R(0, 1, 2)),
     LEGACY4("geqrf", "geqrf", GEQRF, 4, "bmnl", R(0, 1), R(0, 1)),
     LEGACY4("orgqr", "ungqr", ORGQR, 5, "bmnkl", R(0), R(0)),

@@ -9,8 +9,26 @@
 static const hl_custom_call_target_t *const kFamilies[] = {
     hl_custom_calls_core, hl_custom_calls_lapack, hl_custom_calls_blas, hl_custom_calls_cublas,
     hl_custom_calls_jax_gpu_linalg, hl_custom_calls_cudnn, hl_custom_calls_ducc_fft,
-    hl_custom_calls_stablehlo_test,
+    hl_custom_calls_stablehlo_test, hl_custom_calls_cudnn_fmha, hl_custom_calls_cudnn_norm,
+    hl_custom_calls_jax_gpu_solver, hl_custom_calls_jax_tridiagonal,
 };
+
+// Families whose configs are checked before launch.
+static const struct {
+  const hl_custom_call_target_t *family;
+  hl_custom_call_check_fn_t check;
+} kChecks[] = {
+    {hl_custom_calls_cudnn_fmha, hl_custom_calls_cudnn_fmha_check},
+    {hl_custom_calls_cudnn_norm, hl_custom_calls_cudnn_norm_check},
+};
+
+hl_custom_call_check_fn_t hl_custom_call_lookup_check(const char *name) {
+  if (!name) return NULL;
+  for (size_t f = 0; f < sizeof(kChecks) / sizeof(kChecks[0]); f++)
+    for (const hl_custom_call_target_t *t = kChecks[f].family; t->name; t++)
+      if (strcmp(t->name, name) == 0) return kChecks[f].check;
+  return NULL;
+}
 
 // Run-time registrations (plugins): loaded once at start-up, before any
 // program runs, so no locking.

@@ -30,6 +30,11 @@ typedef struct hl_custom_call {
 // Creates the call's result (shape inst->shape) in *out.
 typedef hl_status_t (*hl_custom_call_fn_t)(const hl_custom_call_t *call, hl_literal_t **out);
 
+// Optional pre-launch check of one instruction (its config and shapes, no
+// values), one per family: an unsupported config field fails before any rank
+// starts.
+typedef hl_status_t (*hl_custom_call_check_fn_t)(const hl_instruction_t *inst, const char *name);
+
 struct hl_custom_call_target {
   const char *name;
   hl_custom_call_fn_t fn;
@@ -39,6 +44,10 @@ struct hl_custom_call_target {
 // The one lookup: the target registered under `name`, or NULL. Pre-launch
 // checks use it to tell whether a program's targets can run.
 const hl_custom_call_target_t *hl_custom_call_lookup(const char *name);
+
+// The pre-launch check of the family that holds `name`, or NULL (none, or
+// not built in).
+hl_custom_call_check_fn_t hl_custom_call_lookup_check(const char *name);
 
 // Adds a target at run time (plugins). The name and data must outlive the
 // registry; a name already registered is an error naming it.
@@ -50,6 +59,12 @@ extern const hl_custom_call_target_t hl_custom_calls_lapack[];
 extern const hl_custom_call_target_t hl_custom_calls_blas[];
 extern const hl_custom_call_target_t hl_custom_calls_cublas[];
 extern const hl_custom_call_target_t hl_custom_calls_cudnn[];
+extern const hl_custom_call_target_t hl_custom_calls_cudnn_fmha[];
+hl_status_t hl_custom_calls_cudnn_fmha_check(const hl_instruction_t *inst, const char *name);
+extern const hl_custom_call_target_t hl_custom_calls_cudnn_norm[];
+extern const hl_custom_call_target_t hl_custom_calls_jax_gpu_solver[];
+extern const hl_custom_call_target_t hl_custom_calls_jax_tridiagonal[];
+hl_status_t hl_custom_calls_cudnn_norm_check(const hl_instruction_t *inst, const char *name);
 extern const hl_custom_call_target_t hl_custom_calls_ducc_fft[];
 extern const hl_custom_call_target_t hl_custom_calls_jax_gpu_linalg[];
 extern const hl_custom_call_target_t hl_custom_calls_stablehlo_test[];

@@ -187,10 +187,108 @@ ENTRY e {
 }
 """
     aux = base % ("(f32[2,2]{1,0}, f32[2,2]{1,0}, s8[64]{0})",
-                  json.dumps(gemm_config(epilogue="GELU_AUX"), separators=(",", ":")))
+                  json.dumps(gemm_config(epilogue="RELU_AUX"), separators=(",", ":")))
     missing_c = base % ("f32[2,2]{1,0}", json.dumps(gemm_config(beta=1), separators=(",", ":")))
-    return fails(aux, [x, y], "epilogue GELU_AUX is not supported") or \
+    return fails(aux, [x, y], "epilogue RELU_AUX is not supported") or \
         fails(missing_c, [x, y], "takes 3 operands, got 2")
+
+
+def lt_bias_gelu_aux():
+    """BIAS_GELU_AUX (FuseGeluActivation with a 5th user): (d, aux = pre-activation, ws)."""
+    x, y, b = rand((4, 8), np.float32, 40), rand((8, 5), np.float32, 41), rand((5,), np.float32, 42)
+    text = """HloModule test
+
+ENTRY test {
+  x = f32[4,8]{1,0} parameter(0)
+  y = f32[8,5]{1,0} parameter(1)
+  b = f32[5]{0} parameter(2)
+  cublas-lt-matmul.2.0 = (f32[4,5]{1,0}, f32[4,5]{1,0}, s8[4194304]{0}) custom-call(x, y, b), custom_call_target="__cublas$lt$matmul", backend_config=%s
+  d = f32[4,5]{1,0} get-tuple-element(cublas-lt-matmul.2.0), index=0
+  aux = f32[4,5]{1,0} get-tuple-element(cublas-lt-matmul.2.0), index=1
+  ROOT t = (f32[4,5]{1,0}, f32[4,5]{1,0}) tuple(d, aux)
+}
+""" % json.dumps(gemm_config(epilogue="BIAS_GELU_AUX"), separators=(",", ":"))
+    d, aux = run("lt-gelu-aux", text, [x, y, b], 2)
+    pre = x.astype(np.float64) @ y + b
+    gelu = 0.5 * pre * (1 + np.tanh(0.7978845608028654 * (pre + 0.044715 * pre ** 3)))
+    return hl.compare("aux = A B + bias", aux, pre.astype(np.float32), (1e-5, 1e-5)) or \
+        hl.compare("d = gelu(aux)", d, gelu.astype(np.float32), (1e-5, 1e-5))
+
+
+def f8_program(result, operands, extra_params, cfg, tail):
+    """a, b: f32 parameters converted to f8e4m3fn (values exact in f8), as XLA feeds the call."""
+    params = "\n".join("  %s = %s parameter(%d)" % (n, s, i)
+                        for i, (n, s) in enumerate([("pa", "f32[16,32]{1,0}"),
+                                                    ("pb", "f32[32,16]{1,0}")] + extra_params))
+    return """HloModule test
+
+ENTRY test {
+%s
+  a = f8e4m3fn[16,32]{1,0} convert(pa)
+  b.t = f32[16,32]{1,0} transpose(pb), dimensions={1,0}
+  b = f8e4m3fn[16,32]{1,0} convert(b.t)
+  one = f32[] constant(1)
+  cublas-lt-matmul.2.0 = %s custom-call(%s), custom_call_target="__cublas$lt$matmul$f8", backend_config=%s
+%s
+}
+""" % (params, result, operands, cfg, tail)
+
+
+def f8_inputs():
+    rng = np.random.default_rng(43)
+    a = rng.integers(-1, 2, (16, 32)).astype(np.float32)
+    b = rng.integers(-1, 2, (32, 16)).astype(np.float32)
+    return a, b
+
+
+def lt_f8_scaled():
+    """__cublas$lt$matmul$f8, newer XLA form: a, b (b column-major as the rewriter makes
+    it: contracting dim 1), a_scale, b_scale; f32 d."""
+    a, b = f8_inputs()
+    cfg = json.dumps(gemm_config(lc=(1,), rc=(1,)), separators=(",", ":"))
+    text = f8_program("(f32[16,16]{1,0}, s8[33554432]{0})", "a, b, sa, sb",
+                      [("sa", "f32[]"), ("sb", "f32[]")], cfg,
+                      "  ROOT d = f32[16,16]{1,0} get-tuple-element(cublas-lt-matmul.2.0), index=0")
+    d, = run("lt-f8", text, [a, b, np.float32(0.5), np.float32(4)], 1)
+    return hl.compare("a_scale b_scale A B", d, (2 * (a.astype(np.float64) @ b)).astype(np.float32))
+
+
+def lt_f8_output_damax():
+    """f8 output: d_scale last, saturated to +-448, and damax_output (amax before d_scale)."""
+    a, b = f8_inputs()
+    a, b = a[:, :4].copy(), b[:4, :].copy()  # |dot| <= 4: d_scale 128 saturates at 512
+    a = np.pad(a, ((0, 0), (0, 28)))
+    b = np.pad(b, ((0, 28), (0, 0)))
+    g = gemm_config(lc=(1,), rc=(1,))
+    g["gemm_backend_config"]["damax_output"] = True
+    cfg = json.dumps(g, separators=(",", ":"))
+    text = f8_program("(f8e4m3fn[16,16]{1,0}, f32[], s8[33554432]{0})", "a, b, one, one, sd",
+                      [("sd", "f32[]")], cfg,
+                      "  d8 = f8e4m3fn[16,16]{1,0} get-tuple-element(cublas-lt-matmul.2.0), index=0\n"
+                      "  amax = f32[] get-tuple-element(cublas-lt-matmul.2.0), index=1\n"
+                      "  d = f32[16,16]{1,0} convert(d8)\n"
+                      "  ROOT t = (f32[16,16]{1,0}, f32[]) tuple(d, amax)")
+    d, amax = run("lt-f8-out", text, [a, b, np.float32(128)], 2)
+    dot = a.astype(np.float64) @ b
+    if np.abs(dot).max() < 4:
+        return "test data does not reach saturation"
+    want = np.clip(128 * dot, -448, 448).astype(np.float32)
+    return hl.compare("saturated f8 d", d, want) or \
+        hl.compare("damax", amax, np.float32(np.abs(dot).max()))
+
+
+def lt_f8_older_form_bias():
+    """Older XLA: a, b, a_scale, b_scale, c_scale, d_scale, bias (EmitCublasLtMatmulThunkF8's
+    6-8 operands); f16 bias and d; d_scale does not apply to a non-f8 d."""
+    a, b = f8_inputs()
+    bias = rand((16,), np.float16, 44)
+    cfg = json.dumps(gemm_config(lc=(1,), rc=(1,), epilogue="BIAS"), separators=(",", ":"))
+    text = f8_program("(f16[16,16]{1,0}, s8[33554432]{0})", "a, b, sa, one, one, one, bias",
+                      [("sa", "f32[]"), ("bias", "f16[16]{0}")], cfg,
+                      "  ROOT d = f16[16,16]{1,0} get-tuple-element(cublas-lt-matmul.2.0), index=0")
+    d, = run("lt-f8-old", text, [a, b, np.float32(0.25), bias], 1)
+    want = (0.25 * (a.astype(np.float64) @ b) + bias.astype(np.float64)).astype(np.float16)
+    return hl.compare("a_scale A B + bias", d, want)
 
 
 # --- cuSOLVER (jax's GPU lowering: jax/_src/lax/linalg.py, column-major layouts) ----------
@@ -365,6 +463,10 @@ if __name__ == "__main__":
         ("cublaslt_gelu_bf16", lt_gelu_bf16),
         ("cublas_gemm_complex_alpha", gemm_complex_alpha),
         ("cublas_errors", gemm_errors),
+        ("cublaslt_bias_gelu_aux", lt_bias_gelu_aux),
+        ("cublaslt_f8_scaled", lt_f8_scaled),
+        ("cublaslt_f8_output_saturated_damax", lt_f8_output_damax),
+        ("cublaslt_f8_older_form_bias", lt_f8_older_form_bias),
         ("cusolver_getrf_lu_pivots_to_permutation", cusolver_getrf_and_permutation),
         ("cusolver_potrf_syevd", cusolver_potrf_syevd),
         ("cudnn_conv_forward_grouped_strided_dilated", cudnn_conv_forward),
