@@ -76,6 +76,8 @@ void hl_mlir_file_deinit(hl_mlir_file_t *f) {
   hl_free(f->ops);
   for (int i = 0; i < f->resource_count; i++) hl_free(f->resources[i].name);
   hl_free(f->resources);
+  for (int i = 0; i < f->mesh_count; i++) hl_mlir_op_deinit(&f->meshes[i]);
+  hl_free(f->meshes);
   memset(f, 0, sizeof(*f));
 }
 
