@@ -223,7 +223,16 @@ static hl_status_t lower_data_movement(spmd_ctx_t *c, int i, const hl_spmd_shard
     }
     local.attrs.slice_dimensions = dims;
   }
-  hl_strbuf_append(&c->explain, "      split dimensions left untouched run locally\n");
+  int64_t sizes[HL_MAX_RANK];
+  if (inst->opcode == HL_OP_DYNAMIC_SLICE) {  // a whole dimension stays whole: its local size
+    int64_t shard[HL_MAX_RANK];
+    spmd_local_dims(&inst->shape, res, shard);
+    for (int d = 0; d < inst->attrs.dynamic_slice_sizes.n && d < HL_MAX_RANK; d++)
+      sizes[d] = touched >> d & 1 ? inst->attrs.dynamic_slice_sizes.v[d] : shard[d];
+    local.attrs.dynamic_slice_sizes.v = sizes;
+  }
+  hl_strbuf_appendf(&c->explain, "      rule: %s on the split dimensions it leaves untouched, locally\n",
+                    hl_opcode_name(inst->opcode));
   return lower_local_as(c, &local, want, res, out);
 }
 
@@ -409,6 +418,33 @@ static hl_status_t lower_one(spmd_ctx_t *c, int i) {
       HL_RETURN_IF_ERROR(spmd_all_reduce(c, local, inst->shape.dtype, inst->shape.rank, dims, &in, mask,
                                          combiner_for_reduce(inst), &name));
     }
+  } else if (inst->opcode == HL_OP_REDUCE && inst->operand_count == 2) {
+    // Any other reducer (an init that is not its identity, a compound
+    // reducer): the reduced dimensions unsplit, the rest stays local.
+    hl_spmd_sharding_t in;
+    as_target(&c->val[op0->index].sh, op0->shape.rank, n, &in);
+    for (int k = 0; k < inst->attrs.dimensions.n; k++) hl_spmd_unsplit(&in, (int)inst->attrs.dimensions.v[k]);
+    want[0] = in;
+    hl_spmd_replicated(0, n, &want[1]);
+    spmd_reduce_forward(inst, &in, &res);
+    hl_strbuf_append(&c->explain, "      rule: reduce with its reduced dimensions unsplit, locally\n");
+    HL_RETURN_IF_ERROR(lower_local(c, i, want, &res, &name));
+  } else if (inst->opcode == HL_OP_CONVOLUTION && inst->operand_count == 2 &&
+             inst->attrs.feature_group_count == 1 && inst->attrs.batch_group_count == 1) {
+    // Batch and output-feature splits of the target: the lhs split along its
+    // batch, the kernel along its output features, everything else whole.
+    const hl_conv_dims_t *cd = &inst->attrs.convolution_dimension_numbers;
+    res = target;
+    for (int d = 0; d < inst->shape.rank; d++)
+      if (d != cd->output_batch_dimension && d != cd->output_feature_dimension) hl_spmd_unsplit(&res, d);
+    int lmap[HL_MAX_RANK], rmap[HL_MAX_RANK];
+    for (int d = 0; d < HL_MAX_RANK; d++) lmap[d] = rmap[d] = -1;
+    lmap[cd->input_batch_dimension] = (int)cd->output_batch_dimension;
+    rmap[cd->kernel_output_feature_dimension] = (int)cd->output_feature_dimension;
+    spmd_map_dims(&res, op0->shape.rank, lmap, &want[0]);
+    spmd_map_dims(&res, inst->operands[1]->shape.rank, rmap, &want[1]);
+    hl_strbuf_append(&c->explain, "      rule: convolution split along batch / output features, locally\n");
+    HL_RETURN_IF_ERROR(lower_local(c, i, want, &res, &name));
   } else if (inst->opcode == HL_OP_DOT && inst->shape.dtype != HL_PRED) {
     spmd_dot_plan_t plan;
     bool found;

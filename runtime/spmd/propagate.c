@@ -33,7 +33,9 @@ bool spmd_is_elementwise(hl_opcode_t op) {
 }
 
 bool spmd_is_data_movement(hl_opcode_t op) {
-  return op == HL_OP_SLICE || op == HL_OP_PAD || op == HL_OP_CONCATENATE || op == HL_OP_REVERSE;
+  return op == HL_OP_SLICE || op == HL_OP_PAD || op == HL_OP_CONCATENATE || op == HL_OP_REVERSE ||
+         op == HL_OP_DYNAMIC_SLICE || op == HL_OP_DYNAMIC_UPDATE_SLICE || op == HL_OP_SORT ||
+         op == HL_OP_REDUCE_WINDOW;
 }
 
 uint32_t spmd_touched_dims(const hl_instruction_t *inst) {
@@ -54,7 +56,24 @@ uint32_t spmd_touched_dims(const hl_instruction_t *inst) {
       return mask;
     case HL_OP_CONCATENATE:
     case HL_OP_REVERSE:
+    case HL_OP_SORT:  // the sort dimension
       for (int k = 0; k < inst->attrs.dimensions.n; k++) mask |= 1u << inst->attrs.dimensions.v[k];
+      return mask;
+    case HL_OP_DYNAMIC_SLICE:  // a dimension sliced whole has its start clamped to 0
+      for (int d = 0; d < in->rank && d < inst->attrs.dynamic_slice_sizes.n; d++)
+        if (inst->attrs.dynamic_slice_sizes.v[d] != in->dims[d]) mask |= 1u << d;
+      return mask;
+    case HL_OP_DYNAMIC_UPDATE_SLICE:  // likewise an update covering a whole dimension
+      for (int d = 0; d < in->rank && inst->operand_count > 1; d++)
+        if (inst->operands[1]->shape.dims[d] != in->dims[d]) mask |= 1u << d;
+      return mask;
+    case HL_OP_REDUCE_WINDOW:  // dimensions with a window other than one element
+      for (int d = 0; d < in->rank; d++) {
+        const hl_window_dim_t *w = d < inst->attrs.window.n ? &inst->attrs.window.dims[d] : NULL;
+        if (!w || w->size != 1 || w->stride != 1 || w->padding_low || w->padding_high ||
+            w->window_dilation != 1 || w->base_dilation != 1)
+          mask |= 1u << d;
+      }
       return mask;
     default:
       return 0;
@@ -231,6 +250,23 @@ static hl_status_t forward(spmd_ctx_t *c, int i, bool *changed) {
       if (inst->operand_count != 2) return NULL;
       spmd_reduce_forward(inst, &op0->sh, &s);
       break;
+    case HL_OP_CONVOLUTION: {  // batch from the lhs, output features from the kernel
+      if (inst->operand_count != 2 || op0->sh.kind != HL_SPMD_TILED) return NULL;
+      const hl_conv_dims_t *cd = &inst->attrs.convolution_dimension_numbers;
+      int map[HL_MAX_RANK];
+      for (int d = 0; d < inst->shape.rank; d++) map[d] = -1;
+      map[cd->output_batch_dimension] = (int)cd->input_batch_dimension;
+      spmd_map_dims(&op0->sh, inst->shape.rank, map, &s);
+      const spmd_value_t *k = &c->val[inst->operands[1]->index];
+      if (k->known && k->sh.kind == HL_SPMD_TILED) {
+        hl_spmd_sharding_t both = s;
+        int o = (int)cd->output_feature_dimension, kf = (int)cd->kernel_output_feature_dimension;
+        both.tiles[o] = k->sh.tiles[kf];
+        for (int p = 0; p < c->n; p++) both.coords[p][o] = k->sh.coords[p][kf];
+        if (hl_spmd_is_valid(&both)) s = both;
+      }
+      break;
+    }
     case HL_OP_DOT: {
       hl_spmd_sharding_t l, r;
       const spmd_value_t *lv = &c->val[inst->operands[0]->index], *rv = &c->val[inst->operands[1]->index];
@@ -276,6 +312,13 @@ static void backward(spmd_ctx_t *c, int i, bool *changed) {
       spmd_reshape_backward(inst, &v->sh, &s);
     } else if (inst->opcode == HL_OP_DOT && k < 2) {
       dot_operand_backward(inst, k, &v->sh, &s);
+    } else if (inst->opcode == HL_OP_CONVOLUTION && k < 2) {
+      const hl_conv_dims_t *cd = &inst->attrs.convolution_dimension_numbers;
+      int map[HL_MAX_RANK];
+      for (int d = 0; d < op->shape.rank; d++) map[d] = -1;
+      if (k == 0) map[cd->input_batch_dimension] = (int)cd->output_batch_dimension;
+      else map[cd->kernel_output_feature_dimension] = (int)cd->output_feature_dimension;
+      spmd_map_dims(&v->sh, op->shape.rank, map, &s);
     } else if (inst->opcode == HL_OP_REDUCE && k == 0 && inst->operand_count == 2) {
       int map[HL_MAX_RANK], j = 0;
       for (int d = 0; d < op->shape.rank; d++) {

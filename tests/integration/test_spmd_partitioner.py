@@ -232,8 +232,8 @@ ENTRY main {
 
 
 def fallback_ops(rng, mesh, dt):
-    """Ops without a rule run on the replicated value: a reduce whose init is
-    not the identity, a reduce-window."""
+    """Ops without a rule run on the replicated value: a scatter, an rng-free
+    while loop would too (see test_while_loop_and_tuple_root_shards)."""
     x = rand_array(rng, (8, 6), dt)
     text = """
 add {
@@ -245,16 +245,79 @@ add {
 ENTRY main {
   x = %(tx)s parameter(0), sharding=%(sx)s
   one = %(d)s[] constant(1)
-  s = %(d)s[6] reduce(x, one), dimensions={0}, to_apply=add
-  w = %(tx)s reduce-window(x, one), window={size=1x3 pad=0_0x2_0}, to_apply=add
-  b = %(tx)s broadcast(s), dimensions={1}
-  ROOT r = %(tx)s add(w, b), sharding=%(sr)s
+  idx = s32[2,1] constant({{1},{5}})
+  upd = %(d)s[2,6] broadcast(one), dimensions={}
+  sc = %(tx)s scatter(x, idx, upd), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add
+  ROOT r = %(tx)s add(sc, x), sharding=%(sr)s
 }""" % dict(d=dt, tx=shape_text(dt, (8, 6)), sx=mesh_sharding(rng, 2, mesh),
             sr=even_sharding(rng, (8, 6), mesh))
-    s = x.sum(axis=0) + 1
+    sc = x.copy()
+    sc[[1, 5]] += 1
+    return text, [x], (sc + x).astype(x.dtype), None
+
+
+def local_rules(rng, mesh, dt):
+    """Ops that run locally on the dimensions they leave whole: a reduce whose
+    init is not the identity, a reduce-window with a window along one
+    dimension, dynamic-slice (whole and partial dimensions), sort along a
+    dimension, dynamic-update-slice."""
+    x = rand_array(rng, (8, 6), dt)
+    text = """
+add {
+  a = %(d)s[] parameter(0)
+  b = %(d)s[] parameter(1)
+  ROOT c = %(d)s[] add(a, b)
+}
+
+lt {
+  a = %(d)s[] parameter(0)
+  b = %(d)s[] parameter(1)
+  ROOT c = pred[] compare(a, b), direction=LT
+}
+
+ENTRY main {
+  x = %(tx)s parameter(0), sharding=%(sx)s
+  one = %(d)s[] constant(1)
+  s = %(d)s[8] reduce(x, one), dimensions={1}, to_apply=add
+  w = %(tx)s reduce-window(x, one), window={size=1x3 pad=0_0x2_0}, to_apply=add
+  two = s32[] constant(2)
+  z = s32[] constant(0)
+  ds = %(d)s[8,3] dynamic-slice(w, z, two), dynamic_slice_sizes={8,3}
+  so = %(d)s[8,3] sort(ds), dimensions={1}, to_apply=lt
+  u = %(tx)s dynamic-update-slice(x, so, z, two)
+  b = %(tx)s broadcast(s), dimensions={0}
+  ub = %(tx)s add(u, b)
+  ds2 = %(d)s[4,6] dynamic-slice(x, two, z), dynamic_slice_sizes={4,6}
+  ROOT r = %(d)s[12,6] concatenate(ub, ds2), dimensions={0}, sharding=%(sr)s
+}""" % dict(d=dt, tx=shape_text(dt, (8, 6)), sx=mesh_sharding(rng, 2, mesh),
+            sr=even_sharding(rng, (12, 6), mesh))
+    s = x.sum(axis=1) + 1
     xp = np.pad(x, ((0, 0), (2, 0)), constant_values=1)  # reduce-window pads with the init value
     w = xp[:, 0:6] + xp[:, 1:7] + xp[:, 2:8] + 1
-    return text, [x], (w + s[None, :]).astype(x.dtype), None
+    u = x.copy()
+    u[:, 2:5] = np.sort(w[:, 2:5], axis=1)
+    want = np.concatenate([u + s[:, None], x[2:6]], axis=0).astype(x.dtype)
+    return text, [x], want, None
+
+
+def convolution(rng, mesh, dt):
+    """A 3x3 NHWC convolution: batch and output features split locally."""
+    x = rand_array(rng, (4, 6, 6, 3), dt)
+    k = rand_array(rng, (3, 3, 3, 8), dt)
+    text = """
+ENTRY main {
+  x = %(tx)s parameter(0), sharding=%(sx)s
+  k = %(tk)s parameter(1), sharding=%(sk)s
+  ROOT y = %(ty)s convolution(x, k), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f, sharding=%(sy)s
+}""" % dict(tx=shape_text(dt, (4, 6, 6, 3)), tk=shape_text(dt, (3, 3, 3, 8)), ty=shape_text(dt, (4, 6, 6, 8)),
+            sx=mesh_sharding(rng, 4, mesh), sk=mesh_sharding(rng, 4, mesh),
+            sy=even_sharding(rng, (4, 6, 6, 8), mesh))
+    xp = np.pad(x.astype(np.float64), ((0, 0), (1, 1), (1, 1), (0, 0)))
+    y = np.zeros((4, 6, 6, 8))
+    for di in range(3):
+        for dj in range(3):
+            y += np.einsum("bijc,co->bijo", xp[:, di:di + 6, dj:dj + 6, :], k[di, dj].astype(np.float64))
+    return text, [x, k], y.astype(np.float32), (1e-4, 1e-4)
 
 
 def reshard_chain(rng, mesh, dt):
@@ -350,6 +413,8 @@ CORPUS = [
     ("batch_dot", batch_dot, ["f32"]),
     ("data_movement", data_movement, ["s32"]),
     ("fallback_ops", fallback_ops, ["s32"]),
+    ("local_rules", local_rules, ["s32"]),
+    ("convolution", convolution, ["f32"]),
     ("uneven", uneven, ["s32"]),
     ("reshard_chain", reshard_chain, ["s32"]),
     ("megatron", megatron, ["f32"]),
