@@ -10,6 +10,7 @@
 
 #include "runtime/base/alloc.h"
 #include "runtime/base/dtype.h"
+#include "runtime/spmd/partitioner.h"
 #include "runtime/spmd/spmd_internal.h"
 #include "runtime/text/hlo_printer.h"
 
@@ -530,6 +531,10 @@ hl_status_t spmd_lower(spmd_ctx_t *c) {
   spmd_shape_text(root->shape.dtype, root->shape.rank, dims, &c->body);
   hl_strbuf_appendf(&c->body, " copy(%s), sharding=", c->local[root->index]);
   hl_spmd_print(&out, &c->body);
-  hl_strbuf_append(&c->body, "\n");
+  // The global shape, which local x tiles overstates for uneven splits
+  // (--global-output assembles to it; a frontend attribute survives hlo-convert).
+  hl_strbuf_appendf(&c->body, ", frontend_attributes={%s=\"", HL_SPMD_GLOBAL_SHAPE_ATTR);
+  hl_shape_print(&root->shape, false, &c->body);
+  hl_strbuf_append(&c->body, "\"}\n");
   return NULL;
 }

@@ -17,6 +17,11 @@
 #include "runtime/base/status.h"
 #include "runtime/ir/module.h"
 
+// Frontend attribute on the per-partition module's array root: the global
+// program's result shape (HLO text, "s32[7,5]"), for assembling shards of an
+// uneven split.
+#define HL_SPMD_GLOBAL_SHAPE_ATTR "hl_global_shape"
+
 typedef struct hl_spmd_result {
   hl_module_t *module;    // the per-partition module (owned)
   char *text;             // its HLO text (owned)
