@@ -410,3 +410,31 @@ hl_status_t spmd_all_reduce(spmd_ctx_t *c, const char *name, hl_dtype_t dt, int 
   *out = v;
   return NULL;
 }
+
+hl_status_t spmd_reduce_scatter(spmd_ctx_t *c, const char *name, hl_dtype_t dt, int rank, const int64_t *dims,
+                                const hl_spmd_sharding_t *s, uint32_t dims_mask, int scatter_dim,
+                                const char *reducer, const char **out) {
+  int64_t groups[HL_SPMD_MAX_DEVICES];
+  int count, size;
+  HL_RETURN_IF_ERROR(hl_spmd_groups(s, dims_mask, groups, &count, &size));
+  int64_t rdims[HL_MAX_RANK];
+  for (int d = 0; d < rank; d++) rdims[d] = dims[d];
+  if (rdims[scatter_dim] % size) return HL_INTERNAL_ERROR("reduce-scatter of an uneven dimension");
+  rdims[scatter_dim] /= size;
+  int64_t bytes = bytes_of(dt, rank, rdims);
+  c->bytes += bytes;
+  *out = name;
+  if (c->dry) return NULL;
+  const char *v = spmd_name(c, "reduce-scatter");
+  if (!v) return HL_OOM();
+  begin_line(c, v, dt, rank, rdims);
+  hl_strbuf_appendf(&c->body, "reduce-scatter(%s), channel_id=%lld, replica_groups=", name,
+                    (long long)(c->inserted++, ++c->channel));
+  append_groups(&c->body, groups, count, size);
+  hl_strbuf_appendf(&c->body, ", use_global_device_ids=true, dimensions={%d}, to_apply=%s\n", scatter_dim, reducer);
+  hl_strbuf_appendf(&c->explain, "      reduce-scatter dim %d over %d partitions, groups ", scatter_dim, size);
+  append_groups(&c->explain, groups, count, size);
+  hl_strbuf_appendf(&c->explain, ": %lld bytes per partition\n", (long long)bytes);
+  *out = v;
+  return NULL;
+}

@@ -99,6 +99,11 @@ hl_status_t spmd_reshard(spmd_ctx_t *c, const char *name, const hl_shape_t *g,
 hl_status_t spmd_all_reduce(spmd_ctx_t *c, const char *name, hl_dtype_t dt, int rank,
                             const int64_t *dims, const hl_spmd_sharding_t *s, uint32_t dims_mask,
                             const char *reducer, const char **out);
+// Emits a reduce-scatter of `name` (local dims `dims`) over the same groups,
+// each member keeping its slot's chunk of dimension `scatter_dim` (even).
+hl_status_t spmd_reduce_scatter(spmd_ctx_t *c, const char *name, hl_dtype_t dt, int rank, const int64_t *dims,
+                                const hl_spmd_sharding_t *s, uint32_t dims_mask, int scatter_dim,
+                                const char *reducer, const char **out);
 const char *spmd_add_reducer(spmd_ctx_t *c, hl_dtype_t dt);
 
 // lower.c

@@ -345,7 +345,8 @@ def test_shardy_tiles():
 
 def test_megatron_bytes_shardy():
     """The Megatron MLP written as JAX's Shardy output moves what the HLO form
-    (and XLA) moves on the 2x4 grid: one all-gather of x and one all-reduce."""
+    moves on the 2x4 grid (one all-gather of x, one reduce-scatter: 320 bytes,
+    XLA's all-gather + all-reduce move 512)."""
     t = {s: tensor("f32", s) for s in ((8, 16), (16, 32), (32, 16), (8, 32))}
     body = """  func.func public @main(%%arg0: %(x)s {sdy.sharding = #sdy.sharding<@mesh, [{"dp"}, {"tp"}]>}, %%arg1: %(w1)s {sdy.sharding = #sdy.sharding<@mesh, [{}, {"tp"}]>}, %%arg2: %(w2)s {sdy.sharding = #sdy.sharding<@mesh, [{"tp"}, {}]>}) -> (%(x)s {jax.result_info = "result", sdy.sharding = #sdy.sharding<@mesh, [{"dp"}, {"tp"}]>}) {
     %%0 = stablehlo.dot_general %%arg0, %%arg1, contracting_dims = [1] x [0], precision = [DEFAULT, DEFAULT] : (%(x)s, %(w1)s) -> %(h)s
@@ -364,8 +365,9 @@ def test_megatron_bytes_shardy():
         r = hl.run([hl.HLO_LAUNCH, "--explain-partitioning", prog])
         if r.returncode != 0:
             return r.describe()
-        if "total: 2 channel collectives, 512 bytes per partition" not in r.stdout:
-            return "expected XLA's two collectives (512 bytes):\n" + r.stdout
+        if "total: 2 channel collectives, 320 bytes per partition" not in r.stdout or \
+                "reduce-scatter dim 1 over 4 partitions" not in r.stdout:
+            return "expected an all-gather and a reduce-scatter (320 bytes):\n" + r.stdout
     return None
 
 
