@@ -322,6 +322,7 @@ static hl_status_t lower_one(spmd_ctx_t *c, int i) {
   int n = c->n;
   bool tuple = hl_shape_is_tuple(&inst->shape);
   hl_spmd_sharding_t target, res, want[8];
+  int gmap_operand[HL_MAX_RANK], gmap_indices[HL_MAX_RANK];
   if (!tuple) as_target(&v->sh, inst->shape.rank, n, &target);
   const char *name = NULL;
   hl_strbuf_appendf(&c->explain, "  %s = %s ", inst->name, hl_opcode_name(inst->opcode));
@@ -477,6 +478,29 @@ static hl_status_t lower_one(spmd_ctx_t *c, int i) {
     spmd_map_dims(&res, inst->operands[1]->shape.rank, rmap, &want[1]);
     hl_strbuf_append(&c->explain, "      rule: convolution split along batch / output features, locally\n");
     HL_RETURN_IF_ERROR(lower_local(c, i, want, &res, &name));
+  } else if (inst->opcode == HL_OP_GATHER && spmd_gather_maps(inst, gmap_operand, gmap_indices)) {
+    // Index-parallel along batch dims, operand passthrough along whole
+    // offset dims; every other dimension whole.
+    const hl_instruction_t *ix = inst->operands[1];
+    res = target;
+    int opmap[HL_MAX_RANK], ixmap[HL_MAX_RANK];
+    for (int d = 0; d < HL_MAX_RANK; d++) opmap[d] = ixmap[d] = -1;
+    for (int j = 0; j < inst->shape.rank; j++) {
+      if (gmap_operand[j] >= 0) opmap[gmap_operand[j]] = j;
+      else if (gmap_indices[j] >= 0) ixmap[gmap_indices[j]] = j;
+      else hl_spmd_unsplit(&res, j);
+    }
+    spmd_map_dims(&res, op0->shape.rank, opmap, &want[0]);
+    spmd_map_dims(&res, ix->shape.rank, ixmap, &want[1]);
+    hl_instruction_t local = *inst;
+    int64_t sizes[HL_MAX_RANK], shard[HL_MAX_RANK];
+    spmd_local_dims(&op0->shape, &want[0], shard);
+    for (int d = 0; d < op0->shape.rank; d++)
+      sizes[d] = opmap[d] >= 0 ? shard[d] : inst->attrs.gather_slice_sizes.v[d];
+    local.attrs.gather_slice_sizes.v = sizes;
+    hl_strbuf_append(&c->explain, "      rule: gather, index-parallel along batch dims, operand passthrough "
+                                  "along whole offset dims, locally\n");
+    HL_RETURN_IF_ERROR(lower_local_as(c, &local, want, &res, &name));
   } else if (inst->opcode == HL_OP_DOT && inst->shape.dtype != HL_PRED) {
     spmd_dot_plan_t plan;
     bool found;

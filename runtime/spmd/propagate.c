@@ -250,6 +250,23 @@ static hl_status_t forward(spmd_ctx_t *c, int i, bool *changed) {
       if (inst->operand_count != 2) return NULL;
       spmd_reduce_forward(inst, &op0->sh, &s);
       break;
+    case HL_OP_GATHER: {  // batch dims from the indices, whole offset dims from the operand
+      int om[HL_MAX_RANK], im[HL_MAX_RANK];
+      if (!spmd_gather_maps(inst, om, im)) return NULL;
+      const spmd_value_t *ix = &c->val[inst->operands[1]->index];
+      if (ix->known && ix->sh.kind == HL_SPMD_TILED) spmd_map_dims(&ix->sh, inst->shape.rank, im, &s);
+      else hl_spmd_replicated(inst->shape.rank, c->n, &s);
+      if (op0->sh.kind == HL_SPMD_TILED) {
+        hl_spmd_sharding_t both = s;
+        for (int j = 0; j < inst->shape.rank; j++) {
+          if (om[j] < 0) continue;
+          both.tiles[j] = op0->sh.tiles[om[j]];
+          for (int p = 0; p < c->n; p++) both.coords[p][j] = op0->sh.coords[p][om[j]];
+        }
+        if (hl_spmd_is_valid(&both)) s = both;
+      }
+      break;
+    }
     case HL_OP_CONVOLUTION: {  // batch from the lhs, output features from the kernel
       if (inst->operand_count != 2 || op0->sh.kind != HL_SPMD_TILED) return NULL;
       const hl_conv_dims_t *cd = &inst->attrs.convolution_dimension_numbers;
@@ -312,6 +329,13 @@ static void backward(spmd_ctx_t *c, int i, bool *changed) {
       spmd_reshape_backward(inst, &v->sh, &s);
     } else if (inst->opcode == HL_OP_DOT && k < 2) {
       dot_operand_backward(inst, k, &v->sh, &s);
+    } else if (inst->opcode == HL_OP_GATHER && k == 1) {
+      int om[HL_MAX_RANK], im[HL_MAX_RANK], back[HL_MAX_RANK];
+      if (!spmd_gather_maps(inst, om, im)) continue;
+      for (int d = 0; d < op->shape.rank; d++) back[d] = -1;
+      for (int j = 0; j < inst->shape.rank; j++)
+        if (im[j] >= 0) back[im[j]] = j;
+      spmd_map_dims(&v->sh, op->shape.rank, back, &s);
     } else if (inst->opcode == HL_OP_CONVOLUTION && k < 2) {
       const hl_conv_dims_t *cd = &inst->attrs.convolution_dimension_numbers;
       int map[HL_MAX_RANK];

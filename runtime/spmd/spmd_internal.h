@@ -73,6 +73,11 @@ uint32_t spmd_touched_dims(const hl_instruction_t *inst);
 bool spmd_is_data_movement(hl_opcode_t op);
 void spmd_reduce_forward(const hl_instruction_t *r, const hl_spmd_sharding_t *in, hl_spmd_sharding_t *out);
 
+// gather_rule.c: per output dimension, the operand dimension it passes
+// through whole (or -1) and the indices dimension it is a batch of (or -1).
+// False for gathers without a rule (batching dimensions).
+bool spmd_gather_maps(const hl_instruction_t *g, int *out_to_operand, int *out_to_indices);
+
 // dot_plan.c: the iteration-space sharding of a dot, picked by bytes moved.
 typedef struct spmd_dot_plan {
   hl_spmd_sharding_t lhs, rhs;  // operand shardings the local dot needs

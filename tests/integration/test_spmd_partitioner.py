@@ -299,6 +299,24 @@ ENTRY main {
     return text, [x], want, None
 
 
+def gather(rng, mesh, dt):
+    """An embedding lookup (rows of a table by index, one index out of range,
+    which gather clamps): index-parallel along the indices' batch dimension,
+    the table's whole second dimension passed through."""
+    table = rand_array(rng, (10, 8), dt)
+    ids = np.array([rng.randrange(10) for _ in range(7)] + [12], dtype=np.int32).reshape(8, 1)
+    text = """
+ENTRY main {
+  t = %(tt)s parameter(0), sharding=%(st)s
+  i = s32[8,1] parameter(1), sharding=%(si)s
+  g = %(to)s gather(t, i), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,8}
+  ROOT r = %(to)s add(g, g), sharding=%(sr)s
+}""" % dict(tt=shape_text(dt, (10, 8)), to=shape_text(dt, (8, 8)), st=mesh_sharding(rng, 2, mesh),
+            si=mesh_sharding(rng, 2, mesh), sr=even_sharding(rng, (8, 8), mesh))
+    g = table[np.clip(ids[:, 0], 0, 9)]
+    return text, [table, ids], (g + g).astype(table.dtype), None
+
+
 def convolution(rng, mesh, dt):
     """A 3x3 NHWC convolution: batch and output features split locally."""
     x = rand_array(rng, (4, 6, 6, 3), dt)
@@ -414,6 +432,7 @@ CORPUS = [
     ("fallback_ops", fallback_ops, ["s32"]),
     ("local_rules", local_rules, ["s32"]),
     ("convolution", convolution, ["f32"]),
+    ("gather", gather, ["s32"]),
     ("uneven", uneven, ["s32"]),
     ("reshard_chain", reshard_chain, ["s32"]),
     ("megatron", megatron, ["f32"]),
