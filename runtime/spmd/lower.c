@@ -316,6 +316,44 @@ static bool reduce_scatter_dim(const spmd_ctx_t *c, const hl_instruction_t *dot,
   return false;
 }
 
+static int op0_index(const hl_instruction_t *inst) { return inst->operands[0]->index; }
+
+// A tuple-valued sort / variadic reduce (spmd_tuple_rule): array operands
+// moved to `in`, scalars replicated, the op run on the local blocks; every
+// element of the local tuple is held as `elem` says.
+static hl_status_t lower_tuple_local(spmd_ctx_t *c, int i, const hl_spmd_sharding_t *in,
+                                     const hl_spmd_sharding_t *elem) {
+  const hl_instruction_t *inst = c->entry->instructions[i];
+  spmd_value_t *v = &c->val[i];
+  const char *ops[8];
+  for (int k = 0; k < inst->operand_count; k++) {
+    hl_spmd_sharding_t want;
+    if (inst->operands[k]->shape.rank == 0) hl_spmd_replicated(0, c->n, &want);
+    else want = *in;
+    HL_RETURN_IF_ERROR(operand_to(c, inst, k, &want, &ops[k]));
+  }
+  hl_instruction_t copy = *inst;
+  hl_shape_t elems[8];
+  for (int k = 0; k < inst->shape.tuple_count; k++) {
+    elems[k] = inst->shape.tuple[k];
+    int64_t dims[HL_MAX_RANK];
+    spmd_local_dims(&inst->shape.tuple[k], elem, dims);
+    for (int d = 0; d < elems[k].rank; d++) elems[k].dims[d] = dims[d];
+  }
+  copy.shape.tuple = elems;
+  const char *name = spmd_name(c, inst->name);
+  if (!name) return HL_OOM();
+  hl_strbuf_appendf(&c->explain, "      rule: %s along unsplit dimensions, locally; elements ",
+                    hl_opcode_name(inst->opcode));
+  hl_spmd_print(elem, &c->explain);
+  hl_strbuf_append(&c->explain, "\n");
+  HL_RETURN_IF_ERROR(emit_like(c, &copy, name, NULL, ops));
+  v->held = hl_calloc((size_t)inst->shape.tuple_count, sizeof(*v->held));
+  if (!v->held) return HL_OOM();
+  for (int k = 0; k < inst->shape.tuple_count; k++) v->held[k] = *elem;
+  return set_local(c, i, name);
+}
+
 static hl_status_t lower_one(spmd_ctx_t *c, int i) {
   const hl_instruction_t *inst = c->entry->instructions[i];
   spmd_value_t *v = &c->val[i];
@@ -373,11 +411,30 @@ static hl_status_t lower_one(spmd_ctx_t *c, int i) {
       hl_strbuf_deinit(&shape);
       return set_local(c, i, name);
     }
+    hl_spmd_sharding_t in, elem;
+    if (inst->operand_count && !c->val[op0_index(inst)].elem_count && inst->operand_count <= 8 &&
+        inst->shape.tuple_count <= 8) {
+      hl_spmd_sharding_t from;
+      as_target(&c->val[op0_index(inst)].sh, inst->operands[0]->shape.rank, n, &from);
+      if (spmd_tuple_rule(inst, &from, &in, &elem)) return lower_tuple_local(c, i, &in, &elem);
+    }
     HL_RETURN_IF_ERROR(lower_fallback(c, i, &res, &name, "tuple result"));
     return set_local(c, i, name);
   }
   const hl_instruction_t *op0 = inst->operand_count ? inst->operands[0] : NULL;
-  if (inst->opcode == HL_OP_GET_TUPLE_ELEMENT && op0->opcode == HL_OP_TUPLE) {
+  if (inst->opcode == HL_OP_GET_TUPLE_ELEMENT && c->val[op0->index].held &&
+      inst->attrs.tuple_index < op0->shape.tuple_count) {
+    res = c->val[op0->index].held[inst->attrs.tuple_index];
+    int64_t dims[HL_MAX_RANK];
+    spmd_local_dims(&inst->shape, &res, dims);
+    name = spmd_name(c, inst->name);
+    if (!name) return HL_OOM();
+    hl_strbuf_appendf(&c->body, "  %s = ", name);
+    spmd_shape_text(inst->shape.dtype, inst->shape.rank, dims, &c->body);
+    hl_strbuf_appendf(&c->body, " get-tuple-element(%s), index=%lld\n", c->local[op0->index],
+                      (long long)inst->attrs.tuple_index);
+    hl_strbuf_append(&c->explain, "      element of a locally computed tuple\n");
+  } else if (inst->opcode == HL_OP_GET_TUPLE_ELEMENT && op0->opcode == HL_OP_TUPLE) {
     const hl_instruction_t *e = op0->operands[inst->attrs.tuple_index];
     res = c->val[e->index].sh;
     name = c->local[e->index];
@@ -544,6 +601,50 @@ static hl_status_t lower_one(spmd_ctx_t *c, int i) {
   return set_local(c, i, moved);
 }
 
+// A locally computed tuple as the root: each element taken out of the
+// local tuple, moved to the root's annotation (else kept), tupled again.
+static hl_status_t lower_held_tuple_root(spmd_ctx_t *c, const hl_instruction_t *root) {
+  const spmd_value_t *rv = &c->val[root->index];
+  hl_strbuf_t shape, ops, sh;
+  hl_strbuf_init(&shape);
+  hl_strbuf_init(&ops);
+  hl_strbuf_init(&sh);
+  hl_status_t st = NULL;
+  for (int k = 0; k < root->shape.tuple_count && !st; k++) {
+    const hl_shape_t *es = &root->shape.tuple[k];
+    hl_spmd_sharding_t want = rv->held[k];
+    if (rv->fixed && k < rv->elem_count) want = rv->elems[k];
+    int64_t dims[HL_MAX_RANK];
+    spmd_local_dims(es, &rv->held[k], dims);
+    const char *e = spmd_name(c, "element");
+    if (!e) {
+      st = HL_OOM();
+      break;
+    }
+    hl_strbuf_appendf(&c->body, "  %s = ", e);
+    spmd_shape_text(es->dtype, es->rank, dims, &c->body);
+    hl_strbuf_appendf(&c->body, " get-tuple-element(%s), index=%d\n", c->local[root->index], k);
+    hl_strbuf_appendf(&c->explain, "  result element %d ", k);
+    hl_spmd_print(&want, &c->explain);
+    hl_strbuf_append(&c->explain, "\n");
+    const char *v;
+    st = spmd_reshard(c, e, es, &rv->held[k], &want, &v);
+    spmd_local_dims(es, &want, dims);
+    hl_strbuf_append(&shape, k ? ", " : "(");
+    spmd_shape_text(es->dtype, es->rank, dims, &shape);
+    hl_strbuf_appendf(&ops, "%s%s", k ? ", " : "", st ? "" : v);
+    hl_strbuf_append(&sh, k ? ", " : "{");
+    hl_spmd_print(&want, &sh);
+  }
+  if (!st)
+    hl_strbuf_appendf(&c->body, "  ROOT spmd.result = %s) tuple(%s), sharding=%s}\n", hl_strbuf_cstr(&shape),
+                      hl_strbuf_cstr(&ops), hl_strbuf_cstr(&sh));
+  hl_strbuf_deinit(&shape);
+  hl_strbuf_deinit(&ops);
+  hl_strbuf_deinit(&sh);
+  return st;
+}
+
 hl_status_t spmd_lower(spmd_ctx_t *c) {
   const hl_computation_t *e = c->entry;
   for (int i = 0; i < e->instruction_count; i++) HL_RETURN_IF_ERROR(lower_one(c, i));
@@ -551,6 +652,7 @@ hl_status_t spmd_lower(spmd_ctx_t *c) {
   const hl_instruction_t *root = e->root;
   const spmd_value_t *rv = &c->val[root->index];
   if (hl_shape_is_tuple(&root->shape)) {
+    if (root->opcode != HL_OP_TUPLE && rv->held) return lower_held_tuple_root(c, root);
     if (root->opcode != HL_OP_TUPLE) {
       hl_strbuf_appendf(&c->body, "  ROOT spmd.result = ");
       hl_shape_print(&root->shape, false, &c->body);

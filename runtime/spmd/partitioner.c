@@ -82,7 +82,10 @@ static void print_computation(const hl_computation_t *comp, hl_strbuf_t *out) {
 
 static void ctx_deinit(spmd_ctx_t *c) {
   if (c->val)
-    for (int i = 0; i < c->entry->instruction_count; i++) hl_free(c->val[i].elems);
+    for (int i = 0; i < c->entry->instruction_count; i++) {
+      hl_free(c->val[i].elems);
+      hl_free(c->val[i].held);
+    }
   if (c->local)
     for (int i = 0; i < c->entry->instruction_count; i++) hl_free(c->local[i]);
   for (int i = 0; i < c->name_count; i++) hl_free(c->names[i]);

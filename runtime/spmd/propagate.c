@@ -211,9 +211,45 @@ static void dot_operand_backward(const hl_instruction_t *dot, int which, const h
   spmd_map_dims(out, s->rank, map, in);
 }
 
+bool spmd_tuple_rule(const hl_instruction_t *inst, const hl_spmd_sharding_t *op0, hl_spmd_sharding_t *in,
+                     hl_spmd_sharding_t *elem) {
+  if (!hl_shape_is_tuple(&inst->shape) || op0->kind != HL_SPMD_TILED || inst->operand_count < 1) return false;
+  int inputs = inst->opcode == HL_OP_SORT ? inst->operand_count
+               : inst->opcode == HL_OP_REDUCE && inst->operand_count % 2 == 0 ? inst->operand_count / 2 : 0;
+  if (inputs < 1 || inst->shape.tuple_count != inputs) return false;
+  const hl_shape_t *s0 = &inst->operands[0]->shape;
+  for (int k = 0; k < inst->operand_count; k++) {
+    const hl_shape_t *sk = &inst->operands[k]->shape;
+    if (hl_shape_is_tuple(sk)) return false;
+    if (k < inputs && !hl_shape_same_dims(sk, s0)) return false;
+    if (k >= inputs && sk->rank != 0) return false;
+  }
+  *in = *op0;
+  if (inst->opcode == HL_OP_SORT) {
+    unsplit_mask(in, spmd_touched_dims(inst));
+    *elem = *in;
+  } else {
+    for (int k = 0; k < inst->attrs.dimensions.n; k++) hl_spmd_unsplit(in, (int)inst->attrs.dimensions.v[k]);
+    spmd_reduce_forward(inst, in, elem);
+  }
+  return true;
+}
+
 static hl_status_t forward(spmd_ctx_t *c, int i, bool *changed) {
   const hl_instruction_t *inst = c->entry->instructions[i];
   spmd_value_t *v = &c->val[i];
+  hl_spmd_sharding_t tin, telem;
+  if (!v->known && !v->elems && inst->operand_count && c->val[inst->operands[0]->index].known &&
+      !c->val[inst->operands[0]->index].elem_count &&
+      spmd_tuple_rule(inst, &c->val[inst->operands[0]->index].sh, &tin, &telem)) {
+    // A tuple-valued sort / variadic reduce: every element in the same sharding.
+    v->elems = hl_calloc((size_t)inst->shape.tuple_count, sizeof(*v->elems));
+    if (!v->elems) return HL_OOM();
+    v->elem_count = inst->shape.tuple_count;
+    for (int k = 0; k < v->elem_count; k++) v->elems[k] = telem;
+    v->known = *changed = true;
+    return NULL;
+  }
   if (v->known || hl_shape_is_tuple(&inst->shape)) return NULL;
   hl_spmd_sharding_t s;
   const spmd_value_t *op0 = inst->operand_count ? &c->val[inst->operands[0]->index] : NULL;

@@ -19,6 +19,7 @@ typedef struct spmd_value {
   bool known;
   bool fixed;  // from an annotation: propagation never changes it
   bool manual; // inside a manual region (SPMDFullToShardShape .. SPMDShardToFullShape): already per partition
+  hl_spmd_sharding_t *held;  // a tuple lowered locally: how its elements are held (owned, elem_count)
   hl_spmd_sharding_t sh;  // array values
   int elem_count;         // tuple values (one level of arrays)
   hl_spmd_sharding_t *elems;  // owned
@@ -72,6 +73,11 @@ void spmd_map_dims(const hl_spmd_sharding_t *src, int dst_rank, const int *map, 
 uint32_t spmd_touched_dims(const hl_instruction_t *inst);
 bool spmd_is_data_movement(hl_opcode_t op);
 void spmd_reduce_forward(const hl_instruction_t *r, const hl_spmd_sharding_t *in, hl_spmd_sharding_t *out);
+// Tuple-valued sort (several operands) and variadic reduce: from operand 0's
+// sharding, the one its array operands run in (the sort / reduced dims
+// unsplit) and every result element's. False for other instructions.
+bool spmd_tuple_rule(const hl_instruction_t *inst, const hl_spmd_sharding_t *op0, hl_spmd_sharding_t *in,
+                     hl_spmd_sharding_t *elem);
 
 // gather_rule.c: per output dimension, the operand dimension it passes
 // through whole (or -1) and the indices dimension it is a batch of (or -1).

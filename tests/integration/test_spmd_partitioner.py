@@ -317,6 +317,55 @@ ENTRY main {
     return text, [table, ids], (g + g).astype(table.dtype), None
 
 
+def sort_argmax(rng, mesh, dt):
+    """Tuple-valued ops run locally on the dimensions they do not work
+    along: a two-operand stable sort (values and their indices, descending:
+    top-k's form) and an argmax as a variadic reduce."""
+    x = rand_array(rng, (8, 6), dt)
+    text = """
+gt {
+  a = s32[] parameter(0)
+  b = s32[] parameter(1)
+  c = s32[] parameter(2)
+  d = s32[] parameter(3)
+  ROOT r = pred[] compare(a, b), direction=GT
+}
+
+argmax {
+  av = s32[] parameter(0)
+  ai = s32[] parameter(1)
+  bv = s32[] parameter(2)
+  bi = s32[] parameter(3)
+  g = pred[] compare(av, bv), direction=GT
+  e = pred[] compare(av, bv), direction=EQ
+  l = pred[] compare(ai, bi), direction=LT
+  tie = pred[] and(e, l)
+  pick = pred[] or(g, tie)
+  v = s32[] select(pick, av, bv)
+  i = s32[] select(pick, ai, bi)
+  ROOT t = (s32[], s32[]) tuple(v, i)
+}
+
+ENTRY main {
+  x = s32[8,6] parameter(0), sharding=%(sx)s
+  io = s32[8,6] iota(), iota_dimension=1
+  s = (s32[8,6], s32[8,6]) sort(x, io), dimensions={1}, is_stable=true, to_apply=gt
+  sv = s32[8,6] get-tuple-element(s), index=0
+  si = s32[8,6] get-tuple-element(s), index=1
+  minv = s32[] constant(-2147483648)
+  zero = s32[] constant(0)
+  am = (s32[8], s32[8]) reduce(x, io, minv, zero), dimensions={1}, to_apply=argmax
+  ai = s32[8] get-tuple-element(am), index=1
+  ab = s32[8,6] broadcast(ai), dimensions={0}
+  r1 = s32[8,6] multiply(sv, si)
+  ROOT r = s32[8,6] add(r1, ab), sharding=%(sr)s
+}""" % dict(sx=mesh_sharding(rng, 2, mesh), sr=even_sharding(rng, (8, 6), mesh))
+    order = np.argsort(-x, axis=1, kind="stable")
+    sv = np.take_along_axis(x, order, axis=1)
+    want = (sv * order + np.argmax(x, axis=1)[:, None]).astype(np.int32)
+    return text, [x], want, None
+
+
 def convolution(rng, mesh, dt):
     """A 3x3 NHWC convolution: batch and output features split locally."""
     x = rand_array(rng, (4, 6, 6, 3), dt)
@@ -433,6 +482,7 @@ CORPUS = [
     ("local_rules", local_rules, ["s32"]),
     ("convolution", convolution, ["f32"]),
     ("gather", gather, ["s32"]),
+    ("sort_argmax", sort_argmax, ["s32"]),
     ("uneven", uneven, ["s32"]),
     ("reshard_chain", reshard_chain, ["s32"]),
     ("megatron", megatron, ["f32"]),
@@ -620,6 +670,51 @@ ENTRY main {
     return None
 
 
+def test_sort_tuple_root_shards():
+    """A locally sorted tuple as the root, its elements moved to the root's
+    tuple sharding; each rank's outputs (--output-dir) checked against
+    NumPy's shards."""
+    text = """HloModule st, num_partitions=4
+
+gt {
+  a = s32[] parameter(0)
+  b = s32[] parameter(1)
+  c = s32[] parameter(2)
+  d = s32[] parameter(3)
+  ROOT r = pred[] compare(a, b), direction=GT
+}
+
+ENTRY main {
+  x = s32[8,6] parameter(0), sharding={devices=[2,2]<=[4]}
+  io = s32[8,6] iota(), iota_dimension=1
+  ROOT s = (s32[8,6], s32[8,6]) sort(x, io), dimensions={1}, is_stable=true, to_apply=gt, sharding={{devices=[4,1]<=[4]}, {replicated}}
+}
+"""
+    x = (np.arange(48, dtype=np.int32) * 7 % 13).reshape(8, 6)
+    order = np.argsort(-x, axis=1, kind="stable").astype(np.int32)
+    sv = np.take_along_axis(x, order, axis=1)
+    with hl.tempdir("spmd-sort") as tmp:
+        prog = os.path.join(tmp, "sort.hlo")
+        with open(prog, "w") as f:
+            f.write(text)
+        xp = os.path.join(tmp, "x.npy")
+        np.save(xp, x)
+        out = os.path.join(tmp, "out")
+        r = hl.run([hl.HLO_LAUNCH, "-np", "4", "--global-program", "--global-args", xp, "--output-dir", out,
+                    "--quiet", prog])
+        if r.returncode != 0:
+            return r.describe()
+        for p in range(4):
+            got = hl.read_outputs(out, 0, p, 2)
+            for k, (g, w) in enumerate(zip(got, (sv[2 * p:2 * p + 2], order))):
+                if g.shape != w.shape or not np.array_equal(g, w):
+                    return "partition %d element %d: got\n%s\nexpected\n%s" % (p, k, g, w)
+        e = hl.run([hl.HLO_LAUNCH, "--explain-partitioning", prog])
+        if "rule: sort along unsplit dimensions" not in e.stdout or "fallback" in e.stdout:
+            return "the sort should run locally:\n" + e.stdout
+    return None
+
+
 def test_detection():
     """Which programs hlo-launch partitions by itself: one with a Sharding
     custom-call, and one whose --global-args arrays have the split
@@ -731,6 +826,7 @@ TESTS = [(name, corpus_test(name, build, dts, 2)) for name, build, dts in CORPUS
     ("megatron_bytes", test_megatron_bytes),
     ("convert_writes_runnable_module", test_convert_writes_runnable_module),
     ("while_loop_and_tuple_root_shards", test_while_loop_and_tuple_root_shards),
+    ("sort_tuple_root_shards", test_sort_tuple_root_shards),
     ("detection", test_detection),
     ("manual_region", test_manual_region),
     ("explain_refuses_partitioned_program", test_explain_refuses_partitioned_program),
