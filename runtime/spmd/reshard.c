@@ -1,6 +1,7 @@
 // Resharding: moves a value between two shardings with all-gathers along the
 // dimensions whose tiling differs, then one dynamic-slice (offsets looked up
-// by partition-id) for the dimensions the target splits. Every step is
+// by partition-id) for the dimensions the target splits (a finer split of
+// tiles a device already holds is cut from its shard, nothing gathered). Every step is
 // exact: gathers drop the padding of uneven tiles, slices pad with zeros.
 #include <stdio.h>
 #include <string.h>
@@ -314,8 +315,25 @@ hl_status_t spmd_reshard(spmd_ctx_t *c, const char *name, const hl_shape_t *g,
       hl_spmd_unsplit(&cur, a);
       break;
     }
+  // A finer split of the same dimension whose tiles lie inside the ones
+  // each device holds (even sizes): cut locally, nothing to gather.
+  uint32_t refine = 0;
+  int64_t refine_k[HL_MAX_RANK];
   for (int d = 0; d < rank; d++) {
-    if (cur.tiles[d] == 1 || hl_spmd_dim_equal(&cur, d, &tgt, d)) continue;
+    refine_k[d] = 1;
+    if (cur.kind != HL_SPMD_TILED || cur.tiles[d] <= 1 || tgt.tiles[d] <= cur.tiles[d] ||
+        tgt.tiles[d] % cur.tiles[d] || g->dims[d] % tgt.tiles[d])
+      continue;
+    int64_t k = tgt.tiles[d] / cur.tiles[d];
+    bool inside = true;
+    for (int p = 0; p < c->n && inside; p++) inside = tgt.coords[p][d] / k == cur.coords[p][d];
+    if (inside) {
+      refine |= 1u << d;
+      refine_k[d] = k;
+    }
+  }
+  for (int d = 0; d < rank; d++) {
+    if (cur.tiles[d] == 1 || hl_spmd_dim_equal(&cur, d, &tgt, d) || (refine >> d & 1)) continue;
     HL_RETURN_IF_ERROR(all_gather(c, &v, g->dtype, rank, dims, &cur, d));
     hl_spmd_unsplit(&cur, d);
     if (dims[d] > g->dims[d]) {  // uneven tiles: drop the padding
@@ -325,7 +343,7 @@ hl_status_t spmd_reshard(spmd_ctx_t *c, const char *name, const hl_shape_t *g,
       HL_RETURN_IF_ERROR(slice_to(c, &v, g->dtype, rank, dims, keep));
     }
   }
-  uint32_t slice_mask = 0;
+  uint32_t slice_mask = refine;
   for (int d = 0; d < rank; d++)
     if (tgt.tiles[d] > 1 && cur.tiles[d] == 1) slice_mask |= 1u << d;
   if (slice_mask && !c->dry) {
@@ -333,7 +351,7 @@ hl_status_t spmd_reshard(spmd_ctx_t *c, const char *name, const hl_shape_t *g,
     bool pad = false;
     spmd_local_dims(g, &tgt, shard);
     for (int d = 0; d < rank; d++) {
-      padded[d] = slice_mask >> d & 1 ? shard[d] * tgt.tiles[d] : dims[d];
+      padded[d] = (slice_mask & ~refine) >> d & 1 ? shard[d] * tgt.tiles[d] : dims[d];
       pad |= padded[d] != dims[d];
     }
     if (pad) {
@@ -354,7 +372,8 @@ hl_status_t spmd_reshard(spmd_ctx_t *c, const char *name, const hl_shape_t *g,
         continue;
       }
       int64_t table[HL_SPMD_MAX_DEVICES];
-      for (int p = 0; p < c->n; p++) table[p] = tgt.coords[p][d] * shard[d];
+      for (int p = 0; p < c->n; p++)  // a refined dimension: the offset within the local tile
+        table[p] = (refine >> d & 1 ? tgt.coords[p][d] % refine_k[d] : tgt.coords[p][d]) * shard[d];
       offs[d] = partition_lookup(c, table);
       if (!offs[d]) return HL_OOM();
     }

@@ -715,6 +715,33 @@ ENTRY main {
     return None
 
 
+def test_refined_split_moves_nothing():
+    """A finer split of tiles each device already holds is cut from its own
+    shard: no collective, and the values are right."""
+    text = """HloModule refine, num_partitions=8
+
+ENTRY main {
+  x = s32[8,4] parameter(0), sharding={devices=[2,1,4]<=[8] last_tile_dim_replicate}
+  c = s32[8,4] custom-call(x), custom_call_target="Sharding", sharding={devices=[8,1]<=[8]}
+  ROOT y = s32[8,4] negate(c), sharding={devices=[8,1]<=[8]}
+}
+"""
+    x = np.arange(32, dtype=np.int32).reshape(8, 4)
+    with hl.tempdir("spmd-refine") as tmp:
+        prog = os.path.join(tmp, "refine.hlo")
+        with open(prog, "w") as f:
+            f.write(text)
+        e = hl.run([hl.HLO_LAUNCH, "--explain-partitioning", prog])
+        if e.returncode != 0 or "total: 0 channel collectives, 0 bytes per partition" not in e.stdout:
+            return "expected a local cut:\n" + e.describe()
+        xp, out = os.path.join(tmp, "x.npy"), os.path.join(tmp, "out.npy")
+        np.save(xp, x)
+        r = hl.run([hl.HLO_LAUNCH, "-np", "8", "--quiet", "--global-args", xp, "--global-output", out, prog])
+        if r.returncode != 0:
+            return r.describe()
+        return hl.compare("refine", np.load(out), -x)
+
+
 def test_detection():
     """Which programs hlo-launch partitions by itself: one with a Sharding
     custom-call, and one whose --global-args arrays have the split
@@ -827,6 +854,7 @@ TESTS = [(name, corpus_test(name, build, dts, 2)) for name, build, dts in CORPUS
     ("convert_writes_runnable_module", test_convert_writes_runnable_module),
     ("while_loop_and_tuple_root_shards", test_while_loop_and_tuple_root_shards),
     ("sort_tuple_root_shards", test_sort_tuple_root_shards),
+    ("refined_split_moves_nothing", test_refined_split_moves_nothing),
     ("detection", test_detection),
     ("manual_region", test_manual_region),
     ("explain_refuses_partitioned_program", test_explain_refuses_partitioned_program),
