@@ -75,6 +75,22 @@ static void append_groups(hl_strbuf_t *sb, const int64_t *groups, int count, int
   hl_strbuf_append(sb, "}");
 }
 
+// The groups of an inserted collective as global device ids
+// (use_global_device_ids): replica r's partitions are r * n .. r * n + n - 1,
+// and every replica gets the same groups over its own partitions.
+static void append_body_groups(spmd_ctx_t *c, const int64_t *groups, int count, int size) {
+  int replicas = c->replicas > 1 ? c->replicas : 1;
+  hl_strbuf_append(&c->body, "{");
+  for (int r = 0; r < replicas; r++)
+    for (int g = 0; g < count; g++) {
+      hl_strbuf_append(&c->body, r || g ? ",{" : "{");
+      for (int i = 0; i < size; i++)
+        hl_strbuf_appendf(&c->body, "%s%lld", i ? "," : "", (long long)(groups[g * size + i] + (int64_t)r * c->n));
+      hl_strbuf_append(&c->body, "}");
+    }
+  hl_strbuf_append(&c->body, "}");
+}
+
 static void ensure_pid(spmd_ctx_t *c) {
   if (c->have_pid) return;
   c->have_pid = true;
@@ -110,7 +126,7 @@ static hl_status_t all_gather(spmd_ctx_t *c, const char **v, hl_dtype_t dt, int 
   if (!name) return HL_OOM();
   begin_line(c, name, dt, rank, dims);
   hl_strbuf_appendf(&c->body, "all-gather(%s), channel_id=%lld, replica_groups=", *v, (long long)(c->inserted++, ++c->channel));
-  append_groups(&c->body, groups, count, size);
+  append_body_groups(c, groups, count, size);
   hl_strbuf_appendf(&c->body, ", dimensions={%d}, use_global_device_ids=true\n", d);
   hl_strbuf_appendf(&c->explain, "      all-gather dim %d over %d partitions, groups ", d, size);
   append_groups(&c->explain, groups, count, size);
@@ -155,9 +171,11 @@ static hl_status_t from_maximal(spmd_ctx_t *c, const char **v, const hl_shape_t 
   hl_strbuf_appendf(&c->body, "reshape(%s)\n", *v);
   dims[0] = c->n;
   begin_line(c, ag, g->dtype, g->rank + 1, dims);
-  hl_strbuf_appendf(&c->body, "all-gather(%s), channel_id=%lld, replica_groups={{", r, (long long)(c->inserted++, ++c->channel));
-  for (int p = 0; p < c->n; p++) hl_strbuf_appendf(&c->body, "%s%d", p ? "," : "", p);
-  hl_strbuf_append(&c->body, "}}, dimensions={0}, use_global_device_ids=true\n");
+  hl_strbuf_appendf(&c->body, "all-gather(%s), channel_id=%lld, replica_groups=", r, (long long)(c->inserted++, ++c->channel));
+  int64_t all[HL_SPMD_MAX_DEVICES];
+  for (int p = 0; p < c->n; p++) all[p] = p;
+  append_body_groups(c, all, 1, c->n);
+  hl_strbuf_append(&c->body, ", dimensions={0}, use_global_device_ids=true\n");
   dims[0] = 1;
   begin_line(c, sl, g->dtype, g->rank + 1, dims);
   hl_strbuf_appendf(&c->body, "slice(%s), slice={[%lld:%lld]", ag, (long long)k, (long long)k + 1);
@@ -214,6 +232,7 @@ static hl_status_t all_to_all(spmd_ctx_t *c, const char **v, const hl_shape_t *g
     hl_strbuf_appendf(&c->body, "reshape(%s)\n", *v);
     begin_line(c, x, g->dtype, rank + 1, split);
     hl_strbuf_appendf(&c->body, "all-to-all(%s), channel_id=%lld, replica_groups=", r, (long long)(c->inserted++, ++c->channel));
+    // all-to-all with a channel groups partition ids within each replica.
     append_groups(&c->body, groups, count, size);
     hl_strbuf_appendf(&c->body, ", dimensions={%d}, use_global_device_ids=true\n", b);
     begin_line(c, tr, g->dtype, rank + 1, tdims);
@@ -421,7 +440,7 @@ hl_status_t spmd_all_reduce(spmd_ctx_t *c, const char *name, hl_dtype_t dt, int 
   if (!v) return HL_OOM();
   begin_line(c, v, dt, rank, dims);
   hl_strbuf_appendf(&c->body, "all-reduce(%s), channel_id=%lld, replica_groups=", name, (long long)(c->inserted++, ++c->channel));
-  append_groups(&c->body, groups, count, size);
+  append_body_groups(c, groups, count, size);
   hl_strbuf_appendf(&c->body, ", use_global_device_ids=true, to_apply=%s\n", reducer);
   hl_strbuf_appendf(&c->explain, "      all-reduce over %d partitions, groups ", size);
   append_groups(&c->explain, groups, count, size);
@@ -449,7 +468,7 @@ hl_status_t spmd_reduce_scatter(spmd_ctx_t *c, const char *name, hl_dtype_t dt, 
   begin_line(c, v, dt, rank, rdims);
   hl_strbuf_appendf(&c->body, "reduce-scatter(%s), channel_id=%lld, replica_groups=", name,
                     (long long)(c->inserted++, ++c->channel));
-  append_groups(&c->body, groups, count, size);
+  append_body_groups(c, groups, count, size);
   hl_strbuf_appendf(&c->body, ", use_global_device_ids=true, dimensions={%d}, to_apply=%s\n", scatter_dim, reducer);
   hl_strbuf_appendf(&c->explain, "      reduce-scatter dim %d over %d partitions, groups ", scatter_dim, size);
   append_groups(&c->explain, groups, count, size);

@@ -29,6 +29,7 @@ typedef struct spmd_ctx {
   const hl_module_t *module;
   const hl_computation_t *entry;
   int n;                 // partitions
+  int replicas;          // the grid's replicas (each runs the partitioned program on its own copy)
   spmd_value_t *val;     // per entry instruction (by index)
   char **local;          // per entry instruction: name of its local value (owned)
   hl_strbuf_t body;      // emitted entry lines

@@ -742,6 +742,46 @@ ENTRY main {
         return hl.compare("refine", np.load(out), -x)
 
 
+def test_two_replicas():
+    """A global program on a grid of 2 replicas x 4 partitions: each replica
+    runs the partitioned program on its own copy, its collectives within its
+    own partitions; every rank's output (--output-dir) is checked, replica 1's
+    included. The Megatron MLP (all-gather, reduce-scatter) and the reshard
+    chain (all-to-all, collective-permute, dynamic-slice) with a replicated
+    root."""
+    rng = random.Random("spmd-replicas")
+    g = np.random.default_rng(3)
+    x, w1, w2 = (g.standard_normal(s).astype(np.float32) for s in ((8, 16), (16, 32), (32, 16)))
+    mlp_want = np.maximum(x @ w1, 0) @ w2
+    chain_text, chain_in, chain_want, _ = reshard_chain(rng, (2, 2), "s32")
+    chain_text = re.sub(r"ROOT r = (.*) negate\(c5\), sharding=.*", r"ROOT r = \1 negate(c5), sharding={replicated}",
+                        chain_text)
+    cases = [("mlp", megatron_text((2, 2)), [x, w1, w2],
+              lambda p: mlp_want[(p // 2) * 4:(p // 2 + 1) * 4, (p % 2) * 8:(p % 2 + 1) * 8], (1e-5, 1e-4)),
+             ("chain", chain_text, chain_in, lambda p: chain_want, None)]
+    with hl.tempdir("spmd-replicas") as tmp:
+        for tag, text, inputs, want_of, tol in cases:
+            prog = os.path.join(tmp, tag + ".hlo")
+            with open(prog, "w") as f:
+                f.write("HloModule %s, num_partitions=4, replica_count=2\n%s\n" % (tag, text))
+            args = []
+            for i, a in enumerate(inputs):
+                args.append(os.path.join(tmp, "%s_%d.npy" % (tag, i)))
+                np.save(args[-1], a)
+            out = os.path.join(tmp, tag + "_out")
+            r = hl.run([hl.HLO_LAUNCH, "-np", "8", "--quiet", "--global-program", "--global-args", ",".join(args),
+                        "--output-dir", out, prog])
+            if r.returncode != 0:
+                return "%s\n%s" % (tag, r.describe())
+            for rep in range(2):
+                for p in range(4):
+                    got = hl.read_outputs(out, rep, p, 1)[0]
+                    msg = hl.compare("%s replica %d partition %d" % (tag, rep, p), got, want_of(p), tol)
+                    if msg:
+                        return msg + "\n" + text
+    return None
+
+
 def test_detection():
     """Which programs hlo-launch partitions by itself: one with a Sharding
     custom-call, and one whose --global-args arrays have the split
@@ -855,6 +895,7 @@ TESTS = [(name, corpus_test(name, build, dts, 2)) for name, build, dts in CORPUS
     ("while_loop_and_tuple_root_shards", test_while_loop_and_tuple_root_shards),
     ("sort_tuple_root_shards", test_sort_tuple_root_shards),
     ("refined_split_moves_nothing", test_refined_split_moves_nothing),
+    ("two_replicas", test_two_replicas),
     ("detection", test_detection),
     ("manual_region", test_manual_region),
     ("explain_refuses_partitioned_program", test_explain_refuses_partitioned_program),
