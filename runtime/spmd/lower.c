@@ -558,6 +558,22 @@ static hl_status_t lower_one(spmd_ctx_t *c, int i) {
     hl_strbuf_append(&c->explain, "      rule: gather, index-parallel along batch dims, operand passthrough "
                                   "along whole offset dims, locally\n");
     HL_RETURN_IF_ERROR(lower_local_as(c, &local, want, &res, &name));
+  } else if (inst->opcode == HL_OP_SCATTER && spmd_scatter_maps(inst, gmap_operand)) {
+    // Operand passthrough: dims the updates cover whole stay split (updates
+    // alike), the indices whole, every other dim whole.
+    res = target;
+    for (int d = 0; d < inst->shape.rank; d++)
+      if (gmap_operand[d] < 0) hl_spmd_unsplit(&res, d);
+    int umap[HL_MAX_RANK];
+    for (int d = 0; d < HL_MAX_RANK; d++) umap[d] = -1;
+    for (int d = 0; d < inst->shape.rank; d++)
+      if (gmap_operand[d] >= 0) umap[gmap_operand[d]] = d;
+    want[0] = res;
+    hl_spmd_replicated(inst->operands[1]->shape.rank, n, &want[1]);
+    spmd_map_dims(&res, inst->operands[2]->shape.rank, umap, &want[2]);
+    hl_strbuf_append(&c->explain, "      rule: scatter, operand passthrough along dims the updates cover whole, "
+                                  "locally\n");
+    HL_RETURN_IF_ERROR(lower_local(c, i, want, &res, &name));
   } else if (inst->opcode == HL_OP_DOT && inst->shape.dtype != HL_PRED) {
     spmd_dot_plan_t plan;
     bool found;

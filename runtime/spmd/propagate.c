@@ -303,6 +303,14 @@ static hl_status_t forward(spmd_ctx_t *c, int i, bool *changed) {
       }
       break;
     }
+    case HL_OP_SCATTER: {  // the operand's passthrough dims
+      int pm[HL_MAX_RANK];
+      if (!spmd_scatter_maps(inst, pm) || op0->sh.kind != HL_SPMD_TILED) return NULL;
+      s = op0->sh;
+      for (int d = 0; d < inst->shape.rank; d++)
+        if (pm[d] < 0) hl_spmd_unsplit(&s, d);
+      break;
+    }
     case HL_OP_CONVOLUTION: {  // batch from the lhs, output features from the kernel
       if (inst->operand_count != 2 || op0->sh.kind != HL_SPMD_TILED) return NULL;
       const hl_conv_dims_t *cd = &inst->attrs.convolution_dimension_numbers;

@@ -85,6 +85,11 @@ bool spmd_tuple_rule(const hl_instruction_t *inst, const hl_spmd_sharding_t *op0
 // False for gathers without a rule (batching dimensions).
 bool spmd_gather_maps(const hl_instruction_t *g, int *out_to_operand, int *out_to_indices);
 
+// scatter_rule.c: per operand dimension, the update window dimension that
+// covers it whole (it can stay split), or -1. False for scatters without a
+// rule (several operands, batching dimensions).
+bool spmd_scatter_maps(const hl_instruction_t *s, int *operand_to_update);
+
 // dot_plan.c: the iteration-space sharding of a dot, picked by bytes moved.
 typedef struct spmd_dot_plan {
   hl_spmd_sharding_t lhs, rhs;  // operand shardings the local dot needs

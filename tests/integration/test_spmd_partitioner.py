@@ -230,9 +230,35 @@ ENTRY main {
     return text, [x], p + i, None
 
 
+def scatter(rng, mesh, dt):
+    """A scatter-add of whole rows: the column dimension passes through (operand
+    and updates split alike, indices whole)."""
+    x = rand_array(rng, (8, 6), dt)
+    u = rand_array(rng, (3, 6), dt)
+    text = """
+add {
+  a = %(d)s[] parameter(0)
+  b = %(d)s[] parameter(1)
+  ROOT c = %(d)s[] add(a, b)
+}
+
+ENTRY main {
+  x = %(tx)s parameter(0), sharding=%(sx)s
+  u = %(tu)s parameter(1), sharding=%(su)s
+  idx = s32[3,1] constant({{1},{5},{1}})
+  sc = %(tx)s scatter(x, idx, u), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add
+  ROOT r = %(tx)s negate(sc), sharding=%(sr)s
+}""" % dict(d=dt, tx=shape_text(dt, (8, 6)), tu=shape_text(dt, (3, 6)), sx=mesh_sharding(rng, 2, mesh),
+            su=mesh_sharding(rng, 2, mesh), sr=even_sharding(rng, (8, 6), mesh))
+    sc = x.copy()
+    for k, row in enumerate([1, 5, 1]):
+        sc[row] += u[k]
+    return text, [x, u], (-sc).astype(x.dtype), None
+
+
 def fallback_ops(rng, mesh, dt):
-    """Ops without a rule run on the replicated value: a scatter, an rng-free
-    while loop would too (see test_while_loop_and_tuple_root_shards)."""
+    """Ops without a rule run on the replicated value: a scatter of part of
+    the rows (no dimension passes through whole)."""
     x = rand_array(rng, (8, 6), dt)
     text = """
 add {
@@ -245,13 +271,13 @@ ENTRY main {
   x = %(tx)s parameter(0), sharding=%(sx)s
   one = %(d)s[] constant(1)
   idx = s32[2,1] constant({{1},{5}})
-  upd = %(d)s[2,6] broadcast(one), dimensions={}
+  upd = %(d)s[2,3] broadcast(one), dimensions={}
   sc = %(tx)s scatter(x, idx, upd), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add
   ROOT r = %(tx)s add(sc, x), sharding=%(sr)s
 }""" % dict(d=dt, tx=shape_text(dt, (8, 6)), sx=mesh_sharding(rng, 2, mesh),
             sr=even_sharding(rng, (8, 6), mesh))
     sc = x.copy()
-    sc[[1, 5]] += 1
+    sc[[1, 5], 0:3] += 1
     return text, [x], (sc + x).astype(x.dtype), None
 
 
@@ -483,6 +509,7 @@ CORPUS = [
     ("convolution", convolution, ["f32"]),
     ("gather", gather, ["s32"]),
     ("sort_argmax", sort_argmax, ["s32"]),
+    ("scatter", scatter, ["s32"]),
     ("uneven", uneven, ["s32"]),
     ("reshard_chain", reshard_chain, ["s32"]),
     ("megatron", megatron, ["f32"]),
