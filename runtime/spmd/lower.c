@@ -285,37 +285,6 @@ static hl_status_t lower_manual(spmd_ctx_t *c, int i) {
   return st;
 }
 
-// Whether the all-reduce that ends a contracting-split dot, then the move
-// to `target`, is one reduce-scatter: the target splits one result
-// dimension (evenly, unsplit in the plan's result) over exactly the
-// all-reduce's groups, each member holding the chunk of its slot, and
-// agrees with the plan's result elsewhere.
-static bool reduce_scatter_dim(const spmd_ctx_t *c, const hl_instruction_t *dot, const spmd_dot_plan_t *plan,
-                               const hl_spmd_sharding_t *target, int *out_dim) {
-  int64_t groups[HL_SPMD_MAX_DEVICES];
-  int count, size;
-  if (target->kind != HL_SPMD_TILED || plan->result.kind != HL_SPMD_TILED) return false;
-  hl_status_t st = hl_spmd_groups(&plan->iter, plan->contract_split, groups, &count, &size);
-  if (st) {
-    hl_status_free(st);
-    return false;
-  }
-  for (int j = 0; j < dot->shape.rank; j++) {
-    if (plan->result.tiles[j] != 1 || target->tiles[j] != size || dot->shape.dims[j] % size) continue;
-    bool ok = true;
-    for (int d = 0; d < dot->shape.rank && ok; d++)
-      if (d != j) ok = hl_spmd_dim_equal(&plan->result, d, target, d);
-    for (int g = 0; g < count && ok; g++)
-      for (int slot = 0; slot < size && ok; slot++) ok = target->coords[groups[g * size + slot]][j] == slot;
-    if (ok) {
-      *out_dim = j;
-      return true;
-    }
-  }
-  (void)c;
-  return false;
-}
-
 static int op0_index(const hl_instruction_t *inst) { return inst->operands[0]->index; }
 
 // A tuple-valued sort / variadic reduce (spmd_tuple_rule): array operands
@@ -590,7 +559,7 @@ static hl_status_t lower_one(spmd_ctx_t *c, int i) {
       HL_RETURN_IF_ERROR(lower_local(c, i, want, &res, &local));
       name = local;
       int scatter_dim;
-      if (plan.contract_split && reduce_scatter_dim(c, inst, &plan, &target, &scatter_dim)) {
+      if (plan.contract_split && spmd_reduce_scatter_dim(inst, &plan.iter, plan.contract_split, &plan.result, &target, &scatter_dim)) {
         // The target splits a result dimension over the contracting groups,
         // in their order: each partition keeps only its chunk of the sum.
         int64_t dims[HL_MAX_RANK];

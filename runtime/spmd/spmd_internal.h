@@ -102,6 +102,14 @@ hl_status_t spmd_dot_plan(spmd_ctx_t *c, const hl_instruction_t *dot, const hl_s
                           const hl_spmd_sharding_t *rhs, const hl_spmd_sharding_t *want_out,
                           spmd_dot_plan_t *plan, bool *found);
 
+// Whether a contracting-split dot's all-reduce (groups of `iter` along
+// `cmask`) followed by the move from `result` to `target` is one
+// reduce-scatter: the target splits one result dimension (evenly, unsplit
+// in `result`) over exactly those groups, each member holding its slot's
+// chunk, and agrees with `result` elsewhere. *out_dim: that dimension.
+bool spmd_reduce_scatter_dim(const hl_instruction_t *dot, const hl_spmd_sharding_t *iter, uint32_t cmask,
+                             const hl_spmd_sharding_t *result, const hl_spmd_sharding_t *target, int *out_dim);
+
 // reshard.c
 const char *spmd_name(spmd_ctx_t *c, const char *base);
 void spmd_local_dims(const hl_shape_t *global, const hl_spmd_sharding_t *s, int64_t *dims);
