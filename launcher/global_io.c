@@ -9,6 +9,7 @@
 #include "launcher/sharding.h"
 #include "runtime/base/alloc.h"
 #include "runtime/base/npy.h"
+#include "runtime/spmd/partitioner.h"
 #include "runtime/text/hlo_parser.h"
 
 //===----------------------------------------------------------------------===//
@@ -285,8 +286,31 @@ static bool same_file(const char *a, const char *b) {
          sa.st_ino == sb.st_ino;
 }
 
-static hl_status_t assemble(MPI_Comm comm, const hl_sharding_t *s, const hl_literal_t *result,
-                            const hl_grid_t *grid, int rank, const char *flag,
+// The global result shape a partitioned program recorded on its root
+// (runtime/spmd), when it fits shards of `local` dims in `tiles`: an uneven
+// split's last tiles are padding, so local x tiles would overstate it.
+static bool recorded_global_dims(const hl_program_t *program, const hl_shape_t *local, const int64_t *tiles,
+                                 int64_t *dims) {
+  const hl_instruction_t *root = program->module && program->module->entry ? program->module->entry->root : NULL;
+  const char *text = root ? hl_instruction_frontend_attribute(root, HL_SPMD_GLOBAL_SHAPE_ATTR) : NULL;
+  if (!text) return false;
+  hl_shape_t g;
+  hl_status_t st = hl_parse_shape(text, &g);
+  if (st) {
+    hl_status_free(st);
+    return false;
+  }
+  bool ok = hl_shape_is_array(&g) && g.rank == local->rank && g.dtype == local->dtype;
+  int64_t want[HL_MAX_RANK];
+  if (ok) hl_sharding_shard_dims(g.rank, g.dims, tiles, want);
+  for (int d = 0; ok && d < g.rank; d++) ok = want[d] == local->dims[d];
+  for (int d = 0; ok && d < g.rank; d++) dims[d] = g.dims[d];
+  hl_shape_deinit(&g);
+  return ok;
+}
+
+static hl_status_t assemble(MPI_Comm comm, const hl_program_t *program, const hl_sharding_t *s,
+                            const hl_literal_t *result, const hl_grid_t *grid, int rank, const char *flag,
                             hl_literal_t **out_global) {
   *out_global = NULL;
   const hl_shape_t *shape = &result->shape;
@@ -309,6 +333,9 @@ static hl_status_t assemble(MPI_Comm comm, const hl_sharding_t *s, const hl_lite
   HL_RETURN_IF_ERROR(hl_sharding_locate(s, r, grid->partitions, 0, tiles, tile, &holds));
   hl_shape_t global_shape = *shape;
   for (int d = 0; d < r; d++) global_shape.dims[d] = shape->dims[d] * tiles[d];
+  int64_t recorded[HL_MAX_RANK];
+  if (recorded_global_dims(program, shape, tiles, recorded))
+    for (int d = 0; d < r; d++) global_shape.dims[d] = recorded[d];
   global_shape.has_layout = false;
   global_shape.tuple = NULL;
   global_shape.tuple_count = 0;
@@ -369,7 +396,7 @@ hl_status_t hl_global_output_assemble(MPI_Comm comm, const hl_launch_options_t *
   const hl_sharding_t *s;
   // Checked by hl_global_result_check on every rank before.
   hl_status_t st = hl_global_output_sharding(o, program, grid, &storage, &s);
-  if (!st) st = assemble(comm, s, result, grid, rank, flag, out_global);
+  if (!st) st = assemble(comm, program, s, result, grid, rank, flag, out_global);
   hl_sharding_deinit(&storage);
   return st;
 }

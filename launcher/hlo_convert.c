@@ -415,7 +415,9 @@ static hl_status_t hl_convert(const hl_convert_options_t *opts) {
   if (!st && opts->partition) {
     long long n = opts->partitions ? opts->partitions : program.module->num_partitions;
     if (n < 1) st = HL_INVALID("--partition: the program does not say num_partitions; pass --partitions N");
-    else st = hl_spmd_partition(program.module, (int)n, &parted);
+    else  // the module's replica_count: every replica runs its own copy (groups per replica)
+      st = hl_spmd_partition_grid(program.module, program.module->replica_count > 1 ? (int)program.module->replica_count : 1,
+                                  (int)n, &parted);
   }
   uint8_t *owned = NULL;
   const uint8_t *data = NULL;

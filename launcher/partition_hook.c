@@ -63,11 +63,8 @@ hl_status_t hl_partition_if_global(const hl_launch_options_t *o, hl_program_t *p
   bool global, ambiguous;
   HL_RETURN_IF_ERROR(hl_program_is_global(o, program->module, &global, &ambiguous));
   if (partitions <= 1 || !global) return NULL;
-  if (replicas > 1)
-    return HL_UNIMPL("partitioning a global program on a grid with %lld replicas (only 1 replica is supported)",
-                     (long long)replicas);
   hl_spmd_result_t r;
-  HL_RETURN_IF_ERROR_CTX(hl_spmd_partition(program->module, (int)partitions, &r), "partitioning %s",
+  HL_RETURN_IF_ERROR_CTX(hl_spmd_partition_grid(program->module, (int)replicas, (int)partitions, &r), "partitioning %s",
                          program->module->source_path ? program->module->source_path : "the program");
   hl_module_destroy(program->module);
   program->module = r.module;
@@ -85,10 +82,7 @@ int hl_explain_partitioning_main(const hl_launch_options_t *o, FILE *out) {
   hl_spmd_result_t r = {0};
   if (!hl_spmd_module_may_be_global(program.module))
     st = HL_INVALID("%s is not a global program with shardings (nothing to partition)", o->program);
-  if (!st && grid.replicas > 1)
-    st = HL_UNIMPL("partitioning a global program on a grid with %lld replicas (only 1 replica is supported)",
-                   (long long)grid.replicas);
-  if (!st) st = hl_spmd_partition(program.module, (int)grid.partitions, &r);
+  if (!st) st = hl_spmd_partition_grid(program.module, (int)grid.replicas, (int)grid.partitions, &r);
   int code = 1;
   if (st) {
     fprintf(stderr, "hlo-launch: %s\n", hl_status_message(st));

@@ -110,8 +110,13 @@ hl_status_t spmd_dot_plan(spmd_ctx_t *c, const hl_instruction_t *dot, const hl_s
           st = spmd_reshard(c, "", ls, lhs, &lreq, &ignored);
           if (!st) st = spmd_reshard(c, "", rs, rhs, &rreq, &ignored);
           if (st) break;
-          if (cmask) c->bytes += spmd_local_bytes(&dot->shape, &res);
-          if (want_out) st = spmd_reshard(c, "", &dot->shape, &res, want_out, &ignored);
+          int scatter_dim;
+          if (cmask && want_out && spmd_reduce_scatter_dim(dot, &iter, cmask, &res, want_out, &scatter_dim)) {
+            c->bytes += spmd_local_bytes(&dot->shape, want_out);  // one reduce-scatter, nothing to move after
+          } else {
+            if (cmask) c->bytes += spmd_local_bytes(&dot->shape, &res);
+            if (want_out) st = spmd_reshard(c, "", &dot->shape, &res, want_out, &ignored);
+          }
           if (st) break;
           int64_t tiles = hl_spmd_tile_count(&iter);
           if (best_cost < 0 || c->bytes < best_cost || (c->bytes == best_cost && tiles > best_tiles)) {
@@ -129,4 +134,34 @@ hl_status_t spmd_dot_plan(spmd_ctx_t *c, const hl_instruction_t *dot, const hl_s
   c->dry = saved_dry;
   c->bytes = saved_bytes;
   return st;
+}
+
+// Whether the all-reduce that ends a contracting-split dot, then the move
+// to `target`, is one reduce-scatter: the target splits one result
+// dimension (evenly, unsplit in the plan's result) over exactly the
+// all-reduce's groups, each member holding the chunk of its slot, and
+// agrees with the plan's result elsewhere.
+bool spmd_reduce_scatter_dim(const hl_instruction_t *dot, const hl_spmd_sharding_t *iter, uint32_t cmask,
+                             const hl_spmd_sharding_t *result, const hl_spmd_sharding_t *target, int *out_dim) {
+  int64_t groups[HL_SPMD_MAX_DEVICES];
+  int count, size;
+  if (!cmask || target->kind != HL_SPMD_TILED || result->kind != HL_SPMD_TILED) return false;
+  hl_status_t st = hl_spmd_groups(iter, cmask, groups, &count, &size);
+  if (st) {
+    hl_status_free(st);
+    return false;
+  }
+  for (int j = 0; j < dot->shape.rank; j++) {
+    if (result->tiles[j] != 1 || target->tiles[j] != size || dot->shape.dims[j] % size) continue;
+    bool ok = true;
+    for (int d = 0; d < dot->shape.rank && ok; d++)
+      if (d != j) ok = hl_spmd_dim_equal(result, d, target, d);
+    for (int g = 0; g < count && ok; g++)
+      for (int slot = 0; slot < size && ok; slot++) ok = target->coords[groups[g * size + slot]][j] == slot;
+    if (ok) {
+      *out_dim = j;
+      return true;
+    }
+  }
+  return false;
 }

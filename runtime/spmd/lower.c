@@ -10,6 +10,7 @@
 
 #include "runtime/base/alloc.h"
 #include "runtime/base/dtype.h"
+#include "runtime/spmd/partitioner.h"
 #include "runtime/spmd/spmd_internal.h"
 #include "runtime/text/hlo_printer.h"
 
@@ -223,7 +224,16 @@ static hl_status_t lower_data_movement(spmd_ctx_t *c, int i, const hl_spmd_shard
     }
     local.attrs.slice_dimensions = dims;
   }
-  hl_strbuf_append(&c->explain, "      split dimensions left untouched run locally\n");
+  int64_t sizes[HL_MAX_RANK];
+  if (inst->opcode == HL_OP_DYNAMIC_SLICE) {  // a whole dimension stays whole: its local size
+    int64_t shard[HL_MAX_RANK];
+    spmd_local_dims(&inst->shape, res, shard);
+    for (int d = 0; d < inst->attrs.dynamic_slice_sizes.n && d < HL_MAX_RANK; d++)
+      sizes[d] = touched >> d & 1 ? inst->attrs.dynamic_slice_sizes.v[d] : shard[d];
+    local.attrs.dynamic_slice_sizes.v = sizes;
+  }
+  hl_strbuf_appendf(&c->explain, "      rule: %s on the split dimensions it leaves untouched, locally\n",
+                    hl_opcode_name(inst->opcode));
   return lower_local_as(c, &local, want, res, out);
 }
 
@@ -275,12 +285,51 @@ static hl_status_t lower_manual(spmd_ctx_t *c, int i) {
   return st;
 }
 
+static int op0_index(const hl_instruction_t *inst) { return inst->operands[0]->index; }
+
+// A tuple-valued sort / variadic reduce (spmd_tuple_rule): array operands
+// moved to `in`, scalars replicated, the op run on the local blocks; every
+// element of the local tuple is held as `elem` says.
+static hl_status_t lower_tuple_local(spmd_ctx_t *c, int i, const hl_spmd_sharding_t *in,
+                                     const hl_spmd_sharding_t *elem) {
+  const hl_instruction_t *inst = c->entry->instructions[i];
+  spmd_value_t *v = &c->val[i];
+  const char *ops[8];
+  for (int k = 0; k < inst->operand_count; k++) {
+    hl_spmd_sharding_t want;
+    if (inst->operands[k]->shape.rank == 0) hl_spmd_replicated(0, c->n, &want);
+    else want = *in;
+    HL_RETURN_IF_ERROR(operand_to(c, inst, k, &want, &ops[k]));
+  }
+  hl_instruction_t copy = *inst;
+  hl_shape_t elems[8];
+  for (int k = 0; k < inst->shape.tuple_count; k++) {
+    elems[k] = inst->shape.tuple[k];
+    int64_t dims[HL_MAX_RANK];
+    spmd_local_dims(&inst->shape.tuple[k], elem, dims);
+    for (int d = 0; d < elems[k].rank; d++) elems[k].dims[d] = dims[d];
+  }
+  copy.shape.tuple = elems;
+  const char *name = spmd_name(c, inst->name);
+  if (!name) return HL_OOM();
+  hl_strbuf_appendf(&c->explain, "      rule: %s along unsplit dimensions, locally; elements ",
+                    hl_opcode_name(inst->opcode));
+  hl_spmd_print(elem, &c->explain);
+  hl_strbuf_append(&c->explain, "\n");
+  HL_RETURN_IF_ERROR(emit_like(c, &copy, name, NULL, ops));
+  v->held = hl_calloc((size_t)inst->shape.tuple_count, sizeof(*v->held));
+  if (!v->held) return HL_OOM();
+  for (int k = 0; k < inst->shape.tuple_count; k++) v->held[k] = *elem;
+  return set_local(c, i, name);
+}
+
 static hl_status_t lower_one(spmd_ctx_t *c, int i) {
   const hl_instruction_t *inst = c->entry->instructions[i];
   spmd_value_t *v = &c->val[i];
   int n = c->n;
   bool tuple = hl_shape_is_tuple(&inst->shape);
   hl_spmd_sharding_t target, res, want[8];
+  int gmap_operand[HL_MAX_RANK], gmap_indices[HL_MAX_RANK];
   if (!tuple) as_target(&v->sh, inst->shape.rank, n, &target);
   const char *name = NULL;
   hl_strbuf_appendf(&c->explain, "  %s = %s ", inst->name, hl_opcode_name(inst->opcode));
@@ -331,11 +380,30 @@ static hl_status_t lower_one(spmd_ctx_t *c, int i) {
       hl_strbuf_deinit(&shape);
       return set_local(c, i, name);
     }
+    hl_spmd_sharding_t in, elem;
+    if (inst->operand_count && !c->val[op0_index(inst)].elem_count && inst->operand_count <= 8 &&
+        inst->shape.tuple_count <= 8) {
+      hl_spmd_sharding_t from;
+      as_target(&c->val[op0_index(inst)].sh, inst->operands[0]->shape.rank, n, &from);
+      if (spmd_tuple_rule(inst, &from, &in, &elem)) return lower_tuple_local(c, i, &in, &elem);
+    }
     HL_RETURN_IF_ERROR(lower_fallback(c, i, &res, &name, "tuple result"));
     return set_local(c, i, name);
   }
   const hl_instruction_t *op0 = inst->operand_count ? inst->operands[0] : NULL;
-  if (inst->opcode == HL_OP_GET_TUPLE_ELEMENT && op0->opcode == HL_OP_TUPLE) {
+  if (inst->opcode == HL_OP_GET_TUPLE_ELEMENT && c->val[op0->index].held &&
+      inst->attrs.tuple_index < op0->shape.tuple_count) {
+    res = c->val[op0->index].held[inst->attrs.tuple_index];
+    int64_t dims[HL_MAX_RANK];
+    spmd_local_dims(&inst->shape, &res, dims);
+    name = spmd_name(c, inst->name);
+    if (!name) return HL_OOM();
+    hl_strbuf_appendf(&c->body, "  %s = ", name);
+    spmd_shape_text(inst->shape.dtype, inst->shape.rank, dims, &c->body);
+    hl_strbuf_appendf(&c->body, " get-tuple-element(%s), index=%lld\n", c->local[op0->index],
+                      (long long)inst->attrs.tuple_index);
+    hl_strbuf_append(&c->explain, "      element of a locally computed tuple\n");
+  } else if (inst->opcode == HL_OP_GET_TUPLE_ELEMENT && op0->opcode == HL_OP_TUPLE) {
     const hl_instruction_t *e = op0->operands[inst->attrs.tuple_index];
     res = c->val[e->index].sh;
     name = c->local[e->index];
@@ -409,6 +477,72 @@ static hl_status_t lower_one(spmd_ctx_t *c, int i) {
       HL_RETURN_IF_ERROR(spmd_all_reduce(c, local, inst->shape.dtype, inst->shape.rank, dims, &in, mask,
                                          combiner_for_reduce(inst), &name));
     }
+  } else if (inst->opcode == HL_OP_REDUCE && inst->operand_count == 2) {
+    // Any other reducer (an init that is not its identity, a compound
+    // reducer): the reduced dimensions unsplit, the rest stays local.
+    hl_spmd_sharding_t in;
+    as_target(&c->val[op0->index].sh, op0->shape.rank, n, &in);
+    for (int k = 0; k < inst->attrs.dimensions.n; k++) hl_spmd_unsplit(&in, (int)inst->attrs.dimensions.v[k]);
+    want[0] = in;
+    hl_spmd_replicated(0, n, &want[1]);
+    spmd_reduce_forward(inst, &in, &res);
+    hl_strbuf_append(&c->explain, "      rule: reduce with its reduced dimensions unsplit, locally\n");
+    HL_RETURN_IF_ERROR(lower_local(c, i, want, &res, &name));
+  } else if (inst->opcode == HL_OP_CONVOLUTION && inst->operand_count == 2 &&
+             inst->attrs.feature_group_count == 1 && inst->attrs.batch_group_count == 1) {
+    // Batch and output-feature splits of the target: the lhs split along its
+    // batch, the kernel along its output features, everything else whole.
+    const hl_conv_dims_t *cd = &inst->attrs.convolution_dimension_numbers;
+    res = target;
+    for (int d = 0; d < inst->shape.rank; d++)
+      if (d != cd->output_batch_dimension && d != cd->output_feature_dimension) hl_spmd_unsplit(&res, d);
+    int lmap[HL_MAX_RANK], rmap[HL_MAX_RANK];
+    for (int d = 0; d < HL_MAX_RANK; d++) lmap[d] = rmap[d] = -1;
+    lmap[cd->input_batch_dimension] = (int)cd->output_batch_dimension;
+    rmap[cd->kernel_output_feature_dimension] = (int)cd->output_feature_dimension;
+    spmd_map_dims(&res, op0->shape.rank, lmap, &want[0]);
+    spmd_map_dims(&res, inst->operands[1]->shape.rank, rmap, &want[1]);
+    hl_strbuf_append(&c->explain, "      rule: convolution split along batch / output features, locally\n");
+    HL_RETURN_IF_ERROR(lower_local(c, i, want, &res, &name));
+  } else if (inst->opcode == HL_OP_GATHER && spmd_gather_maps(inst, gmap_operand, gmap_indices)) {
+    // Index-parallel along batch dims, operand passthrough along whole
+    // offset dims; every other dimension whole.
+    const hl_instruction_t *ix = inst->operands[1];
+    res = target;
+    int opmap[HL_MAX_RANK], ixmap[HL_MAX_RANK];
+    for (int d = 0; d < HL_MAX_RANK; d++) opmap[d] = ixmap[d] = -1;
+    for (int j = 0; j < inst->shape.rank; j++) {
+      if (gmap_operand[j] >= 0) opmap[gmap_operand[j]] = j;
+      else if (gmap_indices[j] >= 0) ixmap[gmap_indices[j]] = j;
+      else hl_spmd_unsplit(&res, j);
+    }
+    spmd_map_dims(&res, op0->shape.rank, opmap, &want[0]);
+    spmd_map_dims(&res, ix->shape.rank, ixmap, &want[1]);
+    hl_instruction_t local = *inst;
+    int64_t sizes[HL_MAX_RANK], shard[HL_MAX_RANK];
+    spmd_local_dims(&op0->shape, &want[0], shard);
+    for (int d = 0; d < op0->shape.rank; d++)
+      sizes[d] = opmap[d] >= 0 ? shard[d] : inst->attrs.gather_slice_sizes.v[d];
+    local.attrs.gather_slice_sizes.v = sizes;
+    hl_strbuf_append(&c->explain, "      rule: gather, index-parallel along batch dims, operand passthrough "
+                                  "along whole offset dims, locally\n");
+    HL_RETURN_IF_ERROR(lower_local_as(c, &local, want, &res, &name));
+  } else if (inst->opcode == HL_OP_SCATTER && spmd_scatter_maps(inst, gmap_operand)) {
+    // Operand passthrough: dims the updates cover whole stay split (updates
+    // alike), the indices whole, every other dim whole.
+    res = target;
+    for (int d = 0; d < inst->shape.rank; d++)
+      if (gmap_operand[d] < 0) hl_spmd_unsplit(&res, d);
+    int umap[HL_MAX_RANK];
+    for (int d = 0; d < HL_MAX_RANK; d++) umap[d] = -1;
+    for (int d = 0; d < inst->shape.rank; d++)
+      if (gmap_operand[d] >= 0) umap[gmap_operand[d]] = d;
+    want[0] = res;
+    hl_spmd_replicated(inst->operands[1]->shape.rank, n, &want[1]);
+    spmd_map_dims(&res, inst->operands[2]->shape.rank, umap, &want[2]);
+    hl_strbuf_append(&c->explain, "      rule: scatter, operand passthrough along dims the updates cover whole, "
+                                  "locally\n");
+    HL_RETURN_IF_ERROR(lower_local(c, i, want, &res, &name));
   } else if (inst->opcode == HL_OP_DOT && inst->shape.dtype != HL_PRED) {
     spmd_dot_plan_t plan;
     bool found;
@@ -424,7 +558,17 @@ static hl_status_t lower_one(spmd_ctx_t *c, int i) {
       const char *local;
       HL_RETURN_IF_ERROR(lower_local(c, i, want, &res, &local));
       name = local;
-      if (plan.contract_split) {
+      int scatter_dim;
+      if (plan.contract_split && spmd_reduce_scatter_dim(inst, &plan.iter, plan.contract_split, &plan.result, &target, &scatter_dim)) {
+        // The target splits a result dimension over the contracting groups,
+        // in their order: each partition keeps only its chunk of the sum.
+        int64_t dims[HL_MAX_RANK];
+        spmd_local_dims(&inst->shape, &res, dims);
+        HL_RETURN_IF_ERROR(spmd_reduce_scatter(c, local, inst->shape.dtype, inst->shape.rank, dims, &plan.iter,
+                                               plan.contract_split, scatter_dim,
+                                               spmd_add_reducer(c, inst->shape.dtype), &name));
+        res = target;
+      } else if (plan.contract_split) {
         int64_t dims[HL_MAX_RANK];
         spmd_local_dims(&inst->shape, &res, dims);
         // The all-reduce's groups are the iteration space's along the contracting dims.
@@ -442,6 +586,50 @@ static hl_status_t lower_one(spmd_ctx_t *c, int i) {
   return set_local(c, i, moved);
 }
 
+// A locally computed tuple as the root: each element taken out of the
+// local tuple, moved to the root's annotation (else kept), tupled again.
+static hl_status_t lower_held_tuple_root(spmd_ctx_t *c, const hl_instruction_t *root) {
+  const spmd_value_t *rv = &c->val[root->index];
+  hl_strbuf_t shape, ops, sh;
+  hl_strbuf_init(&shape);
+  hl_strbuf_init(&ops);
+  hl_strbuf_init(&sh);
+  hl_status_t st = NULL;
+  for (int k = 0; k < root->shape.tuple_count && !st; k++) {
+    const hl_shape_t *es = &root->shape.tuple[k];
+    hl_spmd_sharding_t want = rv->held[k];
+    if (rv->fixed && k < rv->elem_count) want = rv->elems[k];
+    int64_t dims[HL_MAX_RANK];
+    spmd_local_dims(es, &rv->held[k], dims);
+    const char *e = spmd_name(c, "element");
+    if (!e) {
+      st = HL_OOM();
+      break;
+    }
+    hl_strbuf_appendf(&c->body, "  %s = ", e);
+    spmd_shape_text(es->dtype, es->rank, dims, &c->body);
+    hl_strbuf_appendf(&c->body, " get-tuple-element(%s), index=%d\n", c->local[root->index], k);
+    hl_strbuf_appendf(&c->explain, "  result element %d ", k);
+    hl_spmd_print(&want, &c->explain);
+    hl_strbuf_append(&c->explain, "\n");
+    const char *v;
+    st = spmd_reshard(c, e, es, &rv->held[k], &want, &v);
+    spmd_local_dims(es, &want, dims);
+    hl_strbuf_append(&shape, k ? ", " : "(");
+    spmd_shape_text(es->dtype, es->rank, dims, &shape);
+    hl_strbuf_appendf(&ops, "%s%s", k ? ", " : "", st ? "" : v);
+    hl_strbuf_append(&sh, k ? ", " : "{");
+    hl_spmd_print(&want, &sh);
+  }
+  if (!st)
+    hl_strbuf_appendf(&c->body, "  ROOT spmd.result = %s) tuple(%s), sharding=%s}\n", hl_strbuf_cstr(&shape),
+                      hl_strbuf_cstr(&ops), hl_strbuf_cstr(&sh));
+  hl_strbuf_deinit(&shape);
+  hl_strbuf_deinit(&ops);
+  hl_strbuf_deinit(&sh);
+  return st;
+}
+
 hl_status_t spmd_lower(spmd_ctx_t *c) {
   const hl_computation_t *e = c->entry;
   for (int i = 0; i < e->instruction_count; i++) HL_RETURN_IF_ERROR(lower_one(c, i));
@@ -449,6 +637,7 @@ hl_status_t spmd_lower(spmd_ctx_t *c) {
   const hl_instruction_t *root = e->root;
   const spmd_value_t *rv = &c->val[root->index];
   if (hl_shape_is_tuple(&root->shape)) {
+    if (root->opcode != HL_OP_TUPLE && rv->held) return lower_held_tuple_root(c, root);
     if (root->opcode != HL_OP_TUPLE) {
       hl_strbuf_appendf(&c->body, "  ROOT spmd.result = ");
       hl_shape_print(&root->shape, false, &c->body);
@@ -494,6 +683,10 @@ hl_status_t spmd_lower(spmd_ctx_t *c) {
   spmd_shape_text(root->shape.dtype, root->shape.rank, dims, &c->body);
   hl_strbuf_appendf(&c->body, " copy(%s), sharding=", c->local[root->index]);
   hl_spmd_print(&out, &c->body);
-  hl_strbuf_append(&c->body, "\n");
+  // The global shape, which local x tiles overstates for uneven splits
+  // (--global-output assembles to it; a frontend attribute survives hlo-convert).
+  hl_strbuf_appendf(&c->body, ", frontend_attributes={%s=\"", HL_SPMD_GLOBAL_SHAPE_ATTR);
+  hl_shape_print(&root->shape, false, &c->body);
+  hl_strbuf_append(&c->body, "\"}\n");
   return NULL;
 }

@@ -82,7 +82,10 @@ static void print_computation(const hl_computation_t *comp, hl_strbuf_t *out) {
 
 static void ctx_deinit(spmd_ctx_t *c) {
   if (c->val)
-    for (int i = 0; i < c->entry->instruction_count; i++) hl_free(c->val[i].elems);
+    for (int i = 0; i < c->entry->instruction_count; i++) {
+      hl_free(c->val[i].elems);
+      hl_free(c->val[i].held);
+    }
   if (c->local)
     for (int i = 0; i < c->entry->instruction_count; i++) hl_free(c->local[i]);
   for (int i = 0; i < c->name_count; i++) hl_free(c->names[i]);
@@ -96,7 +99,14 @@ static void ctx_deinit(spmd_ctx_t *c) {
 }
 
 hl_status_t hl_spmd_partition(const hl_module_t *global, int num_partitions, hl_spmd_result_t *out) {
+  return hl_spmd_partition_grid(global, 1, num_partitions, out);
+}
+
+hl_status_t hl_spmd_partition_grid(const hl_module_t *global, int num_replicas, int num_partitions,
+                                   hl_spmd_result_t *out) {
   memset(out, 0, sizeof(*out));
+  if (num_replicas < 1 || (int64_t)num_replicas * num_partitions > 65536)
+    return HL_UNIMPL("partitioning on a grid of %d replicas x %d partitions", num_replicas, num_partitions);
   if (!global || !global->entry) return HL_INVALID("partitioning: no entry computation");
   if (num_partitions < 1 || num_partitions > HL_SPMD_MAX_DEVICES)
     return HL_UNIMPL("partitioning over %d partitions (1 to %d)", num_partitions, HL_SPMD_MAX_DEVICES);
@@ -105,6 +115,7 @@ hl_status_t hl_spmd_partition(const hl_module_t *global, int num_partitions, hl_
   c.module = global;
   c.entry = global->entry;
   c.n = num_partitions;
+  c.replicas = num_replicas;
   for (int k = 0; k < global->computation_count; k++)  // new channel ids start past the program's own
     for (int i = 0; i < global->computations[k]->instruction_count; i++)
       if (global->computations[k]->instructions[i]->attrs.channel_id > c.channel)
@@ -118,15 +129,20 @@ hl_status_t hl_spmd_partition(const hl_module_t *global, int num_partitions, hl_
   hl_status_t st = c.val && c.local ? NULL : HL_OOM();
   if (!st) st = spmd_propagate(&c);
   if (!st) {
-    hl_strbuf_appendf(&c.explain, "partitioning %s over %d partitions\n",
-                      global->name ? global->name : "module", num_partitions);
+    hl_strbuf_appendf(&c.explain, "partitioning %s over %d partitions", global->name ? global->name : "module",
+                      num_partitions);
+    if (num_replicas > 1)
+      hl_strbuf_appendf(&c.explain, " (each of %d replicas; groups shown for replica 0)", num_replicas);
+    hl_strbuf_append(&c.explain, "\n");
     st = spmd_lower(&c);
   }
   hl_strbuf_t text;
   hl_strbuf_init(&text);
   if (!st) {
-    hl_strbuf_appendf(&text, "HloModule %s.spmd, num_partitions=%d\n\n", global->name ? global->name : "module",
+    hl_strbuf_appendf(&text, "HloModule %s.spmd, num_partitions=%d", global->name ? global->name : "module",
                       num_partitions);
+    if (num_replicas > 1) hl_strbuf_appendf(&text, ", replica_count=%d", num_replicas);
+    hl_strbuf_append(&text, "\n\n");
     for (int i = 0; i < global->computation_count; i++)
       if (global->computations[i] != global->entry) print_computation(global->computations[i], &text);
     hl_strbuf_append(&text, hl_strbuf_cstr(&c.reducers));

@@ -17,6 +17,11 @@
 #include "runtime/base/status.h"
 #include "runtime/ir/module.h"
 
+// Frontend attribute on the per-partition module's array root: the global
+// program's result shape (HLO text, "s32[7,5]"), for assembling shards of an
+// uneven split.
+#define HL_SPMD_GLOBAL_SHAPE_ATTR "hl_global_shape"
+
 typedef struct hl_spmd_result {
   hl_module_t *module;    // the per-partition module (owned)
   char *text;             // its HLO text (owned)
@@ -41,6 +46,12 @@ bool hl_spmd_module_has_manual_region(const hl_module_t *m);
 // inserted collectives name global device ids, equal to partition ids then).
 hl_status_t hl_spmd_partition(const hl_module_t *global, int num_partitions,
                               hl_spmd_result_t *out);
+// Same on a grid of `num_replicas` x `num_partitions`: every replica runs
+// the partitioned program on its own copy of the arrays; the inserted
+// collectives (global device ids replica * P + partition) stay within a
+// replica.
+hl_status_t hl_spmd_partition_grid(const hl_module_t *global, int num_replicas, int num_partitions,
+                                   hl_spmd_result_t *out);
 void hl_spmd_result_deinit(hl_spmd_result_t *r);
 
 #endif  // HL_RUNTIME_SPMD_PARTITIONER_H_

@@ -35,7 +35,9 @@ bool spmd_is_elementwise(hl_opcode_t op) {
 }
 
 bool spmd_is_data_movement(hl_opcode_t op) {
-  return op == HL_OP_SLICE || op == HL_OP_PAD || op == HL_OP_CONCATENATE || op == HL_OP_REVERSE;
+  return op == HL_OP_SLICE || op == HL_OP_PAD || op == HL_OP_CONCATENATE || op == HL_OP_REVERSE ||
+         op == HL_OP_DYNAMIC_SLICE || op == HL_OP_DYNAMIC_UPDATE_SLICE || op == HL_OP_SORT ||
+         op == HL_OP_REDUCE_WINDOW;
 }
 
 uint32_t spmd_touched_dims(const hl_instruction_t *inst) {
@@ -56,7 +58,24 @@ uint32_t spmd_touched_dims(const hl_instruction_t *inst) {
       return mask;
     case HL_OP_CONCATENATE:
     case HL_OP_REVERSE:
+    case HL_OP_SORT:  // the sort dimension
       for (int k = 0; k < inst->attrs.dimensions.n; k++) mask |= 1u << inst->attrs.dimensions.v[k];
+      return mask;
+    case HL_OP_DYNAMIC_SLICE:  // a dimension sliced whole has its start clamped to 0
+      for (int d = 0; d < in->rank && d < inst->attrs.dynamic_slice_sizes.n; d++)
+        if (inst->attrs.dynamic_slice_sizes.v[d] != in->dims[d]) mask |= 1u << d;
+      return mask;
+    case HL_OP_DYNAMIC_UPDATE_SLICE:  // likewise an update covering a whole dimension
+      for (int d = 0; d < in->rank && inst->operand_count > 1; d++)
+        if (inst->operands[1]->shape.dims[d] != in->dims[d]) mask |= 1u << d;
+      return mask;
+    case HL_OP_REDUCE_WINDOW:  // dimensions with a window other than one element
+      for (int d = 0; d < in->rank; d++) {
+        const hl_window_dim_t *w = d < inst->attrs.window.n ? &inst->attrs.window.dims[d] : NULL;
+        if (!w || w->size != 1 || w->stride != 1 || w->padding_low || w->padding_high ||
+            w->window_dilation != 1 || w->base_dilation != 1)
+          mask |= 1u << d;
+      }
       return mask;
     default:
       return 0;
@@ -194,9 +213,45 @@ static void dot_operand_backward(const hl_instruction_t *dot, int which, const h
   spmd_map_dims(out, s->rank, map, in);
 }
 
+bool spmd_tuple_rule(const hl_instruction_t *inst, const hl_spmd_sharding_t *op0, hl_spmd_sharding_t *in,
+                     hl_spmd_sharding_t *elem) {
+  if (!hl_shape_is_tuple(&inst->shape) || op0->kind != HL_SPMD_TILED || inst->operand_count < 1) return false;
+  int inputs = inst->opcode == HL_OP_SORT ? inst->operand_count
+               : inst->opcode == HL_OP_REDUCE && inst->operand_count % 2 == 0 ? inst->operand_count / 2 : 0;
+  if (inputs < 1 || inst->shape.tuple_count != inputs) return false;
+  const hl_shape_t *s0 = &inst->operands[0]->shape;
+  for (int k = 0; k < inst->operand_count; k++) {
+    const hl_shape_t *sk = &inst->operands[k]->shape;
+    if (hl_shape_is_tuple(sk)) return false;
+    if (k < inputs && !hl_shape_same_dims(sk, s0)) return false;
+    if (k >= inputs && sk->rank != 0) return false;
+  }
+  *in = *op0;
+  if (inst->opcode == HL_OP_SORT) {
+    unsplit_mask(in, spmd_touched_dims(inst));
+    *elem = *in;
+  } else {
+    for (int k = 0; k < inst->attrs.dimensions.n; k++) hl_spmd_unsplit(in, (int)inst->attrs.dimensions.v[k]);
+    spmd_reduce_forward(inst, in, elem);
+  }
+  return true;
+}
+
 static hl_status_t forward(spmd_ctx_t *c, int i, bool *changed) {
   const hl_instruction_t *inst = c->entry->instructions[i];
   spmd_value_t *v = &c->val[i];
+  hl_spmd_sharding_t tin, telem;
+  if (!v->known && !v->elems && inst->operand_count && c->val[inst->operands[0]->index].known &&
+      !c->val[inst->operands[0]->index].elem_count &&
+      spmd_tuple_rule(inst, &c->val[inst->operands[0]->index].sh, &tin, &telem)) {
+    // A tuple-valued sort / variadic reduce: every element in the same sharding.
+    v->elems = hl_calloc((size_t)inst->shape.tuple_count, sizeof(*v->elems));
+    if (!v->elems) return HL_OOM();
+    v->elem_count = inst->shape.tuple_count;
+    for (int k = 0; k < v->elem_count; k++) v->elems[k] = telem;
+    v->known = *changed = true;
+    return NULL;
+  }
   if (v->known || hl_shape_is_tuple(&inst->shape)) return NULL;
   hl_spmd_sharding_t s;
   const spmd_value_t *op0 = inst->operand_count ? &c->val[inst->operands[0]->index] : NULL;
@@ -233,6 +288,48 @@ static hl_status_t forward(spmd_ctx_t *c, int i, bool *changed) {
       if (inst->operand_count != 2) return NULL;
       spmd_reduce_forward(inst, &op0->sh, &s);
       break;
+    case HL_OP_GATHER: {  // batch dims from the indices, whole offset dims from the operand
+      int om[HL_MAX_RANK], im[HL_MAX_RANK];
+      if (!spmd_gather_maps(inst, om, im)) return NULL;
+      const spmd_value_t *ix = &c->val[inst->operands[1]->index];
+      if (ix->known && ix->sh.kind == HL_SPMD_TILED) spmd_map_dims(&ix->sh, inst->shape.rank, im, &s);
+      else hl_spmd_replicated(inst->shape.rank, c->n, &s);
+      if (op0->sh.kind == HL_SPMD_TILED) {
+        hl_spmd_sharding_t both = s;
+        for (int j = 0; j < inst->shape.rank; j++) {
+          if (om[j] < 0) continue;
+          both.tiles[j] = op0->sh.tiles[om[j]];
+          for (int p = 0; p < c->n; p++) both.coords[p][j] = op0->sh.coords[p][om[j]];
+        }
+        if (hl_spmd_is_valid(&both)) s = both;
+      }
+      break;
+    }
+    case HL_OP_SCATTER: {  // the operand's passthrough dims
+      int pm[HL_MAX_RANK];
+      if (!spmd_scatter_maps(inst, pm) || op0->sh.kind != HL_SPMD_TILED) return NULL;
+      s = op0->sh;
+      for (int d = 0; d < inst->shape.rank; d++)
+        if (pm[d] < 0) hl_spmd_unsplit(&s, d);
+      break;
+    }
+    case HL_OP_CONVOLUTION: {  // batch from the lhs, output features from the kernel
+      if (inst->operand_count != 2 || op0->sh.kind != HL_SPMD_TILED) return NULL;
+      const hl_conv_dims_t *cd = &inst->attrs.convolution_dimension_numbers;
+      int map[HL_MAX_RANK];
+      for (int d = 0; d < inst->shape.rank; d++) map[d] = -1;
+      map[cd->output_batch_dimension] = (int)cd->input_batch_dimension;
+      spmd_map_dims(&op0->sh, inst->shape.rank, map, &s);
+      const spmd_value_t *k = &c->val[inst->operands[1]->index];
+      if (k->known && k->sh.kind == HL_SPMD_TILED) {
+        hl_spmd_sharding_t both = s;
+        int o = (int)cd->output_feature_dimension, kf = (int)cd->kernel_output_feature_dimension;
+        both.tiles[o] = k->sh.tiles[kf];
+        for (int p = 0; p < c->n; p++) both.coords[p][o] = k->sh.coords[p][kf];
+        if (hl_spmd_is_valid(&both)) s = both;
+      }
+      break;
+    }
     case HL_OP_DOT: {
       hl_spmd_sharding_t l, r;
       const spmd_value_t *lv = &c->val[inst->operands[0]->index], *rv = &c->val[inst->operands[1]->index];
@@ -278,6 +375,20 @@ static void backward(spmd_ctx_t *c, int i, bool *changed) {
       spmd_reshape_backward(inst, &v->sh, &s);
     } else if (inst->opcode == HL_OP_DOT && k < 2) {
       dot_operand_backward(inst, k, &v->sh, &s);
+    } else if (inst->opcode == HL_OP_GATHER && k == 1) {
+      int om[HL_MAX_RANK], im[HL_MAX_RANK], back[HL_MAX_RANK];
+      if (!spmd_gather_maps(inst, om, im)) continue;
+      for (int d = 0; d < op->shape.rank; d++) back[d] = -1;
+      for (int j = 0; j < inst->shape.rank; j++)
+        if (im[j] >= 0) back[im[j]] = j;
+      spmd_map_dims(&v->sh, op->shape.rank, back, &s);
+    } else if (inst->opcode == HL_OP_CONVOLUTION && k < 2) {
+      const hl_conv_dims_t *cd = &inst->attrs.convolution_dimension_numbers;
+      int map[HL_MAX_RANK];
+      for (int d = 0; d < op->shape.rank; d++) map[d] = -1;
+      if (k == 0) map[cd->input_batch_dimension] = (int)cd->output_batch_dimension;
+      else map[cd->kernel_output_feature_dimension] = (int)cd->output_feature_dimension;
+      spmd_map_dims(&v->sh, op->shape.rank, map, &s);
     } else if (inst->opcode == HL_OP_REDUCE && k == 0 && inst->operand_count == 2) {
       int map[HL_MAX_RANK], j = 0;
       for (int d = 0; d < op->shape.rank; d++) {

@@ -1,6 +1,7 @@
 // Resharding: moves a value between two shardings with all-gathers along the
 // dimensions whose tiling differs, then one dynamic-slice (offsets looked up
-// by partition-id) for the dimensions the target splits. Every step is
+// by partition-id) for the dimensions the target splits (a finer split of
+// tiles a device already holds is cut from its shard, nothing gathered). Every step is
 // exact: gathers drop the padding of uneven tiles, slices pad with zeros.
 #include <stdio.h>
 #include <string.h>
@@ -74,6 +75,22 @@ static void append_groups(hl_strbuf_t *sb, const int64_t *groups, int count, int
   hl_strbuf_append(sb, "}");
 }
 
+// The groups of an inserted collective as global device ids
+// (use_global_device_ids): replica r's partitions are r * n .. r * n + n - 1,
+// and every replica gets the same groups over its own partitions.
+static void append_body_groups(spmd_ctx_t *c, const int64_t *groups, int count, int size) {
+  int replicas = c->replicas > 1 ? c->replicas : 1;
+  hl_strbuf_append(&c->body, "{");
+  for (int r = 0; r < replicas; r++)
+    for (int g = 0; g < count; g++) {
+      hl_strbuf_append(&c->body, r || g ? ",{" : "{");
+      for (int i = 0; i < size; i++)
+        hl_strbuf_appendf(&c->body, "%s%lld", i ? "," : "", (long long)(groups[g * size + i] + (int64_t)r * c->n));
+      hl_strbuf_append(&c->body, "}");
+    }
+  hl_strbuf_append(&c->body, "}");
+}
+
 static void ensure_pid(spmd_ctx_t *c) {
   if (c->have_pid) return;
   c->have_pid = true;
@@ -109,7 +126,7 @@ static hl_status_t all_gather(spmd_ctx_t *c, const char **v, hl_dtype_t dt, int 
   if (!name) return HL_OOM();
   begin_line(c, name, dt, rank, dims);
   hl_strbuf_appendf(&c->body, "all-gather(%s), channel_id=%lld, replica_groups=", *v, (long long)(c->inserted++, ++c->channel));
-  append_groups(&c->body, groups, count, size);
+  append_body_groups(c, groups, count, size);
   hl_strbuf_appendf(&c->body, ", dimensions={%d}, use_global_device_ids=true\n", d);
   hl_strbuf_appendf(&c->explain, "      all-gather dim %d over %d partitions, groups ", d, size);
   append_groups(&c->explain, groups, count, size);
@@ -154,9 +171,11 @@ static hl_status_t from_maximal(spmd_ctx_t *c, const char **v, const hl_shape_t 
   hl_strbuf_appendf(&c->body, "reshape(%s)\n", *v);
   dims[0] = c->n;
   begin_line(c, ag, g->dtype, g->rank + 1, dims);
-  hl_strbuf_appendf(&c->body, "all-gather(%s), channel_id=%lld, replica_groups={{", r, (long long)(c->inserted++, ++c->channel));
-  for (int p = 0; p < c->n; p++) hl_strbuf_appendf(&c->body, "%s%d", p ? "," : "", p);
-  hl_strbuf_append(&c->body, "}}, dimensions={0}, use_global_device_ids=true\n");
+  hl_strbuf_appendf(&c->body, "all-gather(%s), channel_id=%lld, replica_groups=", r, (long long)(c->inserted++, ++c->channel));
+  int64_t all[HL_SPMD_MAX_DEVICES];
+  for (int p = 0; p < c->n; p++) all[p] = p;
+  append_body_groups(c, all, 1, c->n);
+  hl_strbuf_append(&c->body, ", dimensions={0}, use_global_device_ids=true\n");
   dims[0] = 1;
   begin_line(c, sl, g->dtype, g->rank + 1, dims);
   hl_strbuf_appendf(&c->body, "slice(%s), slice={[%lld:%lld]", ag, (long long)k, (long long)k + 1);
@@ -213,6 +232,7 @@ static hl_status_t all_to_all(spmd_ctx_t *c, const char **v, const hl_shape_t *g
     hl_strbuf_appendf(&c->body, "reshape(%s)\n", *v);
     begin_line(c, x, g->dtype, rank + 1, split);
     hl_strbuf_appendf(&c->body, "all-to-all(%s), channel_id=%lld, replica_groups=", r, (long long)(c->inserted++, ++c->channel));
+    // all-to-all with a channel groups partition ids within each replica.
     append_groups(&c->body, groups, count, size);
     hl_strbuf_appendf(&c->body, ", dimensions={%d}, use_global_device_ids=true\n", b);
     begin_line(c, tr, g->dtype, rank + 1, tdims);
@@ -314,8 +334,25 @@ hl_status_t spmd_reshard(spmd_ctx_t *c, const char *name, const hl_shape_t *g,
       hl_spmd_unsplit(&cur, a);
       break;
     }
+  // A finer split of the same dimension whose tiles lie inside the ones
+  // each device holds (even sizes): cut locally, nothing to gather.
+  uint32_t refine = 0;
+  int64_t refine_k[HL_MAX_RANK];
   for (int d = 0; d < rank; d++) {
-    if (cur.tiles[d] == 1 || hl_spmd_dim_equal(&cur, d, &tgt, d)) continue;
+    refine_k[d] = 1;
+    if (cur.kind != HL_SPMD_TILED || cur.tiles[d] <= 1 || tgt.tiles[d] <= cur.tiles[d] ||
+        tgt.tiles[d] % cur.tiles[d] || g->dims[d] % tgt.tiles[d])
+      continue;
+    int64_t k = tgt.tiles[d] / cur.tiles[d];
+    bool inside = true;
+    for (int p = 0; p < c->n && inside; p++) inside = tgt.coords[p][d] / k == cur.coords[p][d];
+    if (inside) {
+      refine |= 1u << d;
+      refine_k[d] = k;
+    }
+  }
+  for (int d = 0; d < rank; d++) {
+    if (cur.tiles[d] == 1 || hl_spmd_dim_equal(&cur, d, &tgt, d) || (refine >> d & 1)) continue;
     HL_RETURN_IF_ERROR(all_gather(c, &v, g->dtype, rank, dims, &cur, d));
     hl_spmd_unsplit(&cur, d);
     if (dims[d] > g->dims[d]) {  // uneven tiles: drop the padding
@@ -325,7 +362,7 @@ hl_status_t spmd_reshard(spmd_ctx_t *c, const char *name, const hl_shape_t *g,
       HL_RETURN_IF_ERROR(slice_to(c, &v, g->dtype, rank, dims, keep));
     }
   }
-  uint32_t slice_mask = 0;
+  uint32_t slice_mask = refine;
   for (int d = 0; d < rank; d++)
     if (tgt.tiles[d] > 1 && cur.tiles[d] == 1) slice_mask |= 1u << d;
   if (slice_mask && !c->dry) {
@@ -333,7 +370,7 @@ hl_status_t spmd_reshard(spmd_ctx_t *c, const char *name, const hl_shape_t *g,
     bool pad = false;
     spmd_local_dims(g, &tgt, shard);
     for (int d = 0; d < rank; d++) {
-      padded[d] = slice_mask >> d & 1 ? shard[d] * tgt.tiles[d] : dims[d];
+      padded[d] = (slice_mask & ~refine) >> d & 1 ? shard[d] * tgt.tiles[d] : dims[d];
       pad |= padded[d] != dims[d];
     }
     if (pad) {
@@ -354,7 +391,8 @@ hl_status_t spmd_reshard(spmd_ctx_t *c, const char *name, const hl_shape_t *g,
         continue;
       }
       int64_t table[HL_SPMD_MAX_DEVICES];
-      for (int p = 0; p < c->n; p++) table[p] = tgt.coords[p][d] * shard[d];
+      for (int p = 0; p < c->n; p++)  // a refined dimension: the offset within the local tile
+        table[p] = (refine >> d & 1 ? tgt.coords[p][d] % refine_k[d] : tgt.coords[p][d]) * shard[d];
       offs[d] = partition_lookup(c, table);
       if (!offs[d]) return HL_OOM();
     }
@@ -402,9 +440,37 @@ hl_status_t spmd_all_reduce(spmd_ctx_t *c, const char *name, hl_dtype_t dt, int 
   if (!v) return HL_OOM();
   begin_line(c, v, dt, rank, dims);
   hl_strbuf_appendf(&c->body, "all-reduce(%s), channel_id=%lld, replica_groups=", name, (long long)(c->inserted++, ++c->channel));
-  append_groups(&c->body, groups, count, size);
+  append_body_groups(c, groups, count, size);
   hl_strbuf_appendf(&c->body, ", use_global_device_ids=true, to_apply=%s\n", reducer);
   hl_strbuf_appendf(&c->explain, "      all-reduce over %d partitions, groups ", size);
+  append_groups(&c->explain, groups, count, size);
+  hl_strbuf_appendf(&c->explain, ": %lld bytes per partition\n", (long long)bytes);
+  *out = v;
+  return NULL;
+}
+
+hl_status_t spmd_reduce_scatter(spmd_ctx_t *c, const char *name, hl_dtype_t dt, int rank, const int64_t *dims,
+                                const hl_spmd_sharding_t *s, uint32_t dims_mask, int scatter_dim,
+                                const char *reducer, const char **out) {
+  int64_t groups[HL_SPMD_MAX_DEVICES];
+  int count, size;
+  HL_RETURN_IF_ERROR(hl_spmd_groups(s, dims_mask, groups, &count, &size));
+  int64_t rdims[HL_MAX_RANK];
+  for (int d = 0; d < rank; d++) rdims[d] = dims[d];
+  if (rdims[scatter_dim] % size) return HL_INTERNAL_ERROR("reduce-scatter of an uneven dimension");
+  rdims[scatter_dim] /= size;
+  int64_t bytes = bytes_of(dt, rank, rdims);
+  c->bytes += bytes;
+  *out = name;
+  if (c->dry) return NULL;
+  const char *v = spmd_name(c, "reduce-scatter");
+  if (!v) return HL_OOM();
+  begin_line(c, v, dt, rank, rdims);
+  hl_strbuf_appendf(&c->body, "reduce-scatter(%s), channel_id=%lld, replica_groups=", name,
+                    (long long)(c->inserted++, ++c->channel));
+  append_body_groups(c, groups, count, size);
+  hl_strbuf_appendf(&c->body, ", use_global_device_ids=true, dimensions={%d}, to_apply=%s\n", scatter_dim, reducer);
+  hl_strbuf_appendf(&c->explain, "      reduce-scatter dim %d over %d partitions, groups ", scatter_dim, size);
   append_groups(&c->explain, groups, count, size);
   hl_strbuf_appendf(&c->explain, ": %lld bytes per partition\n", (long long)bytes);
   *out = v;

@@ -19,6 +19,7 @@ typedef struct spmd_value {
   bool known;
   bool fixed;  // from an annotation: propagation never changes it
   bool manual; // inside a manual region (SPMDFullToShardShape .. SPMDShardToFullShape): already per partition
+  hl_spmd_sharding_t *held;  // a tuple lowered locally: how its elements are held (owned, elem_count)
   hl_spmd_sharding_t sh;  // array values
   int elem_count;         // tuple values (one level of arrays)
   hl_spmd_sharding_t *elems;  // owned
@@ -28,6 +29,7 @@ typedef struct spmd_ctx {
   const hl_module_t *module;
   const hl_computation_t *entry;
   int n;                 // partitions
+  int replicas;          // the grid's replicas (each runs the partitioned program on its own copy)
   spmd_value_t *val;     // per entry instruction (by index)
   char **local;          // per entry instruction: name of its local value (owned)
   hl_strbuf_t body;      // emitted entry lines
@@ -72,6 +74,21 @@ void spmd_map_dims(const hl_spmd_sharding_t *src, int dst_rank, const int *map, 
 uint32_t spmd_touched_dims(const hl_instruction_t *inst);
 bool spmd_is_data_movement(hl_opcode_t op);
 void spmd_reduce_forward(const hl_instruction_t *r, const hl_spmd_sharding_t *in, hl_spmd_sharding_t *out);
+// Tuple-valued sort (several operands) and variadic reduce: from operand 0's
+// sharding, the one its array operands run in (the sort / reduced dims
+// unsplit) and every result element's. False for other instructions.
+bool spmd_tuple_rule(const hl_instruction_t *inst, const hl_spmd_sharding_t *op0, hl_spmd_sharding_t *in,
+                     hl_spmd_sharding_t *elem);
+
+// gather_rule.c: per output dimension, the operand dimension it passes
+// through whole (or -1) and the indices dimension it is a batch of (or -1).
+// False for gathers without a rule (batching dimensions).
+bool spmd_gather_maps(const hl_instruction_t *g, int *out_to_operand, int *out_to_indices);
+
+// scatter_rule.c: per operand dimension, the update window dimension that
+// covers it whole (it can stay split), or -1. False for scatters without a
+// rule (several operands, batching dimensions).
+bool spmd_scatter_maps(const hl_instruction_t *s, int *operand_to_update);
 
 // dot_plan.c: the iteration-space sharding of a dot, picked by bytes moved.
 typedef struct spmd_dot_plan {
@@ -84,6 +101,14 @@ typedef struct spmd_dot_plan {
 hl_status_t spmd_dot_plan(spmd_ctx_t *c, const hl_instruction_t *dot, const hl_spmd_sharding_t *lhs,
                           const hl_spmd_sharding_t *rhs, const hl_spmd_sharding_t *want_out,
                           spmd_dot_plan_t *plan, bool *found);
+
+// Whether a contracting-split dot's all-reduce (groups of `iter` along
+// `cmask`) followed by the move from `result` to `target` is one
+// reduce-scatter: the target splits one result dimension (evenly, unsplit
+// in `result`) over exactly those groups, each member holding its slot's
+// chunk, and agrees with `result` elsewhere. *out_dim: that dimension.
+bool spmd_reduce_scatter_dim(const hl_instruction_t *dot, const hl_spmd_sharding_t *iter, uint32_t cmask,
+                             const hl_spmd_sharding_t *result, const hl_spmd_sharding_t *target, int *out_dim);
 
 // reshard.c
 const char *spmd_name(spmd_ctx_t *c, const char *base);
@@ -99,6 +124,11 @@ hl_status_t spmd_reshard(spmd_ctx_t *c, const char *name, const hl_shape_t *g,
 hl_status_t spmd_all_reduce(spmd_ctx_t *c, const char *name, hl_dtype_t dt, int rank,
                             const int64_t *dims, const hl_spmd_sharding_t *s, uint32_t dims_mask,
                             const char *reducer, const char **out);
+// Emits a reduce-scatter of `name` (local dims `dims`) over the same groups,
+// each member keeping its slot's chunk of dimension `scatter_dim` (even).
+hl_status_t spmd_reduce_scatter(spmd_ctx_t *c, const char *name, hl_dtype_t dt, int rank, const int64_t *dims,
+                                const hl_spmd_sharding_t *s, uint32_t dims_mask, int scatter_dim,
+                                const char *reducer, const char **out);
 const char *spmd_add_reducer(spmd_ctx_t *c, hl_dtype_t dt);
 
 // lower.c

@@ -9,6 +9,7 @@
 #include "runtime/base/alloc.h"
 #include "runtime/stablehlo/lower_internal.h"
 #include "runtime/stablehlo/mlir_dense.h"
+#include "runtime/stablehlo/sharding_attrs.h"
 
 typedef struct op_ctx {
   hl_lower_t *L;
@@ -1190,6 +1191,7 @@ hl_status_t hl_lower_op(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_op_t *
   } else {
     st = hl_lower_op_error(L, op, "is not supported");
   }
+  if (!st && out) st = hl_lower_op_sharding(L, op, out);  // mhlo.sharding / sdy.sharding
   if (!st && !bound) st = out ? bind_multi(x, out) : hl_lower_bind_results(L, env, op, NULL, 0);
   hl_free(ctx.operands);
   return st;

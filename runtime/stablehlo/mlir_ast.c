@@ -84,6 +84,8 @@ void hl_mlir_file_deinit(hl_mlir_file_t *f) {
     hl_free(f->quant_types[i].zero_points);
   }
   hl_free(f->quant_types);
+  for (int i = 0; i < f->mesh_count; i++) hl_mlir_op_deinit(&f->meshes[i]);
+  hl_free(f->meshes);
   memset(f, 0, sizeof(*f));
 }
 

@@ -51,6 +51,7 @@ typedef enum hl_mlir_attr_kind {
   HL_MATTR_DIALECT,   // #dialect.name<items> / #dialect<items>: s = "dialect.name"
   HL_MATTR_TYPE,      // a type used as an attribute value
   HL_MATTR_FUNCTION_TYPE,  // (t, ...) -> (t, ...): items = [inputs, results], ARRAYs of TYPE
+  HL_MATTR_RAW,       // Shardy (sdy.*) syntax kept as text: raw / raw_len, s = dialect name
 } hl_mlir_attr_kind_t;
 
 typedef struct hl_mlir_attr hl_mlir_attr_t;
@@ -69,7 +70,7 @@ struct hl_mlir_attr {
   hl_mlir_attr_t *items;  // ARRAY elements, DICT / DIALECT values (owned)
   char **keys;            // DICT / DIALECT keys; NULL entry for a positional item
   int n;
-  const char *raw;     // DENSE: body text between '<' and '>' (points into the source)
+  const char *raw;     // DENSE: body text between '<' and '>'; RAW: the text (both point into the source)
   size_t raw_len;
 };
 
@@ -151,6 +152,10 @@ typedef struct hl_mlir_file {
   int resource_count;
   hl_mlir_quant_type_t *quant_types;  // every !quant.uniform parsed (ids index it)
   int quant_type_count;
+  // Shardy meshes (`sdy.mesh @name = <...>` at module level): symbol in
+  // items[0], the raw `<...>` body in items[1] (see sharding_attrs.c).
+  hl_mlir_op_t *meshes;
+  int mesh_count;
 } hl_mlir_file_t;
 
 void hl_mlir_attr_deinit(hl_mlir_attr_t *a);

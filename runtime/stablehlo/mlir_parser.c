@@ -403,6 +403,36 @@ static hl_status_t scan_angle_body(parser_t *p, const char **out_raw, size_t *ou
   return NULL;
 }
 
+// The text of a bracketed group at the current token ('<', '[', '{' or
+// '(' through its balanced closer, brackets of every kind counted, strings
+// skipped), without the outer brackets; the parser continues after it.
+static hl_status_t scan_raw_group(parser_t *p, const char **out_raw, size_t *out_len) {
+  const char *s = p->lx.src;
+  size_t start = tok_end(p), i = start, n = p->lx.size;
+  int depth = 1;
+  while (i < n) {
+    char c = s[i];
+    if (c == '"') {
+      size_t j = i + 1;
+      while (j < n && s[j] != '"') j += s[j] == '\\' ? 2 : 1;
+      i = j + 1;
+      continue;
+    }
+    if (c == '-' && i + 1 < n && s[i + 1] == '>') {  // an arrow is no closer
+      i += 2;
+      continue;
+    }
+    if (c == '<' || c == '[' || c == '{' || c == '(') depth++;
+    if ((c == '>' || c == ']' || c == '}' || c == ')') && --depth == 0) break;
+    i++;
+  }
+  if (i >= n) return ERR("unterminated bracket");
+  *out_raw = s + start;
+  *out_len = i - start;
+  hl_mlir_lex_seek(&p->lx, i + 1);
+  return NULL;
+}
+
 static hl_status_t parse_dict(parser_t *p, hl_mlir_attr_t *a);
 
 // Items of #dialect.name<...>: `key = value` or bare values, ',' optional.
@@ -548,7 +578,12 @@ static hl_status_t parse_attr_value_nested(parser_t *p, hl_mlir_attr_t *a,
       a->s = tok_strdup(TOK, 1);
       if (!a->s) return HL_OOM();
       advance(p);
-      if (body) HL_RETURN_IF_ERROR(parse_dialect_body(p, a));
+      if (body && strncmp(a->s, "sdy.", 4) == 0) {  // Shardy syntax: read by sharding_attrs.c
+        a->kind = HL_MATTR_RAW;
+        HL_RETURN_IF_ERROR(scan_raw_group(p, &a->raw, &a->raw_len));
+      } else if (body) {
+        HL_RETURN_IF_ERROR(parse_dialect_body(p, a));
+      }
       break;
     }
     case HL_MTOK_PUNCT:
@@ -1086,6 +1121,128 @@ static hl_status_t parse_results(parser_t *p, hl_mlir_op_t *op) {
   return expect_punct(p, '=');
 }
 
+// Shardy ops (sdy.mesh, sdy.sharding_constraint, sdy.reshard,
+// sdy.manual_computation, sdy.return): operands, `@symbol`s, `key=value`
+// attributes and `<...>` shardings kept as raw text (HL_MATTR_RAW, read by
+// sharding_attrs.c), a `(%arg: type, ...)` block argument list for the
+// region that follows, the region, and the signature.
+static hl_status_t parse_sdy_body(parser_t *p, hl_mlir_op_t *op) {
+  bool after_comma = false;
+  hl_mlir_block_t args = {0};
+  hl_status_t st = NULL;
+  while (!st && !ends_pretty_op(p, after_comma)) {
+    after_comma = false;
+    hl_mlir_attr_t *item;
+    if (at_punct(p, ',')) {
+      advance(p);
+      after_comma = true;
+    } else if (at_punct(p, '=')) {  // sdy.mesh @name = <...>
+      advance(p);
+      after_comma = true;
+    } else if (TOK->kind == HL_MTOK_VALUE) {
+      st = push_operand(p, op);
+    } else if (at_ident(p, "loc")) {
+      st = skip_loc(p);
+    } else if (at_punct(p, '(')) {
+      hl_mlir_lexer_t saved = p->lx;
+      advance(p);
+      bool block_args = at_punct(p, ')') ? op->attr_count > 0 : TOK->kind == HL_MTOK_VALUE;
+      if (block_args && TOK->kind == HL_MTOK_VALUE) {
+        advance(p);
+        block_args = at_punct(p, ':');
+      }
+      p->lx = saved;
+      if (!block_args) {
+        st = parse_paren_operands(p, op);
+        continue;
+      }
+      args.arg_count = -1;  // seen (possibly empty)
+      int count = 0;
+      advance(p);
+      while (!st && !at_punct(p, ')')) {
+        if (TOK->kind != HL_MTOK_VALUE) {
+          st = ERR("expected a block argument");
+          break;
+        }
+        int n = count;
+        char **nslot = push(&args.arg_names, &n, sizeof(char *));
+        hl_shape_t *tslot = nslot ? push(&args.arg_types, &count, sizeof(hl_shape_t)) : NULL;
+        if (!tslot || !(*nslot = tok_strdup(TOK, 1))) {
+          st = HL_OOM();
+          break;
+        }
+        advance(p);
+        st = expect_punct(p, ':');
+        if (!st) st = parse_type(p, tslot);
+        if (!st && !at_punct(p, ')')) st = expect_punct(p, ',');
+      }
+      if (!st) advance(p);
+      args.arg_count = -1 - count;
+    } else if (at_punct(p, '{') && looks_like_region(p)) {
+      st = push_region(p, op);
+      if (!st && args.arg_count < 0) {  // hand the block arguments to the region's block
+        hl_mlir_block_t *b = &op->regions[op->region_count - 1].blocks[0];
+        if (b->arg_count) {
+          st = ERR("a region with two block argument lists");
+        } else {
+          b->arg_names = args.arg_names;
+          b->arg_types = args.arg_types;
+          b->arg_count = -1 - args.arg_count;
+          memset(&args, 0, sizeof(args));
+        }
+      }
+    } else if (at_punct(p, '{')) {
+      st = parse_named_dict(p, &op->attr_names, &op->attrs, &op->attr_count);
+    } else if (at_punct(p, '<')) {
+      st = push_item(p, op, &item);
+      if (!st) {
+        item->kind = HL_MATTR_RAW;
+        item->line = TOK->line;
+        item->column = TOK->column;
+        st = scan_raw_group(p, &item->raw, &item->raw_len);
+      }
+    } else if (TOK->kind == HL_MTOK_IDENT) {
+      hl_mlir_token_t name = *TOK;
+      advance(p);
+      if (!at_punct(p, '=')) {
+        st = ERR("unexpected '%.*s' in %s", (int)name.length, name.text, op->name);
+        break;
+      }
+      advance(p);
+      int n = op->attr_count;
+      char **nslot = push(&op->attr_names, &n, sizeof(char *));
+      hl_mlir_attr_t *v = nslot ? push(&op->attrs, &op->attr_count, sizeof(*v)) : NULL;
+      if (!v || !(*nslot = tok_strdup(&name, 0))) {
+        st = HL_OOM();
+        break;
+      }
+      v->line = TOK->line;
+      v->column = TOK->column;
+      if (at_punct(p, '[') || at_punct(p, '{') || at_punct(p, '<')) {
+        v->kind = HL_MATTR_RAW;
+        st = scan_raw_group(p, &v->raw, &v->raw_len);
+      } else {
+        st = parse_attr_value(p, v, false);
+      }
+    } else {
+      st = push_item(p, op, &item);
+      if (!st) st = parse_attr_value(p, item, false);
+    }
+  }
+  int left = args.arg_count < 0 ? -1 - args.arg_count : args.arg_count;
+  for (int i = 0; i < left; i++) {
+    hl_free(args.arg_names[i]);
+    hl_shape_deinit(&args.arg_types[i]);
+  }
+  hl_free(args.arg_names);
+  hl_free(args.arg_types);
+  HL_RETURN_IF_ERROR(st);
+  if (at_punct(p, ':')) HL_RETURN_IF_ERROR(parse_signature(p, op));
+  if (at_punct(p, '{') && TOK->line == p->lx.prev_line && !looks_like_region(p))
+    HL_RETURN_IF_ERROR(parse_named_dict(p, &op->attr_names, &op->attrs, &op->attr_count));
+  return skip_loc(p);
+}
+
 static hl_status_t parse_func(parser_t *p, hl_mlir_op_t *op);
 
 static hl_status_t parse_op(parser_t *p, hl_mlir_op_t *op) {
@@ -1106,8 +1263,9 @@ static hl_status_t parse_op(parser_t *p, hl_mlir_op_t *op) {
   op->name = tok_strdup(TOK, 0);
   if (!op->name) return HL_OOM();
   if (at_ident(p, "func.func")) return parse_func(p, op);
+  bool sdy = TOK->length > 4 && memcmp(TOK->text, "sdy.", 4) == 0;
   advance(p);
-  return parse_pretty_body(p, op);
+  return sdy ? parse_sdy_body(p, op) : parse_pretty_body(p, op);
 }
 
 //===----------------------------------------------------------------------===//
@@ -1280,6 +1438,12 @@ static hl_status_t parse_module_body(parser_t *p, bool braced) {
       }
       HL_RETURN_IF_ERROR(expect_punct(p, '{'));
       HL_RETURN_IF_ERROR(parse_module_body(p, true));
+      continue;
+    }
+    if (at_ident(p, "sdy.mesh")) {  // Shardy mesh: kept for sharding_attrs.c
+      hl_mlir_op_t *mesh = push(&f->meshes, &f->mesh_count, sizeof(*mesh));
+      if (!mesh) return HL_OOM();
+      HL_RETURN_IF_ERROR(parse_op(p, mesh));
       continue;
     }
     hl_mlir_op_t *op = push(&f->ops, &f->op_count, sizeof(*op));

@@ -10,6 +10,7 @@
 #include "runtime/stablehlo/lower_internal.h"
 #include "runtime/stablehlo/mlir_lexer.h"
 #include "runtime/stablehlo/mlir_parser.h"
+#include "runtime/stablehlo/sharding_attrs.h"
 #include "runtime/stablehlo/stablehlo.h"
 
 hl_status_t hl_lower_op_error(const hl_lower_t *L, const hl_mlir_op_t *op, const char *fmt, ...) {
@@ -201,7 +202,8 @@ hl_status_t hl_lower_bind_results(hl_lower_t *L, hl_lower_env_t *env, const hl_m
 
 static bool is_return(const hl_mlir_op_t *op) {
   return strcmp(op->name, "func.return") == 0 || strcmp(op->name, "stablehlo.return") == 0 ||
-         strcmp(op->name, "return") == 0 || strcmp(op->name, "mhlo.return") == 0;
+         strcmp(op->name, "return") == 0 || strcmp(op->name, "mhlo.return") == 0 ||
+         strcmp(op->name, "sdy.return") == 0;
 }
 
 // Lowers the ops of `b` into env; *out_returned / *out_count: the returned values.
@@ -787,8 +789,7 @@ hl_status_t hl_lower_control_flow(hl_lower_t *L, hl_lower_env_t *env, const hl_m
       strcmp(n, "stablehlo.composite") == 0)
     return lower_call(L, env, op, operands);
   if (strcmp(n, "interpreter.run_parallel") == 0) return lower_run_parallel(L, env, op, operands);
-  *out_handled = false;
-  return NULL;
+  return hl_lower_sdy_op(L, env, op, operands, out_handled);  // sdy.* (sharding_attrs.c)
 }
 
 //===----------------------------------------------------------------------===//
@@ -966,6 +967,7 @@ static hl_status_t lower_file(hl_lower_t *L) {
   hl_computation_t *c;
   HL_RETURN_IF_ERROR(pick_entry(L, &c));
   L->module->entry = c;
+  HL_RETURN_IF_ERROR(hl_lower_entry_shardings(L));  // argument / result shardings (sharding_attrs.c)
   L->module->replica_count = module_int_attr(f, "mhlo.num_replicas");
   L->module->num_partitions = module_int_attr(f, "mhlo.num_partitions");
   if (L->parallel_replicas) {  // run_parallel's programs grid

@@ -66,9 +66,8 @@ def mesh_sharding(rng, rank, mesh, allow_maximal=True):
 
 
 def even_sharding(rng, shape, mesh):
-    """A random sharding for a result: --global-output assembles shards of
-    local size x tiles, so the result's split dimensions must divide evenly
-    (the global shape is not in the per-partition program; see docs/PARTITIONER.md)."""
+    """A random sharding for a result whose split dimensions divide evenly
+    (most programs; the `uneven` one draws uneven result shardings too)."""
     while True:
         text = mesh_sharding(rng, len(shape), mesh, False)
         m = re.match(r"\{devices=\[([0-9,]+)\]", text)
@@ -231,9 +230,35 @@ ENTRY main {
     return text, [x], p + i, None
 
 
+def scatter(rng, mesh, dt):
+    """A scatter-add of whole rows: the column dimension passes through (operand
+    and updates split alike, indices whole)."""
+    x = rand_array(rng, (8, 6), dt)
+    u = rand_array(rng, (3, 6), dt)
+    text = """
+add {
+  a = %(d)s[] parameter(0)
+  b = %(d)s[] parameter(1)
+  ROOT c = %(d)s[] add(a, b)
+}
+
+ENTRY main {
+  x = %(tx)s parameter(0), sharding=%(sx)s
+  u = %(tu)s parameter(1), sharding=%(su)s
+  idx = s32[3,1] constant({{1},{5},{1}})
+  sc = %(tx)s scatter(x, idx, u), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add
+  ROOT r = %(tx)s negate(sc), sharding=%(sr)s
+}""" % dict(d=dt, tx=shape_text(dt, (8, 6)), tu=shape_text(dt, (3, 6)), sx=mesh_sharding(rng, 2, mesh),
+            su=mesh_sharding(rng, 2, mesh), sr=even_sharding(rng, (8, 6), mesh))
+    sc = x.copy()
+    for k, row in enumerate([1, 5, 1]):
+        sc[row] += u[k]
+    return text, [x, u], (-sc).astype(x.dtype), None
+
+
 def fallback_ops(rng, mesh, dt):
-    """Ops without a rule run on the replicated value: a reduce whose init is
-    not the identity, a reduce-window."""
+    """Ops without a rule run on the replicated value: a scatter of part of
+    the rows (no dimension passes through whole)."""
     x = rand_array(rng, (8, 6), dt)
     text = """
 add {
@@ -245,16 +270,146 @@ add {
 ENTRY main {
   x = %(tx)s parameter(0), sharding=%(sx)s
   one = %(d)s[] constant(1)
-  s = %(d)s[6] reduce(x, one), dimensions={0}, to_apply=add
-  w = %(tx)s reduce-window(x, one), window={size=1x3 pad=0_0x2_0}, to_apply=add
-  b = %(tx)s broadcast(s), dimensions={1}
-  ROOT r = %(tx)s add(w, b), sharding=%(sr)s
+  idx = s32[2,1] constant({{1},{5}})
+  upd = %(d)s[2,3] broadcast(one), dimensions={}
+  sc = %(tx)s scatter(x, idx, upd), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add
+  ROOT r = %(tx)s add(sc, x), sharding=%(sr)s
 }""" % dict(d=dt, tx=shape_text(dt, (8, 6)), sx=mesh_sharding(rng, 2, mesh),
             sr=even_sharding(rng, (8, 6), mesh))
-    s = x.sum(axis=0) + 1
+    sc = x.copy()
+    sc[[1, 5], 0:3] += 1
+    return text, [x], (sc + x).astype(x.dtype), None
+
+
+def local_rules(rng, mesh, dt):
+    """Ops that run locally on the dimensions they leave whole: a reduce whose
+    init is not the identity, a reduce-window with a window along one
+    dimension, dynamic-slice (whole and partial dimensions), sort along a
+    dimension, dynamic-update-slice."""
+    x = rand_array(rng, (8, 6), dt)
+    text = """
+add {
+  a = %(d)s[] parameter(0)
+  b = %(d)s[] parameter(1)
+  ROOT c = %(d)s[] add(a, b)
+}
+
+lt {
+  a = %(d)s[] parameter(0)
+  b = %(d)s[] parameter(1)
+  ROOT c = pred[] compare(a, b), direction=LT
+}
+
+ENTRY main {
+  x = %(tx)s parameter(0), sharding=%(sx)s
+  one = %(d)s[] constant(1)
+  s = %(d)s[8] reduce(x, one), dimensions={1}, to_apply=add
+  w = %(tx)s reduce-window(x, one), window={size=1x3 pad=0_0x2_0}, to_apply=add
+  two = s32[] constant(2)
+  z = s32[] constant(0)
+  ds = %(d)s[8,3] dynamic-slice(w, z, two), dynamic_slice_sizes={8,3}
+  so = %(d)s[8,3] sort(ds), dimensions={1}, to_apply=lt
+  u = %(tx)s dynamic-update-slice(x, so, z, two)
+  b = %(tx)s broadcast(s), dimensions={0}
+  ub = %(tx)s add(u, b)
+  ds2 = %(d)s[4,6] dynamic-slice(x, two, z), dynamic_slice_sizes={4,6}
+  ROOT r = %(d)s[12,6] concatenate(ub, ds2), dimensions={0}, sharding=%(sr)s
+}""" % dict(d=dt, tx=shape_text(dt, (8, 6)), sx=mesh_sharding(rng, 2, mesh),
+            sr=even_sharding(rng, (12, 6), mesh))
+    s = x.sum(axis=1) + 1
     xp = np.pad(x, ((0, 0), (2, 0)), constant_values=1)  # reduce-window pads with the init value
     w = xp[:, 0:6] + xp[:, 1:7] + xp[:, 2:8] + 1
-    return text, [x], (w + s[None, :]).astype(x.dtype), None
+    u = x.copy()
+    u[:, 2:5] = np.sort(w[:, 2:5], axis=1)
+    want = np.concatenate([u + s[:, None], x[2:6]], axis=0).astype(x.dtype)
+    return text, [x], want, None
+
+
+def gather(rng, mesh, dt):
+    """An embedding lookup (rows of a table by index, one index out of range,
+    which gather clamps): index-parallel along the indices' batch dimension,
+    the table's whole second dimension passed through."""
+    table = rand_array(rng, (10, 8), dt)
+    ids = np.array([rng.randrange(10) for _ in range(7)] + [12], dtype=np.int32).reshape(8, 1)
+    text = """
+ENTRY main {
+  t = %(tt)s parameter(0), sharding=%(st)s
+  i = s32[8,1] parameter(1), sharding=%(si)s
+  g = %(to)s gather(t, i), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,8}
+  ROOT r = %(to)s add(g, g), sharding=%(sr)s
+}""" % dict(tt=shape_text(dt, (10, 8)), to=shape_text(dt, (8, 8)), st=mesh_sharding(rng, 2, mesh),
+            si=mesh_sharding(rng, 2, mesh), sr=even_sharding(rng, (8, 8), mesh))
+    g = table[np.clip(ids[:, 0], 0, 9)]
+    return text, [table, ids], (g + g).astype(table.dtype), None
+
+
+def sort_argmax(rng, mesh, dt):
+    """Tuple-valued ops run locally on the dimensions they do not work
+    along: a two-operand stable sort (values and their indices, descending:
+    top-k's form) and an argmax as a variadic reduce."""
+    x = rand_array(rng, (8, 6), dt)
+    text = """
+gt {
+  a = s32[] parameter(0)
+  b = s32[] parameter(1)
+  c = s32[] parameter(2)
+  d = s32[] parameter(3)
+  ROOT r = pred[] compare(a, b), direction=GT
+}
+
+argmax {
+  av = s32[] parameter(0)
+  ai = s32[] parameter(1)
+  bv = s32[] parameter(2)
+  bi = s32[] parameter(3)
+  g = pred[] compare(av, bv), direction=GT
+  e = pred[] compare(av, bv), direction=EQ
+  l = pred[] compare(ai, bi), direction=LT
+  tie = pred[] and(e, l)
+  pick = pred[] or(g, tie)
+  v = s32[] select(pick, av, bv)
+  i = s32[] select(pick, ai, bi)
+  ROOT t = (s32[], s32[]) tuple(v, i)
+}
+
+ENTRY main {
+  x = s32[8,6] parameter(0), sharding=%(sx)s
+  io = s32[8,6] iota(), iota_dimension=1
+  s = (s32[8,6], s32[8,6]) sort(x, io), dimensions={1}, is_stable=true, to_apply=gt
+  sv = s32[8,6] get-tuple-element(s), index=0
+  si = s32[8,6] get-tuple-element(s), index=1
+  minv = s32[] constant(-2147483648)
+  zero = s32[] constant(0)
+  am = (s32[8], s32[8]) reduce(x, io, minv, zero), dimensions={1}, to_apply=argmax
+  ai = s32[8] get-tuple-element(am), index=1
+  ab = s32[8,6] broadcast(ai), dimensions={0}
+  r1 = s32[8,6] multiply(sv, si)
+  ROOT r = s32[8,6] add(r1, ab), sharding=%(sr)s
+}""" % dict(sx=mesh_sharding(rng, 2, mesh), sr=even_sharding(rng, (8, 6), mesh))
+    order = np.argsort(-x, axis=1, kind="stable")
+    sv = np.take_along_axis(x, order, axis=1)
+    want = (sv * order + np.argmax(x, axis=1)[:, None]).astype(np.int32)
+    return text, [x], want, None
+
+
+def convolution(rng, mesh, dt):
+    """A 3x3 NHWC convolution: batch and output features split locally."""
+    x = rand_array(rng, (4, 6, 6, 3), dt)
+    k = rand_array(rng, (3, 3, 3, 8), dt)
+    text = """
+ENTRY main {
+  x = %(tx)s parameter(0), sharding=%(sx)s
+  k = %(tk)s parameter(1), sharding=%(sk)s
+  ROOT y = %(ty)s convolution(x, k), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f, sharding=%(sy)s
+}""" % dict(tx=shape_text(dt, (4, 6, 6, 3)), tk=shape_text(dt, (3, 3, 3, 8)), ty=shape_text(dt, (4, 6, 6, 8)),
+            sx=mesh_sharding(rng, 4, mesh), sk=mesh_sharding(rng, 4, mesh),
+            sy=even_sharding(rng, (4, 6, 6, 8), mesh))
+    xp = np.pad(x.astype(np.float64), ((0, 0), (1, 1), (1, 1), (0, 0)))
+    y = np.zeros((4, 6, 6, 8))
+    for di in range(3):
+        for dj in range(3):
+            y += np.einsum("bijc,co->bijo", xp[:, di:di + 6, dj:dj + 6, :], k[di, dj].astype(np.float64))
+    return text, [x, k], y.astype(np.float32), (1e-4, 1e-4)
 
 
 def reshard_chain(rng, mesh, dt):
@@ -299,7 +454,7 @@ ENTRY main {
   ROOT r = %(d)s[3] negate(s), sharding=%(sr)s
 }""" % dict(d=dt, tx=shape_text(dt, (7, 5)), ty=shape_text(dt, (5, 3)), to=shape_text(dt, (7, 3)),
             sx=mesh_sharding(rng, 2, mesh), sy=mesh_sharding(rng, 2, mesh),
-            sr=even_sharding(rng, (3,), mesh))
+            sr=mesh_sharding(rng, 1, mesh, False))  # an uneven result: --global-output crops the padding
     want = -(((x * x) @ y).sum(axis=0)).astype(x.dtype)
     return text, [x, y], want, (1e-5, 1e-4)
 
@@ -350,6 +505,11 @@ CORPUS = [
     ("batch_dot", batch_dot, ["f32"]),
     ("data_movement", data_movement, ["s32"]),
     ("fallback_ops", fallback_ops, ["s32"]),
+    ("local_rules", local_rules, ["s32"]),
+    ("convolution", convolution, ["f32"]),
+    ("gather", gather, ["s32"]),
+    ("sort_argmax", sort_argmax, ["s32"]),
+    ("scatter", scatter, ["s32"]),
     ("uneven", uneven, ["s32"]),
     ("reshard_chain", reshard_chain, ["s32"]),
     ("megatron", megatron, ["f32"]),
@@ -414,7 +574,8 @@ def corpus_test(name, build, dtypes, rounds):
 
 
 def test_megatron_bytes():
-    """The Megatron MLP moves what XLA moves: one all-gather of x, one all-reduce of the output."""
+    """The Megatron MLP moves no more than XLA (one all-gather of x, one
+    all-reduce of the output): one all-gather of x and one reduce-scatter."""
     with hl.tempdir("spmd-megatron") as tmp:
         prog = os.path.join(tmp, "mlp.hlo")
         with open(prog, "w") as f:
@@ -423,13 +584,15 @@ def test_megatron_bytes():
         if r.returncode != 0:
             return r.describe()
         gathers = re.findall(r"all-gather dim (\d+) over (\d+) partitions.*: (\d+) bytes", r.stdout)
-        reduces = re.findall(r"all-reduce over (\d+) partitions.*: (\d+) bytes", r.stdout)
+        scatters = re.findall(r"reduce-scatter dim (\d+) over (\d+) partitions.*: (\d+) bytes", r.stdout)
         # x is [8,16] f32 split [2,4]: XLA all-gathers it along dim 1 over the
         # 4-way axis (result [4,16] = 256 bytes) and all-reduces the [4,16]
-        # output over the same axis (256 bytes).
-        if gathers != [("1", "4", "256")] or reduces != [("4", "256")]:
-            return "collectives differ from XLA's:\n" + r.stdout
-        if "total: 2 channel collectives, 512 bytes per partition" not in r.stdout:
+        # output over the same axis (256 bytes), 512 in all. The output is
+        # wanted split [2,4], so a reduce-scatter along dim 1 over the same
+        # groups leaves each partition its [4,4] (64 bytes).
+        if gathers != [("1", "4", "256")] or scatters != [("1", "4", "64")] or "all-reduce" in r.stdout:
+            return "unexpected collectives:\n" + r.stdout
+        if "total: 2 channel collectives, 320 bytes per partition" not in r.stdout:
             return "unexpected total:\n" + r.stdout
     return None
 
@@ -531,6 +694,118 @@ ENTRY main {
         e = hl.run([hl.HLO_LAUNCH, "--explain-partitioning", prog])
         if "fallback: while" not in e.stdout:
             return "the while loop should be noted as a fallback:\n" + e.stdout
+    return None
+
+
+def test_sort_tuple_root_shards():
+    """A locally sorted tuple as the root, its elements moved to the root's
+    tuple sharding; each rank's outputs (--output-dir) checked against
+    NumPy's shards."""
+    text = """HloModule st, num_partitions=4
+
+gt {
+  a = s32[] parameter(0)
+  b = s32[] parameter(1)
+  c = s32[] parameter(2)
+  d = s32[] parameter(3)
+  ROOT r = pred[] compare(a, b), direction=GT
+}
+
+ENTRY main {
+  x = s32[8,6] parameter(0), sharding={devices=[2,2]<=[4]}
+  io = s32[8,6] iota(), iota_dimension=1
+  ROOT s = (s32[8,6], s32[8,6]) sort(x, io), dimensions={1}, is_stable=true, to_apply=gt, sharding={{devices=[4,1]<=[4]}, {replicated}}
+}
+"""
+    x = (np.arange(48, dtype=np.int32) * 7 % 13).reshape(8, 6)
+    order = np.argsort(-x, axis=1, kind="stable").astype(np.int32)
+    sv = np.take_along_axis(x, order, axis=1)
+    with hl.tempdir("spmd-sort") as tmp:
+        prog = os.path.join(tmp, "sort.hlo")
+        with open(prog, "w") as f:
+            f.write(text)
+        xp = os.path.join(tmp, "x.npy")
+        np.save(xp, x)
+        out = os.path.join(tmp, "out")
+        r = hl.run([hl.HLO_LAUNCH, "-np", "4", "--global-program", "--global-args", xp, "--output-dir", out,
+                    "--quiet", prog])
+        if r.returncode != 0:
+            return r.describe()
+        for p in range(4):
+            got = hl.read_outputs(out, 0, p, 2)
+            for k, (g, w) in enumerate(zip(got, (sv[2 * p:2 * p + 2], order))):
+                if g.shape != w.shape or not np.array_equal(g, w):
+                    return "partition %d element %d: got\n%s\nexpected\n%s" % (p, k, g, w)
+        e = hl.run([hl.HLO_LAUNCH, "--explain-partitioning", prog])
+        if "rule: sort along unsplit dimensions" not in e.stdout or "fallback" in e.stdout:
+            return "the sort should run locally:\n" + e.stdout
+    return None
+
+
+def test_refined_split_moves_nothing():
+    """A finer split of tiles each device already holds is cut from its own
+    shard: no collective, and the values are right."""
+    text = """HloModule refine, num_partitions=8
+
+ENTRY main {
+  x = s32[8,4] parameter(0), sharding={devices=[2,1,4]<=[8] last_tile_dim_replicate}
+  c = s32[8,4] custom-call(x), custom_call_target="Sharding", sharding={devices=[8,1]<=[8]}
+  ROOT y = s32[8,4] negate(c), sharding={devices=[8,1]<=[8]}
+}
+"""
+    x = np.arange(32, dtype=np.int32).reshape(8, 4)
+    with hl.tempdir("spmd-refine") as tmp:
+        prog = os.path.join(tmp, "refine.hlo")
+        with open(prog, "w") as f:
+            f.write(text)
+        e = hl.run([hl.HLO_LAUNCH, "--explain-partitioning", prog])
+        if e.returncode != 0 or "total: 0 channel collectives, 0 bytes per partition" not in e.stdout:
+            return "expected a local cut:\n" + e.describe()
+        xp, out = os.path.join(tmp, "x.npy"), os.path.join(tmp, "out.npy")
+        np.save(xp, x)
+        r = hl.run([hl.HLO_LAUNCH, "-np", "8", "--quiet", "--global-args", xp, "--global-output", out, prog])
+        if r.returncode != 0:
+            return r.describe()
+        return hl.compare("refine", np.load(out), -x)
+
+
+def test_two_replicas():
+    """A global program on a grid of 2 replicas x 4 partitions: each replica
+    runs the partitioned program on its own copy, its collectives within its
+    own partitions; every rank's output (--output-dir) is checked, replica 1's
+    included. The Megatron MLP (all-gather, reduce-scatter) and the reshard
+    chain (all-to-all, collective-permute, dynamic-slice) with a replicated
+    root."""
+    rng = random.Random("spmd-replicas")
+    g = np.random.default_rng(3)
+    x, w1, w2 = (g.standard_normal(s).astype(np.float32) for s in ((8, 16), (16, 32), (32, 16)))
+    mlp_want = np.maximum(x @ w1, 0) @ w2
+    chain_text, chain_in, chain_want, _ = reshard_chain(rng, (2, 2), "s32")
+    chain_text = re.sub(r"ROOT r = (.*) negate\(c5\), sharding=.*", r"ROOT r = \1 negate(c5), sharding={replicated}",
+                        chain_text)
+    cases = [("mlp", megatron_text((2, 2)), [x, w1, w2],
+              lambda p: mlp_want[(p // 2) * 4:(p // 2 + 1) * 4, (p % 2) * 8:(p % 2 + 1) * 8], (1e-5, 1e-4)),
+             ("chain", chain_text, chain_in, lambda p: chain_want, None)]
+    with hl.tempdir("spmd-replicas") as tmp:
+        for tag, text, inputs, want_of, tol in cases:
+            prog = os.path.join(tmp, tag + ".hlo")
+            with open(prog, "w") as f:
+                f.write("HloModule %s, num_partitions=4, replica_count=2\n%s\n" % (tag, text))
+            args = []
+            for i, a in enumerate(inputs):
+                args.append(os.path.join(tmp, "%s_%d.npy" % (tag, i)))
+                np.save(args[-1], a)
+            out = os.path.join(tmp, tag + "_out")
+            r = hl.run([hl.HLO_LAUNCH, "-np", "8", "--quiet", "--global-program", "--global-args", ",".join(args),
+                        "--output-dir", out, prog])
+            if r.returncode != 0:
+                return "%s\n%s" % (tag, r.describe())
+            for rep in range(2):
+                for p in range(4):
+                    got = hl.read_outputs(out, rep, p, 1)[0]
+                    msg = hl.compare("%s replica %d partition %d" % (tag, rep, p), got, want_of(p), tol)
+                    if msg:
+                        return msg + "\n" + text
     return None
 
 
@@ -645,6 +920,9 @@ TESTS = [(name, corpus_test(name, build, dts, 2)) for name, build, dts in CORPUS
     ("megatron_bytes", test_megatron_bytes),
     ("convert_writes_runnable_module", test_convert_writes_runnable_module),
     ("while_loop_and_tuple_root_shards", test_while_loop_and_tuple_root_shards),
+    ("sort_tuple_root_shards", test_sort_tuple_root_shards),
+    ("refined_split_moves_nothing", test_refined_split_moves_nothing),
+    ("two_replicas", test_two_replicas),
     ("detection", test_detection),
     ("manual_region", test_manual_region),
     ("explain_refuses_partitioned_program", test_explain_refuses_partitioned_program),
