@@ -172,7 +172,26 @@ static void chain_text(char *t, size_t size, long n, int ops) {
            n, ops - 1, n, n, n);
 }
 
+// `bench_fusion --chain OPS ELEMENTS [RUNS]`: only runs the chain fusion of
+// OPS ops over ELEMENTS (for callgrind: instruction counts per op and block
+// do not depend on the machine's load).
+static int chain_only(int ops, long n, int runs) {
+  hl_bench_tune_malloc();
+  static char text[16384];
+  char shape[64];
+  snprintf(shape, sizeof shape, "f32[%ld]", n);
+  hl_literal_t *args[2] = {hl_bench_literal(shape, 1), hl_bench_literal(shape, 2)};
+  chain_text(text, sizeof text, n, ops);
+  double t = time_module(text, args, 2, runs, false, NULL);
+  printf("# chain %d ops, %ld elements: %.3f ms\n", ops, n, 1e3 * t);
+  hl_literal_release(args[0]);
+  hl_literal_release(args[1]);
+  return 0;
+}
+
 int main(int argc, char **argv) {
+  if (argc >= 4 && !strcmp(argv[1], "--chain"))
+    return chain_only(atoi(argv[2]), atol(argv[3]), argc > 4 ? atoi(argv[4]) : 1);
   bool quick = hl_bench_quick(argc, argv);
   hl_bench_tune_malloc();
   long n = quick ? 5000 : 16L * 1024 * 1024;
