@@ -562,6 +562,78 @@ hl_status_t hl_fusion_program_compile(const hl_computation_t *c, hl_fusion_progr
   return NULL;
 }
 
+hl_status_t hl_fusion_program_compile_chain(const hl_computation_t *c,
+                                            const hl_instruction_t *const *members,
+                                            int member_count,
+                                            const hl_instruction_t *const *inputs,
+                                            int input_count, hl_fusion_program_t **out,
+                                            const char **why) {
+  *out = NULL;
+  *why = NULL;
+  int n = c->instruction_count;
+  hl_fusion_program_t *p = hl_calloc(1, sizeof(*p));
+  int *index_of = hl_malloc(sizeof(int) * (size_t)(n ? n : 1));
+  if (p) p->nodes = hl_calloc((size_t)(input_count + member_count), sizeof(node_t));
+  if (p) p->outs = hl_calloc(1, sizeof(output_t));
+  if (!p || !index_of || !p->nodes || !p->outs) {
+    hl_free(index_of);
+    hl_fusion_program_destroy(p);
+    return HL_OOM();
+  }
+  for (int i = 0; i < n; i++) index_of[i] = -1;
+  const char *reason = member_count > 0 ? NULL : "an empty chain";
+  // Inputs are the program's parameters, in the caller's order.
+  for (int i = 0; i < input_count && !reason; i++) {
+    const hl_shape_t *s = &inputs[i]->shape;
+    if (!hl_shape_is_array(s) || !real_type(s->dtype) || s->dynamic_mask) {
+      reason = "an input that is not a real array";
+      break;
+    }
+    node_t *nd = &p->nodes[p->count];
+    memset(nd, 0, sizeof(*nd));
+    nd->kind = K_PARAM;
+    nd->op = HL_OP_PARAMETER;
+    nd->dtype = s->dtype;
+    nd->es = hl_dtype_size(s->dtype);
+    nd->rank = s->rank;
+    memcpy(nd->dims, s->dims, sizeof(int64_t) * (size_t)s->rank);
+    nd->count = hl_shape_element_count(s);
+    nd->param = i;
+    index_of[inputs[i]->index] = p->count++;
+  }
+  for (int i = 0; i < member_count && !reason; i++) {
+    const hl_instruction_t *inst = members[i];
+    if (inst->opcode == HL_OP_PARAMETER || inst->opcode == HL_OP_REDUCE)
+      reason = "a parameter or reduce in a chain";
+    else if ((reason = compile_node(inst, index_of, p->nodes, &p->nodes[p->count])) == NULL)
+      index_of[inst->index] = p->count++;
+  }
+  const hl_instruction_t *root = member_count > 0 ? members[member_count - 1] : NULL;
+  if (!reason) {
+    p->outs[0] = (output_t){.node = index_of[root->index], .shape = &root->shape};
+    p->out_count = 1;
+  }
+  hl_free(index_of);
+  if (reason) {
+    hl_fusion_program_destroy(p);
+    *why = reason;
+    return NULL;
+  }
+  p->param_count = input_count;
+  p->total = hl_shape_element_count(&root->shape);
+  p->run_len = 1;
+  p->parallel = true;
+  p->block_runs = BLOCK_ELEMS;
+  mark_single_use(p);
+  if (!size_arena(p, p->block_runs)) {
+    hl_fusion_program_destroy(p);
+    *why = "too many re-evaluations through index maps";
+    return NULL;
+  }
+  *out = p;
+  return NULL;
+}
+
 static void workspace_reset(workspace_t *w);
 
 static void workspace_destroy(workspace_t *w) {
