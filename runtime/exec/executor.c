@@ -12,6 +12,7 @@
 #include "runtime/exec/plan.h"
 #include "runtime/exec/profile.h"
 #include "runtime/exec/scalar_program.h"
+#include "runtime/exec/elementwise_chains.h"
 #include "runtime/fusion/fusion_program.h"
 #include "runtime/kernels/kernel.h"
 
@@ -245,6 +246,26 @@ static hl_status_t run_profiled(hl_kernel_context_t *ctx, hl_kernel_fn_t kernel,
   return st;
 }
 
+// An unfused element-wise chain (elementwise_chains.h) in one blocked pass,
+// timed into the profile as its root instruction.
+static hl_status_t run_chain(hl_kernel_context_t *ctx, const hl_plan_chain_t *ch,
+                             hl_literal_t **values, hl_literal_t **result) {
+  hl_literal_t *local[16];
+  hl_literal_t **args = ch->input_count <= 16
+                            ? local
+                            : hl_malloc(sizeof(hl_literal_t *) * (size_t)ch->input_count);
+  if (!args) return HL_OOM();
+  for (int i = 0; i < ch->input_count; i++) args[i] = values[ch->input_slots[i]];
+  double t0 = ctx->options.profile && ctx->fusion_depth == 0 ? now_seconds() : 0;
+  hl_status_t st =
+      hl_fusion_program_run(ch->program, args, ch->input_count, ctx->options.pool, result);
+  if (!st && ctx->options.profile && ctx->fusion_depth == 0)
+    hl_profile_record(ctx->options.profile, ch->members[ch->member_count - 1],
+                      now_seconds() - t0, args, ch->input_count, *result);
+  if (args != local) hl_free(args);
+  return st;
+}
+
 static hl_status_t run_computation(hl_kernel_context_t *ctx, const hl_computation_t *c,
                                    hl_literal_t *const *args, int arg_count,
                                    hl_literal_t **out) {
@@ -269,14 +290,20 @@ static hl_status_t run_computation(hl_kernel_context_t *ctx, const hl_computatio
   hl_status_t st = NULL;
   hl_exec_observer_t *obs = ctx->options.observer;
   int n = plan->count;
+  // Chains run blocked unless in the reference mode or observed (an
+  // observer wants every instruction's value).
+  const int *chain_at = !ctx->options.no_fusion_blocking && !obs ? plan->chain_at : NULL;
   for (int q = 0; q < n; q++) {
     const hl_instruction_t *inst = plan->order[q];
     int b = ostart[q], e = ostart[q + 1];
-    for (int k = b; k < e; k++) opbuf[k - b] = values[oslots[k]];
     hl_literal_t *result = NULL;
     ctx->position = q;
+    if (chain_at && chain_at[q] == -2) continue;  // computed by its chain's root
+    for (int k = b; k < e; k++) opbuf[k - b] = values[oslots[k]];
     if (obs) obs->vtable->enter(obs, inst, opbuf, e - b);
-    if (ctx->options.profile) {
+    if (chain_at && chain_at[q] >= 0) {
+      st = run_chain(ctx, &plan->chains[chain_at[q]], values, &result);
+    } else if (ctx->options.profile) {
       st = run_profiled(ctx, plan->kernels[q], inst, opbuf, e - b, &result);
     } else {
       st = plan->kernels[q](ctx, inst, opbuf, &result);

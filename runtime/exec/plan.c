@@ -6,6 +6,7 @@
 
 #include "runtime/base/alloc.h"
 #include "runtime/exec/channels.h"
+#include "runtime/exec/elementwise_chains.h"
 
 hl_exec_stats_t hl_exec_stats_counters_;
 
@@ -41,6 +42,8 @@ void hl_plan_destroy(hl_plan_t *plan) {
   hl_free(plan->release_slots);
   hl_free(plan->values);
   hl_free(plan->operand_buffer);
+  hl_chains_destroy(plan->chains, plan->chain_count);
+  hl_free(plan->chain_at);
   hl_free(plan);
 }
 
@@ -173,21 +176,38 @@ hl_status_t hl_plan_create(const hl_computation_t *c, hl_plan_t **out) {
     st = HL_OOM();
   if (!st) st = compute_order(c, p->order);
   if (!st) st = hl_channel_order(c, p->order);  // channel starts before waits
+  if (!st) st = hl_chains_find(c, p->order, n, &p->chains, &p->chain_count, &p->chain_at);
   if (!st) {
+    // A chain member's use of an outside value counts at the chain's root
+    // (where the blocked walk reads it); uses inside a chain stay where they are.
+    for (int q = 0; q < n; q++) position[p->order[q]->index] = q;
+    int *use_at = last;  // per position first: where a use by order[q] counts
+    for (int q = 0; q < n; q++) use_at[q] = q;
+    for (int i = 0; i < p->chain_count; i++)
+      for (int m = 0; m < p->chains[i].member_count; m++)
+        use_at[position[p->chains[i].members[m]->index]] = p->chains[i].root_position;
+    int *at_of_slot = hl_malloc((size_t)n * sizeof(int));
+    if (!at_of_slot) st = HL_OOM();
+    for (int s = 0; !st && s < n; s++) at_of_slot[s] = use_at[position[s]];
+    for (int q = 0; !st && q < n; q++) last[p->order[q]->index] = q;  // now per slot
     int o = 0;
-    for (int q = 0; q < n; q++) {
+    for (int q = 0; !st && q < n; q++) {
       const hl_instruction_t *inst = p->order[q];
-      position[inst->index] = q;
-      last[inst->index] = q;
       p->kernels[q] = hl_exec_kernel_for_opcode(inst->opcode);
       p->operand_start[q] = o;
       for (int k = 0; k < inst->operand_count; k++) {
         int slot = inst->operands[k]->index;
         p->operand_slots[o++] = slot;
-        last[slot] = q;  // users come after their operands, so this ends as the maximum
+        // An interior member's value dies at its one user, inside the chain.
+        bool interior = p->chain_at && p->chain_at[position[slot]] == -2;
+        int at = interior ? q : at_of_slot[inst->index];
+        if (at > last[slot]) last[slot] = at;
       }
     }
     p->operand_start[n] = o;
+    hl_free(at_of_slot);
+  }
+  if (!st) {
     last[p->root_slot] = -1;
     // Counting sort of the slots by the position where they die.
     for (int s = 0; s < n; s++)

@@ -36,6 +36,12 @@ typedef struct hl_plan {
   int *release_slots;               // slots whose value dies right after position p
   int root_slot;                    // computation->root->index
   int max_operands;
+  // Unfused element-wise chains run blocked (elementwise_chains.h); NULL /
+  // 0 when there are none. chain_at[q]: the chain whose root is at q, -2 an
+  // interior member, -1 neither. Values a chain reads live until its root.
+  struct hl_plan_chain *chains;
+  int chain_count;
+  int *chain_at;
   // Scratch for one activation (HLO has no recursion, so a computation is
   // active at most once at a time; `active` detects malformed recursive modules).
   hl_literal_t **values;            // [count], NULL between activations

@@ -57,6 +57,8 @@ typedef struct node {
   int64_t iota_inner, iota_size;  // K_IOTA
   int param;                      // K_PARAM
   const void *data;               // K_CONST
+  bool single_use;                // one operand edge in the program and not an output:
+                                  // its block value dies when that user has run
 } node_t;
 
 typedef struct output {
@@ -82,6 +84,15 @@ typedef struct workspace {
   uint64_t *memo_gen;
   int64_t *memo_start, *memo_m;
   const void **memo_ptr;
+  bool *memo_owned;  // memo_ptr is an arena buffer this node's evaluation allocated
+  // Arena buffers whose values died in this block (see release_operands), so
+  // a chain of element-wise ops cycles through a few L1-resident buffers
+  // instead of one fresh buffer per op.
+  struct {
+    void *ptr;
+    size_t bytes;
+  } free_list[32];
+  int free_count;
 } workspace_t;
 
 struct hl_fusion_program {
@@ -404,6 +415,23 @@ static bool size_arena(hl_fusion_program_t *p, int64_t m) {
   return true;
 }
 
+// Nodes with one operand edge in the whole program that are not outputs
+// (nor reduce inits): their user may release their block buffer.
+static void mark_single_use(hl_fusion_program_t *p) {
+  int uses_local[256];
+  int *uses = p->count <= 256 ? uses_local : hl_calloc((size_t)p->count, sizeof(int));
+  if (!uses) return;  // no reuse: every value keeps its buffer until the block ends
+  memset(uses, 0, sizeof(int) * (size_t)(p->count <= 256 ? 256 : 0));
+  for (int k = 0; k < p->count; k++)
+    for (int i = 0; i < p->nodes[k].nops; i++) uses[p->nodes[k].ops[i]]++;
+  for (int i = 0; i < p->out_count; i++) {
+    uses[p->outs[i].node] += 2;
+    if (p->outs[i].reduce) uses[p->outs[i].init] += 2;
+  }
+  for (int k = 0; k < p->count; k++) p->nodes[k].single_use = uses[k] == 1;
+  if (uses != uses_local) hl_free(uses);
+}
+
 // The reduce kernel's segments of the input dims (reduce.c reduce_fast).
 static void make_segments(hl_fusion_program_t *p, const hl_shape_t *xs, const bool *reduced) {
   int ns = 0;
@@ -524,7 +552,80 @@ hl_status_t hl_fusion_program_compile(const hl_computation_t *c, hl_fusion_progr
     p->parallel = true;
   }
   p->block_runs = p->run_len >= BLOCK_ELEMS ? 1 : BLOCK_ELEMS / p->run_len;
+  mark_single_use(p);
   if (!size_arena(p, p->block_runs * p->run_len)) {
+    hl_fusion_program_destroy(p);
+    *why = "too many re-evaluations through index maps";
+    return NULL;
+  }
+  *out = p;
+  return NULL;
+}
+
+hl_status_t hl_fusion_program_compile_chain(const hl_computation_t *c,
+                                            const hl_instruction_t *const *members,
+                                            int member_count,
+                                            const hl_instruction_t *const *inputs,
+                                            int input_count, hl_fusion_program_t **out,
+                                            const char **why) {
+  *out = NULL;
+  *why = NULL;
+  int n = c->instruction_count;
+  hl_fusion_program_t *p = hl_calloc(1, sizeof(*p));
+  int *index_of = hl_malloc(sizeof(int) * (size_t)(n ? n : 1));
+  if (p) p->nodes = hl_calloc((size_t)(input_count + member_count), sizeof(node_t));
+  if (p) p->outs = hl_calloc(1, sizeof(output_t));
+  if (!p || !index_of || !p->nodes || !p->outs) {
+    hl_free(index_of);
+    hl_fusion_program_destroy(p);
+    return HL_OOM();
+  }
+  for (int i = 0; i < n; i++) index_of[i] = -1;
+  const char *reason = member_count > 0 ? NULL : "an empty chain";
+  // Inputs are the program's parameters, in the caller's order.
+  for (int i = 0; i < input_count && !reason; i++) {
+    const hl_shape_t *s = &inputs[i]->shape;
+    if (!hl_shape_is_array(s) || !real_type(s->dtype) || s->dynamic_mask) {
+      reason = "an input that is not a real array";
+      break;
+    }
+    node_t *nd = &p->nodes[p->count];
+    memset(nd, 0, sizeof(*nd));
+    nd->kind = K_PARAM;
+    nd->op = HL_OP_PARAMETER;
+    nd->dtype = s->dtype;
+    nd->es = hl_dtype_size(s->dtype);
+    nd->rank = s->rank;
+    memcpy(nd->dims, s->dims, sizeof(int64_t) * (size_t)s->rank);
+    nd->count = hl_shape_element_count(s);
+    nd->param = i;
+    index_of[inputs[i]->index] = p->count++;
+  }
+  for (int i = 0; i < member_count && !reason; i++) {
+    const hl_instruction_t *inst = members[i];
+    if (inst->opcode == HL_OP_PARAMETER || inst->opcode == HL_OP_REDUCE)
+      reason = "a parameter or reduce in a chain";
+    else if ((reason = compile_node(inst, index_of, p->nodes, &p->nodes[p->count])) == NULL)
+      index_of[inst->index] = p->count++;
+  }
+  const hl_instruction_t *root = member_count > 0 ? members[member_count - 1] : NULL;
+  if (!reason) {
+    p->outs[0] = (output_t){.node = index_of[root->index], .shape = &root->shape};
+    p->out_count = 1;
+  }
+  hl_free(index_of);
+  if (reason) {
+    hl_fusion_program_destroy(p);
+    *why = reason;
+    return NULL;
+  }
+  p->param_count = input_count;
+  p->total = hl_shape_element_count(&root->shape);
+  p->run_len = 1;
+  p->parallel = true;
+  p->block_runs = BLOCK_ELEMS;
+  mark_single_use(p);
+  if (!size_arena(p, p->block_runs)) {
     hl_fusion_program_destroy(p);
     *why = "too many re-evaluations through index maps";
     return NULL;
@@ -544,6 +645,7 @@ static void workspace_destroy(workspace_t *w) {
   hl_free(w->memo_start);
   hl_free(w->memo_m);
   hl_free(w->memo_ptr);
+  hl_free(w->memo_owned);
   hl_free(w);
 }
 
@@ -572,6 +674,15 @@ typedef struct run_state {
 
 static void *arena_alloc(workspace_t *w, size_t bytes) {
   bytes = (bytes + 63) & ~(size_t)63;
+  int best = -1;
+  for (int i = 0; i < w->free_count; i++)
+    if (w->free_list[i].bytes >= bytes && (best < 0 || w->free_list[i].bytes < w->free_list[best].bytes))
+      best = i;
+  if (best >= 0) {
+    void *r = w->free_list[best].ptr;
+    w->free_list[best] = w->free_list[--w->free_count];
+    return r;
+  }
   if (w->used + bytes <= w->cap) {
     void *r = w->arena + w->used;
     w->used += bytes;
@@ -597,6 +708,7 @@ static void workspace_reset(workspace_t *w) {
   for (int i = 0; i < w->extra_count; i++) hl_free(w->extra[i]);
   w->extra_count = 0;
   w->used = 0;
+  w->free_count = 0;
   w->gen++;
 }
 
@@ -710,8 +822,16 @@ static void iota_values(const node_t *n, int64_t start, const int64_t *idx, int6
 static const void *eval_to(const hl_fusion_program_t *p, workspace_t *w, const void **params, int k,
                            int64_t start, const int64_t *idx, int64_t m, void *dst);
 
-static const void *eval(const hl_fusion_program_t *p, workspace_t *w, const void **params, int k,
-                        int64_t start, const int64_t *idx, int64_t m) {
+// Inline: a parameter's block and a memoized value (most operand reads in
+// a chain) cost no call.
+static inline const void *eval(const hl_fusion_program_t *p, workspace_t *w, const void **params,
+                               int k, int64_t start, const int64_t *idx, int64_t m) {
+  if (!idx) {
+    const node_t *n = &p->nodes[k];
+    if (n->kind == K_PARAM) return (const char *)params[n->param] + (size_t)start * n->es;
+    if (w->memo_gen[k] == w->gen && w->memo_start[k] == start && w->memo_m[k] == m)
+      return w->memo_ptr[k];
+  }
   return eval_to(p, w, params, k, start, idx, m, NULL);
 }
 
@@ -758,6 +878,21 @@ static bool map_runs(const hl_fusion_program_t *p, workspace_t *w, const void **
   return true;
 }
 
+// Operand k of an element-wise node was read as `v` over the node's own
+// contiguous range: when k's block buffer has no other reader, it goes back
+// to the arena for the next value (its memo is dropped with it).
+static void release(const hl_fusion_program_t *p, workspace_t *w, int k, const void *v,
+                    int64_t m) {
+  const node_t *n = &p->nodes[k];
+  if (!n->single_use || w->memo_gen[k] != w->gen || w->memo_ptr[k] != v || !w->memo_owned[k] ||
+      w->free_count == (int)(sizeof(w->free_list) / sizeof(w->free_list[0])))
+    return;
+  w->free_list[w->free_count].ptr = (void *)v;
+  w->free_list[w->free_count].bytes = ((size_t)m * n->es + 63) & ~(size_t)63;
+  w->free_count++;
+  w->memo_gen[k] = 0;
+}
+
 // Values of node k at its elements start..start+m (idx NULL) or idx[0..m),
 // written to dst when given (the returned pointer may still differ: a
 // parameter's own data or a memoized value).
@@ -767,7 +902,7 @@ static const void *eval_to(const hl_fusion_program_t *p, workspace_t *w, const v
   if (!idx && w->memo_gen[k] == w->gen && w->memo_start[k] == start && w->memo_m[k] == m)
     return w->memo_ptr[k];
   const void *r = NULL;
-  void *y;
+  void *y = NULL;
   switch (n->kind) {
     case K_PARAM:
     case K_CONST: {
@@ -781,6 +916,7 @@ static const void *eval_to(const hl_fusion_program_t *p, workspace_t *w, const v
       const void *x = eval(p, w, params, n->ops[0], start, idx, m);
       y = result_buffer(w, dst, (size_t)m * n->es);
       hl_ew_unary_array(n->op, n->in_dtype, n->dtype, x, y, m);
+      release(p, w, n->ops[0], x, m);
       r = y;
       break;
     }
@@ -793,6 +929,7 @@ static const void *eval_to(const hl_fusion_program_t *p, workspace_t *w, const v
         const void *v = eval(p, w, params, vk, start, idx, m);
         y = result_buffer(w, dst, (size_t)m * n->es);
         if (hl_ew_binary_array_scalar(n->op, n->dtype, sa ? sv : v, sa, sa ? v : sv, y, m)) {
+          release(p, w, vk, v, m);
           r = y;
           break;
         }
@@ -801,6 +938,8 @@ static const void *eval_to(const hl_fusion_program_t *p, workspace_t *w, const v
       const void *b = eval(p, w, params, n->ops[1], start, idx, m);
       y = result_buffer(w, dst, (size_t)m * n->es);
       hl_ew_binary_array(n->op, n->in_dtype, n->dtype, a, b, y, m);
+      release(p, w, n->ops[0], a, m);
+      release(p, w, n->ops[1], b, m);
       r = y;
       break;
     }
@@ -809,6 +948,8 @@ static const void *eval_to(const hl_fusion_program_t *p, workspace_t *w, const v
       const void *b = eval(p, w, params, n->ops[1], start, idx, m);
       y = result_buffer(w, dst, (size_t)m);
       hl_compare_array(n->dir, n->ctype, n->in_dtype, a, b, y, m);
+      release(p, w, n->ops[0], a, m);
+      release(p, w, n->ops[1], b, m);
       r = y;
       break;
     }
@@ -823,6 +964,9 @@ static const void *eval_to(const hl_fusion_program_t *p, workspace_t *w, const v
       const void *f = eval(p, w, params, n->ops[2], start, idx, m);
       y = result_buffer(w, dst, (size_t)m * n->es);
       hl_select_array(n->es, pred, t, f, y, m);
+      release(p, w, n->ops[0], pred, m);
+      release(p, w, n->ops[1], t, m);
+      release(p, w, n->ops[2], f, m);
       r = y;
       break;
     }
@@ -834,6 +978,9 @@ static const void *eval_to(const hl_fusion_program_t *p, workspace_t *w, const v
                                        : eval(p, w, params, n->ops[2], start, idx, m);
       y = result_buffer(w, dst, (size_t)m * n->es);
       hl_clamp_array(n->dtype, lo, n->scalar_op[0], x, hi, n->scalar_op[2], y, m);
+      if (!n->scalar_op[0]) release(p, w, n->ops[0], lo, m);
+      release(p, w, n->ops[1], x, m);
+      if (!n->scalar_op[2]) release(p, w, n->ops[2], hi, m);
       r = y;
       break;
     }
@@ -841,6 +988,7 @@ static const void *eval_to(const hl_fusion_program_t *p, workspace_t *w, const v
       const void *x = eval(p, w, params, n->ops[0], start, idx, m);
       y = result_buffer(w, dst, (size_t)m * n->es);
       hl_convert_array(n->in_dtype, n->dtype, x, y, m);
+      release(p, w, n->ops[0], x, m);
       r = y;
       break;
     }
@@ -850,7 +998,8 @@ static const void *eval_to(const hl_fusion_program_t *p, workspace_t *w, const v
       r = y;
       break;
     case K_SAME:
-      r = eval(p, w, params, n->ops[0], start, idx, m);
+      // Same elements: an output's buffer can take the operand's values directly.
+      r = eval_to(p, w, params, n->ops[0], start, idx, m, dst);
       break;
     case K_SPLAT: {
       const void *v = eval(p, w, params, n->ops[0], 0, NULL, 1);
@@ -877,6 +1026,7 @@ static const void *eval_to(const hl_fusion_program_t *p, workspace_t *w, const v
     w->memo_start[k] = start;
     w->memo_m[k] = m;
     w->memo_ptr[k] = r;
+    w->memo_owned[k] = !dst && r == y;
   }
   return r;
 }
@@ -930,8 +1080,10 @@ static hl_status_t ensure_workspace(hl_fusion_program_t *p, int worker) {
   w->memo_start = hl_calloc(c, sizeof(int64_t));
   w->memo_m = hl_calloc(c, sizeof(int64_t));
   w->memo_ptr = hl_calloc(c, sizeof(void *));
+  w->memo_owned = hl_calloc(c, sizeof(bool));
   w->gen = 1;
-  if (!w->arena || !w->memo_gen || !w->memo_start || !w->memo_m || !w->memo_ptr) {
+  if (!w->arena || !w->memo_gen || !w->memo_start || !w->memo_m || !w->memo_ptr ||
+      !w->memo_owned) {
     workspace_destroy(w);
     return HL_OOM();
   }

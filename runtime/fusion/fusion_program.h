@@ -35,6 +35,18 @@ hl_status_t hl_fusion_program_compile(const hl_computation_t *computation,
                                       hl_fusion_program_t **out_program, const char **why);
 void hl_fusion_program_destroy(hl_fusion_program_t *program);  // NULL-safe
 
+// Compiles a chain of instructions of an ordinary computation `c` (the
+// executor's unfused element-wise chains, runtime/exec/plan.c): `members`
+// in evaluation order, the last one the chain's one array output; `inputs`
+// the values from outside the chain, which become the program's arguments
+// in that order. *out_program is NULL (with *why) when not covered.
+hl_status_t hl_fusion_program_compile_chain(const hl_computation_t *c,
+                                            const hl_instruction_t *const *members,
+                                            int member_count,
+                                            const hl_instruction_t *const *inputs,
+                                            int input_count, hl_fusion_program_t **out_program,
+                                            const char **why);
+
 // Runs the program on the computation's arguments (shapes already checked
 // against its parameters). Blocks are split over `pool` (NULL: this thread)
 // where outputs do not overlap. Not reentrant: one run at a time.

@@ -19,6 +19,7 @@
 
 #include "runtime/base/alloc.h"
 #include "runtime/kernels/element_access.h"
+#include "runtime/kernels/elementwise_arrays.h"
 #include "runtime/kernels/kernel.h"
 
 typedef struct dot_plan {
@@ -110,8 +111,24 @@ static void pack(const hl_literal_t *src, const int *perm, hl_dtype_t ct, void *
   int64_t inner = r ? pd[r - 1] : 1, istride = r ? ps[r - 1] : 0, off = 0;
   size_t es = hl_dtype_size(s->dtype), cs = hl_dtype_size(ct);
   char *out = dst;
+  // Floats into f32 / f64 a row at a time through convert's array loop (the
+  // same values as via double: these conversions round once, or not at all);
+  // a strided row is gathered first.
+  bool rows = ct != s->dtype && hl_dtype_is_float(s->dtype) && (ct == HL_F32 || ct == HL_F64) &&
+              hl_convert_supported(s->dtype, ct);
+  char *gathered = rows && istride != 1 ? hl_malloc((size_t)inner * es) : NULL;
+  if (rows && istride != 1 && !gathered) rows = false;  // out of memory: the element loop
   for (int64_t row = 0; row < n / inner; row++) {
-    if (s->dtype == ct) {
+    if (rows) {
+      const char *base = (const char *)src->data + (size_t)off * es;
+      if (gathered) {
+        for (int64_t j = 0; j < inner; j++)
+          memcpy(gathered + (size_t)j * es, base + (size_t)(j * istride) * es, es);
+        base = gathered;
+      }
+      hl_convert_array(s->dtype, ct, base, out, inner);
+      out += (size_t)inner * cs;
+    } else if (s->dtype == ct) {
       for (int64_t j = 0; j < inner; j++, out += cs)
         memcpy(out, (const char *)src->data + (size_t)(off + j * istride) * es, es);
     } else {
@@ -134,6 +151,7 @@ static void pack(const hl_literal_t *src, const int *perm, hl_dtype_t ct, void *
       idx[k] = 0;
     }
   }
+  hl_free(gathered);
 }
 
 // An operand as gemm wants it: its own buffer with a transpose flag when

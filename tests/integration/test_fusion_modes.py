@@ -3,7 +3,9 @@ of XLA-style fusions (softmax as reduce-max / exp+sum multi-output / divide,
 tanh-GELU in bf16 with converts, a transposed bias add) runs on real MPI
 ranks blocked (default), op by op (--no-fusion-blocking, the reference) and
 on 2 threads per rank; the results must be bitwise equal across the modes and
-match NumPy. --report-bindings must show the thread count each rank uses, and
+match NumPy. The entry also holds an unfused element-wise chain (multiply,
+subtract, tanh), which the walk runs blocked unless --no-fusion-blocking.
+--report-bindings must show the thread count each rank uses, and
 --profile its per-rank table (calls, bytes, FLOPs checked against the shapes)
 and roofline line.
 """
@@ -76,7 +78,10 @@ ENTRY main {
   e = f32[R,C] get-tuple-element(es), index=1
   y = f32[R,C] fusion(e, s), kind=kLoop, calls=fused_div
   g = f32[R,C] fusion(y, bias), kind=kLoop, calls=fused_gelu
-  ROOT r = (f32[R,C], f32[R,C]) tuple(y, g)
+  u1 = f32[R,C] multiply(x, x)
+  u2 = f32[R,C] subtract(u1, y)
+  u3 = f32[R,C] tanh(u2)
+  ROOT r = (f32[R,C], f32[R,C], f32[R,C]) tuple(y, g, u3)
 }
 """.replace("R,C", "%d,%d" % (R, C)).replace("C,R", "%d,%d" % (C, R)).replace(
     "[R]", "[%d]" % R)
@@ -95,7 +100,8 @@ def numpy_reference(x, bias):
     h = round_to_bf16(y + bias.T)
     t = round_to_bf16(h + round_to_bf16(round_to_bf16(round_to_bf16(h * h) * h) *
                                         round_to_bf16(np.array([0.044715], np.float32))[0]))
-    return y, round_to_bf16(np.tanh(t.astype(np.float64)).astype(np.float32))
+    u = np.tanh((x * x - y).astype(np.float64)).astype(np.float32)
+    return y, round_to_bf16(np.tanh(t.astype(np.float64)).astype(np.float32)), u
 
 
 def run_modes(d, np_count, modes):
@@ -110,7 +116,7 @@ def run_modes(d, np_count, modes):
         res = launch(prog, replicas=np_count, args_dir=args, output_dir=out, extra=extra)
         if res.returncode != 0 or res.timed_out:
             return None, "%s: %s" % (name, res.describe())
-        outs[name] = [read_outputs(out, r, 0, 2) for r in range(np_count)]
+        outs[name] = [read_outputs(out, r, 0, 3) for r in range(np_count)]
     return outs, None
 
 
@@ -124,12 +130,15 @@ def test_modes_agree_bitwise_and_match_numpy():
         ref = outs["reference"]
         for name in ("blocked", "threads2"):
             for r in range(2):
-                for leaf in range(2):
+                for leaf in range(3):
                     if outs[name][r][leaf].tobytes() != ref[r][leaf].tobytes():
                         return "%s: replica %d result %d differs from --no-fusion-blocking" % (
                             name, r, leaf)
-        y_want, g_want = numpy_reference(*inputs())
-        y, g = outs["blocked"][0]
+        y_want, g_want, u_want = numpy_reference(*inputs())
+        y, g, u = outs["blocked"][0]
+        msg = compare("unfused chain", u, u_want, tol=(1e-5, 1e-6))
+        if msg:
+            return msg
         msg = compare("softmax", y, y_want, tol=(1e-5, 1e-7))
         if msg:
             return msg

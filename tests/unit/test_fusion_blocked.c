@@ -12,7 +12,9 @@
 #include "runtime/base/alloc.h"
 #include "runtime/base/literal.h"
 #include "runtime/base/strbuf.h"
+#include "runtime/exec/elementwise_chains.h"
 #include "runtime/exec/executor.h"
+#include "runtime/exec/plan.h"
 #include "runtime/exec/thread_pool.h"
 #include "runtime/fusion/fusion_program.h"
 #include "runtime/text/hlo_parser.h"
@@ -56,8 +58,10 @@ static unsigned rng_next(unsigned *s) {
 
 // Appends one generated fusion module over type t to sb. D0 x D1 values;
 // the root is an array, a tuple of two, or a reduce (kind 0, 1, 2).
+// as_entry: the same instructions as the entry computation itself (no fusion),
+// for the unfused element-wise chains of runtime/exec/elementwise_chains.c.
 static void generate(hl_strbuf_t *sb, const type_case_t *t, unsigned seed, int ops, int kind,
-                     int d0, int d1) {
+                     int d0, int d1, bool as_entry) {
   unsigned s = seed;
   const char *T = t->name;
   char full[64], row[32], col[32], tr[64], big[64], flat[32];
@@ -70,7 +74,8 @@ static void generate(hl_strbuf_t *sb, const type_case_t *t, unsigned seed, int o
   const char *red = t->fam == FLOAT ? "maximum" : t->fam == PRED ? "or" : "add";
   hl_strbuf_appendf(sb, "HloModule gen\n\nreducer {\n  x = %s[] parameter(0)\n"
                         "  y = %s[] parameter(1)\n  ROOT r = %s[] %s(x, y)\n}\n\n", T, T, T, red);
-  hl_strbuf_appendf(sb, "fused {\n  p0 = %s parameter(0)\n  p1 = %s parameter(1)\n"
+  hl_strbuf_appendf(sb, as_entry ? "ENTRY main {\n" : "fused {\n");
+  hl_strbuf_appendf(sb, "  p0 = %s parameter(0)\n  p1 = %s parameter(1)\n"
                         "  p2 = %s parameter(2)\n  p3 = %s parameter(3)\n  p4 = %s parameter(4)\n"
                         "  p5 = %s parameter(5)\n", full, full, row, col, tr, big);
   int nv = 2;  // values v0..: full-shaped names
@@ -151,6 +156,7 @@ static void generate(hl_strbuf_t *sb, const type_case_t *t, unsigned seed, int o
     hl_strbuf_appendf(sb, "  ROOT out = (%s, %s) tuple(red, v%d)\n}\n\n", dim ? col : row, full,
                       last);
   }
+  if (as_entry) return;
   const char *rshape = kind == 0 ? full : NULL;
   char tshape[160];
   if (kind == 1) snprintf(tshape, sizeof tshape, "(%s, %s)", full, full);
@@ -178,6 +184,8 @@ static hl_literal_t *random_literal(const hl_shape_t *shape, unsigned seed, fami
   return lit;
 }
 
+static int g_chains;  // chains found in flat generated modules
+
 static int run_mode(const hl_module_t *m, hl_literal_t **args, bool blocked,
                     hl_thread_pool_t *pool, hl_literal_t **out) {
   hl_exec_options_t o = {.no_fusion_blocking = !blocked, .pool = pool};
@@ -193,14 +201,14 @@ static int run_mode(const hl_module_t *m, hl_literal_t **args, bool blocked,
   return 0;
 }
 
-static void check_case(const type_case_t *t, unsigned seed, int ops, int kind, int d0, int d1,
-                       hl_thread_pool_t *pool) {
+static void check_case_mode(const type_case_t *t, unsigned seed, int ops, int kind, int d0,
+                            int d1, hl_thread_pool_t *pool, bool flat) {
   // The reduce kernel folds f8 and sub-byte types through the reducer
   // computation (no typed loop), which the blocked path leaves op by op.
   if (kind == 2 && (strncmp(t->name, "f8", 2) == 0 || t->name[1] == '4')) kind = 1;
   hl_strbuf_t sb;
   hl_strbuf_init(&sb);
-  generate(&sb, t, seed, ops, kind, d0, d1);
+  generate(&sb, t, seed, ops, kind, d0, d1, flat);
   hl_module_t *m = NULL;
   hl_status_t st = hl_parse_hlo_module(hl_strbuf_cstr(&sb), sb.length, "gen.hlo", &m);
   if (!st) st = hl_verify_module(m);
@@ -212,15 +220,22 @@ static void check_case(const type_case_t *t, unsigned seed, int ops, int kind, i
     hl_strbuf_deinit(&sb);
     return;
   }
-  const hl_computation_t *fused = hl_module_find_computation(m, "fused");
-  hl_fusion_program_t *prog = NULL;
-  const char *why = NULL;
-  HL_ASSERT_OK(hl_fusion_program_compile(fused, &prog, &why));
-  if (!prog) {
-    fprintf(stderr, "\n%s\n  not blocked: %s\n", hl_strbuf_cstr(&sb), why);
-    CU_FAIL("generated fusion is not covered by the blocked path");
+  const hl_computation_t *fused = hl_module_find_computation(m, flat ? "main" : "fused");
+  if (flat) {
+    hl_plan_t *plan = NULL;
+    HL_ASSERT_OK(hl_plan_create(fused, &plan));
+    g_chains += plan->chain_count;
+    hl_plan_destroy(plan);
+  } else {
+    hl_fusion_program_t *prog = NULL;
+    const char *why = NULL;
+    HL_ASSERT_OK(hl_fusion_program_compile(fused, &prog, &why));
+    if (!prog) {
+      fprintf(stderr, "\n%s\n  not blocked: %s\n", hl_strbuf_cstr(&sb), why);
+      CU_FAIL("generated fusion is not covered by the blocked path");
+    }
+    hl_fusion_program_destroy(prog);
   }
-  hl_fusion_program_destroy(prog);
   hl_literal_t *args[6];
   for (int i = 0; i < 6; i++)
     args[i] = random_literal(&fused->parameters[i]->shape, seed * 7 + (unsigned)i, t->fam);
@@ -240,6 +255,58 @@ static void check_case(const type_case_t *t, unsigned seed, int ops, int kind, i
   for (int i = 0; i < 6; i++) hl_literal_release(args[i]);
   hl_module_destroy(m);
   hl_strbuf_deinit(&sb);
+}
+
+static void check_case(const type_case_t *t, unsigned seed, int ops, int kind, int d0, int d1,
+                       hl_thread_pool_t *pool) {
+  check_case_mode(t, seed, ops, kind, d0, d1, pool, false);
+}
+
+// Unfused element-wise chains in an ordinary computation: the generated
+// bodies as the entry computation, where the walk runs the chains blocked
+// (chains need >= HL_CHAIN_MIN_ELEMENTS elements) against the op-by-op
+// reference (no_fusion_blocking), every type, one thread and a pool.
+static void test_unfused_chains(void) {
+  hl_thread_pool_t *pool = NULL;
+  HL_ASSERT_OK(hl_thread_pool_create(3, &pool));
+  g_chains = 0;
+  for (int ti = 0; ti < N_(kTypes); ti++)
+    for (unsigned seed = 1; seed <= 4; seed++)
+      check_case_mode(&kTypes[ti], seed * 17 + (unsigned)ti, 6 + (int)(seed % 7),
+                      (int)(seed % 3), 37, 129, pool, true);
+  for (unsigned seed = 1; seed <= 4; seed++)
+    check_case_mode(&kTypes[0], seed * 29, 16, (int)(seed % 3), 5, 5000, pool, true);
+  // The chains really ran blocked somewhere (most modules have several).
+  CU_ASSERT(g_chains >= N_(kTypes) * 2);
+  hl_thread_pool_destroy(pool);
+}
+
+// A plan groups a single-use element-wise chain and keeps the values it
+// reads alive until the chain's root.
+static void test_chain_plan(void) {
+  const char *text =
+      "HloModule m\nENTRY main {\n  x = f32[8192] parameter(0)\n  y = f32[8192] parameter(1)\n"
+      "  a = f32[8192] multiply(x, y)\n  b = f32[8192] exponential(a)\n"
+      "  c = f32[8192] add(b, x)\n  d = f32[8192] negate(x)\n"
+      "  ROOT e = (f32[8192], f32[8192]) tuple(c, d)\n}\n";
+  hl_module_t *m = NULL;
+  HL_ASSERT_OK(hl_parse_hlo_module(text, strlen(text), "chain.hlo", &m));
+  HL_ASSERT_OK(hl_verify_module(m));
+  const hl_computation_t *entry = hl_module_find_computation(m, "main");
+  hl_plan_t *plan = NULL;
+  HL_ASSERT_OK(hl_plan_create(entry, &plan));
+  CU_ASSERT_EQUAL(plan->chain_count, 1);  // a, b, c (d alone is no chain)
+  if (plan->chain_count == 1) {
+    CU_ASSERT_EQUAL(plan->chains[0].member_count, 3);
+    CU_ASSERT_EQUAL(plan->chains[0].input_count, 2);
+    int root_q = plan->chains[0].root_position;
+    CU_ASSERT_PTR_EQUAL(plan->order[root_q], entry->root->operands[0]);
+    // x and y die no earlier than the chain's root.
+    CU_ASSERT(hl_plan_last_use(plan, entry->parameters[1]->index) == root_q);
+    CU_ASSERT(hl_plan_last_use(plan, entry->parameters[0]->index) >= root_q);
+  }
+  hl_plan_destroy(plan);
+  hl_module_destroy(m);
 }
 
 // Every type, every root kind, shapes with ragged blocks (not multiples of
@@ -348,6 +415,8 @@ static CU_TestInfo tests[] = {
     {"generated_shapes", test_generated_shapes},
     {"uncovered_falls_back", test_uncovered_falls_back},
     {"known_values", test_known_values},
+    {"unfused_chains", test_unfused_chains},
+    {"chain_plan", test_chain_plan},
     CU_TEST_INFO_NULL,
 };
 
