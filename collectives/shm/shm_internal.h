@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "runtime/base/status.h"
 #include "runtime/exec/comm.h"
@@ -38,6 +39,13 @@ typedef struct hl_shm_node {
   size_t slot_bytes;    // one data slot
   size_t counters_bytes;
   int set_count;
+  // The direct (single-copy) path, shm_direct.c: every node rank can read
+  // every other's memory with process_vm_readv (probed at creation, agreed
+  // over the node; HL_SHM_DIRECT=0 turns it off, =1 requires it).
+  bool direct;
+  pid_t *pids;          // node rank -> process id
+  char *scratch;        // 2 * block_bytes, this process's (calls run one at a time)
+  size_t block_bytes;   // the direct reductions' block
 } hl_shm_node_t;
 
 // One group of a group set as the algorithms see it: members' node ranks in
@@ -54,6 +62,13 @@ static inline _Atomic uint64_t *hl_shm_counter(const hl_shm_node_t *n, int node_
                                                int which) {
   return (_Atomic uint64_t *)(n->parts[node_rank] +
                               ((size_t)set * HL_SHM_COUNTERS + (size_t)which) * HL_SHM_LINE);
+}
+
+// The words a member publishes for the direct path (its buffers' addresses),
+// in its COPIED line after the counter: written before its COPIED release,
+// read by peers after their acquire of it.
+static inline uint64_t *hl_shm_words(const hl_shm_node_t *n, int node_rank, int set) {
+  return (uint64_t *)(void *)(hl_shm_counter(n, node_rank, set, HL_SHM_COPIED) + 1);
 }
 
 static inline char *hl_shm_slot(const hl_shm_node_t *n, int node_rank, uint64_t round) {
@@ -101,5 +116,29 @@ void hl_shm_gather_slices(hl_shm_group_t *g, void *buf, int64_t count, size_t es
 // node rank `src` (-1: none). Counters of the set's row of this rank.
 void hl_shm_permute(hl_shm_group_t *g, int src, int dst, const void *send, void *recv,
                     size_t bytes);
+
+// The direct (single-copy) algorithms (shm_direct.c), for nodes with
+// node->direct: members publish their buffers' addresses and peers copy
+// straight between the processes' own buffers (process_vm_readv), with no
+// staging through the window. Same contracts as the functions above.
+hl_status_t hl_shm_direct_all_reduce(hl_shm_group_t *g, hl_shm_reduction_t *red,
+                                     const void *send, void *recv, int64_t count);
+hl_status_t hl_shm_direct_reduce_scatter(hl_shm_group_t *g, hl_shm_reduction_t *red,
+                                         const void *send, void *recv, int64_t count);
+hl_status_t hl_shm_direct_all_gather(hl_shm_group_t *g, const void *send, void *recv,
+                                     size_t bytes);
+hl_status_t hl_shm_direct_all_to_all(hl_shm_group_t *g, const void *send, void *recv,
+                                     size_t bytes);
+hl_status_t hl_shm_direct_broadcast(hl_shm_group_t *g, const void *send, void *recv,
+                                    size_t bytes);
+hl_status_t hl_shm_direct_permute(hl_shm_group_t *g, int src, int dst, const void *send,
+                                  void *recv, size_t bytes);
+// The all-reduce in its two halves with `between` run on this member's
+// reduced slice [lo, hi) of recv before any peer copies it (the
+// hierarchical all-reduce's step across nodes); NULL: nothing.
+typedef hl_status_t (*hl_shm_slice_fn)(void *ctx, void *recv, int64_t lo, int64_t hi);
+hl_status_t hl_shm_direct_all_reduce_with(hl_shm_group_t *g, hl_shm_reduction_t *red,
+                                          const void *send, void *recv, int64_t count,
+                                          hl_shm_slice_fn between, void *ctx);
 
 #endif  // HL_COLLECTIVES_SHM_SHM_INTERNAL_H_

@@ -105,6 +105,29 @@ static shm_layer_t *layer_of(hl_comm_t *comm) { return ((hl_mpi_comm_t *)comm)->
 
 static void run_job(shm_job_t *j) {
   hl_shm_group_t *g = j->group;
+  if (g->node->direct) {  // single copy between the processes' buffers (shm_direct.c)
+    switch (j->kind) {
+      case OP_REDUCE:
+        j->status = j->scatter
+                        ? hl_shm_direct_reduce_scatter(g, &j->red, j->send, j->recv, j->count)
+                        : hl_shm_direct_all_reduce(g, &j->red, j->send, j->recv, j->count);
+        break;
+      case OP_GATHER:
+        j->status = hl_shm_direct_all_gather(g, j->send, j->recv, (size_t)j->count);
+        break;
+      case OP_TO_ALL:
+        j->status = hl_shm_direct_all_to_all(g, j->send, j->recv, (size_t)j->count);
+        break;
+      case OP_BROADCAST:
+        j->status = hl_shm_direct_broadcast(g, j->send, j->recv, (size_t)j->count);
+        break;
+      default:
+        j->status = hl_shm_direct_permute(g, j->src, j->dst, j->send, j->recv,
+                                          (size_t)j->count);
+        break;
+    }
+    return;
+  }
   switch (j->kind) {
     case OP_REDUCE:
       j->status = j->scatter ? hl_shm_reduce_scatter(g, &j->red, j->send, j->recv, j->count)
@@ -524,6 +547,11 @@ static hl_status_t layer_permute_slot(hl_comm_t *comm, const hl_instruction_t *i
 int64_t hl_shm_layer_call_count(hl_comm_t *comm) {
   shm_layer_t *l = comm ? layer_of(comm) : NULL;
   return l ? l->calls : 0;
+}
+
+bool hl_shm_layer_direct(hl_comm_t *comm) {
+  shm_layer_t *l = comm ? layer_of(comm) : NULL;
+  return l && l->node && l->node->direct;
 }
 
 hl_status_t hl_shm_layer_install(hl_comm_t *comm, hl_collectives_mode_t mode) {

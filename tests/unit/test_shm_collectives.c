@@ -110,6 +110,12 @@ static bool setup(fixture_t *f) {
   if (!st) st = hl_mpi_comm_create(MPI_COMM_WORLD, &f->shm);
   if (!st) st = hl_shm_layer_install(f->shm, HL_COLLECTIVES_SHM);
   if (!st) st = f->shm->vtable->prepare(f->shm, f->m, g_size, 1);
+  // HL_SHM_DIRECT=0 / 1 (tests/integration/test_shm_backend.py): the path
+  // the layer must have taken on a node of more than one rank.
+  const char *direct = getenv("HL_SHM_DIRECT");
+  if (!st && direct && g_size > 1 && hl_shm_layer_direct(f->shm) != !strcmp(direct, "1"))
+    st = HL_INTERNAL_ERROR("HL_SHM_DIRECT=%s, but the layer's direct path is %s", direct,
+                           hl_shm_layer_direct(f->shm) ? "on" : "off");
   if (st) {
     fprintf(stderr, "setup: %s\n", hl_status_message(st));
     hl_status_free(st);
@@ -271,11 +277,14 @@ static void reduce_both(fixture_t *f, bool scatter, int k, hl_dtype_t t,
   snprintf(what, sizeof what, "%s shape %d %s op %d count %lld", scatter ? "reduce-scatter"
            : "all-reduce", k, hl_dtype_name(t), (int)red->op, (long long)count);
   expect_reduced(what, t, red->op, a, b, count);
-  // In place (all-reduce): the same result in the operand's buffer.
+  // In place: the same result in the operand's buffer (reduce-scatter: at
+  // its start).
   if (!scatter) {
     HL_ASSERT_OK(vs->all_reduce(f->shm, inst, t, in, in, count, red, NULL));
-    expect_reduced(what, t, red->op, a, in, count);
+  } else {
+    HL_ASSERT_OK(vs->reduce_scatter(f->shm, inst, t, in, in, count, red, NULL));
   }
+  expect_reduced(what, t, red->op, a, in, count);
   hl_free(in);
   hl_free(a);
   hl_free(b);
@@ -363,8 +372,15 @@ static void test_data_movement(void) {
       HL_ASSERT_OK(vs->wait(f.shm, req));
       expect_same(what, a, b, out);
       HL_ASSERT_OK(vm->all_to_all(f.mpi, a2a, in, a, bytes, NULL));
+      int64_t calls = hl_shm_layer_call_count(f.shm);
       HL_ASSERT_OK(vs->all_to_all(f.shm, a2a, in, b, bytes, NULL));
       snprintf(what, sizeof what, "all-to-all shape %d, %zu bytes", k, bytes);
+      expect_same(what, a, b, out);
+      // In place (send == recv): the shared-memory path's own (MPI_Alltoall
+      // has no in-place form), so only where the layer takes the call.
+      if (hl_shm_layer_call_count(f.shm) == calls) continue;
+      memcpy(b, in, out);
+      HL_ASSERT_OK(vs->all_to_all(f.shm, a2a, b, b, bytes, NULL));
       expect_same(what, a, b, out);
     }
     static const char *const kPermutes[2] = {"ring", "part"};
@@ -381,9 +397,17 @@ static void test_data_movement(void) {
       memset(b, 3, bytes);
       HL_ASSERT_OK(vm->collective_permute_slot(f.mpi, cp, 0, 1, in, a, bytes, &src_a, NULL));
       hl_comm_request_t *req = NULL;
+      int64_t calls = hl_shm_layer_call_count(f.shm);
       HL_ASSERT_OK(vs->collective_permute_slot(f.shm, cp, 0, 1, in, b, bytes, &src_b, &req));
       HL_ASSERT_OK(vs->wait(f.shm, req));
       CU_ASSERT_EQUAL(src_a, src_b);
+      expect_same(what, a, b, bytes);
+      // In place (send == recv; the layer's own, MPI_Sendrecv has none): the
+      // operand must reach the target intact.
+      if (hl_shm_layer_call_count(f.shm) == calls) continue;
+      memcpy(b, in, bytes);
+      HL_ASSERT_OK(vs->collective_permute_slot(f.shm, cp, 0, 1, b, b, bytes, &src_b, NULL));
+      if (src_b < 0) memset(b, 3, bytes);
       expect_same(what, a, b, bytes);
     }
     const hl_instruction_t *cb = find(f.m, "cb", -1);
@@ -392,6 +416,9 @@ static void test_data_movement(void) {
     HL_ASSERT_OK(vm->collective_broadcast(f.mpi, cb, in, a, bytes, NULL));
     HL_ASSERT_OK(vs->collective_broadcast(f.shm, cb, in, b, bytes, NULL));
     snprintf(what, sizeof what, "broadcast, %zu bytes", bytes);
+    expect_same(what, a, b, bytes);
+    memcpy(b, in, bytes);
+    HL_ASSERT_OK(vs->collective_broadcast(f.shm, cb, b, b, bytes, NULL));
     expect_same(what, a, b, bytes);
     hl_free(in);
     hl_free(a);
