@@ -381,7 +381,8 @@ static void bench_one(const bench_t *b, op_t op, int64_t bytes) {
       shm_verdict = sd <= 2.0 ? "ok" : "MISS (>+2us)";
     printf("%-19s %10lld %6d %12.2f %12.2f %6.3f %12.2f %6.3f %+9.2f  %-13s %12.2f %6.3f "
            "%+9.2f %5.2f %4s %12.2f  %s\n", op_name(op), (long long)size, iters, raw, comm, cr,
-           exec, er, ed, verdict, best[3] * 1e6, sr, sd, sb, took_shm ? "shm" : "mpi",
+           exec, er, ed, verdict, best[3] * 1e6, sr, sd, sb,
+           !took_shm ? "mpi" : hl_shm_layer_direct(b->shm) ? "shmd" : "shmw",
            best[4] * 1e6, shm_verdict);
     fflush(stdout);
   }
@@ -455,7 +456,7 @@ int main(int argc, char **argv) {
     printf("# bench_collectives: %d processes, f32, one group of all; times: best block mean "
            "in us per call (slowest rank); ratio / delta: median over %d rounds of the same "
            "round's path vs raw MPI%s; shm: the shared-memory layer in --shm-mode %s (path: "
-           "the one it took); bound: fraction of the memory-bandwidth bound (copy loop, same "
+           "the one it took: shmd direct single copy, shmw through the window, mpi); bound: fraction of the memory-bandwidth bound (copy loop, same "
            "run)\n", b.size, b.rounds,
            b.fresh ? "; raw and comm results in a buffer malloc'd per call" : "",
            hl_collectives_mode_name(shm_mode));

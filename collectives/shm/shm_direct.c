@@ -45,7 +45,6 @@
 #include "collectives/shm/shm_internal.h"
 #include "runtime/base/alloc.h"
 
-enum { kSend = 0, kRecv = 1 };
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
@@ -54,11 +53,8 @@ static bool overlaps(const void *a, size_t an, const void *b, size_t bn) {
   return an > 0 && bn > 0 && x < y + bn && y < x + an;
 }
 
-// Copies `bytes` at address `remote` of group member `k`'s process into
-// `local`. A failure does not stop the call's protocol (the peers would
-// wait forever): it is kept in *st and the call returns it.
-static void peer_read(const hl_shm_group_t *g, int k, void *local, uint64_t remote,
-                      size_t bytes, hl_status_t *st) {
+void hl_shm_direct_read(const hl_shm_group_t *g, int k, void *local, uint64_t remote,
+                        size_t bytes, hl_status_t *st) {
   const hl_shm_node_t *n = g->node;
   int node_rank = g->members[k];
   if (*st || bytes == 0) return;
@@ -82,29 +78,24 @@ static void peer_read(const hl_shm_group_t *g, int k, void *local, uint64_t remo
   }
 }
 
-// Publishes this member's buffer addresses for the current call.
-static void expose(hl_shm_group_t *g, const void *send, const void *recv) {
+void hl_shm_direct_expose(hl_shm_group_t *g, const void *send, const void *recv) {
   uint64_t *w = hl_shm_words(g->node, g->members[g->me], g->set);
-  w[kSend] = (uint64_t)(uintptr_t)send;
-  w[kRecv] = (uint64_t)(uintptr_t)recv;
+  w[HL_SHM_SEND] = (uint64_t)(uintptr_t)send;
+  w[HL_SHM_RECV] = (uint64_t)(uintptr_t)recv;
   hl_shm_publish(g, HL_SHM_COPIED, 1);
 }
 
-// Member k's address `which` (after waiting for its COPIED of this call).
-static uint64_t address_of(const hl_shm_group_t *g, int k, int which) {
+uint64_t hl_shm_direct_address(const hl_shm_group_t *g, int k, int which) {
   hl_shm_wait(g, k, HL_SHM_COPIED, 1);
   return hl_shm_words(g->node, g->members[k], g->set)[which];
 }
 
-// Done reading; returns once no peer reads this member's buffers any more.
-static void finish(const hl_shm_group_t *g) {
+void hl_shm_direct_finish(const hl_shm_group_t *g) {
   hl_shm_publish(g, HL_SHM_CONSUMED, 1);
   hl_shm_wait_all(g, HL_SHM_CONSUMED, 1);
 }
 
-// A private copy of `bytes` at *send, exposed instead of the caller's
-// buffer (which this member overwrites while peers still read it).
-static hl_status_t snapshot(const void **send, size_t bytes, void **owned) {
+hl_status_t hl_shm_direct_snapshot(const void **send, size_t bytes, void **owned) {
   *owned = hl_malloc(bytes ? bytes : 1);
   if (!*owned) return HL_OOM();
   memcpy(*owned, *send, bytes);
@@ -112,7 +103,7 @@ static hl_status_t snapshot(const void **send, size_t bytes, void **owned) {
   return NULL;
 }
 
-static hl_status_t result_of(hl_status_t st, hl_shm_reduction_t *red) {
+hl_status_t hl_shm_direct_result(hl_status_t st, hl_shm_reduction_t *red) {
   hl_status_t e = red->error;
   red->error = NULL;
   if (!st) return e;
@@ -120,9 +111,7 @@ static hl_status_t result_of(hl_status_t st, hl_shm_reduction_t *red) {
   return st;
 }
 
-// acc[0, len) = x_0 (op) (x_1 (op) ... (op) x_{p-1}) of elements [off, off +
-// c) of every member's buffer `which` (this member's own at `own`).
-static void fold_block(hl_shm_group_t *g, hl_shm_reduction_t *red, const uint64_t *bases,
+void hl_shm_direct_fold(hl_shm_group_t *g, hl_shm_reduction_t *red, const uint64_t *bases,
                        const char *own, size_t off, int64_t c, size_t es, char *acc,
                        hl_status_t *st) {
   char *tmp = g->node->scratch;
@@ -135,7 +124,7 @@ static void fold_block(hl_shm_group_t *g, hl_shm_reduction_t *red, const uint64_
       if (last) memcpy(acc, x, len);
     } else {
       char *to = last ? acc : tmp;
-      peer_read(g, k, to, bases[k] + off, len, st);
+      hl_shm_direct_read(g, k, to, bases[k] + off, len, st);
       x = to;
     }
     if (!last) hl_shm_combine(red, x, acc, c);
@@ -160,14 +149,14 @@ hl_status_t hl_shm_direct_all_reduce_with(hl_shm_group_t *g, hl_shm_reduction_t 
   bool in_place = overlaps(send, (size_t)count * es, recv, (size_t)count * es);
   hl_status_t st = NULL;
   uint64_t bases[p];
-  expose(g, send, recv);
-  for (int k = 0; k < p; k++) bases[k] = k == me ? 0 : address_of(g, k, kSend);
+  hl_shm_direct_expose(g, send, recv);
+  for (int k = 0; k < p; k++) bases[k] = k == me ? 0 : hl_shm_direct_address(g, k, HL_SHM_SEND);
   hl_shm_slice_of(count, unit, p, me, &lo, &hi);
   for (int64_t b = lo; b < hi; b += block) {
     int64_t c = min64(block, hi - b);
     size_t off = (size_t)b * es;
     char *acc = in_place ? n->scratch + n->block_bytes : out + off;
-    fold_block(g, red, bases, in, off, c, es, acc, &st);
+    hl_shm_direct_fold(g, red, bases, in, off, c, es, acc, &st);
     if (in_place) memmove(out + off, acc, (size_t)c * es);
   }
   if (between && !st) st = between(ctx, recv, lo, hi);
@@ -175,13 +164,13 @@ hl_status_t hl_shm_direct_all_reduce_with(hl_shm_group_t *g, hl_shm_reduction_t 
   for (int step = 1; step < p; step++) {
     int j = (me + step) % p;
     hl_shm_slice_of(count, unit, p, j, &lo, &hi);
-    uint64_t theirs = address_of(g, j, kRecv);
+    uint64_t theirs = hl_shm_direct_address(g, j, HL_SHM_RECV);
     hl_shm_wait(g, j, HL_SHM_REDUCED, 1);
-    peer_read(g, j, out + (size_t)lo * es, theirs + (uint64_t)lo * es, (size_t)(hi - lo) * es,
+    hl_shm_direct_read(g, j, out + (size_t)lo * es, theirs + (uint64_t)lo * es, (size_t)(hi - lo) * es,
               &st);
   }
-  finish(g);
-  return result_of(st, red);
+  hl_shm_direct_finish(g);
+  return hl_shm_direct_result(st, red);
 }
 
 hl_status_t hl_shm_direct_all_reduce(hl_shm_group_t *g, hl_shm_reduction_t *red,
@@ -197,22 +186,22 @@ hl_status_t hl_shm_direct_reduce_scatter(hl_shm_group_t *g, hl_shm_reduction_t *
   size_t total = (size_t)count * (size_t)p * es;
   void *owned = NULL;
   if (overlaps(send, total, recv, (size_t)count * es))
-    HL_RETURN_IF_ERROR(snapshot(&send, total, &owned));
+    HL_RETURN_IF_ERROR(hl_shm_direct_snapshot(&send, total, &owned));
   g->call++;
   int64_t block = (int64_t)(n->block_bytes / es);
   hl_status_t st = NULL;
   uint64_t bases[p];
-  expose(g, send, recv);
-  for (int k = 0; k < p; k++) bases[k] = k == me ? 0 : address_of(g, k, kSend);
+  hl_shm_direct_expose(g, send, recv);
+  for (int k = 0; k < p; k++) bases[k] = k == me ? 0 : hl_shm_direct_address(g, k, HL_SHM_SEND);
   char *out = recv;
   for (int64_t b = 0; b < count; b += block) {
     int64_t c = min64(block, count - b);
-    fold_block(g, red, bases, send, ((size_t)me * (size_t)count + (size_t)b) * es, c, es,
+    hl_shm_direct_fold(g, red, bases, send, ((size_t)me * (size_t)count + (size_t)b) * es, c, es,
                out + (size_t)b * es, &st);
   }
-  finish(g);
+  hl_shm_direct_finish(g);
   hl_free(owned);
-  return result_of(st, red);
+  return hl_shm_direct_result(st, red);
 }
 
 hl_status_t hl_shm_direct_all_gather(hl_shm_group_t *g, const void *send, void *recv,
@@ -222,16 +211,16 @@ hl_status_t hl_shm_direct_all_gather(hl_shm_group_t *g, const void *send, void *
   bool in_place = send == out + (size_t)me * bytes;
   void *owned = NULL;
   if (!in_place && overlaps(send, bytes, recv, (size_t)p * bytes))
-    HL_RETURN_IF_ERROR(snapshot(&send, bytes, &owned));
+    HL_RETURN_IF_ERROR(hl_shm_direct_snapshot(&send, bytes, &owned));
   g->call++;
   hl_status_t st = NULL;
-  expose(g, send, recv);
+  hl_shm_direct_expose(g, send, recv);
   if (!in_place) memcpy(out + (size_t)me * bytes, send, bytes);
   for (int step = 1; step < p; step++) {
     int j = (me + step) % p;
-    peer_read(g, j, out + (size_t)j * bytes, address_of(g, j, kSend), bytes, &st);
+    hl_shm_direct_read(g, j, out + (size_t)j * bytes, hl_shm_direct_address(g, j, HL_SHM_SEND), bytes, &st);
   }
-  finish(g);
+  hl_shm_direct_finish(g);
   hl_free(owned);
   return st;
 }
@@ -241,18 +230,18 @@ hl_status_t hl_shm_direct_all_to_all(hl_shm_group_t *g, const void *send, void *
   int p = g->size, me = g->me;
   size_t total = (size_t)p * bytes;
   void *owned = NULL;
-  if (overlaps(send, total, recv, total)) HL_RETURN_IF_ERROR(snapshot(&send, total, &owned));
+  if (overlaps(send, total, recv, total)) HL_RETURN_IF_ERROR(hl_shm_direct_snapshot(&send, total, &owned));
   g->call++;
   hl_status_t st = NULL;
   char *out = recv;
-  expose(g, send, recv);
+  hl_shm_direct_expose(g, send, recv);
   memcpy(out + (size_t)me * bytes, (const char *)send + (size_t)me * bytes, bytes);
   for (int step = 1; step < p; step++) {
     int j = (me + step) % p;
-    peer_read(g, j, out + (size_t)j * bytes, address_of(g, j, kSend) + (uint64_t)me * bytes,
+    hl_shm_direct_read(g, j, out + (size_t)j * bytes, hl_shm_direct_address(g, j, HL_SHM_SEND) + (uint64_t)me * bytes,
               bytes, &st);
   }
-  finish(g);
+  hl_shm_direct_finish(g);
   hl_free(owned);
   return st;
 }
@@ -262,14 +251,14 @@ hl_status_t hl_shm_direct_broadcast(hl_shm_group_t *g, const void *send, void *r
   bool root = g->me == 0;
   void *owned = NULL;
   if (root && send != recv && overlaps(send, bytes, recv, bytes))
-    HL_RETURN_IF_ERROR(snapshot(&send, bytes, &owned));
+    HL_RETURN_IF_ERROR(hl_shm_direct_snapshot(&send, bytes, &owned));
   g->call++;
   hl_status_t st = NULL;
   if (root) {
-    expose(g, send, recv);
+    hl_shm_direct_expose(g, send, recv);
     if (send != recv) memcpy(recv, send, bytes);
   } else {
-    peer_read(g, 0, recv, address_of(g, 0, kSend), bytes, &st);
+    hl_shm_direct_read(g, 0, recv, hl_shm_direct_address(g, 0, HL_SHM_SEND), bytes, &st);
   }
   hl_shm_publish(g, HL_SHM_CONSUMED, 1);
   if (root) hl_shm_wait_all(g, HL_SHM_CONSUMED, 1);
@@ -281,11 +270,11 @@ hl_status_t hl_shm_direct_permute(hl_shm_group_t *g, int src, int dst, const voi
                                   void *recv, size_t bytes) {
   void *owned = NULL;
   if (dst >= 0 && src >= 0 && overlaps(send, bytes, recv, bytes))
-    HL_RETURN_IF_ERROR(snapshot(&send, bytes, &owned));
+    HL_RETURN_IF_ERROR(hl_shm_direct_snapshot(&send, bytes, &owned));
   g->call++;
   hl_status_t st = NULL;
-  if (dst >= 0) expose(g, send, recv);
-  if (src >= 0) peer_read(g, src, recv, address_of(g, src, kSend), bytes, &st);
+  if (dst >= 0) hl_shm_direct_expose(g, send, recv);
+  if (src >= 0) hl_shm_direct_read(g, src, recv, hl_shm_direct_address(g, src, HL_SHM_SEND), bytes, &st);
   hl_shm_publish(g, HL_SHM_CONSUMED, 1);
   if (dst >= 0) hl_shm_wait(g, dst, HL_SHM_CONSUMED, 1);
   hl_free(owned);

@@ -141,4 +141,31 @@ hl_status_t hl_shm_direct_all_reduce_with(hl_shm_group_t *g, hl_shm_reduction_t 
                                           const void *send, void *recv, int64_t count,
                                           hl_shm_slice_fn between, void *ctx);
 
+
+// The direct path's steps (shm_direct.c), shared with shm_hier.c. A call:
+// expose (publish this member's send / recv addresses: COPIED), reads of
+// peers' buffers, finish (CONSUMED; returns once no peer reads this
+// member's buffers any more).
+enum { HL_SHM_SEND = 0, HL_SHM_RECV = 1 };
+void hl_shm_direct_expose(hl_shm_group_t *g, const void *send, const void *recv);
+// Member k's address HL_SHM_SEND / HL_SHM_RECV (waits for its expose).
+uint64_t hl_shm_direct_address(const hl_shm_group_t *g, int k, int which);
+// Copies `bytes` at address `remote` of member k's process into `local`.
+// A failure does not stop the call's protocol (the peers would wait
+// forever): it is kept in *st (and later reads skipped), the call returns it.
+void hl_shm_direct_read(const hl_shm_group_t *g, int k, void *local, uint64_t remote,
+                        size_t bytes, hl_status_t *st);
+void hl_shm_direct_finish(const hl_shm_group_t *g);
+// A private copy of `bytes` at *send, exposed instead of the caller's buffer
+// (which this member overwrites while peers still read it); *owned frees it.
+hl_status_t hl_shm_direct_snapshot(const void **send, size_t bytes, void **owned);
+// acc[0, c) = x_0 (op) (x_1 (op) ... (op) x_{p-1}), x_k = elements at byte
+// offset `off` of member k's send (bases[k]; this member's own at `own`),
+// through node->scratch.
+void hl_shm_direct_fold(hl_shm_group_t *g, hl_shm_reduction_t *red, const uint64_t *bases,
+                        const char *own, size_t off, int64_t c, size_t es, char *acc,
+                        hl_status_t *st);
+// st, else the reduction's first combine error (taken).
+hl_status_t hl_shm_direct_result(hl_status_t st, hl_shm_reduction_t *red);
+
 #endif  // HL_COLLECTIVES_SHM_SHM_INTERNAL_H_

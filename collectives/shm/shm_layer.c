@@ -20,6 +20,7 @@
 // MPI path: the executor is not re-entrant across threads.
 #include "collectives/shm/shm_layer.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -44,11 +45,12 @@ static const size_t kAutoMinBytes[OP_KINDS] = {
 typedef struct shm_set {
   bool local;        // the group (or every permute pair) lies on this node
   // The group spans nodes, each holding the same number (>= 2) of its
-  // members: all-reduce goes hierarchically (shm_hier.c); `group` is then
-  // this node's part of it and `cross` joins the members at the same
-  // position on every node.
+  // members: all-reduce (and, on the direct path, reduce-scatter and
+  // all-gather) go hierarchically (shm_hier.c); `group` is then this node's
+  // part of it and `h.cross` joins the members at the same position on
+  // every node.
   bool hier;
-  MPI_Comm cross;
+  hl_shm_hier_t h;
   int *members;      // node ranks in group order (owned); identity for permute
   hl_shm_group_t group;
 } shm_set_t;
@@ -189,7 +191,9 @@ static void release_sets(shm_layer_t *l) {
   stop_thread(l);
   for (int i = 0; i < l->set_count; i++) {
     hl_free(l->sets[i].members);
-    if (l->sets[i].cross != MPI_COMM_NULL) MPI_Comm_free(&l->sets[i].cross);
+    hl_free(l->sets[i].h.cross_members);
+    hl_free(l->sets[i].h.node_pos);
+    if (l->sets[i].h.cross != MPI_COMM_NULL) MPI_Comm_free(&l->sets[i].h.cross);
   }
   hl_free(l->sets);
   l->sets = NULL;
@@ -249,10 +253,26 @@ static hl_status_t describe_hier(shm_layer_t *l, hl_mpi_comm_t *m, int i) {
     color = s->my_group * m->base.size + t->group.me;
     key = s->my_index;
   }
-  int err = MPI_Comm_split(m->comm, color, key, &t->cross);
+  int err = MPI_Comm_split(m->comm, color, key, &t->h.cross);
   if (err != MPI_SUCCESS) return hl_mpi_status(err, "creating a cross-node communicator");
-  t->hier = t->cross != MPI_COMM_NULL;
-  if (t->hier) MPI_Comm_set_errhandler(t->cross, MPI_ERRORS_RETURN);
+  t->hier = t->h.cross != MPI_COMM_NULL;
+  if (!t->hier) return NULL;
+  MPI_Comm_set_errhandler(t->h.cross, MPI_ERRORS_RETURN);
+  // Every member's position in its node, and the group indices of the
+  // cross communicator's ranks (the members at this one's position, in
+  // group order: the split's key).
+  const int *ranks = g->ranks + g->offsets[s->my_group];
+  t->h.size = s->my_size;
+  t->h.index = s->my_index;
+  t->h.node_pos = hl_malloc((size_t)s->my_size * sizeof(int));
+  t->h.cross_members = hl_malloc((size_t)s->my_size * sizeof(int));
+  if (!t->h.node_pos || !t->h.cross_members) return HL_OOM();
+  for (int i = 0; i < s->my_size; i++) {
+    int pos = 0;
+    for (int j = 0; j < i; j++) pos += n->node_of[ranks[j]] == n->node_of[ranks[i]];
+    t->h.node_pos[i] = pos;
+    if (pos == t->group.me) t->h.cross_members[t->h.cross_size++] = i;
+  }
   return NULL;
 }
 
@@ -263,7 +283,7 @@ static hl_status_t describe_sets(shm_layer_t *l, hl_mpi_comm_t *m) {
   l->sets = hl_calloc((size_t)(coll->set_count ? coll->set_count : 1), sizeof(*l->sets));
   if (!l->sets) return HL_OOM();
   l->set_count = coll->set_count;
-  for (int i = 0; i < coll->set_count; i++) l->sets[i].cross = MPI_COMM_NULL;
+  for (int i = 0; i < coll->set_count; i++) l->sets[i].h.cross = MPI_COMM_NULL;
   for (int i = 0; i < coll->set_count; i++) {
     const hl_mpi_group_set_t *s = &coll->sets[i];
     const hl_process_groups_t *g = &s->groups;
@@ -335,8 +355,10 @@ static shm_set_t *choose(hl_comm_t *comm, const hl_instruction_t *inst, op_kind_
   if (!l->node) return NULL;
   int i = hl_mpi_set_index_of(comm, inst);
   if (i < 0 || i >= l->set_count) return NULL;
-  // Only all-reduce (reduce_common) takes the hierarchical path.
-  if (!l->sets[i].local && !(kind == OP_REDUCE && l->sets[i].hier)) return NULL;
+  // Only reductions (reduce_common) and, on the direct path, all-gather
+  // take the hierarchical path.
+  bool hier_kind = kind == OP_REDUCE || (kind == OP_GATHER && l->node->direct);
+  if (!l->sets[i].local && !(hier_kind && l->sets[i].hier)) return NULL;
   if (whole) bytes *= (size_t)((hl_mpi_comm_t *)comm)->coll.sets[i].my_size;
   if (l->mode == HL_COLLECTIVES_AUTO && bytes < kAutoMinBytes[kind]) return NULL;
   l->calls++;
@@ -407,7 +429,9 @@ static hl_status_t reduce_common(hl_comm_t *comm, const hl_instruction_t *inst,
   size_t es = hl_dtype_size(dtype);
   size_t bytes = (size_t)(count > 0 ? count : 0) * es;
   shm_set_t *t = choose(comm, inst, OP_REDUCE, bytes, scatter);
-  if (t && t->hier && !scatter && count >= 0) {
+  // Reduce-scatter across nodes: the direct path's, blocks an int counts.
+  bool hier_ok = !scatter || (l->node->direct && count <= INT_MAX);
+  if (t && t->hier && hier_ok && count >= 0) {
     hl_shm_reduction_t red;
     hl_status_t st = hl_shm_reduction_init(dtype, reducer, &red);
     // The executor's reducers keep the MPI path: across nodes the order
@@ -415,8 +439,11 @@ static hl_status_t reduce_common(hl_comm_t *comm, const hl_instruction_t *inst,
     if (!st && red.native) {
       if (out_request) *out_request = NULL;
       drain(l);
-      st = hl_shm_hier_all_reduce(&t->group, t->cross, &((hl_mpi_comm_t *)comm)->coll, dtype,
-                                  reducer, &red, send, recv, count);
+      hl_mpi_coll_t *coll = &((hl_mpi_comm_t *)comm)->coll;
+      st = scatter ? hl_shm_hier_reduce_scatter(&t->group, &t->h, coll, dtype, reducer, &red,
+                                                send, recv, count)
+                   : hl_shm_hier_all_reduce(&t->group, t->h.cross, coll, dtype, reducer, &red,
+                                            send, recv, count);
       if (st) return hl_status_annotate(st, "%s", hl_instruction_location(inst));
       return out_request ? hl_mpi_request_new(out_request) : NULL;
     }
@@ -458,9 +485,20 @@ static hl_status_t layer_reduce_scatter(hl_comm_t *comm, const hl_instruction_t 
 static hl_status_t layer_all_gather(hl_comm_t *comm, const hl_instruction_t *inst,
                                     const void *send, void *recv, size_t bytes,
                                     hl_comm_request_t **out_request) {
+  shm_layer_t *l = layer_of(comm);
   shm_set_t *t = choose(comm, inst, OP_GATHER, bytes, true);
-  if (!t) return layer_of(comm)->base->all_gather(comm, inst, send, recv, bytes, out_request);
+  if (t && t->hier && bytes > INT_MAX) {  // one MPI block per member
+    t = NULL;
+    l->calls--;
+  }
+  if (!t) return l->base->all_gather(comm, inst, send, recv, bytes, out_request);
   if (out_request) *out_request = NULL;
+  if (t->hier) {  // across nodes (the direct path: choose)
+    drain(l);
+    hl_status_t st = hl_shm_hier_all_gather(&t->group, &t->h, send, recv, bytes);
+    if (st) return hl_status_annotate(st, "%s", hl_instruction_location(inst));
+    return out_request ? hl_mpi_request_new(out_request) : NULL;
+  }
   shm_job_t j = {.kind = OP_GATHER, .group = &t->group, .send = send, .recv = recv,
                  .count = (int64_t)bytes};
   return submit(layer_of(comm), &j, inst, out_request);
