@@ -4,6 +4,7 @@
 //   mpiexec -n 8 bench_collectives [--max-bytes N] [--min-bytes N] [--ops a,b]
 //                                  [--budget SECONDS] [--max-iters N] [--quick]
 //                                  [--rounds N] [--fresh-results]
+//                                  [--shm-mode auto|shm] [--write-tuning FILE]
 //
 // For each collective and message size it times
 //   raw   the MPI call the backend should boil down to (MPI_Allreduce,
@@ -34,7 +35,9 @@
 // The ratio (and delta) columns are the median over rounds of a path's block
 // against the raw block of the same round: paired, so drift on shared cores
 // cancels, and a median, so a round hit by another process's burst does not
-// decide. The time columns are each path's best block. Targets (issue 4):
+// decide. The time columns are each path's best block. --write-tuning FILE (with
+// --shm-mode shm) writes hlo-launch --collectives-tuning thresholds from the
+// shm ratios. Targets (issue 4):
 // >= 1 MiB at most 1.05x raw, 4 B at most raw + 2 us; shm (issue 16):
 // >= 4 MiB all-reduce / reduce-scatter <= 0.5x raw, the others <= 0.6x,
 // <= 4 KiB at most raw + 2 us.
@@ -323,6 +326,13 @@ static double median(double *v, int n) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+// --write-tuning: the median shm / raw ratio of every (op, size) measured
+// (rank 0), from which the tuning file's thresholds come.
+enum { kMaxSizes = 16 };
+static double g_ratio[OP_COUNT][kMaxSizes];
+static int64_t g_size_of[OP_COUNT][kMaxSizes];
+static int g_sizes[OP_COUNT];
+
 static void bench_one(const bench_t *b, op_t op, int64_t bytes) {
   config_t c;
   setup(b, &c, op, bytes);
@@ -372,6 +382,10 @@ static void bench_one(const bench_t *b, op_t op, int64_t bytes) {
       verdict = ed <= 2.0 ? "ok" : "MISS (>+2us)";
     double sr = median(shm_ratio, b->rounds), sd = median(shm_delta, b->rounds);
     double sb = median(shm_bound, b->rounds);
+    if (g_sizes[op] < kMaxSizes) {
+      g_size_of[op][g_sizes[op]] = size;
+      g_ratio[op][g_sizes[op]++] = sr;
+    }
     const char *shm_verdict = "";
     double limit = op == OP_AR || op == OP_RS ? 0.5 : 0.6;
     if (size >= (4 << 20))
@@ -387,6 +401,36 @@ static void bench_one(const bench_t *b, op_t op, int64_t bytes) {
     fflush(stdout);
   }
   teardown(&c);
+}
+
+// The tuning file (collectives/shm/shm_tuning.h): per op, shared memory
+// from the smallest measured size from which on every measured size ran
+// faster through it than raw MPI; never when the largest did not.
+static void write_tuning(const bench_t *b, const char *path) {
+  static const char *const kTuneNames[OP_COUNT] = {
+      "all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute"};
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    fprintf(stderr, "bench_collectives: cannot write %s\n", path);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  fprintf(f, "# hlo-launch --collectives-tuning file, written by bench_collectives on %d "
+             "processes (--shm-mode shm; median shm / raw MPI ratio per size)\n", b->size);
+  for (int op = 0; op < OP_COUNT; ++op) {
+    if (!g_sizes[op]) continue;
+    int from = g_sizes[op];
+    while (from > 0 && g_ratio[op][from - 1] <= 1.0) from--;
+    fprintf(f, "# %s:", kTuneNames[op]);
+    for (int k = 0; k < g_sizes[op]; ++k)
+      fprintf(f, " %lld B %.2f", (long long)g_size_of[op][k], g_ratio[op][k]);
+    fprintf(f, "\n");
+    if (from == g_sizes[op])
+      fprintf(f, "%s %d never\n", kTuneNames[op], b->size);
+    else
+      fprintf(f, "%s %d %lld\n", kTuneNames[op], b->size,
+              from == 0 ? 0LL : (long long)g_size_of[op][from]);
+  }
+  fclose(f);
 }
 
 static op_t op_from_name(const char *s) {
@@ -407,6 +451,7 @@ int main(int argc, char **argv) {
   int64_t min_bytes = 4, max_bytes = 64 << 20;
   bool ops[OP_COUNT] = {true, true, true, true, true};
   hl_collectives_mode_t shm_mode = HL_COLLECTIVES_AUTO;
+  const char *tuning_path = NULL;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--quick")) {  // smoke test (ctest): tiny sizes, short blocks
       max_bytes = 1024;
@@ -417,6 +462,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--budget") && i + 1 < argc) b.budget = atof(argv[++i]);
     else if (!strcmp(argv[i], "--max-iters") && i + 1 < argc) b.max_iters = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--fresh-results")) b.fresh = true;
+    else if (!strcmp(argv[i], "--write-tuning") && i + 1 < argc) tuning_path = argv[++i];
     else if (!strcmp(argv[i], "--shm-mode") && i + 1 < argc) {
       hl_status_t st = hl_collectives_mode_parse(argv[++i], &shm_mode);
       if (st || shm_mode == HL_COLLECTIVES_MPI) {
@@ -442,9 +488,14 @@ int main(int argc, char **argv) {
     } else {
       fprintf(stderr, "usage: bench_collectives [--quick] [--min-bytes N] [--max-bytes N] "
                       "[--budget SECONDS] [--max-iters N] [--rounds N] [--fresh-results] "
-                      "[--ops all-reduce,...] [--shm-mode auto|shm]\n");
+                      "[--ops all-reduce,...] [--shm-mode auto|shm] [--write-tuning FILE]\n");
       MPI_Abort(MPI_COMM_WORLD, 2);
     }
+  }
+  if (tuning_path && shm_mode != HL_COLLECTIVES_SHM) {
+    fprintf(stderr, "bench_collectives: --write-tuning needs --shm-mode shm (the layer timed at "
+                    "every size)\n");
+    MPI_Abort(MPI_COMM_WORLD, 2);
   }
   MPI_Comm_rank(MPI_COMM_WORLD, &b.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &b.size);
@@ -472,6 +523,7 @@ int main(int argc, char **argv) {
     for (size_t s = 0; s < sizeof kSizes / sizeof kSizes[0]; ++s)
       if (kSizes[s] >= min_bytes && kSizes[s] <= max_bytes) bench_one(&b, (op_t)op, kSizes[s]);
   }
+  if (tuning_path && b.rank == 0) write_tuning(&b, tuning_path);
   hl_comm_destroy(b.shm);
   hl_comm_destroy(b.comm);
   MPI_Comm_free(&b.world);

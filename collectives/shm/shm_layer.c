@@ -5,8 +5,10 @@
 //     instruction's set on one node), has at least 2 members, and
 //   - the programs are the same on every rank (the backend's per-call
 //     agreement for differing programs stays on MPI), and
-//   - the mode says so: shm always; auto from the size (kAutoMinBytes,
-//     measured with bench/run_collectives.sh, collectives/shm/README.md).
+//   - the mode says so: shm always; auto from the size: the tuning table's
+//     threshold for (collective, group size) when --collectives-tuning gave
+//     one (shm_tuning.h), else kAutoMinBytes (measured with
+//     bench/run_collectives.sh, collectives/shm/README.md).
 // Everything else goes to the backend unchanged. The decision depends only
 // on what every member of the group knows alike, so members never split
 // between the two paths.
@@ -28,6 +30,7 @@
 #include "collectives/shm/shm_internal.h"
 #include "collectives/shm/shm_hier.h"
 #include "collectives/shm/shm_node.h"
+#include "collectives/shm/shm_tuning.h"
 #include "runtime/base/alloc.h"
 
 typedef enum { OP_REDUCE, OP_GATHER, OP_TO_ALL, OP_PERMUTE, OP_BROADCAST, OP_KINDS } op_kind_t;
@@ -80,6 +83,10 @@ typedef struct hl_shm_layer {
   shm_set_t *sets;
   int set_count;
   int64_t calls;        // taken by shared memory (hl_shm_layer_call_count)
+  // --collectives-tuning: the file, and its table once prepared (every rank
+  // has rank 0's).
+  char *tuning_path;
+  hl_shm_tuning_t *tuning;
   // The progress thread and its queue (jobs run in order; `running` counts
   // queued + running jobs). `pending` lists the jobs handed out as requests
   // until their wait.
@@ -327,6 +334,16 @@ static hl_status_t layer_prepare(hl_comm_t *comm, const hl_module_t *module,
   // Differing programs keep the backend's per-call agreement: every rank
   // knows this alike (prepare agreed on it), so all skip the node setup.
   if (m->coll.check_calls) return NULL;
+  if (l->tuning_path && !l->tuning) {
+    l->tuning = hl_malloc(sizeof(*l->tuning));
+    if (!l->tuning) return HL_OOM();
+    hl_status_t st = hl_shm_tuning_share(m->comm, l->tuning_path, l->tuning);
+    if (st) {
+      hl_free(l->tuning);
+      l->tuning = NULL;
+      return st;
+    }
+  }
   HL_RETURN_IF_ERROR(hl_shm_node_create(m->comm, m->coll.set_count, &l->node));
   HL_RETURN_IF_ERROR(describe_sets(l, m));
   if (pthread_create(&l->thread, NULL, progress_main, l) != 0)
@@ -342,6 +359,8 @@ static void layer_destroy(hl_comm_t *comm) {
   ((hl_mpi_comm_t *)comm)->shm = NULL;
   pthread_mutex_destroy(&l->mu);
   pthread_cond_destroy(&l->cv);
+  hl_free(l->tuning_path);
+  hl_free(l->tuning);
   hl_free(l);
   comm->vtable->destroy(comm);
 }
@@ -350,7 +369,7 @@ static void layer_destroy(hl_comm_t *comm) {
 // `bytes` is per member, times the group size when `whole` (the larger
 // buffer holds a block per member).
 static shm_set_t *choose(hl_comm_t *comm, const hl_instruction_t *inst, op_kind_t kind,
-                         size_t bytes, bool whole) {
+                         hl_shm_tune_op_t tune, size_t bytes, bool whole) {
   shm_layer_t *l = layer_of(comm);
   if (!l->node) return NULL;
   int i = hl_mpi_set_index_of(comm, inst);
@@ -359,8 +378,16 @@ static shm_set_t *choose(hl_comm_t *comm, const hl_instruction_t *inst, op_kind_
   // take the hierarchical path.
   bool hier_kind = kind == OP_REDUCE || (kind == OP_GATHER && l->node->direct);
   if (!l->sets[i].local && !(hier_kind && l->sets[i].hier)) return NULL;
-  if (whole) bytes *= (size_t)((hl_mpi_comm_t *)comm)->coll.sets[i].my_size;
-  if (l->mode == HL_COLLECTIVES_AUTO && bytes < kAutoMinBytes[kind]) return NULL;
+  int size = ((hl_mpi_comm_t *)comm)->coll.sets[i].my_size;
+  if (whole) bytes *= (size_t)size;
+  if (l->mode == HL_COLLECTIVES_AUTO) {
+    // The tuning table's entry for the group's size (permute: the node's
+    // ranks), else the built-in threshold; alike on every member.
+    int64_t min = (int64_t)kAutoMinBytes[kind];
+    int tuned_size = kind == OP_PERMUTE ? l->node->size : size;
+    hl_shm_tuning_lookup(l->tuning, tune, tuned_size, &min);
+    if (min < 0 || bytes < (uint64_t)min) return NULL;
+  }
   l->calls++;
   return &l->sets[i];
 }
@@ -428,7 +455,9 @@ static hl_status_t reduce_common(hl_comm_t *comm, const hl_instruction_t *inst,
   shm_layer_t *l = layer_of(comm);
   size_t es = hl_dtype_size(dtype);
   size_t bytes = (size_t)(count > 0 ? count : 0) * es;
-  shm_set_t *t = choose(comm, inst, OP_REDUCE, bytes, scatter);
+  shm_set_t *t = choose(comm, inst, OP_REDUCE,
+                        scatter ? HL_SHM_TUNE_REDUCE_SCATTER : HL_SHM_TUNE_ALL_REDUCE, bytes,
+                        scatter);
   // Reduce-scatter across nodes: the direct path's, blocks an int counts.
   bool hier_ok = !scatter || (l->node->direct && count <= INT_MAX);
   if (t && t->hier && hier_ok && count >= 0) {
@@ -486,7 +515,7 @@ static hl_status_t layer_all_gather(hl_comm_t *comm, const hl_instruction_t *ins
                                     const void *send, void *recv, size_t bytes,
                                     hl_comm_request_t **out_request) {
   shm_layer_t *l = layer_of(comm);
-  shm_set_t *t = choose(comm, inst, OP_GATHER, bytes, true);
+  shm_set_t *t = choose(comm, inst, OP_GATHER, HL_SHM_TUNE_ALL_GATHER, bytes, true);
   if (t && t->hier && bytes > INT_MAX) {  // one MPI block per member
     t = NULL;
     l->calls--;
@@ -507,7 +536,7 @@ static hl_status_t layer_all_gather(hl_comm_t *comm, const hl_instruction_t *ins
 static hl_status_t layer_all_to_all(hl_comm_t *comm, const hl_instruction_t *inst,
                                     const void *send, void *recv, size_t bytes,
                                     hl_comm_request_t **out_request) {
-  shm_set_t *t = choose(comm, inst, OP_TO_ALL, bytes, true);
+  shm_set_t *t = choose(comm, inst, OP_TO_ALL, HL_SHM_TUNE_ALL_TO_ALL, bytes, true);
   if (!t) return layer_of(comm)->base->all_to_all(comm, inst, send, recv, bytes, out_request);
   if (out_request) *out_request = NULL;
   shm_job_t j = {.kind = OP_TO_ALL, .group = &t->group, .send = send, .recv = recv,
@@ -518,7 +547,7 @@ static hl_status_t layer_all_to_all(hl_comm_t *comm, const hl_instruction_t *ins
 static hl_status_t layer_broadcast(hl_comm_t *comm, const hl_instruction_t *inst,
                                    const void *send, void *recv, size_t bytes,
                                    hl_comm_request_t **out_request) {
-  shm_set_t *t = choose(comm, inst, OP_BROADCAST, bytes, false);
+  shm_set_t *t = choose(comm, inst, OP_BROADCAST, HL_SHM_TUNE_BROADCAST, bytes, false);
   if (!t)
     return layer_of(comm)->base->collective_broadcast(comm, inst, send, recv, bytes,
                                                       out_request);
@@ -546,7 +575,7 @@ static hl_status_t permute_common(hl_comm_t *comm, const hl_instruction_t *inst,
                                   bool zero_fill, int *out_source,
                                   hl_comm_request_t **out_request) {
   shm_layer_t *l = layer_of(comm);
-  shm_set_t *t = choose(comm, inst, OP_PERMUTE, bytes, false);
+  shm_set_t *t = choose(comm, inst, OP_PERMUTE, HL_SHM_TUNE_PERMUTE, bytes, false);
   const hl_mpi_group_set_t *s =
       t ? &((hl_mpi_comm_t *)comm)->coll.sets[t->group.set] : NULL;
   if (!t || slots < 1 || slot < 0 || slot >= slots || s->groups.group_count % slots != 0)
@@ -585,6 +614,14 @@ static hl_status_t layer_permute_slot(hl_comm_t *comm, const hl_instruction_t *i
 int64_t hl_shm_layer_call_count(hl_comm_t *comm) {
   shm_layer_t *l = comm ? layer_of(comm) : NULL;
   return l ? l->calls : 0;
+}
+
+hl_status_t hl_shm_layer_set_tuning_file(hl_comm_t *comm, const char *path) {
+  shm_layer_t *l = comm ? layer_of(comm) : NULL;
+  if (!l) return NULL;  // --collectives=mpi: no layer, nothing to tune
+  hl_free(l->tuning_path);
+  l->tuning_path = hl_strdup(path);
+  return l->tuning_path ? NULL : HL_OOM();
 }
 
 bool hl_shm_layer_direct(hl_comm_t *comm) {

@@ -12,11 +12,14 @@
 #include <complex.h>
 #include <math.h>
 #include <mpi.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "collectives/mpi_comm.h"
 #include "collectives/shm/shm_layer.h"
+#include "collectives/shm/shm_tuning.h"
 #include "runtime/base/alloc.h"
 #include "runtime/base/dtype.h"
 #include "runtime/base/strbuf.h"
@@ -428,7 +431,76 @@ static void test_data_movement(void) {
   teardown(&f);
 }
 
+static void write_file(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  CU_ASSERT_FATAL(f != NULL);
+  fputs(text, f);
+  fclose(f);
+}
+
+// A layer in auto mode whose thresholds come from a tuning file (only rank
+// 0's copy is read: the others get its table).
+static hl_status_t tuned_layer(hl_module_t *m, const char *path, hl_comm_t **out) {
+  hl_status_t st = hl_mpi_comm_create(MPI_COMM_WORLD, out);
+  if (!st) st = hl_shm_layer_install(*out, HL_COLLECTIVES_AUTO);
+  if (!st) st = hl_shm_layer_set_tuning_file(*out, path);
+  if (!st) st = (*out)->vtable->prepare(*out, m, g_size, 1);
+  return st;
+}
+
+static void test_tuning(void) {
+  // The table itself: an exact group size wins over *; no entry: none.
+  char path[96];
+  snprintf(path, sizeof path, "/tmp/hl_shm_tuning_%d_%d.txt", (int)getpid(), g_rank);
+  write_file(path, "# comment\nall-reduce * never\nall-reduce 3 4096  # three\n"
+                   "all-gather * 1\n");
+  hl_shm_tuning_t t;
+  HL_ASSERT_OK(hl_shm_tuning_read(path, &t));
+  int64_t min = 7;
+  CU_ASSERT(hl_shm_tuning_lookup(&t, HL_SHM_TUNE_ALL_REDUCE, 3, &min) && min == 4096);
+  CU_ASSERT(hl_shm_tuning_lookup(&t, HL_SHM_TUNE_ALL_REDUCE, 2, &min) && min == -1);
+  CU_ASSERT(hl_shm_tuning_lookup(&t, HL_SHM_TUNE_ALL_GATHER, 8, &min) && min == 1);
+  CU_ASSERT(!hl_shm_tuning_lookup(&t, HL_SHM_TUNE_ALL_TO_ALL, 2, &min));
+  // Through the layer: all-reduce never on shared memory (past the built-in
+  // threshold), a 4-byte all-gather on it (far below the built-in one).
+  hl_module_t *m = make_module();
+  hl_comm_t *c = NULL, *mpi = NULL;
+  HL_ASSERT_OK(tuned_layer(m, path, &c));
+  HL_ASSERT_OK(hl_mpi_comm_create(MPI_COMM_WORLD, &mpi));
+  HL_ASSERT_OK(mpi->vtable->prepare(mpi, m, g_size, 1));
+  int64_t n = 1 << 16, before = hl_shm_layer_call_count(c);
+  float *x = hl_malloc((size_t)n * 4), *a = hl_malloc((size_t)n * 4), *b = hl_malloc((size_t)n * 4);
+  for (int64_t i = 0; i < n; i++) x[i] = (float)((i + g_rank) % 5);
+  hl_comm_reducer_t add = {HL_COMM_REDUCE_ADD, first_combine, NULL};
+  HL_ASSERT_OK(mpi->vtable->all_reduce(mpi, find(m, "ar", 0), HL_F32, x, a, n, &add, NULL));
+  HL_ASSERT_OK(c->vtable->all_reduce(c, find(m, "ar", 0), HL_F32, x, b, n, &add, NULL));
+  expect_same("tuned all-reduce", a, b, (size_t)n * 4);
+  CU_ASSERT_EQUAL(hl_shm_layer_call_count(c), before);
+  HL_ASSERT_OK(mpi->vtable->all_gather(mpi, find(m, "ag", 0), x, a, 4, NULL));
+  HL_ASSERT_OK(c->vtable->all_gather(c, find(m, "ag", 0), x, b, 4, NULL));
+  expect_same("tuned all-gather", a, b, 4 * (size_t)g_size);
+  // The group of all is on this node unless HL_SHM_NODE_RANKS cuts it.
+  const char *cut = getenv("HL_SHM_NODE_RANKS");
+  if (g_size > 1 && !(cut && *cut)) CU_ASSERT_EQUAL(hl_shm_layer_call_count(c), before + 1);
+  hl_comm_destroy(c);
+  // A bad file stops every rank; rank 0's error names file:line.
+  write_file(path, "all-gather * 1\nall-reduce 2 lots\n");
+  hl_status_t st = tuned_layer(m, path, &c);
+  CU_ASSERT(st != NULL);
+  if (st && g_rank == 0) CU_ASSERT(strstr(hl_status_message(st), ":2: min bytes") != NULL);
+  hl_status_free(st);
+  hl_comm_destroy(c);
+  hl_comm_destroy(mpi);
+  hl_module_destroy(m);
+  hl_free(x);
+  hl_free(a);
+  hl_free(b);
+  remove(path);
+  CU_ASSERT_EQUAL(g_errors, 0);
+}
+
 static CU_TestInfo tests[] = {
+    {"--collectives-tuning: the table, through the layer, a bad file", test_tuning},
     {"all-reduce / reduce-scatter: every type and op, 4 group shapes", test_reductions},
     {"integer sum closed form", test_sum_closed_form},
     {"all-gather all-to-all permute broadcast", test_data_movement},
