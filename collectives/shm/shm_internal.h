@@ -46,6 +46,10 @@ typedef struct hl_shm_node {
   pid_t *pids;          // node rank -> process id
   char *scratch;        // 2 * block_bytes, this process's (calls run one at a time)
   size_t block_bytes;   // the direct reductions' block
+  // Smaller messages (bytes per member) take the window path even so: a
+  // process_vm_readv costs about a microsecond more than a cached slot copy.
+  // HL_SHM_DIRECT_MIN_BYTES overrides (tests use 0).
+  size_t direct_min_bytes;
 } hl_shm_node_t;
 
 // One group of a group set as the algorithms see it: members' node ranks in

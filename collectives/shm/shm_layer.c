@@ -114,7 +114,11 @@ static shm_layer_t *layer_of(hl_comm_t *comm) { return ((hl_mpi_comm_t *)comm)->
 
 static void run_job(shm_job_t *j) {
   hl_shm_group_t *g = j->group;
-  if (g->node->direct) {  // single copy between the processes' buffers (shm_direct.c)
+  // Single copy between the processes' buffers (shm_direct.c) from the
+  // node's size on; the size is alike on every member, so all take one path.
+  size_t bytes = j->kind == OP_REDUCE ? (size_t)j->count * hl_dtype_size(j->red.dtype)
+                                      : (size_t)j->count;
+  if (g->node->direct && bytes >= g->node->direct_min_bytes) {
     switch (j->kind) {
       case OP_REDUCE:
         j->status = j->scatter

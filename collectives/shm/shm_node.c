@@ -91,6 +91,8 @@ static hl_status_t probe_direct(hl_shm_node_t *n) {
     return HL_INVALID("HL_SHM_DIRECT=1, but the node's ranks cannot read each other's memory "
                       "(process_vm_readv: %s)", ok ? "refused on a peer" : strerror(why));
   if (n->direct) {
+    const char *m = getenv("HL_SHM_DIRECT_MIN_BYTES");
+    n->direct_min_bytes = m && *m ? (size_t)atoll(m) : (size_t)32 << 10;
     n->block_bytes = block_bytes(n->slot_bytes);
     n->scratch = hl_malloc(2 * n->block_bytes);
     if (!n->scratch) return HL_OOM();

@@ -108,6 +108,7 @@ static bool setup(fixture_t *f) {
   f->m = make_module();
   if (!f->m) return false;
   setenv("HL_SHM_SLOT_BYTES", "4096", 1);
+  setenv("HL_SHM_DIRECT_MIN_BYTES", "0", 1);  // the direct path at every size
   hl_status_t st = hl_mpi_comm_create(MPI_COMM_WORLD, &f->mpi);
   if (!st) st = f->mpi->vtable->prepare(f->mpi, f->m, g_size, 1);
   if (!st) st = hl_mpi_comm_create(MPI_COMM_WORLD, &f->shm);
