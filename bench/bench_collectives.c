@@ -4,6 +4,7 @@
 //   mpiexec -n 8 bench_collectives [--max-bytes N] [--min-bytes N] [--ops a,b]
 //                                  [--budget SECONDS] [--max-iters N] [--quick]
 //                                  [--rounds N] [--fresh-results]
+//                                  [--shm-mode auto|shm] [--write-tuning FILE]
 //
 // For each collective and message size it times
 //   raw   the MPI call the backend should boil down to (MPI_Allreduce,
@@ -18,6 +19,8 @@
 //   shm   the communicator interface with the node shared-memory layer
 //         (collectives/shm/) in --shm-mode auto (default: the layer's own
 //         choice per size) or shm (forced), on the same buffers;
+//   win   with --compare-window: the same layer forced onto its window path
+//         (HL_SHM_DIRECT=0), a line of its own under each row;
 //   copy  every rank memcpy()s a message-sized buffer at the same time: the
 //         node's memory bandwidth under the same load, from which the
 //         "bound" column is the fraction of the bandwidth bound the shm path
@@ -34,7 +37,9 @@
 // The ratio (and delta) columns are the median over rounds of a path's block
 // against the raw block of the same round: paired, so drift on shared cores
 // cancels, and a median, so a round hit by another process's burst does not
-// decide. The time columns are each path's best block. Targets (issue 4):
+// decide. The time columns are each path's best block. --write-tuning FILE (with
+// --shm-mode shm) writes hlo-launch --collectives-tuning thresholds from the
+// shm ratios. Targets (issue 4):
 // >= 1 MiB at most 1.05x raw, 4 B at most raw + 2 us; shm (issue 16):
 // >= 4 MiB all-reduce / reduce-scatter <= 0.5x raw, the others <= 0.6x,
 // <= 4 KiB at most raw + 2 us.
@@ -69,6 +74,7 @@ typedef struct {
   MPI_Comm world;  // a duplicate: the raw calls never match the backend's traffic
   hl_comm_t *comm;
   hl_comm_t *shm;  // with the shared-memory layer
+  hl_comm_t *win;  // --compare-window: the layer forced onto its window path
   double budget;   // seconds per (op, size), all paths and rounds together
   int max_iters;   // per block
   int rounds;      // blocks per path; ratios are medians over rounds
@@ -152,6 +158,16 @@ static void setup(const bench_t *b, config_t *c, op_t op, int64_t bytes) {
   die(hl_executable_create(c->module, &c->exe), "executable");
   die(b->comm->vtable->prepare(b->comm, c->module, b->size, 1), "prepare");
   die(b->shm->vtable->prepare(b->shm, c->module, b->size, 1), "prepare (shm)");
+  if (b->win) {
+    // HL_SHM_DIRECT=0 while this layer's node is made: the window path.
+    const char *was = getenv("HL_SHM_DIRECT");
+    char *saved = was ? hl_strdup(was) : NULL;
+    setenv("HL_SHM_DIRECT", "0", 1);
+    die(b->win->vtable->prepare(b->win, c->module, b->size, 1), "prepare (window)");
+    if (saved) setenv("HL_SHM_DIRECT", saved, 1);
+    else unsetenv("HL_SHM_DIRECT");
+    hl_free(saved);
+  }
   hl_shape_t shape = hl_shape_array(HL_F32, 1, &c->in_count);
   die(hl_literal_create(&shape, &c->arg), "argument");
   float *in = c->arg->data;
@@ -223,6 +239,8 @@ static void run_comm(const bench_t *b, const config_t *c) { run_comm_on(b->comm,
 
 static void run_shm(const bench_t *b, const config_t *c) { run_comm_on(b->shm, b, c); }
 
+static void run_win(const bench_t *b, const config_t *c) { run_comm_on(b->win, b, c); }
+
 static void run_copy(const bench_t *b, const config_t *c) {
   (void)b;
   size_t big = (size_t)(c->in_count > c->out_count ? c->in_count : c->out_count) * 4;
@@ -270,6 +288,8 @@ static void timed_raw(const bench_t *b, const config_t *c) { with_fresh_result(b
 static void timed_comm(const bench_t *b, const config_t *c) { with_fresh_result(b, c, run_comm); }
 
 static void timed_shm(const bench_t *b, const config_t *c) { with_fresh_result(b, c, run_shm); }
+
+static void timed_win(const bench_t *b, const config_t *c) { with_fresh_result(b, c, run_win); }
 
 // Mean seconds per call of `iters` calls, the slowest rank's.
 static double block(const bench_t *b, const config_t *c, path_fn fn, int iters) {
@@ -323,6 +343,13 @@ static double median(double *v, int n) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+// --write-tuning: the median shm / raw ratio of every (op, size) measured
+// (rank 0), from which the tuning file's thresholds come.
+enum { kMaxSizes = 16 };
+static double g_ratio[OP_COUNT][kMaxSizes];
+static int64_t g_size_of[OP_COUNT][kMaxSizes];
+static int g_sizes[OP_COUNT];
+
 static void bench_one(const bench_t *b, op_t op, int64_t bytes) {
   config_t c;
   setup(b, &c, op, bytes);
@@ -334,9 +361,11 @@ static void bench_one(const bench_t *b, op_t op, int64_t bytes) {
   int iters = (int)(b->budget / 3 / b->rounds / (t > 1e-7 ? t : 1e-7));
   if (iters < 2) iters = 2;
   if (iters > b->max_iters) iters = b->max_iters;
-  enum { kPaths = 5 };
-  path_fn paths[kPaths] = {timed_raw, timed_comm, run_exec, timed_shm, run_copy};
-  double best[kPaths] = {1e30, 1e30, 1e30, 1e30, 1e30};
+  enum { kPaths = 6 };
+  path_fn paths[kPaths] = {timed_raw, timed_comm, run_exec, timed_shm, run_copy,
+                           b->win ? timed_win : NULL};
+  double best[kPaths] = {1e30, 1e30, 1e30, 1e30, 1e30, 1e30};
+  double win_ratio[kMaxRounds];
   double comm_ratio[kMaxRounds], exec_ratio[kMaxRounds], exec_delta[kMaxRounds];
   double shm_ratio[kMaxRounds], shm_delta[kMaxRounds], shm_bound[kMaxRounds];
   int64_t shm_calls = hl_shm_layer_call_count(b->shm);
@@ -347,6 +376,10 @@ static void bench_one(const bench_t *b, op_t op, int64_t bytes) {
     for (int k = 0; k < kPaths; ++k) {
       int pos = (k + round) % kPaths;
       int p = (round / kPaths) % 2 ? kPaths - 1 - pos : pos;
+      if (!paths[p]) {
+        m[p] = 0;
+        continue;
+      }
       m[p] = block(b, &c, paths[p], iters);
       if (m[p] < best[p]) best[p] = m[p];
     }
@@ -355,6 +388,7 @@ static void bench_one(const bench_t *b, op_t op, int64_t bytes) {
     exec_delta[round] = (m[2] - m[0]) * 1e6;
     shm_ratio[round] = m[3] / m[0];
     shm_delta[round] = (m[3] - m[0]) * 1e6;
+    win_ratio[round] = m[5] / m[0];
     double n = (double)(c.in_count > c.out_count ? c.in_count : c.out_count) * 4;
     // The copy loop moves n bytes read + n written in m[4].
     shm_bound[round] = min_traffic(op, n, b->size) * m[4] / (2 * n) / m[3];
@@ -372,6 +406,10 @@ static void bench_one(const bench_t *b, op_t op, int64_t bytes) {
       verdict = ed <= 2.0 ? "ok" : "MISS (>+2us)";
     double sr = median(shm_ratio, b->rounds), sd = median(shm_delta, b->rounds);
     double sb = median(shm_bound, b->rounds);
+    if (g_sizes[op] < kMaxSizes) {
+      g_size_of[op][g_sizes[op]] = size;
+      g_ratio[op][g_sizes[op]++] = sr;
+    }
     const char *shm_verdict = "";
     double limit = op == OP_AR || op == OP_RS ? 0.5 : 0.6;
     if (size >= (4 << 20))
@@ -381,11 +419,45 @@ static void bench_one(const bench_t *b, op_t op, int64_t bytes) {
       shm_verdict = sd <= 2.0 ? "ok" : "MISS (>+2us)";
     printf("%-19s %10lld %6d %12.2f %12.2f %6.3f %12.2f %6.3f %+9.2f  %-13s %12.2f %6.3f "
            "%+9.2f %5.2f %4s %12.2f  %s\n", op_name(op), (long long)size, iters, raw, comm, cr,
-           exec, er, ed, verdict, best[3] * 1e6, sr, sd, sb, took_shm ? "shm" : "mpi",
+           exec, er, ed, verdict, best[3] * 1e6, sr, sd, sb,
+           !took_shm ? "mpi" : hl_shm_layer_direct(b->shm) ? "shmd" : "shmw",
            best[4] * 1e6, shm_verdict);
+    if (b->win)
+      printf("%-19s %10lld window path: best %12.2f us, ratio %6.3f\n", op_name(op),
+             (long long)size, best[5] * 1e6, median(win_ratio, b->rounds));
     fflush(stdout);
   }
   teardown(&c);
+}
+
+// The tuning file (collectives/shm/shm_tuning.h): per op, shared memory
+// from the smallest measured size from which on every measured size ran
+// faster through it than raw MPI; never when the largest did not.
+static void write_tuning(const bench_t *b, const char *path) {
+  static const char *const kTuneNames[OP_COUNT] = {
+      "all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-permute"};
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    fprintf(stderr, "bench_collectives: cannot write %s\n", path);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  fprintf(f, "# hlo-launch --collectives-tuning file, written by bench_collectives on %d "
+             "processes (--shm-mode shm; median shm / raw MPI ratio per size)\n", b->size);
+  for (int op = 0; op < OP_COUNT; ++op) {
+    if (!g_sizes[op]) continue;
+    int from = g_sizes[op];
+    while (from > 0 && g_ratio[op][from - 1] <= 1.0) from--;
+    fprintf(f, "# %s:", kTuneNames[op]);
+    for (int k = 0; k < g_sizes[op]; ++k)
+      fprintf(f, " %lld B %.2f", (long long)g_size_of[op][k], g_ratio[op][k]);
+    fprintf(f, "\n");
+    if (from == g_sizes[op])
+      fprintf(f, "%s %d never\n", kTuneNames[op], b->size);
+    else
+      fprintf(f, "%s %d %lld\n", kTuneNames[op], b->size,
+              from == 0 ? 0LL : (long long)g_size_of[op][from]);
+  }
+  fclose(f);
 }
 
 static op_t op_from_name(const char *s) {
@@ -406,6 +478,8 @@ int main(int argc, char **argv) {
   int64_t min_bytes = 4, max_bytes = 64 << 20;
   bool ops[OP_COUNT] = {true, true, true, true, true};
   hl_collectives_mode_t shm_mode = HL_COLLECTIVES_AUTO;
+  const char *tuning_path = NULL;
+  bool compare_window = false;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--quick")) {  // smoke test (ctest): tiny sizes, short blocks
       max_bytes = 1024;
@@ -416,6 +490,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--budget") && i + 1 < argc) b.budget = atof(argv[++i]);
     else if (!strcmp(argv[i], "--max-iters") && i + 1 < argc) b.max_iters = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--fresh-results")) b.fresh = true;
+    else if (!strcmp(argv[i], "--compare-window")) compare_window = true;
+    else if (!strcmp(argv[i], "--write-tuning") && i + 1 < argc) tuning_path = argv[++i];
     else if (!strcmp(argv[i], "--shm-mode") && i + 1 < argc) {
       hl_status_t st = hl_collectives_mode_parse(argv[++i], &shm_mode);
       if (st || shm_mode == HL_COLLECTIVES_MPI) {
@@ -441,9 +517,14 @@ int main(int argc, char **argv) {
     } else {
       fprintf(stderr, "usage: bench_collectives [--quick] [--min-bytes N] [--max-bytes N] "
                       "[--budget SECONDS] [--max-iters N] [--rounds N] [--fresh-results] "
-                      "[--ops all-reduce,...] [--shm-mode auto|shm]\n");
+                      "[--ops all-reduce,...] [--shm-mode auto|shm] [--write-tuning FILE] [--compare-window]\n");
       MPI_Abort(MPI_COMM_WORLD, 2);
     }
+  }
+  if (tuning_path && shm_mode != HL_COLLECTIVES_SHM) {
+    fprintf(stderr, "bench_collectives: --write-tuning needs --shm-mode shm (the layer timed at "
+                    "every size)\n");
+    MPI_Abort(MPI_COMM_WORLD, 2);
   }
   MPI_Comm_rank(MPI_COMM_WORLD, &b.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &b.size);
@@ -451,11 +532,15 @@ int main(int argc, char **argv) {
   die(hl_mpi_comm_create(MPI_COMM_WORLD, &b.comm), "communicator");
   die(hl_mpi_comm_create(MPI_COMM_WORLD, &b.shm), "communicator (shm)");
   die(hl_shm_layer_install(b.shm, shm_mode), "shared-memory layer");
+  if (compare_window) {
+    die(hl_mpi_comm_create(MPI_COMM_WORLD, &b.win), "communicator (window)");
+    die(hl_shm_layer_install(b.win, shm_mode), "shared-memory layer (window)");
+  }
   if (b.rank == 0) {
     printf("# bench_collectives: %d processes, f32, one group of all; times: best block mean "
            "in us per call (slowest rank); ratio / delta: median over %d rounds of the same "
            "round's path vs raw MPI%s; shm: the shared-memory layer in --shm-mode %s (path: "
-           "the one it took); bound: fraction of the memory-bandwidth bound (copy loop, same "
+           "the one it took: shmd direct single copy, shmw through the window, mpi); bound: fraction of the memory-bandwidth bound (copy loop, same "
            "run)\n", b.size, b.rounds,
            b.fresh ? "; raw and comm results in a buffer malloc'd per call" : "",
            hl_collectives_mode_name(shm_mode));
@@ -471,6 +556,8 @@ int main(int argc, char **argv) {
     for (size_t s = 0; s < sizeof kSizes / sizeof kSizes[0]; ++s)
       if (kSizes[s] >= min_bytes && kSizes[s] <= max_bytes) bench_one(&b, (op_t)op, kSizes[s]);
   }
+  if (tuning_path && b.rank == 0) write_tuning(&b, tuning_path);
+  hl_comm_destroy(b.win);
   hl_comm_destroy(b.shm);
   hl_comm_destroy(b.comm);
   MPI_Comm_free(&b.world);

@@ -172,6 +172,11 @@ static const char kHelp[] =
     "                        (default) node shared memory for large messages, MPI\n"
     "                        for small ones; shm: shared memory whenever a group\n"
     "                        lies on one node; mpi: always MPI\n"
+    "  --collectives-tuning FILE\n"
+    "                        auto's thresholds per collective and group size from\n"
+    "                        FILE (lines '<collective> <group size|*> <min\n"
+    "                        bytes|never>', as bench_collectives --write-tuning\n"
+    "                        writes them); collectives/shm/README.md\n"
     "\n"
     "  --max-inflated-size SIZE\n"
     "                        most bytes a gzip'd PROGRAM may inflate to (K, M, G, T\n"
@@ -322,6 +327,7 @@ enum {
   OPT_RECORD,
   OPT_TRACE,
   OPT_COLLECTIVES,
+  OPT_COLLECTIVES_TUNING,
   OPT_THREADS,
   OPT_NO_FUSION_BLOCKING,
   OPT_PROFILE,
@@ -379,6 +385,7 @@ static const struct option kLongOptions[] = {
     {"record", required_argument, NULL, OPT_RECORD},
     {"trace", required_argument, NULL, OPT_TRACE},
     {"collectives", required_argument, NULL, OPT_COLLECTIVES},
+    {"collectives-tuning", required_argument, NULL, OPT_COLLECTIVES_TUNING},
     {"threads", required_argument, NULL, OPT_THREADS},
     {"no-fusion-blocking", no_argument, NULL, OPT_NO_FUSION_BLOCKING},
     {"profile", optional_argument, NULL, OPT_PROFILE},
@@ -689,6 +696,7 @@ static hl_status_t parse_into(int argc, char **argv, hl_launch_options_t *o) {
         o->collectives = (int)mode;
         break;
       }
+      case OPT_COLLECTIVES_TUNING: o->collectives_tuning = optarg; break;
       case OPT_THREADS:
         HL_RETURN_IF_ERROR(parse_count("--threads", optarg, &o->threads));
         if (o->threads > 1024) return HL_INVALID("--threads %s is more than 1024", optarg);

@@ -501,6 +501,9 @@ static bool run(worker_t *w) {
   if (!agree(w, hl_mpi_comm_create(MPI_COMM_WORLD, &comm), false)) goto done;
   if (!agree(w, hl_shm_layer_install(comm, (hl_collectives_mode_t)o->collectives), false))
     goto done;
+  if (o->collectives_tuning &&
+      !agree(w, hl_shm_layer_set_tuning_file(comm, o->collectives_tuning), false))
+    goto done;
   if (!agree(w, comm->vtable->prepare(comm, program.module, w->grid.replicas, w->grid.partitions),
              false))
     goto done;

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "runtime/base/status.h"
 #include "runtime/exec/comm.h"
@@ -38,6 +39,17 @@ typedef struct hl_shm_node {
   size_t slot_bytes;    // one data slot
   size_t counters_bytes;
   int set_count;
+  // The direct (single-copy) path, shm_direct.c: every node rank can read
+  // every other's memory with process_vm_readv (probed at creation, agreed
+  // over the node; HL_SHM_DIRECT=0 turns it off, =1 requires it).
+  bool direct;
+  pid_t *pids;          // node rank -> process id
+  char *scratch;        // 2 * block_bytes, this process's (calls run one at a time)
+  size_t block_bytes;   // the direct reductions' block
+  // Smaller messages (bytes per member) take the window path even so: a
+  // process_vm_readv costs about a microsecond more than a cached slot copy.
+  // HL_SHM_DIRECT_MIN_BYTES overrides (tests use 0).
+  size_t direct_min_bytes;
 } hl_shm_node_t;
 
 // One group of a group set as the algorithms see it: members' node ranks in
@@ -54,6 +66,13 @@ static inline _Atomic uint64_t *hl_shm_counter(const hl_shm_node_t *n, int node_
                                                int which) {
   return (_Atomic uint64_t *)(n->parts[node_rank] +
                               ((size_t)set * HL_SHM_COUNTERS + (size_t)which) * HL_SHM_LINE);
+}
+
+// The words a member publishes for the direct path (its buffers' addresses),
+// in its COPIED line after the counter: written before its COPIED release,
+// read by peers after their acquire of it.
+static inline uint64_t *hl_shm_words(const hl_shm_node_t *n, int node_rank, int set) {
+  return (uint64_t *)(void *)(hl_shm_counter(n, node_rank, set, HL_SHM_COPIED) + 1);
 }
 
 static inline char *hl_shm_slot(const hl_shm_node_t *n, int node_rank, uint64_t round) {
@@ -101,5 +120,56 @@ void hl_shm_gather_slices(hl_shm_group_t *g, void *buf, int64_t count, size_t es
 // node rank `src` (-1: none). Counters of the set's row of this rank.
 void hl_shm_permute(hl_shm_group_t *g, int src, int dst, const void *send, void *recv,
                     size_t bytes);
+
+// The direct (single-copy) algorithms (shm_direct.c), for nodes with
+// node->direct: members publish their buffers' addresses and peers copy
+// straight between the processes' own buffers (process_vm_readv), with no
+// staging through the window. Same contracts as the functions above.
+hl_status_t hl_shm_direct_all_reduce(hl_shm_group_t *g, hl_shm_reduction_t *red,
+                                     const void *send, void *recv, int64_t count);
+hl_status_t hl_shm_direct_reduce_scatter(hl_shm_group_t *g, hl_shm_reduction_t *red,
+                                         const void *send, void *recv, int64_t count);
+hl_status_t hl_shm_direct_all_gather(hl_shm_group_t *g, const void *send, void *recv,
+                                     size_t bytes);
+hl_status_t hl_shm_direct_all_to_all(hl_shm_group_t *g, const void *send, void *recv,
+                                     size_t bytes);
+hl_status_t hl_shm_direct_broadcast(hl_shm_group_t *g, const void *send, void *recv,
+                                    size_t bytes);
+hl_status_t hl_shm_direct_permute(hl_shm_group_t *g, int src, int dst, const void *send,
+                                  void *recv, size_t bytes);
+// The all-reduce in its two halves with `between` run on this member's
+// reduced slice [lo, hi) of recv before any peer copies it (the
+// hierarchical all-reduce's step across nodes); NULL: nothing.
+typedef hl_status_t (*hl_shm_slice_fn)(void *ctx, void *recv, int64_t lo, int64_t hi);
+hl_status_t hl_shm_direct_all_reduce_with(hl_shm_group_t *g, hl_shm_reduction_t *red,
+                                          const void *send, void *recv, int64_t count,
+                                          hl_shm_slice_fn between, void *ctx);
+
+
+// The direct path's steps (shm_direct.c), shared with shm_hier.c. A call:
+// expose (publish this member's send / recv addresses: COPIED), reads of
+// peers' buffers, finish (CONSUMED; returns once no peer reads this
+// member's buffers any more).
+enum { HL_SHM_SEND = 0, HL_SHM_RECV = 1 };
+void hl_shm_direct_expose(hl_shm_group_t *g, const void *send, const void *recv);
+// Member k's address HL_SHM_SEND / HL_SHM_RECV (waits for its expose).
+uint64_t hl_shm_direct_address(const hl_shm_group_t *g, int k, int which);
+// Copies `bytes` at address `remote` of member k's process into `local`.
+// A failure does not stop the call's protocol (the peers would wait
+// forever): it is kept in *st (and later reads skipped), the call returns it.
+void hl_shm_direct_read(const hl_shm_group_t *g, int k, void *local, uint64_t remote,
+                        size_t bytes, hl_status_t *st);
+void hl_shm_direct_finish(const hl_shm_group_t *g);
+// A private copy of `bytes` at *send, exposed instead of the caller's buffer
+// (which this member overwrites while peers still read it); *owned frees it.
+hl_status_t hl_shm_direct_snapshot(const void **send, size_t bytes, void **owned);
+// acc[0, c) = x_0 (op) (x_1 (op) ... (op) x_{p-1}), x_k = elements at byte
+// offset `off` of member k's send (bases[k]; this member's own at `own`),
+// through node->scratch.
+void hl_shm_direct_fold(hl_shm_group_t *g, hl_shm_reduction_t *red, const uint64_t *bases,
+                        const char *own, size_t off, int64_t c, size_t es, char *acc,
+                        hl_status_t *st);
+// st, else the reduction's first combine error (taken).
+hl_status_t hl_shm_direct_result(hl_status_t st, hl_shm_reduction_t *red);
 
 #endif  // HL_COLLECTIVES_SHM_SHM_INTERNAL_H_

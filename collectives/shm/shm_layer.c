@@ -5,8 +5,10 @@
 //     instruction's set on one node), has at least 2 members, and
 //   - the programs are the same on every rank (the backend's per-call
 //     agreement for differing programs stays on MPI), and
-//   - the mode says so: shm always; auto from the size (kAutoMinBytes,
-//     measured with bench/run_collectives.sh, collectives/shm/README.md).
+//   - the mode says so: shm always; auto from the size: the tuning table's
+//     threshold for (collective, group size) when --collectives-tuning gave
+//     one (shm_tuning.h), else kAutoMinBytes (measured with
+//     bench/run_collectives.sh, collectives/shm/README.md).
 // Everything else goes to the backend unchanged. The decision depends only
 // on what every member of the group knows alike, so members never split
 // between the two paths.
@@ -20,6 +22,7 @@
 // MPI path: the executor is not re-entrant across threads.
 #include "collectives/shm/shm_layer.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <string.h>
 
@@ -27,6 +30,7 @@
 #include "collectives/shm/shm_internal.h"
 #include "collectives/shm/shm_hier.h"
 #include "collectives/shm/shm_node.h"
+#include "collectives/shm/shm_tuning.h"
 #include "runtime/base/alloc.h"
 
 typedef enum { OP_REDUCE, OP_GATHER, OP_TO_ALL, OP_PERMUTE, OP_BROADCAST, OP_KINDS } op_kind_t;
@@ -44,11 +48,12 @@ static const size_t kAutoMinBytes[OP_KINDS] = {
 typedef struct shm_set {
   bool local;        // the group (or every permute pair) lies on this node
   // The group spans nodes, each holding the same number (>= 2) of its
-  // members: all-reduce goes hierarchically (shm_hier.c); `group` is then
-  // this node's part of it and `cross` joins the members at the same
-  // position on every node.
+  // members: all-reduce (and, on the direct path, reduce-scatter and
+  // all-gather) go hierarchically (shm_hier.c); `group` is then this node's
+  // part of it and `h.cross` joins the members at the same position on
+  // every node.
   bool hier;
-  MPI_Comm cross;
+  hl_shm_hier_t h;
   int *members;      // node ranks in group order (owned); identity for permute
   hl_shm_group_t group;
 } shm_set_t;
@@ -78,6 +83,10 @@ typedef struct hl_shm_layer {
   shm_set_t *sets;
   int set_count;
   int64_t calls;        // taken by shared memory (hl_shm_layer_call_count)
+  // --collectives-tuning: the file, and its table once prepared (every rank
+  // has rank 0's).
+  char *tuning_path;
+  hl_shm_tuning_t *tuning;
   // The progress thread and its queue (jobs run in order; `running` counts
   // queued + running jobs). `pending` lists the jobs handed out as requests
   // until their wait.
@@ -105,6 +114,33 @@ static shm_layer_t *layer_of(hl_comm_t *comm) { return ((hl_mpi_comm_t *)comm)->
 
 static void run_job(shm_job_t *j) {
   hl_shm_group_t *g = j->group;
+  // Single copy between the processes' buffers (shm_direct.c) from the
+  // node's size on; the size is alike on every member, so all take one path.
+  size_t bytes = j->kind == OP_REDUCE ? (size_t)j->count * hl_dtype_size(j->red.dtype)
+                                      : (size_t)j->count;
+  if (g->node->direct && bytes >= g->node->direct_min_bytes) {
+    switch (j->kind) {
+      case OP_REDUCE:
+        j->status = j->scatter
+                        ? hl_shm_direct_reduce_scatter(g, &j->red, j->send, j->recv, j->count)
+                        : hl_shm_direct_all_reduce(g, &j->red, j->send, j->recv, j->count);
+        break;
+      case OP_GATHER:
+        j->status = hl_shm_direct_all_gather(g, j->send, j->recv, (size_t)j->count);
+        break;
+      case OP_TO_ALL:
+        j->status = hl_shm_direct_all_to_all(g, j->send, j->recv, (size_t)j->count);
+        break;
+      case OP_BROADCAST:
+        j->status = hl_shm_direct_broadcast(g, j->send, j->recv, (size_t)j->count);
+        break;
+      default:
+        j->status = hl_shm_direct_permute(g, j->src, j->dst, j->send, j->recv,
+                                          (size_t)j->count);
+        break;
+    }
+    return;
+  }
   switch (j->kind) {
     case OP_REDUCE:
       j->status = j->scatter ? hl_shm_reduce_scatter(g, &j->red, j->send, j->recv, j->count)
@@ -166,7 +202,9 @@ static void release_sets(shm_layer_t *l) {
   stop_thread(l);
   for (int i = 0; i < l->set_count; i++) {
     hl_free(l->sets[i].members);
-    if (l->sets[i].cross != MPI_COMM_NULL) MPI_Comm_free(&l->sets[i].cross);
+    hl_free(l->sets[i].h.cross_members);
+    hl_free(l->sets[i].h.node_pos);
+    if (l->sets[i].h.cross != MPI_COMM_NULL) MPI_Comm_free(&l->sets[i].h.cross);
   }
   hl_free(l->sets);
   l->sets = NULL;
@@ -226,10 +264,26 @@ static hl_status_t describe_hier(shm_layer_t *l, hl_mpi_comm_t *m, int i) {
     color = s->my_group * m->base.size + t->group.me;
     key = s->my_index;
   }
-  int err = MPI_Comm_split(m->comm, color, key, &t->cross);
+  int err = MPI_Comm_split(m->comm, color, key, &t->h.cross);
   if (err != MPI_SUCCESS) return hl_mpi_status(err, "creating a cross-node communicator");
-  t->hier = t->cross != MPI_COMM_NULL;
-  if (t->hier) MPI_Comm_set_errhandler(t->cross, MPI_ERRORS_RETURN);
+  t->hier = t->h.cross != MPI_COMM_NULL;
+  if (!t->hier) return NULL;
+  MPI_Comm_set_errhandler(t->h.cross, MPI_ERRORS_RETURN);
+  // Every member's position in its node, and the group indices of the
+  // cross communicator's ranks (the members at this one's position, in
+  // group order: the split's key).
+  const int *ranks = g->ranks + g->offsets[s->my_group];
+  t->h.size = s->my_size;
+  t->h.index = s->my_index;
+  t->h.node_pos = hl_malloc((size_t)s->my_size * sizeof(int));
+  t->h.cross_members = hl_malloc((size_t)s->my_size * sizeof(int));
+  if (!t->h.node_pos || !t->h.cross_members) return HL_OOM();
+  for (int i = 0; i < s->my_size; i++) {
+    int pos = 0;
+    for (int j = 0; j < i; j++) pos += n->node_of[ranks[j]] == n->node_of[ranks[i]];
+    t->h.node_pos[i] = pos;
+    if (pos == t->group.me) t->h.cross_members[t->h.cross_size++] = i;
+  }
   return NULL;
 }
 
@@ -240,7 +294,7 @@ static hl_status_t describe_sets(shm_layer_t *l, hl_mpi_comm_t *m) {
   l->sets = hl_calloc((size_t)(coll->set_count ? coll->set_count : 1), sizeof(*l->sets));
   if (!l->sets) return HL_OOM();
   l->set_count = coll->set_count;
-  for (int i = 0; i < coll->set_count; i++) l->sets[i].cross = MPI_COMM_NULL;
+  for (int i = 0; i < coll->set_count; i++) l->sets[i].h.cross = MPI_COMM_NULL;
   for (int i = 0; i < coll->set_count; i++) {
     const hl_mpi_group_set_t *s = &coll->sets[i];
     const hl_process_groups_t *g = &s->groups;
@@ -284,6 +338,16 @@ static hl_status_t layer_prepare(hl_comm_t *comm, const hl_module_t *module,
   // Differing programs keep the backend's per-call agreement: every rank
   // knows this alike (prepare agreed on it), so all skip the node setup.
   if (m->coll.check_calls) return NULL;
+  if (l->tuning_path && !l->tuning) {
+    l->tuning = hl_malloc(sizeof(*l->tuning));
+    if (!l->tuning) return HL_OOM();
+    hl_status_t st = hl_shm_tuning_share(m->comm, l->tuning_path, l->tuning);
+    if (st) {
+      hl_free(l->tuning);
+      l->tuning = NULL;
+      return st;
+    }
+  }
   HL_RETURN_IF_ERROR(hl_shm_node_create(m->comm, m->coll.set_count, &l->node));
   HL_RETURN_IF_ERROR(describe_sets(l, m));
   if (pthread_create(&l->thread, NULL, progress_main, l) != 0)
@@ -299,6 +363,8 @@ static void layer_destroy(hl_comm_t *comm) {
   ((hl_mpi_comm_t *)comm)->shm = NULL;
   pthread_mutex_destroy(&l->mu);
   pthread_cond_destroy(&l->cv);
+  hl_free(l->tuning_path);
+  hl_free(l->tuning);
   hl_free(l);
   comm->vtable->destroy(comm);
 }
@@ -307,15 +373,25 @@ static void layer_destroy(hl_comm_t *comm) {
 // `bytes` is per member, times the group size when `whole` (the larger
 // buffer holds a block per member).
 static shm_set_t *choose(hl_comm_t *comm, const hl_instruction_t *inst, op_kind_t kind,
-                         size_t bytes, bool whole) {
+                         hl_shm_tune_op_t tune, size_t bytes, bool whole) {
   shm_layer_t *l = layer_of(comm);
   if (!l->node) return NULL;
   int i = hl_mpi_set_index_of(comm, inst);
   if (i < 0 || i >= l->set_count) return NULL;
-  // Only all-reduce (reduce_common) takes the hierarchical path.
-  if (!l->sets[i].local && !(kind == OP_REDUCE && l->sets[i].hier)) return NULL;
-  if (whole) bytes *= (size_t)((hl_mpi_comm_t *)comm)->coll.sets[i].my_size;
-  if (l->mode == HL_COLLECTIVES_AUTO && bytes < kAutoMinBytes[kind]) return NULL;
+  // Only reductions (reduce_common) and, on the direct path, all-gather
+  // take the hierarchical path.
+  bool hier_kind = kind == OP_REDUCE || (kind == OP_GATHER && l->node->direct);
+  if (!l->sets[i].local && !(hier_kind && l->sets[i].hier)) return NULL;
+  int size = ((hl_mpi_comm_t *)comm)->coll.sets[i].my_size;
+  if (whole) bytes *= (size_t)size;
+  if (l->mode == HL_COLLECTIVES_AUTO) {
+    // The tuning table's entry for the group's size (permute: the node's
+    // ranks), else the built-in threshold; alike on every member.
+    int64_t min = (int64_t)kAutoMinBytes[kind];
+    int tuned_size = kind == OP_PERMUTE ? l->node->size : size;
+    hl_shm_tuning_lookup(l->tuning, tune, tuned_size, &min);
+    if (min < 0 || bytes < (uint64_t)min) return NULL;
+  }
   l->calls++;
   return &l->sets[i];
 }
@@ -383,8 +459,12 @@ static hl_status_t reduce_common(hl_comm_t *comm, const hl_instruction_t *inst,
   shm_layer_t *l = layer_of(comm);
   size_t es = hl_dtype_size(dtype);
   size_t bytes = (size_t)(count > 0 ? count : 0) * es;
-  shm_set_t *t = choose(comm, inst, OP_REDUCE, bytes, scatter);
-  if (t && t->hier && !scatter && count >= 0) {
+  shm_set_t *t = choose(comm, inst, OP_REDUCE,
+                        scatter ? HL_SHM_TUNE_REDUCE_SCATTER : HL_SHM_TUNE_ALL_REDUCE, bytes,
+                        scatter);
+  // Reduce-scatter across nodes: the direct path's, blocks an int counts.
+  bool hier_ok = !scatter || (l->node->direct && count <= INT_MAX);
+  if (t && t->hier && hier_ok && count >= 0) {
     hl_shm_reduction_t red;
     hl_status_t st = hl_shm_reduction_init(dtype, reducer, &red);
     // The executor's reducers keep the MPI path: across nodes the order
@@ -392,8 +472,11 @@ static hl_status_t reduce_common(hl_comm_t *comm, const hl_instruction_t *inst,
     if (!st && red.native) {
       if (out_request) *out_request = NULL;
       drain(l);
-      st = hl_shm_hier_all_reduce(&t->group, t->cross, &((hl_mpi_comm_t *)comm)->coll, dtype,
-                                  reducer, &red, send, recv, count);
+      hl_mpi_coll_t *coll = &((hl_mpi_comm_t *)comm)->coll;
+      st = scatter ? hl_shm_hier_reduce_scatter(&t->group, &t->h, coll, dtype, reducer, &red,
+                                                send, recv, count)
+                   : hl_shm_hier_all_reduce(&t->group, t->h.cross, coll, dtype, reducer, &red,
+                                            send, recv, count);
       if (st) return hl_status_annotate(st, "%s", hl_instruction_location(inst));
       return out_request ? hl_mpi_request_new(out_request) : NULL;
     }
@@ -435,9 +518,20 @@ static hl_status_t layer_reduce_scatter(hl_comm_t *comm, const hl_instruction_t 
 static hl_status_t layer_all_gather(hl_comm_t *comm, const hl_instruction_t *inst,
                                     const void *send, void *recv, size_t bytes,
                                     hl_comm_request_t **out_request) {
-  shm_set_t *t = choose(comm, inst, OP_GATHER, bytes, true);
-  if (!t) return layer_of(comm)->base->all_gather(comm, inst, send, recv, bytes, out_request);
+  shm_layer_t *l = layer_of(comm);
+  shm_set_t *t = choose(comm, inst, OP_GATHER, HL_SHM_TUNE_ALL_GATHER, bytes, true);
+  if (t && t->hier && bytes > INT_MAX) {  // one MPI block per member
+    t = NULL;
+    l->calls--;
+  }
+  if (!t) return l->base->all_gather(comm, inst, send, recv, bytes, out_request);
   if (out_request) *out_request = NULL;
+  if (t->hier) {  // across nodes (the direct path: choose)
+    drain(l);
+    hl_status_t st = hl_shm_hier_all_gather(&t->group, &t->h, send, recv, bytes);
+    if (st) return hl_status_annotate(st, "%s", hl_instruction_location(inst));
+    return out_request ? hl_mpi_request_new(out_request) : NULL;
+  }
   shm_job_t j = {.kind = OP_GATHER, .group = &t->group, .send = send, .recv = recv,
                  .count = (int64_t)bytes};
   return submit(layer_of(comm), &j, inst, out_request);
@@ -446,7 +540,7 @@ static hl_status_t layer_all_gather(hl_comm_t *comm, const hl_instruction_t *ins
 static hl_status_t layer_all_to_all(hl_comm_t *comm, const hl_instruction_t *inst,
                                     const void *send, void *recv, size_t bytes,
                                     hl_comm_request_t **out_request) {
-  shm_set_t *t = choose(comm, inst, OP_TO_ALL, bytes, true);
+  shm_set_t *t = choose(comm, inst, OP_TO_ALL, HL_SHM_TUNE_ALL_TO_ALL, bytes, true);
   if (!t) return layer_of(comm)->base->all_to_all(comm, inst, send, recv, bytes, out_request);
   if (out_request) *out_request = NULL;
   shm_job_t j = {.kind = OP_TO_ALL, .group = &t->group, .send = send, .recv = recv,
@@ -457,7 +551,7 @@ static hl_status_t layer_all_to_all(hl_comm_t *comm, const hl_instruction_t *ins
 static hl_status_t layer_broadcast(hl_comm_t *comm, const hl_instruction_t *inst,
                                    const void *send, void *recv, size_t bytes,
                                    hl_comm_request_t **out_request) {
-  shm_set_t *t = choose(comm, inst, OP_BROADCAST, bytes, false);
+  shm_set_t *t = choose(comm, inst, OP_BROADCAST, HL_SHM_TUNE_BROADCAST, bytes, false);
   if (!t)
     return layer_of(comm)->base->collective_broadcast(comm, inst, send, recv, bytes,
                                                       out_request);
@@ -485,7 +579,7 @@ static hl_status_t permute_common(hl_comm_t *comm, const hl_instruction_t *inst,
                                   bool zero_fill, int *out_source,
                                   hl_comm_request_t **out_request) {
   shm_layer_t *l = layer_of(comm);
-  shm_set_t *t = choose(comm, inst, OP_PERMUTE, bytes, false);
+  shm_set_t *t = choose(comm, inst, OP_PERMUTE, HL_SHM_TUNE_PERMUTE, bytes, false);
   const hl_mpi_group_set_t *s =
       t ? &((hl_mpi_comm_t *)comm)->coll.sets[t->group.set] : NULL;
   if (!t || slots < 1 || slot < 0 || slot >= slots || s->groups.group_count % slots != 0)
@@ -524,6 +618,19 @@ static hl_status_t layer_permute_slot(hl_comm_t *comm, const hl_instruction_t *i
 int64_t hl_shm_layer_call_count(hl_comm_t *comm) {
   shm_layer_t *l = comm ? layer_of(comm) : NULL;
   return l ? l->calls : 0;
+}
+
+hl_status_t hl_shm_layer_set_tuning_file(hl_comm_t *comm, const char *path) {
+  shm_layer_t *l = comm ? layer_of(comm) : NULL;
+  if (!l) return NULL;  // --collectives=mpi: no layer, nothing to tune
+  hl_free(l->tuning_path);
+  l->tuning_path = hl_strdup(path);
+  return l->tuning_path ? NULL : HL_OOM();
+}
+
+bool hl_shm_layer_direct(hl_comm_t *comm) {
+  shm_layer_t *l = comm ? layer_of(comm) : NULL;
+  return l && l->node && l->node->direct;
 }
 
 hl_status_t hl_shm_layer_install(hl_comm_t *comm, hl_collectives_mode_t mode) {

@@ -5,6 +5,8 @@
 #ifndef HL_COLLECTIVES_SHM_SHM_LAYER_H_
 #define HL_COLLECTIVES_SHM_SHM_LAYER_H_
 
+#include <stdbool.h>
+
 #include "runtime/base/status.h"
 #include "runtime/exec/comm.h"
 
@@ -27,5 +29,15 @@ hl_status_t hl_shm_layer_install(hl_comm_t *comm, hl_collectives_mode_t mode);
 // How many collective calls of `comm` ran through shared memory so far (0
 // without the layer): lets tests and benchmarks confirm the path they time.
 int64_t hl_shm_layer_call_count(hl_comm_t *comm);
+
+// --collectives-tuning FILE (collectives/shm/shm_tuning.h): in auto mode
+// the thresholds per (collective, group size) come from FILE, read by rank
+// 0 in the layer's prepare and shared with every rank. Call after install;
+// nothing without a layer (--collectives=mpi).
+hl_status_t hl_shm_layer_set_tuning_file(hl_comm_t *comm, const char *path);
+
+// Whether the layer of `comm` (prepared) copies directly between the
+// processes' buffers (shm_direct.c) rather than through the window.
+bool hl_shm_layer_direct(hl_comm_t *comm);
 
 #endif  // HL_COLLECTIVES_SHM_SHM_LAYER_H_

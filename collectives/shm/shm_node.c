@@ -6,12 +6,18 @@
 // on its owner's NUMA node). The window stays in a passive-target epoch
 // (MPI_Win_lock_all) for its whole life, so plain loads and stores and C11
 // atomics on it are legal between the ranks.
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE  // process_vm_readv
+#endif
 #include "collectives/shm/shm_node.h"
 
+#include <errno.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "collectives/mpi_comm.h"
 #include "runtime/base/alloc.h"
@@ -35,6 +41,63 @@ static size_t slot_bytes(int node_size) {
     if (x >= 64 * 64) v = (size_t)x;
   }
   return (v + HL_SHM_LINE - 1) / HL_SHM_LINE * HL_SHM_LINE;
+}
+
+// The direct path's reduction block: two of them (a peer's block and the
+// accumulator) stay in L2 while a block is folded. At most the slot size, so
+// HL_SHM_SLOT_BYTES=4096 also gives the tests many direct blocks.
+static size_t block_bytes(size_t slot) {
+  size_t v = (size_t)256 << 10;
+  return slot < v ? slot : v;
+}
+
+// Whether every rank of the node can read every other's memory with
+// process_vm_readv (cross-memory attach: containers without ptrace rights
+// and Yama's ptrace_scope >= 1 refuse it). Each rank reads a word of every
+// peer and checks it; the node agrees with a logical and, so it takes the
+// direct path all together or not at all. Also records the node's pids.
+static hl_status_t probe_direct(hl_shm_node_t *n) {
+  const char *e = getenv("HL_SHM_DIRECT");
+  bool off = e && !strcmp(e, "0"), required = e && !strcmp(e, "1");
+  uint64_t *word = hl_malloc(sizeof(uint64_t));
+  uint64_t *all = hl_malloc((size_t)n->size * 2 * sizeof(uint64_t));
+  n->pids = hl_malloc((size_t)n->size * sizeof(pid_t));
+  if (!word || !all || !n->pids) {
+    hl_free(word);
+    hl_free(all);
+    return HL_OOM();
+  }
+  *word = UINT64_C(0x5eed5eed00000000) | (uint64_t)n->rank;
+  uint64_t mine[2] = {(uint64_t)getpid(), (uint64_t)(uintptr_t)word};
+  int err = MPI_Allgather(mine, 2, MPI_UINT64_T, all, 2, MPI_UINT64_T, n->comm);
+  int ok = !off, why = 0;
+  for (int k = 0; k < n->size && err == MPI_SUCCESS; k++) {
+    n->pids[k] = (pid_t)all[2 * k];
+    if (!ok || k == n->rank) continue;
+    uint64_t got = 0;
+    struct iovec local = {&got, sizeof got}, remote = {(void *)(uintptr_t)all[2 * k + 1], sizeof got};
+    ok = process_vm_readv(n->pids[k], &local, 1, &remote, 1, 0) == (ssize_t)sizeof got &&
+         got == (UINT64_C(0x5eed5eed00000000) | (uint64_t)k);
+    if (!ok) why = errno;
+  }
+  // Every rank stays here until all have read its word.
+  int all_ok = 0;
+  if (err == MPI_SUCCESS) err = MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, n->comm);
+  hl_free(word);
+  hl_free(all);
+  if (err != MPI_SUCCESS) return hl_mpi_status(err, "probing the node's direct path");
+  n->direct = all_ok && n->size >= 2;
+  if (required && !n->direct && n->size >= 2)
+    return HL_INVALID("HL_SHM_DIRECT=1, but the node's ranks cannot read each other's memory "
+                      "(process_vm_readv: %s)", ok ? "refused on a peer" : strerror(why));
+  if (n->direct) {
+    const char *m = getenv("HL_SHM_DIRECT_MIN_BYTES");
+    n->direct_min_bytes = m && *m ? (size_t)atoll(m) : (size_t)32 << 10;
+    n->block_bytes = block_bytes(n->slot_bytes);
+    n->scratch = hl_malloc(2 * n->block_bytes);
+    if (!n->scratch) return HL_OOM();
+  }
+  return NULL;
 }
 
 hl_status_t hl_shm_node_create(MPI_Comm job, int set_count, hl_shm_node_t **out) {
@@ -119,6 +182,7 @@ hl_status_t hl_shm_node_create(MPI_Comm job, int set_count, hl_shm_node_t **out)
     err = MPI_Barrier(n->comm);  // every part's counters are zero before any use
     if (err != MPI_SUCCESS) st = hl_mpi_status(err, "starting the node's shared memory");
   }
+  if (!st) st = probe_direct(n);
   if (st) {
     hl_shm_node_destroy(n);
     return st;
@@ -138,6 +202,8 @@ void hl_shm_node_destroy(hl_shm_node_t *n) {
   hl_free(n->node_of);
   hl_free(n->parts);
   hl_free(n->identity);
+  hl_free(n->pids);
+  hl_free(n->scratch);
   hl_free(n);
 }
 

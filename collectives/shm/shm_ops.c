@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "collectives/shm/shm_internal.h"
+#include "runtime/base/alloc.h"
 
 enum { kBlockBytes = 16384 };
 
@@ -110,6 +111,16 @@ hl_status_t hl_shm_reduce_scatter(hl_shm_group_t *g, hl_shm_reduction_t *red,
   const char *src[p];
   const char *in = send;
   char *out = recv;
+  // In place (recv inside send): the fold would overwrite operand pieces
+  // before they are read, so fold from a private copy of the operand.
+  size_t total = (size_t)count * (size_t)p * es;
+  char *copy = NULL;
+  if (out < in + total && in < out + (size_t)count * es && count > 0) {
+    copy = hl_malloc(total);
+    if (!copy) return HL_OOM();
+    memcpy(copy, in, total);
+    in = copy;
+  }
   for (int64_t r = 0; r < rounds; r++) {
     int64_t off = r * per_round, len = min64(per_round, count - off);
     char *mine = hl_shm_slot(n, g->members[me], (uint64_t)r);
@@ -131,6 +142,7 @@ hl_status_t hl_shm_reduce_scatter(hl_shm_group_t *g, hl_shm_reduction_t *red,
     hl_shm_publish(g, HL_SHM_REDUCED, (uint64_t)r + 1);
   }
   hl_shm_wait_all(g, HL_SHM_REDUCED, (uint64_t)rounds);
+  hl_free(copy);
   return take_error(red);
 }
 

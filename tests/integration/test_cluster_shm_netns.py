@@ -4,7 +4,9 @@ ranks and 3 hosts x 2 ranks in network namespaces (Open MPI over TCP between the
 as test_cluster_netns.py), `hlo-launch --collectives=shm`. All-reduces over all
 ranks span the hosts evenly (the hierarchical path: shared memory in each host, MPI
 across), all-reduces over each host's pair stay in one host's shared memory, and an
-all-gather over all ranks goes through MPI; every output is compared with NumPy.
+all-gather and an s32 reduce-scatter over all ranks take the hierarchical path too
+where the ranks can read each other's memory (the direct path), else MPI; every
+output is compared with NumPy.
 Values are small integers, so float sums are exact in any association order.
 
 Needs root and iproute2/util-linux; otherwise it prints why and skips.
@@ -23,6 +25,7 @@ import hl_testlib as hl  # noqa: E402
 
 WORK = ENV = NET = None
 N_F = 300000  # 1.2 MB of f32: past the auto threshold, several shared-memory rounds
+N_Z = 70001   # s32 per reduce-scatter block
 
 
 def program_text(n):
@@ -46,13 +49,15 @@ max_f {
 ENTRY e {
   x = f32[%d] parameter(0)
   y = s32[1000] parameter(1)
+  z = s32[%d] parameter(2)
   a = f32[%d] all-reduce(x), replica_groups={}, to_apply=add_f
   b = s32[1000] all-reduce(y), replica_groups={}, to_apply=add_s
   c = f32[%d] all-reduce(x), replica_groups={%s}, to_apply=max_f
   d = s32[%d] all-gather(y), replica_groups={}, dimensions={0}
-  ROOT t = (f32[%d], s32[1000], f32[%d], s32[%d]) tuple(a, b, c, d)
+  e = s32[%d] reduce-scatter(z), replica_groups={}, dimensions={0}, to_apply=add_s
+  ROOT t = (f32[%d], s32[1000], f32[%d], s32[%d], s32[%d]) tuple(a, b, c, d, e)
 }
-""" % (n, N_F, N_F, N_F, pairs, 1000 * n, N_F, N_F, 1000 * n)
+""" % (n, N_F, N_Z * n, N_F, N_F, pairs, 1000 * n, N_Z, N_F, N_F, 1000 * n, N_Z)
 
 
 def run_hosts(hosts):
@@ -61,10 +66,12 @@ def run_hosts(hosts):
     xs = [rng.integers(-50, 50, N_F).astype(np.float32) for _ in range(n)]
     ys = [rng.integers(-2**31, 2**31 - 1, 1000, dtype=np.int64).astype(np.int32)
           for _ in range(n)]
+    zs = [rng.integers(-2**31, 2**31 - 1, N_Z * n, dtype=np.int64).astype(np.int32)
+          for _ in range(n)]
     tmp = os.path.join(WORK, "run%d" % n)
     args, out = os.path.join(tmp, "args"), os.path.join(tmp, "out")
     for r in range(n):
-        hl.write_args(os.path.join(args, "replica%d_partition0" % r), [xs[r], ys[r]])
+        hl.write_args(os.path.join(args, "replica%d_partition0" % r), [xs[r], ys[r], zs[r]])
     prog = os.path.join(tmp, "hier.hlo")
     with open(prog, "w") as f:
         f.write(program_text(n))
@@ -81,11 +88,15 @@ def run_hosts(hosts):
         want_b = np.sum(np.array(ys, dtype=np.int64), axis=0).astype(np.int64)
     want_b = ((want_b + 2**31) % 2**32 - 2**31).astype(np.int32)  # s32 wraps
     want_d = np.concatenate(ys)
+    with np.errstate(over="ignore"):
+        want_z = np.sum(np.array(zs, dtype=np.int64), axis=0)
+    want_z = ((want_z + 2**31) % 2**32 - 2**31).astype(np.int32)
     problems = []
     for r in range(n):
-        got = hl.read_outputs(out, r, 0, 4)
+        got = hl.read_outputs(out, r, 0, 5)
         want_c = np.maximum(xs[r - r % 2], xs[r - r % 2 + 1])
-        for j, (g, w) in enumerate(zip(got, [want_a, want_b, want_c, want_d])):
+        want_e = want_z[r * N_Z:(r + 1) * N_Z]
+        for j, (g, w) in enumerate(zip(got, [want_a, want_b, want_c, want_d, want_e])):
             msg = hl.compare("%d hosts x 2: rank %d output %d" % (hosts, r, j), g, w, (0, 0))
             if msg:
                 problems.append(msg)

@@ -12,11 +12,14 @@
 #include <complex.h>
 #include <math.h>
 #include <mpi.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "collectives/mpi_comm.h"
 #include "collectives/shm/shm_layer.h"
+#include "collectives/shm/shm_tuning.h"
 #include "runtime/base/alloc.h"
 #include "runtime/base/dtype.h"
 #include "runtime/base/strbuf.h"
@@ -105,11 +108,18 @@ static bool setup(fixture_t *f) {
   f->m = make_module();
   if (!f->m) return false;
   setenv("HL_SHM_SLOT_BYTES", "4096", 1);
+  setenv("HL_SHM_DIRECT_MIN_BYTES", "0", 1);  // the direct path at every size
   hl_status_t st = hl_mpi_comm_create(MPI_COMM_WORLD, &f->mpi);
   if (!st) st = f->mpi->vtable->prepare(f->mpi, f->m, g_size, 1);
   if (!st) st = hl_mpi_comm_create(MPI_COMM_WORLD, &f->shm);
   if (!st) st = hl_shm_layer_install(f->shm, HL_COLLECTIVES_SHM);
   if (!st) st = f->shm->vtable->prepare(f->shm, f->m, g_size, 1);
+  // HL_SHM_DIRECT=0 / 1 (tests/integration/test_shm_backend.py): the path
+  // the layer must have taken on a node of more than one rank.
+  const char *direct = getenv("HL_SHM_DIRECT");
+  if (!st && direct && g_size > 1 && hl_shm_layer_direct(f->shm) != !strcmp(direct, "1"))
+    st = HL_INTERNAL_ERROR("HL_SHM_DIRECT=%s, but the layer's direct path is %s", direct,
+                           hl_shm_layer_direct(f->shm) ? "on" : "off");
   if (st) {
     fprintf(stderr, "setup: %s\n", hl_status_message(st));
     hl_status_free(st);
@@ -271,11 +281,14 @@ static void reduce_both(fixture_t *f, bool scatter, int k, hl_dtype_t t,
   snprintf(what, sizeof what, "%s shape %d %s op %d count %lld", scatter ? "reduce-scatter"
            : "all-reduce", k, hl_dtype_name(t), (int)red->op, (long long)count);
   expect_reduced(what, t, red->op, a, b, count);
-  // In place (all-reduce): the same result in the operand's buffer.
+  // In place: the same result in the operand's buffer (reduce-scatter: at
+  // its start).
   if (!scatter) {
     HL_ASSERT_OK(vs->all_reduce(f->shm, inst, t, in, in, count, red, NULL));
-    expect_reduced(what, t, red->op, a, in, count);
+  } else {
+    HL_ASSERT_OK(vs->reduce_scatter(f->shm, inst, t, in, in, count, red, NULL));
   }
+  expect_reduced(what, t, red->op, a, in, count);
   hl_free(in);
   hl_free(a);
   hl_free(b);
@@ -363,8 +376,15 @@ static void test_data_movement(void) {
       HL_ASSERT_OK(vs->wait(f.shm, req));
       expect_same(what, a, b, out);
       HL_ASSERT_OK(vm->all_to_all(f.mpi, a2a, in, a, bytes, NULL));
+      int64_t calls = hl_shm_layer_call_count(f.shm);
       HL_ASSERT_OK(vs->all_to_all(f.shm, a2a, in, b, bytes, NULL));
       snprintf(what, sizeof what, "all-to-all shape %d, %zu bytes", k, bytes);
+      expect_same(what, a, b, out);
+      // In place (send == recv): the shared-memory path's own (MPI_Alltoall
+      // has no in-place form), so only where the layer takes the call.
+      if (hl_shm_layer_call_count(f.shm) == calls) continue;
+      memcpy(b, in, out);
+      HL_ASSERT_OK(vs->all_to_all(f.shm, a2a, b, b, bytes, NULL));
       expect_same(what, a, b, out);
     }
     static const char *const kPermutes[2] = {"ring", "part"};
@@ -381,9 +401,17 @@ static void test_data_movement(void) {
       memset(b, 3, bytes);
       HL_ASSERT_OK(vm->collective_permute_slot(f.mpi, cp, 0, 1, in, a, bytes, &src_a, NULL));
       hl_comm_request_t *req = NULL;
+      int64_t calls = hl_shm_layer_call_count(f.shm);
       HL_ASSERT_OK(vs->collective_permute_slot(f.shm, cp, 0, 1, in, b, bytes, &src_b, &req));
       HL_ASSERT_OK(vs->wait(f.shm, req));
       CU_ASSERT_EQUAL(src_a, src_b);
+      expect_same(what, a, b, bytes);
+      // In place (send == recv; the layer's own, MPI_Sendrecv has none): the
+      // operand must reach the target intact.
+      if (hl_shm_layer_call_count(f.shm) == calls) continue;
+      memcpy(b, in, bytes);
+      HL_ASSERT_OK(vs->collective_permute_slot(f.shm, cp, 0, 1, b, b, bytes, &src_b, NULL));
+      if (src_b < 0) memset(b, 3, bytes);
       expect_same(what, a, b, bytes);
     }
     const hl_instruction_t *cb = find(f.m, "cb", -1);
@@ -393,6 +421,9 @@ static void test_data_movement(void) {
     HL_ASSERT_OK(vs->collective_broadcast(f.shm, cb, in, b, bytes, NULL));
     snprintf(what, sizeof what, "broadcast, %zu bytes", bytes);
     expect_same(what, a, b, bytes);
+    memcpy(b, in, bytes);
+    HL_ASSERT_OK(vs->collective_broadcast(f.shm, cb, b, b, bytes, NULL));
+    expect_same(what, a, b, bytes);
     hl_free(in);
     hl_free(a);
     hl_free(b);
@@ -401,7 +432,76 @@ static void test_data_movement(void) {
   teardown(&f);
 }
 
+static void write_file(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  CU_ASSERT_FATAL(f != NULL);
+  fputs(text, f);
+  fclose(f);
+}
+
+// A layer in auto mode whose thresholds come from a tuning file (only rank
+// 0's copy is read: the others get its table).
+static hl_status_t tuned_layer(hl_module_t *m, const char *path, hl_comm_t **out) {
+  hl_status_t st = hl_mpi_comm_create(MPI_COMM_WORLD, out);
+  if (!st) st = hl_shm_layer_install(*out, HL_COLLECTIVES_AUTO);
+  if (!st) st = hl_shm_layer_set_tuning_file(*out, path);
+  if (!st) st = (*out)->vtable->prepare(*out, m, g_size, 1);
+  return st;
+}
+
+static void test_tuning(void) {
+  // The table itself: an exact group size wins over *; no entry: none.
+  char path[96];
+  snprintf(path, sizeof path, "/tmp/hl_shm_tuning_%d_%d.txt", (int)getpid(), g_rank);
+  write_file(path, "# comment\nall-reduce * never\nall-reduce 3 4096  # three\n"
+                   "all-gather * 1\n");
+  hl_shm_tuning_t t;
+  HL_ASSERT_OK(hl_shm_tuning_read(path, &t));
+  int64_t min = 7;
+  CU_ASSERT(hl_shm_tuning_lookup(&t, HL_SHM_TUNE_ALL_REDUCE, 3, &min) && min == 4096);
+  CU_ASSERT(hl_shm_tuning_lookup(&t, HL_SHM_TUNE_ALL_REDUCE, 2, &min) && min == -1);
+  CU_ASSERT(hl_shm_tuning_lookup(&t, HL_SHM_TUNE_ALL_GATHER, 8, &min) && min == 1);
+  CU_ASSERT(!hl_shm_tuning_lookup(&t, HL_SHM_TUNE_ALL_TO_ALL, 2, &min));
+  // Through the layer: all-reduce never on shared memory (past the built-in
+  // threshold), a 4-byte all-gather on it (far below the built-in one).
+  hl_module_t *m = make_module();
+  hl_comm_t *c = NULL, *mpi = NULL;
+  HL_ASSERT_OK(tuned_layer(m, path, &c));
+  HL_ASSERT_OK(hl_mpi_comm_create(MPI_COMM_WORLD, &mpi));
+  HL_ASSERT_OK(mpi->vtable->prepare(mpi, m, g_size, 1));
+  int64_t n = 1 << 16, before = hl_shm_layer_call_count(c);
+  float *x = hl_malloc((size_t)n * 4), *a = hl_malloc((size_t)n * 4), *b = hl_malloc((size_t)n * 4);
+  for (int64_t i = 0; i < n; i++) x[i] = (float)((i + g_rank) % 5);
+  hl_comm_reducer_t add = {HL_COMM_REDUCE_ADD, first_combine, NULL};
+  HL_ASSERT_OK(mpi->vtable->all_reduce(mpi, find(m, "ar", 0), HL_F32, x, a, n, &add, NULL));
+  HL_ASSERT_OK(c->vtable->all_reduce(c, find(m, "ar", 0), HL_F32, x, b, n, &add, NULL));
+  expect_same("tuned all-reduce", a, b, (size_t)n * 4);
+  CU_ASSERT_EQUAL(hl_shm_layer_call_count(c), before);
+  HL_ASSERT_OK(mpi->vtable->all_gather(mpi, find(m, "ag", 0), x, a, 4, NULL));
+  HL_ASSERT_OK(c->vtable->all_gather(c, find(m, "ag", 0), x, b, 4, NULL));
+  expect_same("tuned all-gather", a, b, 4 * (size_t)g_size);
+  // The group of all is on this node unless HL_SHM_NODE_RANKS cuts it.
+  const char *cut = getenv("HL_SHM_NODE_RANKS");
+  if (g_size > 1 && !(cut && *cut)) CU_ASSERT_EQUAL(hl_shm_layer_call_count(c), before + 1);
+  hl_comm_destroy(c);
+  // A bad file stops every rank; rank 0's error names file:line.
+  write_file(path, "all-gather * 1\nall-reduce 2 lots\n");
+  hl_status_t st = tuned_layer(m, path, &c);
+  CU_ASSERT(st != NULL);
+  if (st && g_rank == 0) CU_ASSERT(strstr(hl_status_message(st), ":2: min bytes") != NULL);
+  hl_status_free(st);
+  hl_comm_destroy(c);
+  hl_comm_destroy(mpi);
+  hl_module_destroy(m);
+  hl_free(x);
+  hl_free(a);
+  hl_free(b);
+  remove(path);
+  CU_ASSERT_EQUAL(g_errors, 0);
+}
+
 static CU_TestInfo tests[] = {
+    {"--collectives-tuning: the table, through the layer, a bad file", test_tuning},
     {"all-reduce / reduce-scatter: every type and op, 4 group shapes", test_reductions},
     {"integer sum closed form", test_sum_closed_form},
     {"all-gather all-to-all permute broadcast", test_data_movement},
