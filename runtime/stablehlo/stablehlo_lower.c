@@ -535,6 +535,15 @@ typedef struct parallel {
 static hl_status_t zero_of(hl_lower_t *L, hl_computation_t *c, const hl_mlir_op_t *op,
                            const hl_shape_t *s, hl_instruction_t **out) {
   if (s->dtype == HL_TOKEN) return hl_lower_add(L, c, op, HL_OP_AFTER_ALL, s, NULL, 0, out);
+  if (s->dtype == HL_TUPLE) {  // a tuple of the elements' zeros
+    hl_instruction_t **parts = hl_calloc((size_t)s->tuple_count + 1, sizeof(*parts));
+    if (!parts) return HL_OOM();
+    hl_status_t st = NULL;
+    for (int i = 0; !st && i < s->tuple_count; i++) st = zero_of(L, c, op, &s->tuple[i], &parts[i]);
+    if (!st) st = hl_lower_add_tuple(L, c, op, parts, s->tuple_count, out);
+    hl_free(parts);
+    return st;
+  }
   hl_shape_t scalar = hl_shape_scalar(s->dtype);
   hl_literal_t *lit;
   HL_RETURN_IF_ERROR(hl_literal_create(&scalar, &lit));
@@ -635,6 +644,30 @@ static hl_status_t parallel_channels(parallel_t *pp) {
     st = hl_lower_parallel_channels(pp->L, pp->op, programs, pp->nproc,
                                     (int)pp->L->parallel_partitions);
   hl_free(programs);
+  return st;
+}
+
+// value_of_process through a tuple result: each array leaf from process k,
+// tokens local.
+static hl_status_t tuple_of_process(parallel_t *pp, hl_instruction_t *v, int k, int depth,
+                                    hl_instruction_t **out) {
+  const hl_shape_t *s = &v->shape;
+  if (s->dtype == HL_TOKEN) {
+    *out = v;
+    return NULL;
+  }
+  if (s->dtype != HL_TUPLE) return value_of_process(pp, v, k, out);
+  if (depth > 32) return hl_lower_op_error(pp->L, pp->op, "result tuples nest too deeply");
+  hl_instruction_t **parts = hl_calloc((size_t)s->tuple_count + 1, sizeof(*parts));
+  if (!parts) return HL_OOM();
+  hl_status_t st = NULL;
+  for (int i = 0; !st && i < s->tuple_count; i++) {
+    hl_instruction_t *e;
+    st = hl_lower_add_gte(pp->L, pp->outer, pp->op, v, i, &e);
+    if (!st) st = tuple_of_process(pp, e, k, depth + 1, &parts[i]);
+  }
+  if (!st) st = hl_lower_add_tuple(pp->L, pp->outer, pp->op, parts, s->tuple_count, out);
+  hl_free(parts);
   return st;
 }
 
@@ -749,12 +782,8 @@ static hl_status_t lower_run_parallel(hl_lower_t *L, hl_lower_env_t *env, const 
       hl_instruction_t *g;
       st = hl_lower_add_gte(L, env->computation, op, cond, j, &g);
       if (st) break;
-      if (res[j].dtype == HL_TOKEN || res[j].dtype == HL_TUPLE) {
-        if (res[j].dtype == HL_TUPLE) st = hl_lower_op_error(L, op, "tuple results are not supported");
-        results[j] = g;
-      } else {
-        st = value_of_process(&pp, g, k, &results[j]);
-      }
+      if (res[j].dtype == HL_TOKEN) results[j] = g;
+      else st = tuple_of_process(&pp, g, k, 0, &results[j]);
     }
   if (!st) st = hl_lower_bind_results(L, env, op, results, pp.nres);
   hl_shape_deinit(&args_shape);

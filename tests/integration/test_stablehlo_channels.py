@@ -6,7 +6,8 @@
     processes that send and receive on a channel (here partition 0 -> 1 of a
     1x2 grid), with NumPy's value checked both by the program's own check op
     and on the written results;
-  - run_parallel's infeed functions feed the programs' infeed ops in order;
+  - run_parallel's infeed functions feed the programs' infeed ops in order,
+    and programs may return (nested) tuples;
   - outside run_parallel, host transfers use --outfeed-dir / --infeed files;
   - a channel several processes send on, and infeed ops in two processes'
     programs, are errors naming the channel / the op.
@@ -69,6 +70,25 @@ def run_parallel_infeed():
             got = hl.read_outputs(out, rank, 0, 2)
             for name, g, w in (("idle", got[0], np.array([7, 7], np.int32)), ("reader", got[1], want1)):
                 msg = hl.compare("rank %d %s" % (rank, name), g, w)
+                if msg:
+                    return msg
+    return None
+
+
+def run_parallel_tuple_results():
+    """Programs returning (nested) tuples: every leaf from its own process on every rank."""
+    a, b = np.array([3, -4], np.int32), np.array([5, 6], np.int32)
+    want = [a + a, np.int32(10), b * b, np.int32(20)]
+    with hl.tempdir("shlo-ch") as d:
+        out = os.path.join(d, "out")
+        r = hl.run([hl.HLO_LAUNCH, "--output-dir", out, "--quiet",
+                    os.path.join(PROGRAMS, "run_parallel_tuple.mlir")])
+        if r.returncode != 0:
+            return r.describe()
+        for rank in range(2):
+            got = hl.read_outputs(out, rank, 0, 4)
+            for k in range(4):
+                msg = hl.compare("rank %d result %d" % (rank, k), got[k], np.asarray(want[k]))
                 if msg:
                     return msg
     return None
@@ -141,6 +161,7 @@ if __name__ == "__main__":
     hl.main([
         ("send_recv_between_partitions", send_recv_between_partitions),
         ("run_parallel_infeed", run_parallel_infeed),
+        ("run_parallel_tuple_results", run_parallel_tuple_results),
         ("host_transfers", host_transfers),
         ("errors", errors),
     ])

@@ -44,11 +44,12 @@ static void test_errors(void) {
   hr_expect_error(MODULE("  ROOT r = s32[3,2] collective-reduce(c), to_apply=sum"),
                   "differs from operand 0");
   hr_expect_error(MODULE("  ROOT r = s32[2,3] collective-reduce(c)"), "to_apply");
-  // collective-broadcast with has_dynamic_root checks its roots operand too.
+  // collective-broadcast reads has_dynamic_root too
+  // (runtime/kernels/collective_broadcast_root.c); its roots are checked alike.
   hr_expect_error(MODULE("  roots = s64[1] constant({0})\n"
                          "  ROOT r = s32[2,3] collective-broadcast(c, roots), "
                          "replica_groups={{0}}, has_dynamic_root=true"),
-                  "must be s32[1]");
+                  "must be s32[1] (one root per broadcast operand)");
   // A 2x1 grid without a communicator cannot run a collective.
   const char *text = MODULE("  ROOT r = s32[2,3] collective-reduce(c), to_apply=sum");
   hl_module_t *m = NULL;
