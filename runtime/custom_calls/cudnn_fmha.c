@@ -266,7 +266,6 @@ static hl_status_t check_shapes(const hl_instruction_t *inst, const char *name, 
     return HL_INVALID("%s: custom-call \"%s\" last result is %s, expected the u8 workspace",
                       loc_of(inst), name, HL_SHAPE_STR(ws));
   int nres = rs->tuple_count - 1;
-  int64_t bnts[4] = {f->B, f->N, f->T, f->S};
   if (f->has_bias) {
     const hl_shape_t *bs = &inst->operands[f->backward ? 5 : 3]->shape;
     bool ok = bs->dtype != HL_TUPLE && bs->rank == 4 && hl_dtype_is_float(bs->dtype) &&
@@ -290,7 +289,6 @@ static hl_status_t check_shapes(const hl_instruction_t *inst, const char *name, 
         return HL_INVALID("%s: custom-call \"%s\" softmax stats are %s, expected f32",
                           loc_of(inst), name, HL_SHAPE_STR(&rs->tuple[1]));
     }
-    (void)bnts;
     return NULL;
   }
   HL_RETURN_IF_ERROR(expect_shape(inst, name, "stats operand", &inst->operands[3]->shape, 3,

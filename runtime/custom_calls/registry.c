@@ -10,7 +10,7 @@ static const hl_custom_call_target_t *const kFamilies[] = {
     hl_custom_calls_core, hl_custom_calls_lapack, hl_custom_calls_blas, hl_custom_calls_cublas,
     hl_custom_calls_jax_gpu_linalg, hl_custom_calls_cudnn, hl_custom_calls_ducc_fft,
     hl_custom_calls_stablehlo_test, hl_custom_calls_cudnn_fmha, hl_custom_calls_cudnn_norm,
-    hl_custom_calls_jax_gpu_solver, hl_custom_calls_jax_tridiagonal,
+    hl_custom_calls_jax_gpu_solver, hl_custom_calls_jax_tridiagonal, hl_custom_calls_triton,
 };
 
 // Families whose configs are checked before launch.
@@ -20,6 +20,7 @@ static const struct {
 } kChecks[] = {
     {hl_custom_calls_cudnn_fmha, hl_custom_calls_cudnn_fmha_check},
     {hl_custom_calls_cudnn_norm, hl_custom_calls_cudnn_norm_check},
+    {hl_custom_calls_triton, hl_custom_calls_triton_check},
 };
 
 hl_custom_call_check_fn_t hl_custom_call_lookup_check(const char *name) {

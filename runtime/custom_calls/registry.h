@@ -64,6 +64,8 @@ hl_status_t hl_custom_calls_cudnn_fmha_check(const hl_instruction_t *inst, const
 extern const hl_custom_call_target_t hl_custom_calls_cudnn_norm[];
 extern const hl_custom_call_target_t hl_custom_calls_jax_gpu_solver[];
 extern const hl_custom_call_target_t hl_custom_calls_jax_tridiagonal[];
+extern const hl_custom_call_target_t hl_custom_calls_triton[];
+hl_status_t hl_custom_calls_triton_check(const hl_instruction_t *inst, const char *name);
 hl_status_t hl_custom_calls_cudnn_norm_check(const hl_instruction_t *inst, const char *name);
 extern const hl_custom_call_target_t hl_custom_calls_ducc_fft[];
 extern const hl_custom_call_target_t hl_custom_calls_jax_gpu_linalg[];

@@ -228,6 +228,31 @@ ENTRY main.9 {
                      (1e-5, 1e-5))
 
 
+def triton_custom_call_with_computation():
+    """The older form (early-2023 XLA, triton_autotuner_test.cc): custom-call target
+    "__triton" with called_computations and the tiling as a quoted backend_config."""
+    x = np.random.default_rng(9).integers(-4, 5, (16, 8)).astype(np.int8)
+    y = rand((8, 24), np.float16, 10)
+    text = """HloModule module
+
+%out (parameter_0: s8[16,8], parameter_1: f16[8,24]) -> f16[16,24] {
+  %parameter_0 = s8[16,8]{1,0} parameter(0)
+  %c.1 = f16[16,8]{1,0} convert(s8[16,8]{1,0} %parameter_0)
+  %parameter_1 = f16[8,24]{1,0} parameter(1)
+  ROOT %out.1 = f16[16,24]{1,0} dot(f16[16,8]{1,0} %c.1, f16[8,24]{1,0} %parameter_1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+
+ENTRY %e (x: s8[16,8], y: f16[8,24]) -> f16[16,24] {
+  %x = s8[16,8]{1,0} parameter(0)
+  %y = f16[8,24]{1,0} parameter(1)
+  ROOT %custom-call = f16[16,24]{1,0} custom-call(s8[16,8]{1,0} %x, f16[8,24]{1,0} %y), custom_call_target="__triton", called_computations={%out}, backend_config="{\\\"block_m\\\":\\\"32\\\",\\\"block_n\\\":\\\"32\\\",\\\"block_k\\\":\\\"32\\\",\\\"split_k\\\":\\\"1\\\",\\\"num_stages\\\":\\\"1\\\",\\\"num_warps\\\":\\\"4\\\"}"
+}
+"""
+    want = (x.astype(np.float64) @ y.astype(np.float64)).astype(np.float16)
+    return check_all("__triton custom-call", run("triton-cc", text, [x, y], 1), [want],
+                     (1e-3, 1e-2))
+
+
 def triton_kernel_custom_call_is_an_error():
     """A custom-call that carries a Triton kernel (jax-triton / Pallas GPU lowering:
     TTIR text in backend_config) has no HLO to run: it fails before launch, named."""
@@ -259,5 +284,6 @@ if __name__ == "__main__":
         ("triton_nested_gemm_fusion", triton_nested_gemm),
         ("cudnn_gemm_fusion", cudnn_fusion),
         ("dynamic_slice_custom_fusion_with_cublas", dynamic_slice_fusion_with_gemm),
+        ("triton_custom_call_with_called_computation", triton_custom_call_with_computation),
         ("triton_kernel_custom_call_fails_before_launch", triton_kernel_custom_call_is_an_error),
     ])
