@@ -655,9 +655,17 @@ static hl_status_t lower_convolution_attrs(op_ctx_t *x, hl_instruction_t *inst,
       a->window.dims[i].padding_high = dyn_pad->v[2 * i + 1];
     }
   }
+  // Optional (default 1): read only when written (need_int's error for a
+  // missing one would otherwise be dropped).
   int64_t v;
-  if (!need_int(x, "feature_group_count", NULL, &v)) a->feature_group_count = v;
-  if (!need_int(x, "batch_group_count", NULL, &v)) a->batch_group_count = v;
+  if (hl_mlir_op_attr(op, "feature_group_count")) {
+    HL_RETURN_IF_ERROR(need_int(x, "feature_group_count", NULL, &v));
+    a->feature_group_count = v;
+  }
+  if (hl_mlir_op_attr(op, "batch_group_count")) {
+    HL_RETURN_IF_ERROR(need_int(x, "batch_group_count", NULL, &v));
+    a->batch_group_count = v;
+  }
   return NULL;
 }
 

@@ -4,7 +4,8 @@
 // chlo.top_k's `(x, k = n)`), with the argument-attribute leak fuzz_program_loader
 // found (a function whose argument list fails after an attribute dict) and
 // its heap overflow (a dense list for a zero-element tensor was stored into it)
-// and signed overflow (a 19-digit tensor dimension).
+// and signed overflow (a 19-digit tensor dimension), and a convolution
+// without feature_group_count (its lookup error was dropped, leaking).
 // hl-test-libs: hl_stablehlo hl_ir hl_base
 #include "runtime/base/alloc.h"
 #include "runtime/stablehlo/mlir_dense.h"
@@ -163,6 +164,30 @@ static void test_huge_tensor_dimension(void) {
                            "tensor dimension too large");
 }
 
+static void test_conv_group_counts_optional(void) {
+  const char *head =
+      "func.func @main(%x: tensor<1x3x1xf32>, %w: tensor<2x1x1xf32>) -> tensor<1x2x1xf32> {\n"
+      "  %0 = \"stablehlo.convolution\"(%x, %w) <{dimension_numbers = #stablehlo.conv<raw "
+      "input_batch_dimension = 0, input_feature_dimension = 2, input_spatial_dimensions = [1], "
+      "kernel_input_feature_dimension = 1, kernel_output_feature_dimension = 2, "
+      "kernel_spatial_dimensions = [0], output_batch_dimension = 0, output_feature_dimension = 2, "
+      "output_spatial_dimensions = [1]>";
+  const char *tail = "}> : (tensor<1x3x1xf32>, tensor<2x1x1xf32>) -> tensor<1x2x1xf32>\n"
+                     "  return %0 : tensor<1x2x1xf32>\n}\n";
+  char src[1024];
+  snprintf(src, sizeof(src), "%s%s", head, tail);
+  hl_module_t *m = load(src);
+  const hl_instruction_t *conv = find_op(m->entry, HL_OP_CONVOLUTION);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(conv);
+  CU_ASSERT_EQUAL(conv->attrs.convolution_dimension_numbers.input_feature_dimension, 2);
+  CU_ASSERT_EQUAL(conv->attrs.window.dims[0].size, 2);
+  hl_module_destroy(m);
+  snprintf(src, sizeof(src), "%s, feature_group_count = \"two\"%s", head, tail);
+  m = NULL;
+  HL_ASSERT_ERROR_CONTAINS(hl_stablehlo_load(src, strlen(src), "c.mlir", 1, &m),
+                           "needs integer attribute 'feature_group_count'");
+}
+
 static CU_TestInfo tests[] = {
     {"broadcasting_ir", test_broadcasting_ir},
     {"decompositions_ir", test_decompositions_ir},
@@ -171,6 +196,7 @@ static CU_TestInfo tests[] = {
     {"argument_attrs_freed_on_error", test_argument_attrs_freed_on_error},
     {"dense_list_for_empty_tensor", test_dense_list_for_empty_tensor},
     {"huge_tensor_dimension", test_huge_tensor_dimension},
+    {"conv_group_counts_optional", test_conv_group_counts_optional},
     CU_TEST_INFO_NULL,
 };
 HL_TEST_MAIN("chlo_lower", tests)
