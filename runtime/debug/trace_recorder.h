@@ -82,8 +82,10 @@ void hl_trace_recorder_progress(hl_trace_recorder_t *recorder, const hl_instruct
 
 // Appends this rank's events (comma-separated trace-event objects, no
 // brackets): process and thread names, an "X" span per instruction on the
-// executor track and per collective / channel instruction on the
-// collectives track (bytes, group, channel), the progress thread's spans
+// executor track and per collective / channel instruction on that
+// collective's own track (bytes, group, channel; a -done on its -start's,
+// a send-done / recv-done on its send's / recv's; tids from 16 in the order
+// the collectives first finished), the progress thread's spans
 // on its own track (when it recorded any), and flow events from each send
 // to its recv-done ("s" on the sender, "f" on the receiver, ids from the
 // channel, both ends and the occurrence; `channels` gives this rank's peer,
