@@ -252,7 +252,8 @@ static int collective_tid(collective_rows_t *rows, const hl_instruction_t *inst,
 static void append_progress_rows(hl_trace_recorder_t *t, int rank, int64_t offset_ns,
                                  int64_t origin_ns, int64_t R, int64_t P, hl_strbuf_t *out) {
   pthread_mutex_lock(&t->progress_lock);
-  qsort(t->progress, (size_t)t->progress_count, sizeof(*t->progress), by_start);
+  if (t->progress_count > 0)  // else t->progress may be NULL, which qsort must not get
+    qsort(t->progress, (size_t)t->progress_count, sizeof(*t->progress), by_start);
   int64_t row_end[HL_TRACE_PROGRESS_ROWS];
   int rows = 0;
   for (int64_t i = 0; i < t->progress_count; i++) {
