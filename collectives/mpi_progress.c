@@ -35,6 +35,16 @@ static int64_t monotonic_ns(void) {
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+int64_t hl_progress_hook_now_ns(void) {
+  return __atomic_load_n(&g_hook, __ATOMIC_ACQUIRE) ? monotonic_ns() : 0;
+}
+
+void hl_progress_hook_report(const hl_instruction_t *inst, int64_t bytes, int64_t start_ns,
+                             int64_t end_ns, int tests, bool completed) {
+  const hl_progress_hook_t *hook = __atomic_load_n(&g_hook, __ATOMIC_ACQUIRE);
+  if (hook && start_ns) hook->span(hook->ctx, inst, bytes, start_ns, end_ns, tests, completed);
+}
+
 // The hook's call for r (once per request), ending at `end_ns`.
 static void report(const hl_progress_hook_t *hook, hl_comm_request_t *r, int64_t end_ns,
                    bool completed) {

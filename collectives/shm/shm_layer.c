@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "collectives/mpi_internal.h"
+#include "collectives/progress_hook.h"
 #include "collectives/shm/shm_internal.h"
 #include "collectives/shm/shm_hier.h"
 #include "collectives/shm/shm_node.h"
@@ -73,6 +74,7 @@ typedef struct shm_job {
   bool done;                    // under the layer's mutex
   struct shm_job *next;         // the queue
   struct shm_job *next_pending; // every job handed out and not yet waited for
+  const hl_instruction_t *inst; // queued jobs: the -start (for the progress hook)
 } shm_job_t;
 
 typedef struct hl_shm_layer {
@@ -163,7 +165,12 @@ static void *progress_main(void *arg) {
     l->queue_head = j->next;
     if (!l->queue_head) l->queue_tail = NULL;
     pthread_mutex_unlock(&l->mu);
+    int64_t hook_ns = hl_progress_hook_now_ns();  // 0: no --trace
     run_job(j);
+    if (hook_ns)
+      hl_progress_hook_report(j->inst, j->kind == OP_REDUCE ? j->count * (int64_t)hl_dtype_size(
+                                  j->red.dtype) : j->count, hook_ns, hl_progress_hook_now_ns(),
+                              0, true);
     pthread_mutex_lock(&l->mu);
     j->done = true;
     l->running--;
@@ -413,6 +420,7 @@ static hl_status_t submit(shm_layer_t *l, shm_job_t *j, const hl_instruction_t *
   shm_job_t *q = hl_malloc(sizeof(*q));
   if (!q) return HL_OOM();
   *q = *j;
+  q->inst = inst;
   q->red.reducer = &q->reducer;
   q->next = NULL;
   pthread_mutex_lock(&l->mu);

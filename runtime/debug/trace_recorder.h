@@ -8,6 +8,7 @@
 #ifndef HL_RUNTIME_DEBUG_TRACE_RECORDER_H_
 #define HL_RUNTIME_DEBUG_TRACE_RECORDER_H_
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -35,7 +36,7 @@ typedef struct hl_trace_progress_span {
   bool completed;            // the thread saw it complete (else the -done took it back)
 } hl_trace_progress_span_t;
 
-enum { HL_TRACE_MAX_DEPTH = 64, HL_TRACE_PROGRESS_SPANS = 1 << 16 };
+enum { HL_TRACE_MAX_DEPTH = 64, HL_TRACE_PROGRESS_SPANS = 1 << 16, HL_TRACE_PROGRESS_ROWS = 62 };
 
 // Private: in the header only so that enter / leave inline into the
 // debugging observer (the hot path: two clock reads and one 32-byte store).
@@ -44,8 +45,9 @@ typedef struct hl_trace_recorder {
   int64_t count, cap, max, dropped;
   int64_t start[HL_TRACE_MAX_DEPTH];
   hl_trace_clock_t clock;
-  // The progress thread's spans: written by one thread at a time (the
-  // collectives make the calls under their progress lock).
+  // The progress threads' spans: the MPI backend's and the shared-memory
+  // layer's threads may report at once, hence the lock.
+  pthread_mutex_t progress_lock;
   hl_trace_progress_span_t *progress;
   int64_t progress_count, progress_dropped;
 } hl_trace_recorder_t;
@@ -82,9 +84,13 @@ void hl_trace_recorder_progress(hl_trace_recorder_t *recorder, const hl_instruct
 
 // Appends this rank's events (comma-separated trace-event objects, no
 // brackets): process and thread names, an "X" span per instruction on the
-// executor track and per collective / channel instruction on the
-// collectives track (bytes, group, channel), the progress thread's spans
-// on its own track (when it recorded any), and flow events from each send
+// executor track and per collective / channel instruction on that
+// collective's own track (bytes, group, channel; a -done on its -start's,
+// a send-done / recv-done on its send's / recv's; tids from 16 in the order
+// the collectives first finished), the progress threads' spans on the
+// progress thread's track (when they recorded any; spans that overlap
+// without nesting, from requests in flight together, on extra rows
+// "progress thread (2)" ...), and flow events from each send
 // to its recv-done ("s" on the sender, "f" on the receiver, ids from the
 // channel, both ends and the occurrence; `channels` gives this rank's peer,
 // NULL: no arrows). Times are in microseconds after adding

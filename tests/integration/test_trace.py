@@ -79,6 +79,11 @@ def enclosing(trace, e, opcode):
     return None
 
 
+def thread_names(trace):
+    return {(e["pid"], e["tid"]): e["args"]["name"] for e in trace["traceEvents"]
+            if e["ph"] == "M" and e["name"] == "thread_name"}
+
+
 def test_collectives_timeline():
     with hl.tempdir("trace") as d:
         n = os.path.join(d, "n.npy")
@@ -94,10 +99,15 @@ def test_collectives_timeline():
             return msg
         for r in range(4):
             spans = [e for e in trace["traceEvents"]
-                     if e["ph"] == "X" and e["pid"] == r and e["tid"] == 1]
+                     if e["ph"] == "X" and e["pid"] == r and e["cat"] == "collective"]
             if len(spans) != 3 or any(e["name"] != "acc2" or e["args"]["bytes"] != 1024 or
                                       e["args"]["group"] != "{0,1,2,3}" for e in spans):
                 return "rank %d's collective spans: %r" % (r, spans)
+            # The loop's one all-reduce: all three trips on its own track.
+            if len({e["tid"] for e in spans}) != 1 or \
+                    thread_names(trace).get((r, spans[0]["tid"])) != "acc2 {0,1,2,3}":
+                return "rank %d's all-reduce track: %r, names %r" % (
+                    r, spans, thread_names(trace))
             executor = [e for e in trace["traceEvents"]
                         if e["ph"] == "X" and e["pid"] == r and e["tid"] == 0]
             if not any(e["name"] == "loop" and e["args"]["opcode"] == "while" for e in executor):
@@ -106,7 +116,8 @@ def test_collectives_timeline():
         # started on every rank.
         for k in range(3):
             its = [sorted((e for e in trace["traceEvents"] if e["ph"] == "X" and e["pid"] == r
-                           and e["tid"] == 1), key=lambda e: e["ts"])[k] for r in range(4)]
+                           and e["cat"] == "collective"), key=lambda e: e["ts"])[k]
+                   for r in range(4)]
             latest_start = max(e["ts"] for e in its)
             earliest_end = min(e["ts"] + e["dur"] for e in its)
             if earliest_end + EPS_US < latest_start:
@@ -145,17 +156,74 @@ def test_channel_flows():
     return None
 
 
-def test_progress_thread_track():
+def test_collective_tracks():
+    """trace_two_collectives.hlo on 4 ranks: an async all-reduce over all ranks
+    with an async all-gather within {0,1} / {2,3} started and finished inside
+    it. Each rank's trace has one track per collective, named by instruction
+    and group ("sum {0,1,2,3}", "pair {0,1}" on ranks 0 and 1), holding that
+    collective's -start and -done spans; the all-gather's spans lie between the
+    all-reduce's. The results are checked against NumPy."""
+    with hl.tempdir("trace") as d:
+        out, out_dir = os.path.join(d, "t.json"), os.path.join(d, "out")
+        res = hl.launch(os.path.join(hl.PROGRAMS_DIR, "debug", "trace_two_collectives.hlo"), 4,
+                        1, output_dir=out_dir, extra=("--trace", out))
+        if res.returncode != 0:
+            return res.describe()
+        ones = np.ones((256, 256), np.float32)
+        for r in range(4):
+            got = hl.read_outputs(out_dir, r, 0, 3)
+            pair = [r - r % 2, r - r % 2 + 1]
+            err = hl.compare("rank %d all-reduce" % r, got[0],
+                             np.full(256, sum(1 + k for k in range(4)), np.float32)) or \
+                hl.compare("rank %d all-gather" % r, got[1],
+                           np.concatenate([np.full(64, 10 * k, np.float32) for k in pair])) or \
+                hl.compare("rank %d dot" % r, got[2], (ones @ ones)[:1, :1])
+            if err:
+                return err
+        trace = json.load(open(out))
+        msg = check_format(trace, 4)
+        if msg:
+            return msg
+        names = thread_names(trace)
+        for r in range(4):
+            pair = "{%d,%d}" % (r - r % 2, r - r % 2 + 1)
+            spans = [e for e in trace["traceEvents"]
+                     if e["ph"] == "X" and e["pid"] == r and e["cat"] == "collective"]
+            rows = {}
+            for e in spans:
+                rows.setdefault(names.get((r, e["tid"])), []).append(e)
+            want = {"sum {0,1,2,3}": [("sum", "all-reduce-start", 1024),
+                                      ("summed", "all-reduce-done", 1024)],
+                    "pair " + pair: [("pair", "all-gather-start", 256),
+                                     ("gathered", "all-gather-done", 512)]}
+            got = {k: [(e["name"], e["args"]["opcode"], e["args"]["bytes"])
+                       for e in sorted(v, key=lambda e: e["ts"])] for k, v in rows.items()}
+            if got != want:
+                return "rank %d's collective tracks %r, expected %r" % (r, got, want)
+            if len({e["tid"] for e in spans} | {0}) != 3:
+                return "rank %d: collective tracks share a tid with each other or the " \
+                    "executor: %r" % (r, spans)
+            ar = sorted(rows["sum {0,1,2,3}"], key=lambda e: e["ts"])
+            ag = sorted(rows["pair " + pair], key=lambda e: e["ts"])
+            if not (ar[0]["ts"] + ar[0]["dur"] <= ag[0]["ts"] + EPS_US and
+                    ag[1]["ts"] + ag[1]["dur"] <= ar[1]["ts"] + EPS_US):
+                return "rank %d: the all-gather %r is not inside the all-reduce %r" % (r, ag, ar)
+    return None
+
+
+def test_progress_thread_track(backend="mpi"):
     """trace_async_overlap.hlo on 2 ranks over MPI: each rank posts an all-reduce,
     computes a 1024 x 1024 dot (tens of ms) and then waits in the -done, so each
     rank's progress thread completes the all-reduce while the rank computes.
     Every rank's trace has a "progress thread" track with one span for it (1 KiB,
     group {0,1}) that the thread completed, between the -start's start and the
-    -done's start. The results are checked against NumPy."""
+    -done's start. The results are checked against NumPy. With backend "shm" the
+    shared-memory layer's thread runs the all-reduce (it tests no MPI requests:
+    "tests" is 0), from after the -start began to before the -done ended."""
     with hl.tempdir("trace") as d:
         out, out_dir = os.path.join(d, "t.json"), os.path.join(d, "out")
         res = hl.launch(os.path.join(hl.PROGRAMS_DIR, "debug", "trace_async_overlap.hlo"), 2, 1,
-                        output_dir=out_dir, extra=("--trace", out, "--collectives", "mpi"))
+                        output_dir=out_dir, extra=("--trace", out, "--collectives", backend))
         if res.returncode != 0:
             return res.describe()
         ones = np.ones((1024, 1024), np.float32)
@@ -170,8 +238,7 @@ def test_progress_thread_track():
         if msg:
             return msg
         events = trace["traceEvents"]
-        names = {(e["pid"], e["tid"]): e["args"]["name"] for e in events
-                 if e["ph"] == "M" and e["name"] == "thread_name"}
+        names = thread_names(trace)
         for r in range(2):
             if names.get((r, 2)) != "progress thread":
                 return "no progress thread track on rank %d: %r" % (r, names)
@@ -181,12 +248,16 @@ def test_progress_thread_track():
             p = prog[0]
             a = p["args"]
             if (p["name"], a["opcode"], a["bytes"], a["group"], a["completed_by"]) != \
-                    ("s", "all-reduce-start", 1024, "{0,1}", "progress thread") or a["tests"] < 1:
+                    ("s", "all-reduce-start", 1024, "{0,1}", "progress thread") or \
+                    (a["tests"] < 1 if backend == "mpi" else a["tests"] != 0):
                 return "rank %d's progress span: %r" % (r, p)
             execu = {e["name"]: e for e in events if e["ph"] == "X" and e["pid"] == r and
                      e["tid"] == 0}
             start, done = execu["s"], execu["d"]
-            if p["ts"] + EPS_US < start["ts"] or p["ts"] + p["dur"] > done["ts"] + EPS_US:
+            # The shared-memory job also waits for the peer's thread, so it may
+            # still run when this rank's -done starts: the -done waits for it.
+            end = done["ts"] if backend == "mpi" else done["ts"] + done["dur"]
+            if p["ts"] + EPS_US < start["ts"] or p["ts"] + p["dur"] > end + EPS_US:
                 return "rank %d's progress span %r not between the start %r and the done %r" % (
                     r, p, start, done)
     return None
@@ -197,5 +268,7 @@ if __name__ == "__main__":
     hl.main([
         ("collectives_timeline", test_collectives_timeline),
         ("channel_flows", test_channel_flows),
+        ("collective_tracks", test_collective_tracks),
         ("progress_thread_track", test_progress_thread_track),
+        ("shm_progress_thread_track", lambda: test_progress_thread_track("shm")),
     ])
