@@ -9,6 +9,10 @@
 // Element movement is by element size, so every dtype works; scatter's
 // update computation runs through the executor, with fast paths for a
 // computation that returns the update (replace) and for add.
+//
+// gather splits its batch positions over the thread pool (disjoint windows
+// of the result). scatter stays serial: indices may repeat, and the order in
+// which colliding updates combine decides the result's bits.
 #include <string.h>
 
 #include "runtime/base/alloc.h"

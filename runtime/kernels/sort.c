@@ -6,6 +6,8 @@
 // through the executor; a comparator that is a single compare of operand 0's
 // two parameters (the common `compare(p0, p1), direction=LT/GT`) is
 // evaluated directly on preloaded keys.
+// Fast-path sorts split their slices over the thread pool; each slice is
+// sorted by the same code on any thread, so the bits do not depend on it.
 #include <string.h>
 
 #include "runtime/base/alloc.h"
