@@ -20,6 +20,8 @@
 //   gelu_2_threads        the GELU fusion on a pool of 2 threads vs 1
 //   softmax_2_threads     the softmax fusions on 2 threads vs 1
 //   reduce_rows_2_threads a plain (unfused) row-sum reduce on 2 threads vs 1
+//   sort_2_threads        sorting 1024 rows of 1024 f32 on 2 threads vs 1
+//   gather_2_threads      gathering 4096 rows of a 4096x4096 table, 2 threads vs 1
 //
 // Also prints the op-by-op time of each fusion (--no-fusion-blocking). The C
 // baselines are built like the runtime's hot loops (AVX2 clones, no FMA).
@@ -333,6 +335,46 @@ int main(int argc, char **argv) {
   printf("# reduce rows: 1 thread %.2f ms, 2 threads %.2f ms\n", 1e3 * t_red1, 1e3 * t_red2);
   hl_bench_report("reduce_rows_2_threads", 1 / t_red2, "runs/s", "1_thread", 1 / t_red1, true,
                   quick ? 0.0 : 1.8);
+
+  // sort (rows of 1024, f32 keys) and gather (rows of a table) on 2 threads
+  // against 1, interleaved per repeat.
+  long srows = quick ? 16 : 1024, grows = quick ? 64 : 4096;
+  snprintf(shape, sizeof shape, "f32[%ld,1024]", srows);
+  hl_literal_t *keys = hl_bench_literal(shape, 7);
+  snprintf(shape, sizeof shape, "s32[%ld,1]", grows);
+  hl_literal_t *gidx = hl_bench_literal(shape, 8);
+  for (long i = 0; i < grows; i++) ((int32_t *)gidx->data)[i] = (int32_t)(i * 7919 % rows);
+  char sort_text[1024], gather_text[1024];
+  snprintf(sort_text, sizeof sort_text,
+           "HloModule s\ncmp {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+           "  ROOT lt = pred[] compare(a, b), direction=LT\n}\nENTRY main {\n"
+           "  k = f32[%ld,1024] parameter(0)\n  ROOT r = f32[%ld,1024] sort(k), dimensions={1}, "
+           "to_apply=cmp\n}\n",
+           srows, srows);
+  snprintf(gather_text, sizeof gather_text,
+           "HloModule g\nENTRY main {\n  x = f32[%ld,%ld] parameter(0)\n"
+           "  i = s32[%ld,1] parameter(1)\n  ROOT g = f32[%ld,%ld] gather(x, i), offset_dims={1}, "
+           "collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, "
+           "slice_sizes={1,%ld}\n}\n",
+           rows, cols, grows, grows, cols, cols);
+  hl_literal_t *gargs[2] = {sx, gidx};
+  double t_sort1 = 1e30, t_sort2 = 1e30, t_g1 = 1e30, t_g2 = 1e30;
+  for (int r = 0; r < reps; r++) {
+    t_sort1 = fmin(t_sort1, time_module(sort_text, &keys, 1, 1, false, NULL));
+    t_sort2 = fmin(t_sort2, time_module(sort_text, &keys, 1, 1, false, pool));
+    t_g1 = fmin(t_g1, time_module(gather_text, gargs, 2, 1, false, NULL));
+    t_g2 = fmin(t_g2, time_module(gather_text, gargs, 2, 1, false, pool));
+  }
+  printf("# sort %ldx1024: 1 thread %.2f ms, 2 threads %.2f ms\n", srows, 1e3 * t_sort1,
+         1e3 * t_sort2);
+  printf("# gather %ld rows of %ld: 1 thread %.2f ms, 2 threads %.2f ms\n", grows, cols,
+         1e3 * t_g1, 1e3 * t_g2);
+  hl_bench_report("sort_2_threads", 1 / t_sort2, "runs/s", "1_thread", 1 / t_sort1, true,
+                  quick ? 0.0 : 1.8);
+  hl_bench_report("gather_2_threads", 1 / t_g2, "runs/s", "1_thread", 1 / t_g1, true,
+                  quick ? 0.0 : 1.5);
+  hl_literal_release(keys);
+  hl_literal_release(gidx);
 
   // Curve: 2..20 ops over the same two inputs, the op counts interleaved
   // within each repeat (min per count), so load changes hit all alike.

@@ -7,6 +7,10 @@
 // of the last axis; IRFFT reads that many and, like numpy's irfftn and
 // FFTW's c2r, takes the spectrum as Hermitian (the imaginary parts that a
 // real signal cannot have are ignored).
+//
+// Single-threaded on purpose: FFTW's threaded plans give other bits at
+// other thread counts (docs/ARCHITECTURE.md, "Blocked fusions, vector math,
+// threads").
 #include <fftw3.h>
 #include <limits.h>
 #include <stdbool.h>

@@ -9,10 +9,15 @@
 // Element movement is by element size, so every dtype works; scatter's
 // update computation runs through the executor, with fast paths for a
 // computation that returns the update (replace) and for add.
+//
+// gather splits its batch positions over the thread pool (disjoint windows
+// of the result). scatter stays serial: indices may repeat, and the order in
+// which colliding updates combine decides the result's bits.
 #include <string.h>
 
 #include "runtime/base/alloc.h"
 #include "runtime/exec/plan.h"
+#include "runtime/exec/thread_pool.h"
 #include "runtime/kernels/element_access.h"
 #include "runtime/kernels/index_access.h"
 #include "runtime/kernels/kernel.h"
@@ -101,6 +106,56 @@ static hl_status_t check_dim_list(const char *name, const hl_i64_list_t *l, int 
 // gather
 //===----------------------------------------------------------------------===//
 
+// One gather, split over batch positions: every position copies its window
+// into its own part of the result, so chunks of positions are independent
+// and any thread count writes the same bytes.
+typedef struct gather_job {
+  const index_walk_t *w;
+  const hl_gather_dims_t *g;
+  const hl_literal_t *op;
+  hl_literal_t *out;
+  const int64_t *sizes, *ostr, *res_bstr, *src_str, *dst_str, *win_dims;
+  int nwin;
+  int64_t chunk;
+} gather_job_t;
+
+// Copies the windows of batch positions [b0, b1).
+static void gather_positions(const gather_job_t *j, int64_t b0, int64_t b1) {
+  const index_walk_t *w = j->w;
+  const hl_gather_dims_t *g = j->g;
+  const hl_shape_t *os = &j->op->shape;
+  size_t es = hl_dtype_size(os->dtype);
+  int64_t gi[HL_MAX_RANK] = {0}, vec[HL_MAX_RANK * 4], start[HL_MAX_RANK];
+  for (int64_t rem = b0, p = w->nb - 1; p >= 0; p--) {  // unravel b0
+    gi[p] = rem % w->bdims[p];
+    rem /= w->bdims[p];
+  }
+  for (int64_t b = b0; b < b1; b++, odometer_next(gi, w->bdims, w->nb)) {
+    index_walk_read(w, gi, vec);
+    memset(start, 0, sizeof(start));
+    for (int k = 0; k < w->vec_len; k++) {
+      int64_t d = g->start_index_map.v[k];
+      start[d] = hl_index_clamp(vec[k], 0, os->dims[d] - j->sizes[d]);
+    }
+    for (int i = 0; i < g->operand_batching_dims.n; i++)
+      start[g->operand_batching_dims.v[i]] =
+          gi[batch_pos_of(w, g->start_indices_batching_dims.v[i])];
+    int64_t src_off = 0, dst_off = 0;
+    for (int d = 0; d < os->rank; d++) src_off += start[d] * j->ostr[d];
+    for (int p = 0; p < w->nb; p++) dst_off += gi[p] * j->res_bstr[p];
+    hl_strided_copy((char *)j->out->data + dst_off * (int64_t)es, j->dst_str,
+                    (const char *)j->op->data + src_off * (int64_t)es, j->src_str, j->nwin,
+                    j->win_dims, es);
+  }
+}
+
+static void gather_task(void *arg, int64_t task, int worker) {
+  (void)worker;
+  const gather_job_t *j = arg;
+  int64_t b0 = task * j->chunk, b1 = b0 + j->chunk < j->w->count ? b0 + j->chunk : j->w->count;
+  gather_positions(j, b0, b1);
+}
+
 hl_status_t hl_kernel_gather(hl_kernel_context_t *ctx, const hl_instruction_t *inst,
                              hl_literal_t *const *operands, hl_literal_t **out) {
   const hl_literal_t *op = operands[0];
@@ -180,23 +235,16 @@ hl_status_t hl_kernel_gather(hl_kernel_context_t *ctx, const hl_instruction_t *i
                       hl_shape_debug_string(rs), nb, w.nb);
   HL_RETURN_IF_ERROR(hl_literal_create_uninitialized(rs, out));
   if (!(*out)->byte_size) return NULL;
-  size_t es = hl_dtype_size(rs->dtype);
-  int64_t gi[HL_MAX_RANK] = {0}, vec[HL_MAX_RANK * 4], start[HL_MAX_RANK];
-  for (int64_t b = 0; b < w.count; b++, odometer_next(gi, w.bdims, w.nb)) {
-    index_walk_read(&w, gi, vec);
-    memset(start, 0, sizeof(start));
-    for (int k = 0; k < w.vec_len; k++) {
-      int64_t d = g->start_index_map.v[k];
-      start[d] = hl_index_clamp(vec[k], 0, os->dims[d] - sizes->v[d]);
-    }
-    for (int i = 0; i < g->operand_batching_dims.n; i++)
-      start[g->operand_batching_dims.v[i]] =
-          gi[batch_pos_of(&w, g->start_indices_batching_dims.v[i])];
-    int64_t src_off = 0, dst_off = 0;
-    for (int d = 0; d < r; d++) src_off += start[d] * ostr[d];
-    for (int p = 0; p < nb; p++) dst_off += gi[p] * res_bstr[p];
-    hl_strided_copy((char *)(*out)->data + dst_off * (int64_t)es, dst_str,
-                    (const char *)op->data + src_off * (int64_t)es, src_str, nwin, win_dims, es);
+  gather_job_t job = {&w, g, op, *out, sizes->v, ostr, res_bstr, src_str, dst_str, win_dims,
+                      nwin, 0};
+  const hl_exec_options_t *o = hl_kernel_options(ctx);
+  int threads = hl_thread_pool_size(o ? o->pool : NULL);
+  if (threads > 1 && w.count >= 2 * threads &&
+      hl_shape_element_count(rs) >= (INT64_C(1) << 14)) {
+    job.chunk = (w.count + 4 * threads - 1) / (4 * threads);
+    hl_thread_pool_run(o->pool, (w.count + job.chunk - 1) / job.chunk, gather_task, &job);
+  } else {
+    gather_positions(&job, 0, w.count);
   }
   return NULL;
 }

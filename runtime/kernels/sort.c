@@ -6,9 +6,12 @@
 // through the executor; a comparator that is a single compare of operand 0's
 // two parameters (the common `compare(p0, p1), direction=LT/GT`) is
 // evaluated directly on preloaded keys.
+// Fast-path sorts split their slices over the thread pool; each slice is
+// sorted by the same code on any thread, so the bits do not depend on it.
 #include <string.h>
 
 #include "runtime/base/alloc.h"
+#include "runtime/exec/thread_pool.h"
 #include "runtime/kernels/element_access.h"
 #include "runtime/kernels/kernel.h"
 #include "runtime/kernels/scalar_call.h"
@@ -127,18 +130,67 @@ static void load_keys(sort_ctx_t *s, const hl_literal_t *op, bool total_order, i
   }
 }
 
+// Sorts slice number `slice` (of outer * inner) and moves the n operands'
+// elements into `results`; perm: scratch of 2 * len.
+static hl_status_t sort_one_slice(sort_ctx_t *s, int64_t slice, int64_t len, int64_t inner,
+                                  int64_t *perm, hl_literal_t *const *results,
+                                  bool total_order) {
+  s->base = slice / inner * len * inner + slice % inner;
+  if (s->kind != kKeyCall) load_keys(s, s->ops[0], total_order, len);
+  HL_RETURN_IF_ERROR(merge_sort(s, perm, perm + len, len));
+  for (int j = 0; j < s->n; j++) {
+    size_t es = hl_dtype_size(s->ops[j]->shape.dtype);
+    const char *src = (const char *)s->ops[j]->data;
+    char *dst = (char *)results[j]->data;
+    for (int64_t x = 0; x < len; x++)
+      memcpy(dst + (s->base + x * inner) * (int64_t)es,
+             src + (s->base + perm[x] * inner) * (int64_t)es, es);
+  }
+  return NULL;
+}
+
+// Threads take chunks of slices; each worker has its own keys and scratch.
+// Only the fast paths split (they cannot fail and call nothing): a
+// comparator computation runs through the one executor context, serially.
+typedef struct sort_split {
+  const sort_ctx_t *proto;
+  hl_literal_t *const *results;
+  bool total_order;
+  int64_t len, inner, slices, chunk;
+  int64_t *perm;     // 2 * len per worker
+  union key *keys;   // len per worker
+} sort_split_t;
+
+static void sort_slices_task(void *arg, int64_t task, int worker) {
+  const sort_split_t *p = arg;
+  sort_ctx_t s = *p->proto;
+  s.keys = p->keys + (size_t)worker * (size_t)p->len;
+  int64_t *perm = p->perm + (size_t)worker * 2 * (size_t)p->len;
+  int64_t end = (task + 1) * p->chunk < p->slices ? (task + 1) * p->chunk : p->slices;
+  for (int64_t i = task * p->chunk; i < end; i++)
+    (void)sort_one_slice(&s, i, p->len, p->inner, perm, p->results, p->total_order);
+}
+
 // Sorts every 1-d slice along `dim` of the n arrays `ops` (same dimensions)
-// into `results`, using `less` (set up in s). Slices of length len.
+// into `results`, using `less` (set up in s). Slices of length len; each
+// slice is sorted by the same code whichever thread takes it, so the result
+// does not depend on the thread count.
 static hl_status_t sort_slices(sort_ctx_t *s, hl_literal_t *const *ops, int n, int dim,
-                               hl_literal_t *const *results, bool total_order) {
+                               hl_literal_t *const *results, bool total_order,
+                               hl_thread_pool_t *pool) {
   const hl_shape_t *sh = &ops[0]->shape;
   int64_t len = sh->dims[dim], inner = 1, outer = 1;
   for (int d = 0; d < dim; d++) outer *= sh->dims[d];
   for (int d = dim + 1; d < sh->rank; d++) inner *= sh->dims[d];
   if (len == 0 || inner == 0 || outer == 0) return NULL;
-  int64_t *perm = hl_malloc((size_t)len * sizeof(int64_t) * 2);
+  int64_t slices = outer * inner;
+  int threads = hl_thread_pool_size(pool);
+  if (s->kind == kKeyCall || slices < 2 || slices * len < (INT64_C(1) << 14)) threads = 1;
+  if (threads > slices) threads = (int)slices;
+  int64_t *perm = hl_malloc((size_t)len * sizeof(int64_t) * 2 * (size_t)threads);
   if (!perm) return HL_OOM();
-  s->keys = s->kind != kKeyCall ? hl_malloc((size_t)len * sizeof(*s->keys)) : NULL;
+  s->keys = s->kind != kKeyCall ? hl_malloc((size_t)len * sizeof(*s->keys) * (size_t)threads)
+                                : NULL;
   if (s->kind != kKeyCall && !s->keys) {
     hl_free(perm);
     return HL_OOM();
@@ -147,20 +199,14 @@ static hl_status_t sort_slices(sort_ctx_t *s, hl_literal_t *const *ops, int n, i
   s->ops = ops;
   s->n = n;
   hl_status_t st = NULL;
-  for (int64_t o = 0; o < outer && !st; o++)
-    for (int64_t in = 0; in < inner && !st; in++) {
-      s->base = o * len * inner + in;
-      if (s->kind != kKeyCall) load_keys(s, ops[0], total_order, len);
-      st = merge_sort(s, perm, perm + len, len);
-      for (int j = 0; j < n && !st; j++) {
-        size_t es = hl_dtype_size(ops[j]->shape.dtype);
-        const char *src = (const char *)ops[j]->data;
-        char *dst = (char *)results[j]->data;
-        for (int64_t x = 0; x < len; x++)
-          memcpy(dst + (s->base + x * inner) * (int64_t)es,
-                 src + (s->base + perm[x] * inner) * (int64_t)es, es);
-      }
-    }
+  if (threads > 1) {
+    sort_split_t p = {s, results, total_order, len, inner, slices, 0, perm, s->keys};
+    p.chunk = (slices + 4 * threads - 1) / (4 * threads);
+    hl_thread_pool_run(pool, (slices + p.chunk - 1) / p.chunk, sort_slices_task, &p);
+  } else {
+    for (int64_t i = 0; i < slices && !st; i++)
+      st = sort_one_slice(s, i, len, inner, perm, results, total_order);
+  }
   hl_free(perm);
   hl_free(s->keys);
   s->keys = NULL;
@@ -201,7 +247,9 @@ hl_status_t hl_kernel_sort(hl_kernel_context_t *ctx, const hl_instruction_t *ins
   hl_status_t st = NULL;
   for (int j = 0; j < n && !st; j++)
     st = hl_literal_create_uninitialized(&operands[j]->shape, &results[j]);
-  if (!st) st = sort_slices(&s, operands, n, (int)dim, results, total_order);
+  const hl_exec_options_t *o = hl_kernel_options(ctx);
+  if (!st)
+    st = sort_slices(&s, operands, n, (int)dim, results, total_order, o ? o->pool : NULL);
   if (s.kind == kKeyCall) hl_scalar_call_deinit(&s.call);
   if (!st) {
     if (n == 1) {

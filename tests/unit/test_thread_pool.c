@@ -147,7 +147,98 @@ static void test_threaded_kernels_are_bitwise_serial(void) {
   hl_thread_pool_destroy(pool);
 }
 
+
+// Runs `text` on pools of 1 and of 3 threads over pseudo-random arguments
+// (integers in [lo, hi)) and checks the results are the same bits.
+static void check_pools_agree(const char *text, int lo, int hi) {
+  hl_module_t *m = NULL;
+  HL_ASSERT_OK(hl_parse_hlo_module(text, strlen(text), "k.hlo", &m));
+  HL_ASSERT_OK(hl_verify_module(m));
+  int nargs = m->entry->parameter_count;
+  hl_literal_t *args[4];
+  uint32_t s = 11;
+  for (int k = 0; k < nargs; k++) {
+    HL_ASSERT_OK(hl_literal_create_uninitialized(&m->entry->parameters[k]->shape, &args[k]));
+    int64_t count = hl_shape_element_count(&m->entry->parameters[k]->shape);
+    bool is_index = hl_dtype_is_signed_int(m->entry->parameters[k]->shape.dtype);
+    for (int64_t i = 0; i < count; i++) {
+      s = s * 1664525u + 1013904223u;
+      int v = lo + (int)((s >> 8) % (uint32_t)(hi - lo));
+      // Floats get fractions and repeats (stability), indices stay integers.
+      hl_literal_set_f64(args[k], i, is_index ? v : v / 8.0);
+    }
+  }
+  hl_thread_pool_t *p1 = NULL, *p3 = NULL;
+  HL_ASSERT_OK(hl_thread_pool_create(1, &p1));
+  HL_ASSERT_OK(hl_thread_pool_create(3, &p3));
+  hl_literal_t *one = NULL, *many = NULL;
+  hl_exec_options_t o1 = {.pool = p1}, o3 = {.pool = p3};
+  HL_ASSERT_OK(hl_execute(m, &o1, args, nargs, &one));
+  HL_ASSERT_OK(hl_execute(m, &o3, args, nargs, &many));
+  CU_ASSERT_TRUE(one && many && one->byte_size == many->byte_size &&
+                 hl_literal_equal(one, many));
+  hl_literal_release(one);
+  hl_literal_release(many);
+  for (int k = 0; k < nargs; k++) hl_literal_release(args[k]);
+  hl_module_destroy(m);
+  hl_thread_pool_destroy(p1);
+  hl_thread_pool_destroy(p3);
+}
+
+// sort splits its independent slices (rows along the other dimensions) over
+// threads: one and three threads give the same bits, over key types, sort
+// dimensions, directions and a second (payload) operand with repeated keys.
+static void test_threaded_sort_is_bitwise_serial(void) {
+  const char *types[] = {"f32", "s32", "f64", "bf16"};
+  for (int t = 0; t < 4; t++)
+    for (int dim = 0; dim < 2; dim++)
+      for (int dir = 0; dir < 2; dir++) {
+        char text[2048];
+        snprintf(text, sizeof text,
+                 "HloModule s\ncmp {\n  a = %s[] parameter(0)\n  b = %s[] parameter(1)\n"
+                 "  c = s32[] parameter(2)\n  d = s32[] parameter(3)\n"
+                 "  ROOT lt = pred[] compare(a, b), direction=%s\n}\n"
+                 "ENTRY main {\n  k = %s[301,173] parameter(0)\n  v = s32[301,173] parameter(1)\n"
+                 "  ROOT r = (%s[301,173], s32[301,173]) sort(k, v), dimensions={%d}, "
+                 "is_stable=true, to_apply=cmp\n}\n",
+                 types[t], types[t], dir ? "GT" : "LT", types[t], types[t], dim);
+        check_pools_agree(text, -40, 40);
+      }
+  // One operand, three dimensions, sorting the middle one.
+  check_pools_agree("HloModule s\ncmp {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+                    "  ROOT lt = pred[] compare(a, b), direction=LT, type=TOTALORDER\n}\n"
+                    "ENTRY main {\n  k = f32[17,97,23] parameter(0)\n"
+                    "  ROOT r = f32[17,97,23] sort(k), dimensions={1}, to_apply=cmp\n}\n",
+                    -1000, 1000);
+}
+
+// gather splits its batch positions over threads: an embedding lookup (rows
+// of a table) and a two-coordinate gather with clamped starts.
+static void test_threaded_gather_is_bitwise_serial(void) {
+  const char *types[] = {"f32", "bf16", "s8", "f64"};
+  for (int t = 0; t < 4; t++) {
+    char text[2048];
+    snprintf(text, sizeof text,
+             "HloModule g\nENTRY main {\n  x = %s[1000,64] parameter(0)\n"
+             "  i = s32[3000,1] parameter(1)\n"
+             "  ROOT g = %s[3000,64] gather(x, i), offset_dims={1}, collapsed_slice_dims={0}, "
+             "start_index_map={0}, index_vector_dim=1, slice_sizes={1,64}\n}\n",
+             types[t], types[t]);
+    check_pools_agree(text, -20, 1020);
+    snprintf(text, sizeof text,
+             "HloModule g\nENTRY main {\n  x = %s[50,60,7] parameter(0)\n"
+             "  i = s32[80,30,2] parameter(1)\n"
+             "  ROOT g = %s[80,30,3,7] gather(x, i), offset_dims={2,3}, "
+             "collapsed_slice_dims={0}, start_index_map={0,1}, index_vector_dim=2, "
+             "slice_sizes={1,3,7}\n}\n",
+             types[t], types[t]);
+    check_pools_agree(text, -5, 65);
+  }
+}
+
 static CU_TestInfo tests[] = {
+    {"threaded_sort_is_bitwise_serial", test_threaded_sort_is_bitwise_serial},
+    {"threaded_gather_is_bitwise_serial", test_threaded_gather_is_bitwise_serial},
     {"threaded_kernels_are_bitwise_serial", test_threaded_kernels_are_bitwise_serial},
     {"threaded_reduce_kernel_is_bitwise_serial", test_threaded_reduce_kernel_is_bitwise_serial},
     {"every_task_once", test_every_task_once},
