@@ -123,6 +123,22 @@ def tempdir(prefix):
     return tempfile.TemporaryDirectory(prefix="hl-%s-" % prefix)
 
 
+def run_hlo_text(tag, text, args, nresults, replicas):
+    """Runs HLO text on `replicas` ranks with `args` as arg<i>.npy; returns each
+    replica's first `nresults` result leaves. A failed launch raises."""
+    with tempdir(tag) as d:
+        path = os.path.join(d, "p.hlo")
+        with open(path, "w") as f:
+            f.write(text)
+        write_args(os.path.join(d, "args"), args)
+        r = launch(path, replicas=replicas, args_dir=os.path.join(d, "args"),
+                   output_dir=os.path.join(d, "out"))
+        if r.returncode != 0:
+            raise AssertionError("hlo-launch failed\n%s\n%s" % (text, r.describe()))
+        return [read_outputs(os.path.join(d, "out"), rep, 0, nresults)
+                for rep in range(replicas)]
+
+
 # --- comparisons -----------------------------------------------------------------
 
 # (rtol, atol) per dtype: exact for integers and pred; f32 allows a few ulps

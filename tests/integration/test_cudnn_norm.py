@@ -77,17 +77,7 @@ def oracle_matches_finite_differences():
 
 
 def run(name, text, args, nresults):
-    with hl.tempdir("norm-" + name) as d:
-        path = os.path.join(d, "p.hlo")
-        with open(path, "w") as f:
-            f.write(text)
-        hl.write_args(os.path.join(d, "args"), args)
-        r = hl.launch(path, replicas=RANKS, args_dir=os.path.join(d, "args"),
-                      output_dir=os.path.join(d, "out"))
-        if r.returncode != 0:
-            raise AssertionError("hlo-launch failed\n%s\n%s" % (text, r.describe()))
-        return [hl.read_outputs(os.path.join(d, "out"), rep, 0, nresults)
-                for rep in range(RANKS)]
+    return hl.run_hlo_text("norm-" + name, text, args, nresults, RANKS)
 
 
 def check_all(name, per_rank, wants, tol):

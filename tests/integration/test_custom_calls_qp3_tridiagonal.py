@@ -41,16 +41,7 @@ def program(target, operands, results, aliasing):
 
 
 def run(name, text, args, nresults):
-    with hl.tempdir("qp3-" + name) as d:
-        path = os.path.join(d, "p.hlo")
-        with open(path, "w") as f:
-            f.write(text)
-        hl.write_args(os.path.join(d, "args"), args)
-        r = hl.launch(path, replicas=RANKS, args_dir=os.path.join(d, "args"),
-                      output_dir=os.path.join(d, "out"))
-        if r.returncode != 0:
-            raise AssertionError("hlo-launch failed\n%s\n%s" % (text, r.describe()))
-        got = [hl.read_outputs(os.path.join(d, "out"), rep, 0, nresults) for rep in range(RANKS)]
+    got = hl.run_hlo_text("qp3-" + name, text, args, nresults, RANKS)
     for j in range(nresults):
         if not np.array_equal(got[0][j], got[1][j], equal_nan=True):
             raise AssertionError("%s: ranks disagree on result %d" % (name, j))

@@ -22,17 +22,7 @@ RANKS = 2
 
 
 def run(name, text, args, nresults):
-    with hl.tempdir("fusion-" + name) as d:
-        path = os.path.join(d, "p.hlo")
-        with open(path, "w") as f:
-            f.write(text)
-        hl.write_args(os.path.join(d, "args"), args)
-        r = hl.launch(path, replicas=RANKS, args_dir=os.path.join(d, "args"),
-                      output_dir=os.path.join(d, "out"))
-        if r.returncode != 0:
-            raise AssertionError("hlo-launch failed\n%s\n%s" % (text, r.describe()))
-        return [hl.read_outputs(os.path.join(d, "out"), rep, 0, nresults)
-                for rep in range(RANKS)]
+    return hl.run_hlo_text("fusion-" + name, text, args, nresults, RANKS)
 
 
 def check_all(name, per_rank, wants, tol=None):
