@@ -1495,18 +1495,15 @@ static void check_collective(check_t *k) {
   }
 }
 
-// collective-reduce (newest XLA; runtime/kernels/collective_reduce.c): the
-// data operands' shapes are the result's (a tuple for several); with
-// has_dynamic_root the last operand is s32[number of data operands].
-static void check_collective_reduce(check_t *k) {
+// The data operands of collective-reduce / dynamic-root collective-broadcast
+// (newest XLA): their shapes are the result's (a tuple for several); with
+// has_dynamic_root the last operand is s32[number of data operands]. `verb`
+// names what the instruction does with them ("reduce", "broadcast").
+static void check_rooted_collective_operands(check_t *k, const char *verb) {
   const hl_instruction_t *inst = k->inst;
-  if (!hl_instruction_to_apply(inst)) {
-    report(k, "needs a reducer computation (to_apply)");
-    return;
-  }
   int n = inst->operand_count, data = inst->attrs.has_dynamic_root ? n - 1 : n;
   if (data < 1) {
-    report(k, "needs at least one operand to reduce%s",
+    report(k, "needs at least one operand to %s%s", verb,
            inst->attrs.has_dynamic_root ? " besides the roots operand" : "");
     return;
   }
@@ -1514,7 +1511,7 @@ static void check_collective_reduce(check_t *k) {
     const hl_shape_t *r = operand_shape(inst, n - 1);
     if (r->dtype != HL_S32 || r->rank != 1 || r->dims[0] != data)
       report(k, "with has_dynamic_root=true the last operand %s must be s32[%d] (one root per "
-             "reduced operand)", shape_str(r, 0), data);
+             "%s operand)", shape_str(r, 0), data, verb[0] == 'r' ? "reduced" : "broadcast");
   }
   for (int i = 0; i < data; i++) {
     const hl_shape_t *x = operand_shape(inst, i);
@@ -1527,30 +1524,19 @@ static void check_collective_reduce(check_t *k) {
   }
 }
 
-// collective-broadcast with has_dynamic_root (newest XLA;
-// runtime/kernels/collective_broadcast_root.c): the data operands' shapes
-// are the result's (a tuple for several); the last operand is
-// s32[number of data operands].
-static void check_dynamic_root_broadcast(check_t *k) {
-  const hl_instruction_t *inst = k->inst;
-  int n = inst->operand_count, data = n - 1;
-  if (data < 1) {
-    report(k, "needs at least one operand to broadcast besides the roots operand");
+// collective-reduce (runtime/kernels/collective_reduce.c).
+static void check_collective_reduce(check_t *k) {
+  if (!hl_instruction_to_apply(k->inst)) {
+    report(k, "needs a reducer computation (to_apply)");
     return;
   }
-  const hl_shape_t *r = operand_shape(inst, n - 1);
-  if (r->dtype != HL_S32 || r->rank != 1 || r->dims[0] != data)
-    report(k, "with has_dynamic_root=true the last operand %s must be s32[%d] (one root per "
-           "broadcast operand)", shape_str(r, 0), data);
-  for (int i = 0; i < data; i++) {
-    const hl_shape_t *x = operand_shape(inst, i);
-    const hl_shape_t *y = collective_result(k, &inst->shape, i, data);
-    if (!y || !expect_array(k, x, "operand")) return;
-    if (!hl_shape_equal(x, y)) {
-      report(k, "result %s differs from operand %d %s", shape_str(y, 0), i, shape_str(x, 1));
-      return;
-    }
-  }
+  check_rooted_collective_operands(k, "reduce");
+}
+
+// collective-broadcast with has_dynamic_root
+// (runtime/kernels/collective_broadcast_root.c).
+static void check_dynamic_root_broadcast(check_t *k) {
+  check_rooted_collective_operands(k, "broadcast");
 }
 
 // shuffle (newest XLA; runtime/kernels/shuffle.c): result = operand shape,
