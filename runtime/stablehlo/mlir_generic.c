@@ -37,9 +37,12 @@ static hl_status_t take_types(hl_mlir_attr_t *list, hl_shape_t **out, int *out_n
 
 // arg_attrs / res_attrs = [{...}, {...}]: one DICT per entry, moved; UNIT
 // entries when absent (as parse_func leaves them).
-static hl_status_t take_dicts(hl_mlir_op_t *op, const char *name, int n, hl_mlir_attr_t **out) {
+// *out_count is what hl_mlir_op_deinit frees.
+static hl_status_t take_dicts(hl_mlir_op_t *op, const char *name, int n, hl_mlir_attr_t **out,
+                              int *out_count) {
   *out = hl_calloc((size_t)n + 1, sizeof(hl_mlir_attr_t));
   if (!*out) return HL_OOM();
+  *out_count = n;
   hl_mlir_attr_t list;
   if (!take_attr(op, name, &list)) return NULL;
   for (int i = 0; i < n && list.kind == HL_MATTR_ARRAY && i < list.n; i++) {
@@ -83,8 +86,10 @@ hl_status_t hl_mlir_generic_func(const char *path, hl_mlir_op_t *op) {
     if (!hl_shape_equal(&b->arg_types[i], &op->operand_types[i]))
       st = POS_ERR(op, "'func.func' @%s: block argument %d's type differs from the function type",
                    name.s, i);
-  if (!st) st = take_dicts(op, "arg_attrs", op->operand_type_count, &op->arg_attrs);
-  if (!st) st = take_dicts(op, "res_attrs", op->result_type_count, &op->res_attrs);
+  if (!st) st = take_dicts(op, "arg_attrs", op->operand_type_count, &op->arg_attrs,
+                             &op->arg_attr_count);
+  if (!st) st = take_dicts(op, "res_attrs", op->result_type_count, &op->res_attrs,
+                             &op->res_attr_count);
   if (!st) {
     op->symbol = name.s;
     name.s = NULL;
