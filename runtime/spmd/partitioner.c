@@ -110,6 +110,16 @@ hl_status_t hl_spmd_partition_grid(const hl_module_t *global, int num_replicas, 
   if (!global || !global->entry) return HL_INVALID("partitioning: no entry computation");
   if (num_partitions < 1 || num_partitions > HL_SPMD_MAX_DEVICES)
     return HL_UNIMPL("partitioning over %d partitions (1 to %d)", num_partitions, HL_SPMD_MAX_DEVICES);
+  // Calls are inlined first: the callee is partitioned with its operands' shardings.
+  hl_strbuf_t inline_note;
+  hl_strbuf_init(&inline_note);
+  hl_module_t *inlined = NULL;
+  hl_status_t ist = spmd_inline_calls(global, &inlined, &inline_note);
+  if (ist) {
+    hl_strbuf_deinit(&inline_note);
+    return ist;
+  }
+  if (inlined) global = inlined;
   spmd_ctx_t c;
   memset(&c, 0, sizeof(c));
   c.module = global;
@@ -134,6 +144,7 @@ hl_status_t hl_spmd_partition_grid(const hl_module_t *global, int num_replicas, 
     if (num_replicas > 1)
       hl_strbuf_appendf(&c.explain, " (each of %d replicas; groups shown for replica 0)", num_replicas);
     hl_strbuf_append(&c.explain, "\n");
+    hl_strbuf_append(&c.explain, hl_strbuf_cstr(&inline_note));
     st = spmd_lower(&c);
   }
   hl_strbuf_t text;
@@ -167,6 +178,8 @@ hl_status_t hl_spmd_partition_grid(const hl_module_t *global, int num_replicas, 
   }
   hl_strbuf_deinit(&text);
   ctx_deinit(&c);
+  hl_strbuf_deinit(&inline_note);
+  hl_module_destroy(inlined);
   if (st) hl_spmd_result_deinit(out);
   return st;
 }

@@ -131,6 +131,10 @@ hl_status_t spmd_reduce_scatter(spmd_ctx_t *c, const char *name, hl_dtype_t dt, 
                                 const char *reducer, const char **out);
 const char *spmd_add_reducer(spmd_ctx_t *c, hl_dtype_t dt);
 
+// inline_calls.c: `m` with the entry's calls inlined (*out, owned), or
+// *out = NULL when there is none to inline; one line per inlined call to `note`.
+hl_status_t spmd_inline_calls(const hl_module_t *m, hl_module_t **out, hl_strbuf_t *note);
+
 // lower.c
 hl_status_t spmd_lower(spmd_ctx_t *c);
 

@@ -487,6 +487,43 @@ ENTRY main {
 }""" % dict(d=dt, xs=xs, col=col, row=row)
 
 
+def call(rng, mesh, dt):
+    """Calls (one nested, one as the root) are inlined: the callee runs with
+    its operands' shardings (an element-wise op and a dot, no fallback)."""
+    x = rand_array(rng, (8, 16), dt)
+    w = rand_array(rng, (16, 12), dt)
+    text = """
+scale {
+  a = %(tx)s parameter(0)
+  b = %(tx)s parameter(1)
+  m = %(tx)s multiply(a, b)
+  ROOT s = %(tx)s add(m, a)
+}
+
+mm {
+  x = %(tx)s parameter(0)
+  w = %(tw)s parameter(1)
+  y = %(tx)s call(x, x), to_apply=scale
+  ROOT d = %(to)s dot(y, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+
+twice {
+  p = %(to)s parameter(0)
+  ROOT q = %(to)s add(p, p)
+}
+
+ENTRY main {
+  x = %(tx)s parameter(0), sharding=%(sx)s
+  w = %(tw)s parameter(1), sharding=%(sw)s
+  c = %(to)s call(x, w), to_apply=mm
+  ROOT r = %(to)s call(c), to_apply=twice, sharding=%(sr)s
+}""" % dict(tx=shape_text(dt, (8, 16)), tw=shape_text(dt, (16, 12)), to=shape_text(dt, (8, 12)),
+            sx=mesh_sharding(rng, 2, mesh), sw=mesh_sharding(rng, 2, mesh),
+            sr=even_sharding(rng, (8, 12), mesh))
+    want = (((x * x + x) @ w) * 2).astype(x.dtype)
+    return text, [x, w], want, None if dt == "s32" else (1e-5, 1e-4)
+
+
 def rand_array(rng, shape, dt):
     seed = rng.randrange(1 << 30)
     g = np.random.default_rng(seed)
@@ -513,7 +550,13 @@ CORPUS = [
     ("uneven", uneven, ["s32"]),
     ("reshard_chain", reshard_chain, ["s32"]),
     ("megatron", megatron, ["f32"]),
+    ("call", call, ["s32", "f32"]),
 ]
+
+# The rule a program's --explain-partitioning must name.
+EXPLAIN_RULE = {
+    "call": "call: mm inlined",
+}
 
 
 def run_global(tmp, tag, text, inputs, mesh):
@@ -566,6 +609,8 @@ def corpus_test(name, build, dtypes, rounds):
                         if name == "reshard_chain" and ("all-to-all from dim 0 to dim 1" not in e.stdout
                                                         or "collective-permute" not in e.stdout):
                             failures.append("%s: no all-to-all or collective-permute\n%s" % (tag, e.stdout))
+                        if name in EXPLAIN_RULE and EXPLAIN_RULE[name] not in e.stdout:
+                            failures.append("%s: explanation lacks %r\n%s" % (tag, EXPLAIN_RULE[name], e.stdout))
                         if e.returncode != 0 or fell_back != (name == "fallback_ops"):
                             failures.append("%s: explanation %s a fallback\n%s\n%s" % (
                                 tag, "has" if fell_back else "lacks", text, e.describe()))
