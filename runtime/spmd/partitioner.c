@@ -104,6 +104,12 @@ hl_status_t hl_spmd_partition(const hl_module_t *global, int num_partitions, hl_
 
 hl_status_t hl_spmd_partition_grid(const hl_module_t *global, int num_replicas, int num_partitions,
                                    hl_spmd_result_t *out) {
+  int64_t channel = 0;
+  return spmd_partition_nested(global, num_replicas, num_partitions, &channel, out);
+}
+
+hl_status_t spmd_partition_nested(const hl_module_t *global, int num_replicas, int num_partitions,
+                                  int64_t *channel, hl_spmd_result_t *out) {
   memset(out, 0, sizeof(*out));
   if (num_replicas < 1 || (int64_t)num_replicas * num_partitions > 65536)
     return HL_UNIMPL("partitioning on a grid of %d replicas x %d partitions", num_replicas, num_partitions);
@@ -126,6 +132,7 @@ hl_status_t hl_spmd_partition_grid(const hl_module_t *global, int num_replicas, 
   c.entry = global->entry;
   c.n = num_partitions;
   c.replicas = num_replicas;
+  c.channel = *channel;
   for (int k = 0; k < global->computation_count; k++)  // new channel ids start past the program's own
     for (int i = 0; i < global->computations[k]->instruction_count; i++)
       if (global->computations[k]->instructions[i]->attrs.channel_id > c.channel)
@@ -174,6 +181,8 @@ hl_status_t hl_spmd_partition_grid(const hl_module_t *global, int num_replicas, 
     out->text = hl_strbuf_take(&text);
     out->explanation = hl_strbuf_take(&c.explain);
     out->bytes_per_partition = c.bytes;
+    out->collectives = c.inserted;
+    *channel = c.channel;
     if (!out->text || !out->explanation) st = HL_OOM();
   }
   hl_strbuf_deinit(&text);
