@@ -1,9 +1,9 @@
-// while with its loop state sharded: the state keeps its init tuple's
-// shardings on every trip. The body is partitioned as a program of its own
+// while with its loop state sharded: the state keeps one sharding on every
+// trip, the fixed point of the init tuple's shardings through the body
+// (settle_state). The body is partitioned as a program of its own
 // whose parameters (the state's elements) carry those shardings and whose
 // root tuple is annotated with them, so wherever the body's propagated root
-// sharding differs, the body ends by resharding to the state's: a fixed
-// point by construction (no iteration needed). The condition is partitioned
+// sharding differs, the body ends by resharding to the state's. The condition is partitioned
 // the same way with its root pred replicated (a reduce over a split dimension
 // gets its all-reduce by the ordinary rules). The partitioned computations
 // join the per-partition module; their collectives take channel ids after
@@ -35,7 +35,8 @@ static bool is_program_computation(const spmd_ctx_t *c, const char *name) {
 }
 
 // A global program whose entry is `comp` run on the loop state (elements as
-// array parameters with shardings S), its root annotated `root_sharding`.
+// array parameters with shardings S), its root annotated `root_sharding`
+// (NULL: left to propagation).
 static hl_status_t sub_module(spmd_ctx_t *c, const hl_computation_t *comp, const hl_shape_t *state,
                               const hl_spmd_sharding_t *S, const char *root_sharding, hl_module_t **out) {
   hl_strbuf_t t;
@@ -74,7 +75,7 @@ static hl_status_t sub_module(spmd_ctx_t *c, const hl_computation_t *comp, const
       hl_strbuf_append(&t, "  ");
       hl_print_instruction(&copy, &t);
     }
-    if (inst == comp->root) hl_strbuf_appendf(&t, ", sharding=%s", root_sharding);
+    if (inst == comp->root && root_sharding) hl_strbuf_appendf(&t, ", sharding=%s", root_sharding);
     hl_strbuf_append(&t, "\n");
   }
   hl_strbuf_append(&t, "}\n");
@@ -176,6 +177,57 @@ static hl_status_t partition_part(spmd_ctx_t *c, const hl_computation_t *comp, c
   return NULL;
 }
 
+#define SPMD_LOOP_ROUNDS 4
+
+// The fixed point of the loop state's shardings: from the init's, an
+// element held replicated takes the split the body's propagation gives its
+// root element (a split is never given up, so this settles); repeated until
+// nothing changes. Not settled within SPMD_LOOP_ROUNDS rounds (or the body
+// refused): S stays the init's, noted.
+static hl_status_t settle_state(spmd_ctx_t *c, const hl_computation_t *body, const hl_shape_t *state,
+                                hl_spmd_sharding_t *S) {
+  static _Thread_local hl_spmd_sharding_t cur[SPMD_MAX_TUPLE];
+  for (int k = 0; k < state->tuple_count; k++) cur[k] = S[k];
+  for (int round = 1; round <= SPMD_LOOP_ROUNDS; round++) {
+    hl_module_t *sub = NULL;
+    HL_RETURN_IF_ERROR(sub_module(c, body, state, cur, NULL, &sub));
+    hl_spmd_result_t res;
+    int64_t channel = c->channel;  // a trial: its channel ids are not kept
+    hl_status_t st = spmd_partition_nested(sub, c->replicas, c->n, &channel, &res);
+    hl_module_destroy(sub);
+    if (st) {
+      hl_status_free(st);
+      hl_strbuf_append(&c->explain, "      loop state: the body's propagation failed; the init's shardings\n");
+      return NULL;
+    }
+    const hl_instruction_t *root = res.module->entry->root;
+    const hl_sharding_t *rs = root->attrs.sharding;
+    bool changed = false, usable = rs && rs->tuple_count == state->tuple_count;
+    for (int k = 0; usable && k < state->tuple_count; k++) {
+      hl_spmd_sharding_t r;
+      hl_status_t e = hl_spmd_from_ir(&rs->tuple_shardings[k], state->tuple[k].rank, c->n, &r);
+      if (e) {
+        hl_status_free(e);
+        continue;
+      }
+      if (hl_spmd_is_replicated(&cur[k]) && r.kind == HL_SPMD_TILED && !hl_spmd_is_replicated(&r)) {
+        cur[k] = r;
+        changed = true;
+      }
+    }
+    hl_spmd_result_deinit(&res);
+    if (!usable) break;
+    if (!changed) {
+      for (int k = 0; k < state->tuple_count; k++) S[k] = cur[k];
+      hl_strbuf_appendf(&c->explain, "      loop state: fixed point after %d round%s\n", round, round > 1 ? "s" : "");
+      return NULL;
+    }
+  }
+  hl_strbuf_appendf(&c->explain, "      loop state: no fixed point in %d rounds; the init's shardings\n",
+                    SPMD_LOOP_ROUNDS);
+  return NULL;
+}
+
 hl_status_t spmd_lower_while(spmd_ctx_t *c, int i, const char **out, const char **why) {
   const hl_instruction_t *inst = c->entry->instructions[i];
   const hl_instruction_t *init = inst->operands[0];
@@ -190,25 +242,27 @@ hl_status_t spmd_lower_while(spmd_ctx_t *c, int i, const char **out, const char 
     *why = "the loop body's root is not a tuple instruction";
     return NULL;
   }
-  hl_spmd_sharding_t S[SPMD_MAX_TUPLE];
-  hl_strbuf_t root_sh;
-  hl_strbuf_init(&root_sh);
-  hl_strbuf_append(&root_sh, "{");
+  static _Thread_local hl_spmd_sharding_t S[SPMD_MAX_TUPLE];
   for (int k = 0; k < state->tuple_count; k++) {
     const hl_instruction_t *e = init->operands[k];
     if (hl_shape_is_tuple(&e->shape)) {
-      hl_strbuf_deinit(&root_sh);
       *why = "the loop state has a nested tuple";
       return NULL;
     }
     S[k] = c->val[e->index].sh;
     if (S[k].kind == HL_SPMD_MAXIMAL) hl_spmd_replicated(e->shape.rank, c->n, &S[k]);
+  }
+  HL_RETURN_IF_ERROR(settle_state(c, body, state, S));
+  hl_strbuf_t root_sh;
+  hl_strbuf_init(&root_sh);
+  hl_strbuf_append(&root_sh, "{");
+  for (int k = 0; k < state->tuple_count; k++) {
     if (k) hl_strbuf_append(&root_sh, ", ");
     hl_spmd_print(&S[k], &root_sh);
   }
   hl_strbuf_append(&root_sh, "}");
-  hl_strbuf_appendf(&c->explain, "      rule: while, the loop state keeps the init's shardings %s on every trip "
-                                 "(the body's root is moved to them)\n", hl_strbuf_cstr(&root_sh));
+  hl_strbuf_appendf(&c->explain, "      rule: while, the loop state keeps the shardings %s on every trip "
+                                 "(the init and the body's root are moved to them)\n", hl_strbuf_cstr(&root_sh));
   hl_spmd_result_t rb, rc;
   memset(&rb, 0, sizeof(rb));
   memset(&rc, 0, sizeof(rc));

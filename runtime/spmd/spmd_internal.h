@@ -141,7 +141,7 @@ hl_status_t spmd_inline_calls(const hl_module_t *m, hl_module_t **out, hl_strbuf
 hl_status_t spmd_partition_nested(const hl_module_t *global, int num_replicas, int num_partitions,
                                   int64_t *channel, hl_spmd_result_t *out);
 
-// control_flow.c: a while whose loop state keeps its init tuple's shardings
+// control_flow.c: a while whose loop state keeps one sharding (the fixed point from its init tuple's)
 // (body and condition partitioned as programs of their own). *out NULL:
 // no rule applies (the caller falls back), with the reason in *why.
 hl_status_t spmd_lower_while(spmd_ctx_t *c, int i, const char **out, const char **why);

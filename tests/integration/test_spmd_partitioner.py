@@ -618,7 +618,7 @@ CORPUS = [
 # The rule a program's --explain-partitioning must name.
 EXPLAIN_RULE = {
     "call": "call: mm inlined",
-    "while_loop": "rule: while, the loop state keeps the init's shardings",
+    "while_loop": "rule: while, the loop state keeps the shardings",
 }
 
 
