@@ -17,7 +17,14 @@
 #include "runtime/text/hlo_parser.h"
 #include "runtime/text/hlo_printer.h"
 
+// A state that is an array has one element (S[0]).
 static void print_state_shape(const hl_shape_t *state, const hl_spmd_sharding_t *S, hl_strbuf_t *out) {
+  if (!hl_shape_is_tuple(state)) {
+    int64_t dims[HL_MAX_RANK];
+    spmd_local_dims(state, &S[0], dims);
+    spmd_shape_text(state->dtype, state->rank, dims, out);
+    return;
+  }
   hl_strbuf_append(out, "(");
   for (int k = 0; k < state->tuple_count; k++) {
     int64_t dims[HL_MAX_RANK];
@@ -54,9 +61,10 @@ static hl_status_t sub_module(spmd_ctx_t *c, const hl_computation_t *comp, const
     hl_strbuf_append(&t, "}\n\n");
   }
   hl_strbuf_appendf(&t, "ENTRY spmd.%s {\n", comp->name);
-  for (int k = 0; k < state->tuple_count; k++) {
+  bool array = !hl_shape_is_tuple(state);
+  for (int k = 0; k < (array ? 1 : state->tuple_count); k++) {
     hl_strbuf_appendf(&t, "  spmd.state.%d = ", k);
-    hl_shape_print(&state->tuple[k], false, &t);
+    hl_shape_print(array ? state : &state->tuple[k], false, &t);
     hl_strbuf_appendf(&t, " parameter(%d), sharding=", k);
     hl_spmd_print(&S[k], &t);
     hl_strbuf_append(&t, "\n");
@@ -66,8 +74,9 @@ static hl_status_t sub_module(spmd_ctx_t *c, const hl_computation_t *comp, const
     if (inst->opcode == HL_OP_PARAMETER) {  // the state, rebuilt from its elements
       hl_strbuf_appendf(&t, "  %s%s = ", inst == comp->root ? "ROOT " : "", inst->name);
       hl_shape_print(&inst->shape, false, &t);
-      hl_strbuf_append(&t, " tuple(");
-      for (int k = 0; k < state->tuple_count; k++) hl_strbuf_appendf(&t, "%sspmd.state.%d", k ? ", " : "", k);
+      hl_strbuf_append(&t, array ? " copy(" : " tuple(");
+      for (int k = 0; k < (array ? 1 : state->tuple_count); k++)
+        hl_strbuf_appendf(&t, "%sspmd.state.%d", k ? ", " : "", k);
       hl_strbuf_append(&t, ")");
     } else {
       hl_instruction_t copy = *inst;
@@ -129,8 +138,9 @@ static void emit_computation(spmd_ctx_t *c, const hl_module_t *inner, const char
     if (inst->opcode == HL_OP_PARAMETER) {
       hl_strbuf_appendf(&c->reducers, "%s = ", inst->name);
       hl_shape_print(&inst->shape, false, &c->reducers);
-      hl_strbuf_appendf(&c->reducers, " get-tuple-element(spmd.state), index=%lld",
-                        (long long)inst->attrs.parameter_number);
+      if (hl_shape_is_tuple(state)) hl_strbuf_appendf(&c->reducers, " get-tuple-element(spmd.state), index=%lld",
+                                                      (long long)inst->attrs.parameter_number);
+      else hl_strbuf_append(&c->reducers, " copy(spmd.state)");
     } else {
       hl_print_instruction(inst, &c->reducers);
     }
@@ -316,5 +326,199 @@ hl_status_t spmd_lower_while(spmd_ctx_t *c, int i, const char **out, const char 
   }
   hl_spmd_result_deinit(&rb);
   hl_spmd_result_deinit(&rc);
+  return st;
+}
+
+// conditional: every branch partitioned with its operand's shardings, all
+// returning one common sharding (the first branch's propagated root
+// sharding when every branch's agrees, else replicated), so every branch has
+// the same per-partition result shape. The branch index is replicated.
+
+#define SPMD_MAX_BRANCHES 16
+
+// Shardings of a branch operand: an array's, or a tuple instruction's
+// array elements'. False otherwise.
+static bool operand_shardings(const spmd_ctx_t *c, const hl_instruction_t *op, hl_spmd_sharding_t *P) {
+  int count = hl_shape_is_tuple(&op->shape) ? op->shape.tuple_count : 1;
+  if (count > SPMD_MAX_TUPLE || c->val[op->index].manual) return false;
+  if (hl_shape_is_tuple(&op->shape) && op->opcode != HL_OP_TUPLE) return false;
+  for (int k = 0; k < count; k++) {
+    const hl_instruction_t *e = hl_shape_is_tuple(&op->shape) ? op->operands[k] : op;
+    if (hl_shape_is_tuple(&e->shape)) return false;
+    P[k] = c->val[e->index].sh;
+    if (P[k].kind == HL_SPMD_MAXIMAL) hl_spmd_replicated(e->shape.rank, c->n, &P[k]);
+  }
+  return true;
+}
+
+// The root shardings propagation gave a partitioned computation (one per
+// tuple element, or one for an array). False when it has none.
+static bool root_shardings(const spmd_ctx_t *c, const hl_module_t *m, const hl_shape_t *shape,
+                           hl_spmd_sharding_t *R) {
+  const hl_sharding_t *rs = m->entry->root->attrs.sharding;
+  bool tuple = hl_shape_is_tuple(shape);
+  int count = tuple ? shape->tuple_count : 1;
+  if (!rs || (tuple && rs->tuple_count != count)) return false;
+  for (int k = 0; k < count; k++) {
+    hl_status_t e = hl_spmd_from_ir(tuple ? &rs->tuple_shardings[k] : rs, tuple ? shape->tuple[k].rank : shape->rank,
+                                    c->n, &R[k]);
+    if (e) {
+      hl_status_free(e);
+      return false;
+    }
+    if (R[k].kind == HL_SPMD_MAXIMAL) return false;
+  }
+  return true;
+}
+
+static void print_shardings(const hl_shape_t *shape, const hl_spmd_sharding_t *S, hl_strbuf_t *out) {
+  if (!hl_shape_is_tuple(shape)) {
+    hl_spmd_print(&S[0], out);
+    return;
+  }
+  hl_strbuf_append(out, "{");
+  for (int k = 0; k < shape->tuple_count; k++) {
+    if (k) hl_strbuf_append(out, ", ");
+    hl_spmd_print(&S[k], out);
+  }
+  hl_strbuf_append(out, "}");
+}
+
+// Moves operand `op` (array or tuple instruction) to the shardings P; *out its local name.
+static hl_status_t operand_as(spmd_ctx_t *c, const hl_instruction_t *op, const hl_spmd_sharding_t *P,
+                              const char **out) {
+  if (!hl_shape_is_tuple(&op->shape))
+    return spmd_reshard(c, c->local[op->index], &op->shape, &c->val[op->index].sh, &P[0], out);
+  hl_strbuf_t ops;
+  hl_strbuf_init(&ops);
+  hl_status_t st = NULL;
+  for (int k = 0; k < op->operand_count && !st; k++) {
+    const hl_instruction_t *e = op->operands[k];
+    const char *v;
+    st = spmd_reshard(c, c->local[e->index], &e->shape, &c->val[e->index].sh, &P[k], &v);
+    if (!st) hl_strbuf_appendf(&ops, "%s%s", k ? ", " : "", v);
+  }
+  const char *t = st ? NULL : spmd_name(c, "operand");
+  if (!st && !t) st = HL_OOM();
+  if (!st) {
+    hl_strbuf_appendf(&c->body, "  %s = ", t);
+    print_state_shape(&op->shape, P, &c->body);
+    hl_strbuf_appendf(&c->body, " tuple(%s)\n", hl_strbuf_cstr(&ops));
+    *out = t;
+  }
+  hl_strbuf_deinit(&ops);
+  return st;
+}
+
+hl_status_t spmd_lower_conditional(spmd_ctx_t *c, int i, hl_spmd_sharding_t *res, const char **out,
+                                   const char **why) {
+  const hl_instruction_t *inst = c->entry->instructions[i];
+  const hl_shape_t *shape = &inst->shape;
+  int nb = inst->called_count;
+  bool tuple = hl_shape_is_tuple(shape);
+  *out = NULL;
+  if (nb < 1 || nb > SPMD_MAX_BRANCHES || inst->operand_count != nb + 1 || c->val[i].manual ||
+      (tuple && shape->tuple_count > SPMD_MAX_TUPLE)) {
+    *why = "a conditional of this form has no rule";
+    return NULL;
+  }
+  for (int k = 0; tuple && k < shape->tuple_count; k++)
+    if (hl_shape_is_tuple(&shape->tuple[k])) {
+      *why = "the conditional's result has a nested tuple";
+      return NULL;
+    }
+  static _Thread_local hl_spmd_sharding_t P[SPMD_MAX_TUPLE], R[SPMD_MAX_TUPLE], Rb[SPMD_MAX_TUPLE];
+  int rcount = tuple ? shape->tuple_count : 1;
+  // The common result sharding: every branch's propagated root sharding, if they agree.
+  bool agree = true;
+  for (int b = 0; b < nb; b++) {
+    const hl_instruction_t *op = inst->operands[b + 1];
+    if (!operand_shardings(c, op, P)) {
+      *why = "a branch operand is neither an array nor a tuple instruction of arrays";
+      return NULL;
+    }
+    hl_module_t *sub = NULL;
+    HL_RETURN_IF_ERROR(sub_module(c, inst->called_computations[b], &op->shape, P, NULL, &sub));
+    hl_spmd_result_t trial;
+    int64_t channel = c->channel;
+    hl_status_t st = spmd_partition_nested(sub, c->replicas, c->n, &channel, &trial);
+    hl_module_destroy(sub);
+    if (st) {
+      hl_strbuf_appendf(&c->explain, "      branch %d not partitioned: %s\n", b, hl_status_message(st));
+      hl_status_free(st);
+      *why = "a branch could not be partitioned with its operand's shardings";
+      return NULL;
+    }
+    bool ok = root_shardings(c, trial.module, shape, b ? Rb : R);
+    hl_spmd_result_deinit(&trial);
+    if (!ok) agree = false;
+    for (int k = 0; ok && b && k < rcount; k++) agree &= hl_spmd_equal(&R[k], &Rb[k]);
+  }
+  if (!agree)
+    for (int k = 0; k < rcount; k++) hl_spmd_replicated(tuple ? shape->tuple[k].rank : shape->rank, c->n, &R[k]);
+  hl_strbuf_t root_sh;
+  hl_strbuf_init(&root_sh);
+  print_shardings(shape, R, &root_sh);
+  hl_strbuf_appendf(&c->explain, "      rule: conditional, each branch on its operand's shardings, results moved to "
+                                 "%s (%s)\n", hl_strbuf_cstr(&root_sh),
+                    agree ? "the branches' common root sharding" : "replicated: the branches' root shardings differ");
+  const char *names[SPMD_MAX_BRANCHES];
+  hl_strbuf_t ops;
+  hl_strbuf_init(&ops);
+  hl_status_t st = NULL;
+  const char *pred = NULL;
+  hl_spmd_sharding_t repl;
+  hl_spmd_replicated(inst->operands[0]->shape.rank, c->n, &repl);
+  st = operand_as(c, inst->operands[0], &repl, &pred);
+  if (!st) hl_strbuf_append(&ops, pred);
+  bool ok = !st;
+  for (int b = 0; b < nb && ok; b++) {
+    const hl_instruction_t *op = inst->operands[b + 1];
+    operand_shardings(c, op, P);
+    hl_spmd_result_t rb;
+    char title[32];
+    snprintf(title, sizeof(title), "branch %d", b);
+    st = partition_part(c, inst->called_computations[b], &op->shape, P, hl_strbuf_cstr(&root_sh), title, &rb, &ok);
+    if (st || !ok) break;
+    const hl_instruction_t *root = rb.module->entry->root;
+    for (int k = 0; ok && k < rcount; k++)
+      ok = same_local_shape(tuple ? &root->shape.tuple[k] : &root->shape, tuple ? &shape->tuple[k] : shape, &R[k]);
+    if (ok && tuple) ok = root->shape.tuple_count == rcount;
+    const char *v = NULL;
+    names[b] = ok ? spmd_name(c, "branch") : NULL;
+    if (ok && !names[b]) st = HL_OOM();
+    if (ok && !st) {
+      emit_computation(c, rb.module, names[b], &op->shape, P);
+      st = operand_as(c, op, P, &v);
+    }
+    if (!st && ok) hl_strbuf_appendf(&ops, ", %s", v);
+    hl_spmd_result_deinit(&rb);
+  }
+  if (!st && !ok) *why = "a branch could not be partitioned to the common result sharding";
+  const char *name = !st && ok ? spmd_name(c, inst->name) : NULL;
+  if (!st && ok && !name) st = HL_OOM();
+  if (name) {
+    hl_strbuf_appendf(&c->body, "  %s = ", name);
+    print_state_shape(shape, R, &c->body);
+    hl_strbuf_appendf(&c->body, " conditional(%s), ", hl_strbuf_cstr(&ops));
+    if (inst->operands[0]->shape.dtype == HL_PRED && nb == 2) {
+      hl_strbuf_appendf(&c->body, "true_computation=%s, false_computation=%s\n", names[0], names[1]);
+    } else {
+      hl_strbuf_append(&c->body, "branch_computations={");
+      for (int b = 0; b < nb; b++) hl_strbuf_appendf(&c->body, "%s%s", b ? ", " : "", names[b]);
+      hl_strbuf_append(&c->body, "}\n");
+    }
+    if (tuple) {
+      spmd_value_t *v = &c->val[i];
+      v->held = hl_calloc((size_t)rcount + 1, sizeof(*v->held));
+      if (!v->held) st = HL_OOM();
+      for (int k = 0; !st && k < rcount; k++) v->held[k] = R[k];
+    } else {
+      *res = R[0];
+    }
+    if (!st) *out = name;
+  }
+  hl_strbuf_deinit(&ops);
+  hl_strbuf_deinit(&root_sh);
   return st;
 }

@@ -585,6 +585,54 @@ ENTRY main {
     return text, [x, w], acc, None if dt == "s32" else (1e-5, 1e-4)
 
 
+def conditional(rng, mesh, dt):
+    """Conditionals on partition-independent data (a reduce max of the split
+    x, all-reduced) whose branches take split operands (an array, a tuple):
+    the pred form and the branch-index form."""
+    x = rand_array(rng, (8, 6), dt)
+    y = rand_array(rng, (8, 6), dt)
+    thr = x.max() + rng.choice([-1, 1])  # both branches get taken across the grids
+    tx = shape_text(dt, (8, 6))
+    text = """
+max {
+  a = %(d)s[] parameter(0)
+  b = %(d)s[] parameter(1)
+  ROOT c = %(d)s[] maximum(a, b)
+}
+
+neg {
+  p = %(tx)s parameter(0)
+  ROOT n = %(tx)s negate(p)
+}
+
+mul {
+  p = (%(tx)s, %(tx)s) parameter(0)
+  a = %(tx)s get-tuple-element(p), index=0
+  b = %(tx)s get-tuple-element(p), index=1
+  ROOT m = %(tx)s multiply(a, b)
+}
+
+ENTRY main {
+  x = %(tx)s parameter(0), sharding=%(sx)s
+  y = %(tx)s parameter(1), sharding=%(sy)s
+  low = %(d)s[] constant(-1000)
+  mx = %(d)s[] reduce(x, low), dimensions={0,1}, to_apply=max
+  thr = %(d)s[] constant(%(thr)s)
+  p = pred[] compare(mx, thr), direction=GT
+  t = (%(tx)s, %(tx)s) tuple(x, y)
+  c = %(tx)s conditional(p, x, t), true_computation=neg, false_computation=mul
+  k = s32[] convert(p)
+  c2 = %(tx)s conditional(k, c, x, y), branch_computations={neg, neg, neg}
+  ROOT r = %(tx)s add(c2, y), sharding=%(sr)s
+}""" % dict(d=dt, tx=tx, thr=("%d" % thr) if dt == "s32" else repr(float(thr)),
+            sx=mesh_sharding(rng, 2, mesh), sy=mesh_sharding(rng, 2, mesh),
+            sr=even_sharding(rng, (8, 6), mesh))
+    pred = x.max() > thr
+    c = -x if pred else x * y
+    c2 = -x if pred else -c
+    return text, [x, y], (c2 + y).astype(x.dtype), None
+
+
 def rand_array(rng, shape, dt):
     seed = rng.randrange(1 << 30)
     g = np.random.default_rng(seed)
@@ -613,12 +661,14 @@ CORPUS = [
     ("megatron", megatron, ["f32"]),
     ("call", call, ["s32", "f32"]),
     ("while_loop", while_loop, ["s32", "f32"]),
+    ("conditional", conditional, ["s32", "f32"]),
 ]
 
 # The rule a program's --explain-partitioning must name.
 EXPLAIN_RULE = {
     "call": "call: mm inlined",
     "while_loop": "rule: while, the loop state keeps the shardings",
+    "conditional": "rule: conditional, each branch on its operand's shardings",
 }
 
 
