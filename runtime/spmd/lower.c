@@ -380,6 +380,18 @@ static hl_status_t lower_one(spmd_ctx_t *c, int i) {
       hl_strbuf_deinit(&shape);
       return set_local(c, i, name);
     }
+    if (inst->opcode == HL_OP_WHILE) {
+      const char *why = "no rule";
+      HL_RETURN_IF_ERROR(spmd_lower_while(c, i, &name, &why));
+      if (!name) HL_RETURN_IF_ERROR(lower_fallback(c, i, &res, &name, why));
+      return set_local(c, i, name);
+    }
+    if (inst->opcode == HL_OP_CONDITIONAL) {
+      const char *why = "no rule";
+      HL_RETURN_IF_ERROR(spmd_lower_conditional(c, i, &res, &name, &why));
+      if (!name) HL_RETURN_IF_ERROR(lower_fallback(c, i, &res, &name, why));
+      return set_local(c, i, name);
+    }
     hl_spmd_sharding_t in, elem;
     if (inst->operand_count && !c->val[op0_index(inst)].elem_count && inst->operand_count <= 8 &&
         inst->shape.tuple_count <= 8) {
@@ -578,6 +590,10 @@ static hl_status_t lower_one(spmd_ctx_t *c, int i) {
     } else {
       HL_RETURN_IF_ERROR(lower_fallback(c, i, &res, &name, "dot with no valid plan"));
     }
+  } else if (inst->opcode == HL_OP_CONDITIONAL) {
+    const char *why = "no rule";
+    HL_RETURN_IF_ERROR(spmd_lower_conditional(c, i, &res, &name, &why));
+    if (!name) HL_RETURN_IF_ERROR(lower_fallback(c, i, &res, &name, why));
   } else {
     HL_RETURN_IF_ERROR(lower_fallback(c, i, &res, &name, "no partitioning rule for this op"));
   }

@@ -104,18 +104,35 @@ hl_status_t hl_spmd_partition(const hl_module_t *global, int num_partitions, hl_
 
 hl_status_t hl_spmd_partition_grid(const hl_module_t *global, int num_replicas, int num_partitions,
                                    hl_spmd_result_t *out) {
+  int64_t channel = 0;
+  return spmd_partition_nested(global, num_replicas, num_partitions, &channel, out);
+}
+
+hl_status_t spmd_partition_nested(const hl_module_t *global, int num_replicas, int num_partitions,
+                                  int64_t *channel, hl_spmd_result_t *out) {
   memset(out, 0, sizeof(*out));
   if (num_replicas < 1 || (int64_t)num_replicas * num_partitions > 65536)
     return HL_UNIMPL("partitioning on a grid of %d replicas x %d partitions", num_replicas, num_partitions);
   if (!global || !global->entry) return HL_INVALID("partitioning: no entry computation");
   if (num_partitions < 1 || num_partitions > HL_SPMD_MAX_DEVICES)
     return HL_UNIMPL("partitioning over %d partitions (1 to %d)", num_partitions, HL_SPMD_MAX_DEVICES);
+  // Calls are inlined first: the callee is partitioned with its operands' shardings.
+  hl_strbuf_t inline_note;
+  hl_strbuf_init(&inline_note);
+  hl_module_t *inlined = NULL;
+  hl_status_t ist = spmd_inline_calls(global, &inlined, &inline_note);
+  if (ist) {
+    hl_strbuf_deinit(&inline_note);
+    return ist;
+  }
+  if (inlined) global = inlined;
   spmd_ctx_t c;
   memset(&c, 0, sizeof(c));
   c.module = global;
   c.entry = global->entry;
   c.n = num_partitions;
   c.replicas = num_replicas;
+  c.channel = *channel;
   for (int k = 0; k < global->computation_count; k++)  // new channel ids start past the program's own
     for (int i = 0; i < global->computations[k]->instruction_count; i++)
       if (global->computations[k]->instructions[i]->attrs.channel_id > c.channel)
@@ -134,6 +151,7 @@ hl_status_t hl_spmd_partition_grid(const hl_module_t *global, int num_replicas, 
     if (num_replicas > 1)
       hl_strbuf_appendf(&c.explain, " (each of %d replicas; groups shown for replica 0)", num_replicas);
     hl_strbuf_append(&c.explain, "\n");
+    hl_strbuf_append(&c.explain, hl_strbuf_cstr(&inline_note));
     st = spmd_lower(&c);
   }
   hl_strbuf_t text;
@@ -163,10 +181,14 @@ hl_status_t hl_spmd_partition_grid(const hl_module_t *global, int num_replicas, 
     out->text = hl_strbuf_take(&text);
     out->explanation = hl_strbuf_take(&c.explain);
     out->bytes_per_partition = c.bytes;
+    out->collectives = c.inserted;
+    *channel = c.channel;
     if (!out->text || !out->explanation) st = HL_OOM();
   }
   hl_strbuf_deinit(&text);
   ctx_deinit(&c);
+  hl_strbuf_deinit(&inline_note);
+  hl_module_destroy(inlined);
   if (st) hl_spmd_result_deinit(out);
   return st;
 }

@@ -27,6 +27,7 @@ typedef struct hl_spmd_result {
   char *text;             // its HLO text (owned)
   char *explanation;      // per instruction: sharding, rule, collectives with bytes (owned)
   int64_t bytes_per_partition;  // sum over the inserted collectives' results on one partition
+  int64_t collectives;          // the inserted collectives
 } hl_spmd_result_t;
 
 // Whether `m` can be an un-partitioned global program with sharding

@@ -476,6 +476,16 @@ hl_status_t spmd_propagate(spmd_ctx_t *c) {
         }
         if (all && !v->known) set(v, &v->sh, &changed);
       }
+      // A while's loop state keeps its init tuple's shardings (lower_while).
+      const hl_instruction_t *init = inst->operand_count ? inst->operands[0] : NULL;
+      if (inst->opcode == HL_OP_WHILE && !v->known && init->opcode == HL_OP_TUPLE && c->val[init->index].known &&
+          c->val[init->index].elem_count == inst->shape.tuple_count) {
+        v->elems = hl_calloc((size_t)inst->shape.tuple_count + 1, sizeof(*v->elems));
+        if (!v->elems) return HL_OOM();
+        v->elem_count = inst->shape.tuple_count;
+        for (int k = 0; k < v->elem_count; k++) v->elems[k] = c->val[init->index].elems[k];
+        set(v, &v->sh, &changed);
+      }
     }
     for (int i = e->instruction_count - 1; i >= 0; i--) backward(c, i, &changed);
     if (!changed) break;

@@ -4,6 +4,7 @@
 
 #include "runtime/base/strbuf.h"
 #include "runtime/ir/module.h"
+#include "runtime/spmd/partitioner.h"
 #include "runtime/spmd/spmd_sharding.h"
 
 #define SPMD_MAX_TUPLE 64
@@ -130,6 +131,24 @@ hl_status_t spmd_reduce_scatter(spmd_ctx_t *c, const char *name, hl_dtype_t dt, 
                                 const hl_spmd_sharding_t *s, uint32_t dims_mask, int scatter_dim,
                                 const char *reducer, const char **out);
 const char *spmd_add_reducer(spmd_ctx_t *c, hl_dtype_t dt);
+
+// inline_calls.c: `m` with the entry's calls inlined (*out, owned), or
+// *out = NULL when there is none to inline; one line per inlined call to `note`.
+hl_status_t spmd_inline_calls(const hl_module_t *m, hl_module_t **out, hl_strbuf_t *note);
+
+// partitioner.c: hl_spmd_partition_grid with channel ids from *channel on
+// (updated past the ones it used): a loop body partitioned on its own.
+hl_status_t spmd_partition_nested(const hl_module_t *global, int num_replicas, int num_partitions,
+                                  int64_t *channel, hl_spmd_result_t *out);
+
+// control_flow.c: a while whose loop state keeps one sharding (the fixed point from its init tuple's)
+// (body and condition partitioned as programs of their own). *out NULL:
+// no rule applies (the caller falls back), with the reason in *why.
+hl_status_t spmd_lower_while(spmd_ctx_t *c, int i, const char **out, const char **why);
+// A conditional whose branches run on their operands' shardings and return
+// one common sharding (*res for an array result; a tuple's is held).
+hl_status_t spmd_lower_conditional(spmd_ctx_t *c, int i, hl_spmd_sharding_t *res, const char **out,
+                                   const char **why);
 
 // lower.c
 hl_status_t spmd_lower(spmd_ctx_t *c);

@@ -487,6 +487,152 @@ ENTRY main {
 }""" % dict(d=dt, xs=xs, col=col, row=row)
 
 
+def call(rng, mesh, dt):
+    """Calls (one nested, one as the root) are inlined: the callee runs with
+    its operands' shardings (an element-wise op and a dot, no fallback)."""
+    x = rand_array(rng, (8, 16), dt)
+    w = rand_array(rng, (16, 12), dt)
+    text = """
+scale {
+  a = %(tx)s parameter(0)
+  b = %(tx)s parameter(1)
+  m = %(tx)s multiply(a, b)
+  ROOT s = %(tx)s add(m, a)
+}
+
+mm {
+  x = %(tx)s parameter(0)
+  w = %(tw)s parameter(1)
+  y = %(tx)s call(x, x), to_apply=scale
+  ROOT d = %(to)s dot(y, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+
+twice {
+  p = %(to)s parameter(0)
+  ROOT q = %(to)s add(p, p)
+}
+
+ENTRY main {
+  x = %(tx)s parameter(0), sharding=%(sx)s
+  w = %(tw)s parameter(1), sharding=%(sw)s
+  c = %(to)s call(x, w), to_apply=mm
+  ROOT r = %(to)s call(c), to_apply=twice, sharding=%(sr)s
+}""" % dict(tx=shape_text(dt, (8, 16)), tw=shape_text(dt, (16, 12)), to=shape_text(dt, (8, 12)),
+            sx=mesh_sharding(rng, 2, mesh), sw=mesh_sharding(rng, 2, mesh),
+            sr=even_sharding(rng, (8, 12), mesh))
+    want = (((x * x + x) @ w) * 2).astype(x.dtype)
+    return text, [x, w], want, None if dt == "s32" else (1e-5, 1e-4)
+
+
+def while_loop(rng, mesh, dt):
+    """A while loop whose state stays split: three trips of a dot and an
+    element-wise accumulation; the condition reads the split x (a reduce max,
+    which gets its all-reduce)."""
+    x = rand_array(rng, (8, 16), dt)
+    w = rand_array(rng, (16, 16), dt)
+    if dt == "s32":
+        w = (w % 3 - 1).astype(np.int32)  # -1..1: no overflow in three trips
+    st = "(s32[], %s, %s, %s)" % (shape_text(dt, (8, 16)), shape_text(dt, (16, 16)), shape_text(dt, (8, 16)))
+    text = """
+max {
+  a = %(d)s[] parameter(0)
+  b = %(d)s[] parameter(1)
+  ROOT c = %(d)s[] maximum(a, b)
+}
+
+cond {
+  s = %(st)s parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  lim = s32[] constant(3)
+  lt = pred[] compare(i, lim), direction=LT
+  x = %(tx)s get-tuple-element(s), index=1
+  low = %(d)s[] constant(-1000000000)
+  m = %(d)s[] reduce(x, low), dimensions={0,1}, to_apply=max
+  big = pred[] compare(m, low), direction=GT
+  ROOT p = pred[] and(lt, big)
+}
+
+body {
+  s = %(st)s parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  x = %(tx)s get-tuple-element(s), index=1
+  w = %(tw)s get-tuple-element(s), index=2
+  acc = %(tx)s get-tuple-element(s), index=3
+  one = s32[] constant(1)
+  i2 = s32[] add(i, one)
+  y = %(tx)s dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  acc2 = %(tx)s add(acc, y)
+  ROOT t = %(st)s tuple(i2, y, w, acc2)
+}
+
+ENTRY main {
+  x = %(tx)s parameter(0), sharding=%(sx)s
+  w = %(tw)s parameter(1), sharding=%(sw)s
+  zero = %(d)s[] constant(0)
+  acc = %(tx)s broadcast(zero), dimensions={}
+  i = s32[] constant(0)
+  t = %(st)s tuple(i, x, w, acc)
+  l = %(st)s while(t), condition=cond, body=body
+  ROOT r = %(tx)s get-tuple-element(l), index=3, sharding=%(sr)s
+}""" % dict(d=dt, st=st, tx=shape_text(dt, (8, 16)), tw=shape_text(dt, (16, 16)),
+            sx=mesh_sharding(rng, 2, mesh), sw=mesh_sharding(rng, 2, mesh),
+            sr=even_sharding(rng, (8, 16), mesh))
+    acc = np.zeros_like(x)
+    y = x
+    for _ in range(3):
+        y = (y @ w).astype(x.dtype)
+        acc = (acc + y).astype(x.dtype)
+    return text, [x, w], acc, None if dt == "s32" else (1e-5, 1e-4)
+
+
+def conditional(rng, mesh, dt):
+    """Conditionals on partition-independent data (a reduce max of the split
+    x, all-reduced) whose branches take split operands (an array, a tuple):
+    the pred form and the branch-index form."""
+    x = rand_array(rng, (8, 6), dt)
+    y = rand_array(rng, (8, 6), dt)
+    thr = x.max() + rng.choice([-1, 1])  # both branches get taken across the grids
+    tx = shape_text(dt, (8, 6))
+    text = """
+max {
+  a = %(d)s[] parameter(0)
+  b = %(d)s[] parameter(1)
+  ROOT c = %(d)s[] maximum(a, b)
+}
+
+neg {
+  p = %(tx)s parameter(0)
+  ROOT n = %(tx)s negate(p)
+}
+
+mul {
+  p = (%(tx)s, %(tx)s) parameter(0)
+  a = %(tx)s get-tuple-element(p), index=0
+  b = %(tx)s get-tuple-element(p), index=1
+  ROOT m = %(tx)s multiply(a, b)
+}
+
+ENTRY main {
+  x = %(tx)s parameter(0), sharding=%(sx)s
+  y = %(tx)s parameter(1), sharding=%(sy)s
+  low = %(d)s[] constant(-1000)
+  mx = %(d)s[] reduce(x, low), dimensions={0,1}, to_apply=max
+  thr = %(d)s[] constant(%(thr)s)
+  p = pred[] compare(mx, thr), direction=GT
+  t = (%(tx)s, %(tx)s) tuple(x, y)
+  c = %(tx)s conditional(p, x, t), true_computation=neg, false_computation=mul
+  k = s32[] convert(p)
+  c2 = %(tx)s conditional(k, c, x, y), branch_computations={neg, neg, neg}
+  ROOT r = %(tx)s add(c2, y), sharding=%(sr)s
+}""" % dict(d=dt, tx=tx, thr=("%d" % thr) if dt == "s32" else repr(float(thr)),
+            sx=mesh_sharding(rng, 2, mesh), sy=mesh_sharding(rng, 2, mesh),
+            sr=even_sharding(rng, (8, 6), mesh))
+    pred = x.max() > thr
+    c = -x if pred else x * y
+    c2 = -x if pred else -c
+    return text, [x, y], (c2 + y).astype(x.dtype), None
+
+
 def rand_array(rng, shape, dt):
     seed = rng.randrange(1 << 30)
     g = np.random.default_rng(seed)
@@ -513,7 +659,17 @@ CORPUS = [
     ("uneven", uneven, ["s32"]),
     ("reshard_chain", reshard_chain, ["s32"]),
     ("megatron", megatron, ["f32"]),
+    ("call", call, ["s32", "f32"]),
+    ("while_loop", while_loop, ["s32", "f32"]),
+    ("conditional", conditional, ["s32", "f32"]),
 ]
+
+# The rule a program's --explain-partitioning must name.
+EXPLAIN_RULE = {
+    "call": "call: mm inlined",
+    "while_loop": "rule: while, the loop state keeps the shardings",
+    "conditional": "rule: conditional, each branch on its operand's shardings",
+}
 
 
 def run_global(tmp, tag, text, inputs, mesh):
@@ -566,6 +722,8 @@ def corpus_test(name, build, dtypes, rounds):
                         if name == "reshard_chain" and ("all-to-all from dim 0 to dim 1" not in e.stdout
                                                         or "collective-permute" not in e.stdout):
                             failures.append("%s: no all-to-all or collective-permute\n%s" % (tag, e.stdout))
+                        if name in EXPLAIN_RULE and EXPLAIN_RULE[name] not in e.stdout:
+                            failures.append("%s: explanation lacks %r\n%s" % (tag, EXPLAIN_RULE[name], e.stdout))
                         if e.returncode != 0 or fell_back != (name == "fallback_ops"):
                             failures.append("%s: explanation %s a fallback\n%s\n%s" % (
                                 tag, "has" if fell_back else "lacks", text, e.describe()))
@@ -638,7 +796,7 @@ ENTRY main {
 
 
 def test_while_loop_and_tuple_root_shards():
-    """A while loop (no rule: runs on the replicated loop state) and a tuple
+    """A while loop (its state keeps x's split) and a tuple
     root with one sharding per element; each rank's outputs (--output-dir)
     are its shards, cut here by NumPy from the sharding's definition."""
     text = """HloModule loop, num_partitions=4
@@ -692,8 +850,8 @@ ENTRY main {
                 if g.shape != w.shape or not np.array_equal(g, w):
                     return "partition %d element %d: got\n%s\nexpected\n%s" % (p, k, g, w)
         e = hl.run([hl.HLO_LAUNCH, "--explain-partitioning", prog])
-        if "fallback: while" not in e.stdout:
-            return "the while loop should be noted as a fallback:\n" + e.stdout
+        if "rule: while" not in e.stdout or "fallback" in e.stdout:
+            return "the while loop should keep its state split:\n" + e.stdout
     return None
 
 
