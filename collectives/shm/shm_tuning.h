@@ -54,4 +54,8 @@ hl_status_t hl_shm_tuning_share(MPI_Comm comm, const char *path, hl_shm_tuning_t
 bool hl_shm_tuning_lookup(const hl_shm_tuning_t *t, hl_shm_tune_op_t op, int group_size,
                           int64_t *out_min_bytes);
 
+// Writes `text` (a table in the file format) to a new file `path`: an
+// existing file is never overwritten (--collectives-tuning-out).
+hl_status_t hl_shm_tuning_write_new(const char *path, const char *text);
+
 #endif  // HL_COLLECTIVES_SHM_SHM_TUNING_H_
