@@ -7,7 +7,8 @@
 //     agreement for differing programs stays on MPI), and
 //   - the mode says so: shm always; auto from the size: the tuning table's
 //     threshold for (collective, group size) when --collectives-tuning gave
-//     one (shm_tuning.h), else kAutoMinBytes (measured with
+//     one (shm_tuning.h) or --collectives-tune measured one (shm_autotune.h),
+//     else kAutoMinBytes (measured with
 //     bench/run_collectives.sh, collectives/shm/README.md).
 // Everything else goes to the backend unchanged. The decision depends only
 // on what every member of the group knows alike, so members never split

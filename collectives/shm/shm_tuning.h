@@ -1,7 +1,8 @@
 // The shared-memory layer's tuning table: from which message size each
 // collective takes shared memory in --collectives=auto, per group size.
 // Read from a file (hlo-launch --collectives-tuning FILE, written by
-// bench_collectives --write-tuning FILE); collectives/shm/README.md.
+// bench_collectives --write-tuning FILE or hlo-launch --collectives-tune
+// --collectives-tuning-out FILE); collectives/shm/README.md.
 //
 // File format: one entry per line, '#' starts a comment:
 //   <collective> <group size | *> <min bytes | never>
