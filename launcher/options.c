@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "collectives/shm/shm_layer.h"
 #include "launcher/binding.h"
@@ -177,6 +178,15 @@ static const char kHelp[] =
     "                        FILE (lines '<collective> <group size|*> <min\n"
     "                        bytes|never>', as bench_collectives --write-tuning\n"
     "                        writes them); collectives/shm/README.md\n"
+    "  --collectives-tune    auto's thresholds measured once at start-up instead:\n"
+    "                        shared memory against MPI for each collective at 4 KiB\n"
+    "                        to 4 MiB on the job's nodes (about a second at most);\n"
+    "                        every rank gets the same table; --report-bindings\n"
+    "                        prints it on every rank\n"
+    "  --collectives-tuning-out FILE\n"
+    "                        with --collectives-tune: rank 0 writes the measured table\n"
+    "                        to FILE (the --collectives-tuning format); an existing\n"
+    "                        FILE is an error, never overwritten\n"
     "\n"
     "  --max-inflated-size SIZE\n"
     "                        most bytes a gzip'd PROGRAM may inflate to (K, M, G, T\n"
@@ -328,6 +338,8 @@ enum {
   OPT_TRACE,
   OPT_COLLECTIVES,
   OPT_COLLECTIVES_TUNING,
+  OPT_COLLECTIVES_TUNE,
+  OPT_COLLECTIVES_TUNING_OUT,
   OPT_THREADS,
   OPT_NO_FUSION_BLOCKING,
   OPT_PROFILE,
@@ -386,6 +398,8 @@ static const struct option kLongOptions[] = {
     {"trace", required_argument, NULL, OPT_TRACE},
     {"collectives", required_argument, NULL, OPT_COLLECTIVES},
     {"collectives-tuning", required_argument, NULL, OPT_COLLECTIVES_TUNING},
+    {"collectives-tune", no_argument, NULL, OPT_COLLECTIVES_TUNE},
+    {"collectives-tuning-out", required_argument, NULL, OPT_COLLECTIVES_TUNING_OUT},
     {"threads", required_argument, NULL, OPT_THREADS},
     {"no-fusion-blocking", no_argument, NULL, OPT_NO_FUSION_BLOCKING},
     {"profile", optional_argument, NULL, OPT_PROFILE},
@@ -697,6 +711,8 @@ static hl_status_t parse_into(int argc, char **argv, hl_launch_options_t *o) {
         break;
       }
       case OPT_COLLECTIVES_TUNING: o->collectives_tuning = optarg; break;
+      case OPT_COLLECTIVES_TUNE: o->collectives_tune = true; break;
+      case OPT_COLLECTIVES_TUNING_OUT: o->collectives_tuning_out = optarg; break;
       case OPT_THREADS:
         HL_RETURN_IF_ERROR(parse_count("--threads", optarg, &o->threads));
         if (o->threads > 1024) return HL_INVALID("--threads %s is more than 1024", optarg);
@@ -736,6 +752,18 @@ static hl_status_t parse_into(int argc, char **argv, hl_launch_options_t *o) {
   if (o->trace_file && !*o->trace_file) return HL_INVALID("--trace is empty");
   if (o->global_output && !*o->global_output) return HL_INVALID("--global-output is empty");
   if (o->hosts && o->hostfile) return HL_INVALID("-H and --hostfile both name the hosts; give one");
+  if (o->collectives_tune && o->collectives_tuning)
+    return HL_INVALID("--collectives-tune measures the table --collectives-tuning reads; give one");
+  if (o->collectives_tune && o->collectives != HL_COLLECTIVES_AUTO)
+    return HL_INVALID("--collectives-tune needs --collectives auto (the thresholds are auto's)");
+  if (o->collectives_tuning_out && !o->collectives_tune)
+    return HL_INVALID("--collectives-tuning-out needs --collectives-tune");
+  if (o->collectives_tuning_out && !*o->collectives_tuning_out)
+    return HL_INVALID("--collectives-tuning-out is empty");
+  // Checked here too, so an existing file stops the job before it starts.
+  if (o->collectives_tuning_out && access(o->collectives_tuning_out, F_OK) == 0)
+    return HL_INVALID("--collectives-tuning-out %s exists; refusing to overwrite it",
+                      o->collectives_tuning_out);
   if (o->repeat > 1 && (o->infeed_files || o->infeed_dir || o->outfeed_dir))
     return HL_INVALID("--repeat cannot be combined with --infeed, --infeed-dir or --outfeed-dir: "
                       "each run would consume the feeds again");

@@ -87,6 +87,8 @@ typedef struct hl_launch_options {
   const char *trace_file;        // --trace FILE.json: one Chrome trace-event file for the job
   int collectives;               // --collectives: hl_collectives_mode_t (collectives/shm/shm_layer.h)
   const char *collectives_tuning; // --collectives-tuning FILE (collectives/shm/shm_tuning.h)
+  bool collectives_tune;          // --collectives-tune (collectives/shm/shm_autotune.h)
+  const char *collectives_tuning_out; // --collectives-tuning-out FILE: the measured table
   // Speed (runtime/fusion, runtime/exec/thread_pool.h).
   int64_t threads;               // --threads N (0: not given: the rank's cpuset size)
   bool no_fusion_blocking;       // --no-fusion-blocking: run fusions op by op (reference mode)

@@ -504,6 +504,10 @@ static bool run(worker_t *w) {
   if (o->collectives_tuning &&
       !agree(w, hl_shm_layer_set_tuning_file(comm, o->collectives_tuning), false))
     goto done;
+  if (o->collectives_tune &&
+      !agree(w, hl_shm_layer_set_autotune(comm, o->collectives_tuning_out, o->report_bindings),
+             false))
+    goto done;
   if (!agree(w, comm->vtable->prepare(comm, program.module, w->grid.replicas, w->grid.partitions),
              false))
     goto done;

@@ -7,7 +7,8 @@
 //     agreement for differing programs stays on MPI), and
 //   - the mode says so: shm always; auto from the size: the tuning table's
 //     threshold for (collective, group size) when --collectives-tuning gave
-//     one (shm_tuning.h), else kAutoMinBytes (measured with
+//     one (shm_tuning.h) or --collectives-tune measured one (shm_autotune.h),
+//     else kAutoMinBytes (measured with
 //     bench/run_collectives.sh, collectives/shm/README.md).
 // Everything else goes to the backend unchanged. The decision depends only
 // on what every member of the group knows alike, so members never split
@@ -24,10 +25,12 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "collectives/mpi_internal.h"
 #include "collectives/progress_hook.h"
+#include "collectives/shm/shm_autotune.h"
 #include "collectives/shm/shm_internal.h"
 #include "collectives/shm/shm_hier.h"
 #include "collectives/shm/shm_node.h"
@@ -89,6 +92,11 @@ typedef struct hl_shm_layer {
   // has rank 0's).
   char *tuning_path;
   hl_shm_tuning_t *tuning;
+  // --collectives-tune: measure the table in the first prepare instead
+  // (shm_autotune.h); rank 0 writes it to tune_out (when given), every
+  // rank prints it with tune_report (--report-bindings).
+  bool tune, tune_report;
+  char *tune_out;
   // The progress thread and its queue (jobs run in order; `running` counts
   // queued + running jobs). `pending` lists the jobs handed out as requests
   // until their wait.
@@ -336,6 +344,40 @@ static hl_status_t describe_sets(shm_layer_t *l, hl_mpi_comm_t *m) {
   return NULL;
 }
 
+// --collectives-tune: the table from a measurement on this job's nodes;
+// every rank gets the same one (shm_autotune.c agrees on the times).
+static hl_status_t measure_tuning(shm_layer_t *l, hl_mpi_comm_t *m) {
+  hl_shm_tuning_t *t = hl_malloc(sizeof(*t));
+  if (!t) return HL_OOM();
+  hl_shm_autotune_t a;
+  hl_status_t st = hl_shm_autotune_run(m->comm, l->node, m->coll.set_count, &a, t);
+  if (st) {
+    hl_free(t);
+    return st;
+  }
+  l->tuning = t;
+  if (!l->tune_report && !(l->tune_out && m->base.rank == 0)) return NULL;
+  hl_strbuf_t text;
+  hl_strbuf_init(&text);
+  if (l->tune_report) {
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "collectives-tune rank %d: ", m->base.rank);
+    hl_shm_autotune_format(&a, t, prefix, &text);
+    if (!text.failed) fputs(hl_strbuf_cstr(&text), stderr);  // one write: unbuffered
+    fflush(stderr);
+    hl_strbuf_deinit(&text);
+    hl_strbuf_init(&text);
+  }
+  if (l->tune_out && m->base.rank == 0) {
+    hl_strbuf_appendf(&text, "# hlo-launch --collectives-tuning file, measured by "
+                             "--collectives-tune on %d ranks\n", m->base.size);
+    hl_shm_autotune_format(&a, t, "", &text);
+    st = text.failed ? HL_OOM() : hl_shm_tuning_write_new(l->tune_out, hl_strbuf_cstr(&text));
+  }
+  hl_strbuf_deinit(&text);
+  return st;
+}
+
 static hl_status_t layer_prepare(hl_comm_t *comm, const hl_module_t *module,
                                  int64_t num_replicas, int64_t num_partitions) {
   shm_layer_t *l = layer_of(comm);
@@ -344,7 +386,13 @@ static hl_status_t layer_prepare(hl_comm_t *comm, const hl_module_t *module,
   HL_RETURN_IF_ERROR(l->base->prepare(comm, module, num_replicas, num_partitions));
   // Differing programs keep the backend's per-call agreement: every rank
   // knows this alike (prepare agreed on it), so all skip the node setup.
-  if (m->coll.check_calls) return NULL;
+  if (m->coll.check_calls) {
+    if (l->tune && l->tune_out)
+      return HL_INVALID("--collectives-tuning-out %s: the ranks run different programs, so the "
+                        "shared-memory layer is off and --collectives-tune measured nothing",
+                        l->tune_out);
+    return NULL;
+  }
   if (l->tuning_path && !l->tuning) {
     l->tuning = hl_malloc(sizeof(*l->tuning));
     if (!l->tuning) return HL_OOM();
@@ -355,7 +403,13 @@ static hl_status_t layer_prepare(hl_comm_t *comm, const hl_module_t *module,
       return st;
     }
   }
-  HL_RETURN_IF_ERROR(hl_shm_node_create(m->comm, m->coll.set_count, &l->node));
+  if (l->tune && !l->tuning) {
+    // Measured once, on a counter row of its own after the sets' rows.
+    HL_RETURN_IF_ERROR(hl_shm_node_create(m->comm, m->coll.set_count + 1, &l->node));
+    HL_RETURN_IF_ERROR(measure_tuning(l, m));
+  } else {
+    HL_RETURN_IF_ERROR(hl_shm_node_create(m->comm, m->coll.set_count, &l->node));
+  }
   HL_RETURN_IF_ERROR(describe_sets(l, m));
   if (pthread_create(&l->thread, NULL, progress_main, l) != 0)
     return HL_INTERNAL_ERROR("cannot start the shared-memory progress thread");
@@ -372,6 +426,7 @@ static void layer_destroy(hl_comm_t *comm) {
   pthread_cond_destroy(&l->cv);
   hl_free(l->tuning_path);
   hl_free(l->tuning);
+  hl_free(l->tune_out);
   hl_free(l);
   comm->vtable->destroy(comm);
 }
@@ -634,6 +689,16 @@ hl_status_t hl_shm_layer_set_tuning_file(hl_comm_t *comm, const char *path) {
   hl_free(l->tuning_path);
   l->tuning_path = hl_strdup(path);
   return l->tuning_path ? NULL : HL_OOM();
+}
+
+hl_status_t hl_shm_layer_set_autotune(hl_comm_t *comm, const char *out_path, bool report) {
+  shm_layer_t *l = comm ? layer_of(comm) : NULL;
+  if (!l) return NULL;  // --collectives=mpi: no layer (options refuse the pair)
+  l->tune = true;
+  l->tune_report = report;
+  hl_free(l->tune_out);
+  l->tune_out = out_path ? hl_strdup(out_path) : NULL;
+  return !out_path || l->tune_out ? NULL : HL_OOM();
 }
 
 bool hl_shm_layer_direct(hl_comm_t *comm) {

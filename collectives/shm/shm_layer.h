@@ -36,6 +36,14 @@ int64_t hl_shm_layer_call_count(hl_comm_t *comm);
 // nothing without a layer (--collectives=mpi).
 hl_status_t hl_shm_layer_set_tuning_file(hl_comm_t *comm, const char *path);
 
+// --collectives-tune (collectives/shm/shm_autotune.h): in auto mode the
+// thresholds come from a measurement made once, in the layer's first
+// prepare, on this job's nodes (every rank gets the same table). Rank 0
+// writes the table to `out_path` (when not NULL; an existing file is an
+// error, never overwritten); with `report` every rank prints it to stderr.
+// Call after install; nothing without a layer.
+hl_status_t hl_shm_layer_set_autotune(hl_comm_t *comm, const char *out_path, bool report);
+
 // Whether the layer of `comm` (prepared) copies directly between the
 // processes' buffers (shm_direct.c) rather than through the window.
 bool hl_shm_layer_direct(hl_comm_t *comm);

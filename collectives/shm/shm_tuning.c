@@ -2,9 +2,11 @@
 #include "collectives/shm/shm_tuning.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "collectives/mpi_comm.h"
 
@@ -102,4 +104,26 @@ bool hl_shm_tuning_lookup(const hl_shm_tuning_t *t, hl_shm_tune_op_t op, int gro
   }
   if (any) *out_min_bytes = any->min_bytes;
   return any != NULL;
+}
+
+hl_status_t hl_shm_tuning_write_new(const char *path, const char *text) {
+  // O_EXCL: nothing the user already has is replaced, not even by a race.
+  int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+  if (fd < 0 && errno == EEXIST)
+    return HL_INVALID("--collectives-tuning-out %s exists; refusing to overwrite it", path);
+  if (fd < 0) return HL_INVALID("--collectives-tuning-out %s: %s", path, strerror(errno));
+  size_t len = strlen(text), done = 0;
+  while (done < len) {
+    ssize_t w = write(fd, text + done, len - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      hl_status_t st = HL_INVALID("--collectives-tuning-out %s: %s", path, strerror(errno));
+      close(fd);
+      return st;
+    }
+    done += (size_t)w;
+  }
+  if (close(fd) != 0)
+    return HL_INVALID("--collectives-tuning-out %s: %s", path, strerror(errno));
+  return NULL;
 }

@@ -1,7 +1,8 @@
 // The shared-memory layer's tuning table: from which message size each
 // collective takes shared memory in --collectives=auto, per group size.
 // Read from a file (hlo-launch --collectives-tuning FILE, written by
-// bench_collectives --write-tuning FILE); collectives/shm/README.md.
+// bench_collectives --write-tuning FILE or hlo-launch --collectives-tune
+// --collectives-tuning-out FILE); collectives/shm/README.md.
 //
 // File format: one entry per line, '#' starts a comment:
 //   <collective> <group size | *> <min bytes | never>
@@ -53,5 +54,9 @@ hl_status_t hl_shm_tuning_share(MPI_Comm comm, const char *path, hl_shm_tuning_t
 // The table's threshold for (op, group size): false when it has none.
 bool hl_shm_tuning_lookup(const hl_shm_tuning_t *t, hl_shm_tune_op_t op, int group_size,
                           int64_t *out_min_bytes);
+
+// Writes `text` (a table in the file format) to a new file `path`: an
+// existing file is never overwritten (--collectives-tuning-out).
+hl_status_t hl_shm_tuning_write_new(const char *path, const char *text);
 
 #endif  // HL_COLLECTIVES_SHM_SHM_TUNING_H_
