@@ -1008,6 +1008,24 @@ static hl_status_t lower_collective(op_ctx_t *x, const char *n, hl_instruction_t
   return collective_attrs(x, *out);
 }
 
+// The ops whose lowerings below read fixed operands (operands[0], [1], ...):
+// fewer than this many is an error here rather than a NULL dereference
+// (fuzz_program_loader: `broadcast_in_dim 1arg1` parses with no operand).
+static int min_operands(const char *n) {
+  static const struct {
+    const char *name;
+    int min;
+  } kMin[] = {
+      {"broadcast_in_dim", 1},         {"dynamic_broadcast_in_dim", 2}, {"dynamic_reshape", 2},
+      {"slice", 1},                    {"pad", 2},                      {"dynamic_pad", 2},
+      {"reduce_window", 2},            {"select_and_scatter", 3},       {"sort", 1},
+      {"dot_general", 2},              {"convolution", 2},              {"dynamic_conv", 2},
+  };
+  for (size_t i = 0; i < sizeof(kMin) / sizeof(kMin[0]); i++)
+    if (strcmp(kMin[i].name, n) == 0) return kMin[i].min;
+  return 0;
+}
+
 hl_status_t hl_lower_op(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_op_t *op) {
   op_ctx_t ctx = {L, env, op, NULL, op->operand_count};
   op_ctx_t *x = &ctx;
@@ -1060,7 +1078,9 @@ hl_status_t hl_lower_op(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_op_t *
         strcmp(n, "atan") != 0 && strcmp(n, "acosh") != 0 && strcmp(n, "asinh") != 0 &&
         strcmp(n, "atanh") != 0 && strcmp(n, "cosh") != 0 && strcmp(n, "sinh") != 0)
       simple_index = -1;
-    if (simple_index >= 0) {
+    if (x->n < min_operands(n)) {
+      st = OPERR("needs at least %d operands, has %d", min_operands(n), x->n);
+    } else if (simple_index >= 0) {
       st = simple(x, kSimpleOps[simple_index].opcode, &out);
     } else if (strcmp(n, "ragged_dot") == 0) {
       st = lower_ragged_dot(x, &out);

@@ -7,6 +7,9 @@
 // and signed overflow (a 19-digit tensor dimension), and a convolution
 // without feature_group_count (its lookup error was dropped, leaking).
 // hl-test-libs: hl_stablehlo hl_ir hl_base
+#include <stdio.h>
+#include <string.h>
+
 #include "runtime/base/alloc.h"
 #include "runtime/stablehlo/mlir_dense.h"
 #include "runtime/stablehlo/mlir_parser.h"
@@ -188,6 +191,30 @@ static void test_conv_group_counts_optional(void) {
                            "needs integer attribute 'feature_group_count'");
 }
 
+// fuzz_program_loader: `broadcast_in_dim 1arg1` parsed with no operand and
+// the lowering read operands[0] (NULL). Each op read that way needs its count.
+static void test_missing_operands(void) {
+  static const char *const kOps[] = {
+      "\"stablehlo.broadcast_in_dim\"() <{broadcast_dimensions = array<i64: 0>}> : () -> tensor<2xf32>",
+      "\"stablehlo.slice\"() <{start_indices = array<i64: 0>, limit_indices = array<i64: 1>, "
+      "strides = array<i64: 1>}> : () -> tensor<2xf32>",
+      "\"stablehlo.dot_general\"(%a) <{dot_dimension_numbers = #stablehlo.dot<>}> : "
+      "(tensor<2xf32>) -> tensor<2xf32>",
+      "\"stablehlo.pad\"(%a) <{edge_padding_low = array<i64: 0>, edge_padding_high = "
+      "array<i64: 0>, interior_padding = array<i64: 0>}> : (tensor<2xf32>) -> tensor<2xf32>",
+  };
+  for (size_t i = 0; i < sizeof(kOps) / sizeof(kOps[0]); i++) {
+    char src[1024];
+    snprintf(src, sizeof(src),
+             "func.func @main(%%a: tensor<2xf32>) -> tensor<2xf32> {\n  %%0 = %s\n"
+             "  return %%0 : tensor<2xf32>\n}\n", kOps[i]);
+    hl_module_t *m = NULL;
+    HL_ASSERT_ERROR_CONTAINS(hl_stablehlo_load(src, strlen(src), "c.mlir", 1, &m),
+                             "operands, has");
+    CU_ASSERT_PTR_NULL(m);
+  }
+}
+
 static CU_TestInfo tests[] = {
     {"broadcasting_ir", test_broadcasting_ir},
     {"decompositions_ir", test_decompositions_ir},
@@ -197,6 +224,7 @@ static CU_TestInfo tests[] = {
     {"dense_list_for_empty_tensor", test_dense_list_for_empty_tensor},
     {"huge_tensor_dimension", test_huge_tensor_dimension},
     {"conv_group_counts_optional", test_conv_group_counts_optional},
+    {"missing_operands", test_missing_operands},
     CU_TEST_INFO_NULL,
 };
 HL_TEST_MAIN("chlo_lower", tests)
