@@ -48,19 +48,18 @@ static hl_status_t max_s32(void *state, hl_dtype_t dtype, const void *in, void *
 // Roots
 //===----------------------------------------------------------------------===//
 
-// roots[k]: the group position receiving data operand k's reduction.
-static hl_status_t read_roots(hl_kernel_context_t *ctx, const hl_instruction_t *inst,
-                              hl_literal_t *const *operands, int data, int size,
-                              int32_t *roots) {
+// The trailing s32[data] roots operand of collective-reduce and of
+// collective-broadcast (collective_support.h): one small max all-reduce of
+// (roots, -roots) tells every member whether the group agrees.
+hl_status_t hl_collective_dynamic_roots(hl_kernel_context_t *ctx, const hl_instruction_t *inst,
+                                        hl_literal_t *const *operands, int data, int size,
+                                        int32_t *roots) {
   const char *loc = hl_instruction_location(inst);
-  if (!inst->attrs.has_dynamic_root) {
-    memset(roots, 0, (size_t)data * sizeof(*roots));
-    return NULL;
-  }
+  const char *what = inst->opcode == HL_OP_COLLECTIVE_REDUCE ? "reduced" : "broadcast";
   const hl_literal_t *r = operands[data];
   if (r->shape.dtype != HL_S32 || r->shape.rank != 1 || r->shape.dims[0] != data)
     return HL_INVALID("%s: with has_dynamic_root=true the last operand must be s32[%d] (one "
-                      "root per reduced operand), got %s", loc, data, HL_SHAPE_STR(&r->shape));
+                      "root per %s operand), got %s", loc, data, what, HL_SHAPE_STR(&r->shape));
   memcpy(roots, r->data, (size_t)data * sizeof(*roots));
   hl_comm_t *comm = hl_kernel_options(ctx)->comm;
   if (comm && size > 1) {
@@ -86,6 +85,16 @@ static hl_status_t read_roots(hl_kernel_context_t *ctx, const hl_instruction_t *
     if (roots[k] < 0 || roots[k] >= size)
       return HL_INVALID("%s: dynamic root %d of operand %d is out of range [0, %d) (the group "
                         "size)", loc, (int)roots[k], k, size);
+  return NULL;
+}
+
+// roots[k]: the group position receiving data operand k's reduction.
+static hl_status_t read_roots(hl_kernel_context_t *ctx, const hl_instruction_t *inst,
+                              hl_literal_t *const *operands, int data, int size,
+                              int32_t *roots) {
+  if (inst->attrs.has_dynamic_root)
+    return hl_collective_dynamic_roots(ctx, inst, operands, data, size, roots);
+  memset(roots, 0, (size_t)data * sizeof(*roots));
   return NULL;
 }
 

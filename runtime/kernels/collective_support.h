@@ -30,10 +30,10 @@ void hl_collective_make_reducer(hl_kernel_context_t *ctx, const hl_computation_t
                                 hl_dtype_t dtype, hl_collective_reducer_state_t *state,
                                 hl_comm_reducer_t *out);
 
-// collective-broadcast with has_dynamic_root (collective_broadcast_root.c):
-// roots[k] = the group position that broadcasts data operand k, read from
-// the trailing s32[data] operand; the group agrees on them first, and a
-// root outside [0, size) is an error.
+// collective-reduce / collective-broadcast with has_dynamic_root
+// (collective_reduce.c): roots[k] = the group position that receives /
+// broadcasts data operand k, read from the trailing s32[data] operand; the
+// group agrees on them first, and a root outside [0, size) is an error.
 hl_status_t hl_collective_dynamic_roots(hl_kernel_context_t *ctx, const hl_instruction_t *inst,
                                         hl_literal_t *const *operands, int data, int size,
                                         int32_t *roots);
