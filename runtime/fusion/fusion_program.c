@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "runtime/base/alloc.h"
+#include "runtime/fusion/jit/jit_kernel.h"
 #include "runtime/kernels/elementwise_arrays.h"
 #include "runtime/kernels/reduce_fast.h"
 #include "runtime/kernels/reducer_match.h"
@@ -59,6 +60,7 @@ typedef struct node {
   const void *data;               // K_CONST
   bool single_use;                // one operand edge in the program and not an output:
                                   // its block value dies when that user has run
+  struct jit_region *jit;         // compiled loop rooted here (see JIT regions), or NULL
 } node_t;
 
 typedef struct output {
@@ -459,6 +461,221 @@ static void make_segments(hl_fusion_program_t *p, const hl_shape_t *xs, const bo
   p->parallel = parallel;
 }
 
+//===----------------------------------------------------------------------===//
+// JIT regions (runtime/fusion/jit)
+//
+// Covered: f32 / f64 add, subtract, multiply, divide, maximum, minimum,
+// negate, abs, sqrt, compare (FLOAT) feeding select, and reshape-like
+// aliases. A covered node whose value leaves the covered set (an output, or
+// read by any other node) roots a region: one compiled loop over the
+// covered nodes only it reads, whose leaves (any other node; a broadcast
+// scalar is read as its one element) the interpreter evaluates as before.
+// Where a region does not compile, its nodes run interpreted.
+//===----------------------------------------------------------------------===//
+
+typedef struct jit_region {
+  hl_jit_kernel_t *kernel;
+  int leaf_count;
+  int leaf[HL_JIT_MAX_INPUTS];     // nodes evaluated over the block (scalar: one element)
+  bool scalar[HL_JIT_MAX_INPUTS];  // the operand of a K_SPLAT, read once
+} jit_region_t;
+
+static void jit_region_destroy(jit_region_t *r) {
+  if (!r) return;
+  hl_jit_kernel_destroy(r->kernel);
+  hl_free(r);
+}
+
+// The operation and lane type of node n when the JIT covers it
+// (*op HL_JIT_LOAD for an alias).
+static bool jit_covers(const node_t *n, hl_jit_op_t *op, hl_jit_type_t *type) {
+  hl_dtype_t t = n->kind == K_COMPARE ? n->in_dtype : n->dtype;
+  if (t != HL_F32 && t != HL_F64) return false;
+  *type = t == HL_F64 ? HL_JIT_F64 : HL_JIT_F32;
+  switch (n->kind) {
+    case K_SAME: *op = HL_JIT_LOAD; return true;
+    case K_SELECT: *op = HL_JIT_SELECT; return !n->scalar_op[0];
+    case K_UNARY:
+      if (n->in_dtype != n->dtype) return false;
+      switch (n->op) {
+        case HL_OP_NEGATE: *op = HL_JIT_NEG; return true;
+        case HL_OP_ABS: *op = HL_JIT_ABS; return true;
+        case HL_OP_SQRT: *op = HL_JIT_SQRT; return true;
+        default: return false;
+      }
+    case K_BINARY:
+      if (n->in_dtype != n->dtype) return false;
+      switch (n->op) {
+        case HL_OP_ADD: *op = HL_JIT_ADD; return true;
+        case HL_OP_SUBTRACT: *op = HL_JIT_SUB; return true;
+        case HL_OP_MULTIPLY: *op = HL_JIT_MUL; return true;
+        case HL_OP_DIVIDE: *op = HL_JIT_DIV; return true;
+        case HL_OP_MAXIMUM: *op = HL_JIT_MAX; return true;
+        case HL_OP_MINIMUM: *op = HL_JIT_MIN; return true;
+        default: return false;
+      }
+    case K_COMPARE:
+      if (n->ctype != HL_CMPTYPE_FLOAT) return false;
+      switch (n->dir) {
+        case HL_CMP_EQ: *op = HL_JIT_CMP_EQ; return true;
+        case HL_CMP_NE: *op = HL_JIT_CMP_NE; return true;
+        case HL_CMP_LT: *op = HL_JIT_CMP_LT; return true;
+        case HL_CMP_LE: *op = HL_JIT_CMP_LE; return true;
+        case HL_CMP_GT: *op = HL_JIT_CMP_GT; return true;
+        case HL_CMP_GE: *op = HL_JIT_CMP_GE; return true;
+        default: return false;
+      }
+    default: return false;
+  }
+}
+
+typedef struct jit_builder {
+  const hl_fusion_program_t *p;
+  const bool *covered, *leaves_set;  // leaves_set: value read outside the covered set
+  const hl_jit_op_t *op;
+  int root;
+  int *value_of;  // node -> value, -1
+  hl_jit_value_t *values;
+  hl_jit_body_t body;
+  jit_region_t *region;
+  bool full;
+} jit_builder_t;
+
+static int jit_push(jit_builder_t *b, hl_jit_value_t v) {
+  if (b->body.count == HL_JIT_MAX_VALUES) {
+    b->full = true;
+    return 0;
+  }
+  b->values[b->body.count] = v;
+  return b->body.count++;
+}
+
+// Values in operand-first order, so a leaf is read just before its first use.
+static int jit_build(jit_builder_t *b, int k) {
+  if (b->value_of[k] >= 0 || b->full) return b->value_of[k] >= 0 ? b->value_of[k] : 0;
+  const node_t *n = &b->p->nodes[k];
+  int v;
+  if (b->covered[k] && (k == b->root || !b->leaves_set[k])) {
+    if (n->kind == K_SAME) {
+      v = jit_build(b, n->ops[0]);
+    } else {
+      int o[3] = {0, 0, 0};
+      for (int i = 0; i < n->nops; i++) o[i] = jit_build(b, n->ops[i]);
+      v = jit_push(b, (hl_jit_value_t){b->op[k], o[0], o[1], o[2]});
+    }
+  } else {
+    jit_region_t *r = b->region;
+    if (r->leaf_count == HL_JIT_MAX_INPUTS) {
+      b->full = true;
+      return 0;
+    }
+    bool scalar = n->kind == K_SPLAT;
+    int i = r->leaf_count++;
+    r->leaf[i] = scalar ? n->ops[0] : k;
+    r->scalar[i] = scalar;
+    b->body.input_scalar[i] = scalar;
+    b->body.input_count = r->leaf_count;
+    v = jit_push(b, (hl_jit_value_t){scalar ? HL_JIT_BROADCAST : HL_JIT_LOAD, i, 0, 0});
+  }
+  b->value_of[k] = v;
+  return v;
+}
+
+static hl_status_t plan_jit_regions(hl_fusion_program_t *p) {
+  if (!hl_jit_enabled() || p->count == 0) return NULL;
+  int c = p->count;
+  bool *covered = hl_calloc((size_t)c, sizeof(bool)), *leaves = hl_calloc((size_t)c, sizeof(bool));
+  hl_jit_op_t *op = hl_calloc((size_t)c, sizeof(hl_jit_op_t));
+  hl_jit_type_t *type = hl_calloc((size_t)c, sizeof(hl_jit_type_t));
+  int *value_of = hl_malloc(sizeof(int) * (size_t)c);
+  hl_jit_value_t *values = hl_malloc(sizeof(hl_jit_value_t) * HL_JIT_MAX_VALUES);
+  hl_status_t st = NULL;
+  if (!covered || !leaves || !op || !type || !value_of || !values) st = HL_OOM();
+  for (int k = 0; !st && k < c; k++) covered[k] = jit_covers(&p->nodes[k], &op[k], &type[k]);
+  // A node's value leaves the covered set when an output or a reduce reads
+  // it, or a node of another kind or lane type; a compare's lane mask can
+  // only feed a covered select, so such a compare (and then its select)
+  // drops out, until nothing changes.
+  for (bool changed = !st; changed;) {
+    changed = false;
+    memset(leaves, 0, sizeof(bool) * (size_t)c);
+    for (int i = 0; i < p->out_count; i++) {
+      leaves[p->outs[i].node] = true;
+      if (p->outs[i].reduce) leaves[p->outs[i].init] = true;
+    }
+    for (int u = 0; u < c; u++) {
+      const node_t *n = &p->nodes[u];
+      if (covered[u] && n->kind == K_SELECT &&
+          !(covered[n->ops[0]] && p->nodes[n->ops[0]].kind == K_COMPARE)) {
+        covered[u] = false;
+        changed = true;
+      }
+      for (int i = 0; i < n->nops; i++) {
+        int o = n->ops[i];
+        bool mask_edge = n->kind == K_SELECT && i == 0;
+        if (!covered[u] || type[u] != type[o] || mask_edge != (p->nodes[o].kind == K_COMPARE))
+          leaves[o] = true;
+      }
+    }
+    for (int k = 0; k < c; k++)
+      if (covered[k] && p->nodes[k].kind == K_COMPARE && leaves[k]) {
+        covered[k] = false;
+        changed = true;
+      }
+  }
+  for (int k = 0; !st && k < c; k++) {
+    if (!covered[k] || !leaves[k] || p->nodes[k].kind == K_COMPARE) continue;
+    jit_region_t *r = hl_calloc(1, sizeof(*r));
+    if (!r) {
+      st = HL_OOM();
+      break;
+    }
+    for (int i = 0; i < c; i++) value_of[i] = -1;
+    jit_builder_t b = {.p = p, .covered = covered, .leaves_set = leaves, .op = op, .root = k,
+                       .value_of = value_of, .values = values, .region = r};
+    b.body.type = type[k];
+    b.body.values = values;
+    jit_build(&b, k);
+    hl_jit_op_t last = b.body.count ? values[b.body.count - 1].op : HL_JIT_LOAD;
+    const char *why = NULL;
+    if (!b.full && last != HL_JIT_LOAD && last != HL_JIT_BROADCAST)
+      st = hl_jit_kernel_create(&b.body, &r->kernel, &why);
+    if (r->kernel)
+      p->nodes[k].jit = r;
+    else
+      jit_region_destroy(r);  // not covered after all (why): interpreted
+  }
+  hl_free(covered);
+  hl_free(leaves);
+  hl_free(op);
+  hl_free(type);
+  hl_free(value_of);
+  hl_free(values);
+  return st;
+}
+
+static const void *eval(const hl_fusion_program_t *p, workspace_t *w, const void **params, int k,
+                        int64_t start, const int64_t *idx, int64_t m);
+static void release(const hl_fusion_program_t *p, workspace_t *w, int k, const void *v, int64_t m);
+
+// The region's leaves over the block, then its loop into y.
+static void jit_region_run(const hl_fusion_program_t *p, workspace_t *w, const void **params,
+                           const jit_region_t *r, int64_t start, int64_t m, void *y) {
+  const void *in[HL_JIT_MAX_INPUTS];
+  for (int i = 0; i < r->leaf_count; i++)
+    in[i] = r->scalar[i] ? eval(p, w, params, r->leaf[i], 0, NULL, 1)
+                         : eval(p, w, params, r->leaf[i], start, NULL, m);
+  hl_jit_kernel_run(r->kernel, in, y, m);
+  for (int i = 0; i < r->leaf_count; i++)
+    if (!r->scalar[i]) release(p, w, r->leaf[i], in[i], m);
+}
+
+int hl_fusion_program_jit_regions(const hl_fusion_program_t *p) {
+  int n = 0;
+  for (int k = 0; k < p->count; k++) n += p->nodes[k].jit != NULL;
+  return n;
+}
+
 hl_status_t hl_fusion_program_compile(const hl_computation_t *c, hl_fusion_program_t **out,
                                       const char **why) {
   *out = NULL;
@@ -558,6 +775,11 @@ hl_status_t hl_fusion_program_compile(const hl_computation_t *c, hl_fusion_progr
     *why = "too many re-evaluations through index maps";
     return NULL;
   }
+  hl_status_t st = plan_jit_regions(p);
+  if (st) {
+    hl_fusion_program_destroy(p);
+    return st;
+  }
   *out = p;
   return NULL;
 }
@@ -630,6 +852,11 @@ hl_status_t hl_fusion_program_compile_chain(const hl_computation_t *c,
     *why = "too many re-evaluations through index maps";
     return NULL;
   }
+  hl_status_t st = plan_jit_regions(p);
+  if (st) {
+    hl_fusion_program_destroy(p);
+    return st;
+  }
   *out = p;
   return NULL;
 }
@@ -652,6 +879,7 @@ static void workspace_destroy(workspace_t *w) {
 void hl_fusion_program_destroy(hl_fusion_program_t *p) {
   if (!p) return;
   for (int i = 0; i < MAX_WORKERS; i++) workspace_destroy(p->ws[i]);
+  for (int k = 0; p->nodes && k < p->count; k++) jit_region_destroy(p->nodes[k].jit);
   hl_free(p->nodes);
   hl_free(p->outs);
   hl_free(p);
@@ -903,7 +1131,10 @@ static const void *eval_to(const hl_fusion_program_t *p, workspace_t *w, const v
     return w->memo_ptr[k];
   const void *r = NULL;
   void *y = NULL;
-  switch (n->kind) {
+  if (n->jit && !idx) {
+    r = y = result_buffer(w, dst, (size_t)m * n->es);
+    jit_region_run(p, w, params, n->jit, start, m, y);
+  } else switch (n->kind) {
     case K_PARAM:
     case K_CONST: {
       const char *base = n->kind == K_PARAM ? params[n->param] : n->data;

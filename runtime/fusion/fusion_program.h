@@ -56,4 +56,8 @@ hl_status_t hl_fusion_program_run(hl_fusion_program_t *program, hl_literal_t *co
 // Elements per block of the iteration space (for tests and benchmarks).
 int64_t hl_fusion_program_block_elements(const hl_fusion_program_t *program);
 
+// Compiled loops (runtime/fusion/jit) the program runs, 0 when the JIT is off
+// or covers none of its nodes (for tests and benchmarks).
+int hl_fusion_program_jit_regions(const hl_fusion_program_t *program);
+
 #endif  // HL_RUNTIME_FUSION_FUSION_PROGRAM_H_
