@@ -123,6 +123,9 @@ static const char kHelp[] =
     "                        --report-bindings shows the count\n"
     "  --no-fusion-blocking  run fusions op by op, each intermediate a full array\n"
     "                        (the reference mode; default: blocked fusion execution)\n"
+    "  --no-fusion-jit       blocked fusions without compiled loops: every op of a\n"
+    "                        block is one interpreted pass (the JIT is also off\n"
+    "                        without x86-64 AVX2, or with HL_NO_FUSION_JIT=1)\n"
     "  --profile[=N]         rank 0 prints, for every rank, the N (default 15)\n"
     "                        instructions that took longest (fusions by name) with\n"
     "                        bytes and FLOPs, and a roofline line for the run\n"
@@ -342,6 +345,7 @@ enum {
   OPT_COLLECTIVES_TUNING_OUT,
   OPT_THREADS,
   OPT_NO_FUSION_BLOCKING,
+  OPT_NO_FUSION_JIT,
   OPT_PROFILE,
   OPT_SPLIT_INPUT_FILE,
   OPT_PROBE_OUTPUT_DIR,
@@ -402,6 +406,7 @@ static const struct option kLongOptions[] = {
     {"collectives-tuning-out", required_argument, NULL, OPT_COLLECTIVES_TUNING_OUT},
     {"threads", required_argument, NULL, OPT_THREADS},
     {"no-fusion-blocking", no_argument, NULL, OPT_NO_FUSION_BLOCKING},
+    {"no-fusion-jit", no_argument, NULL, OPT_NO_FUSION_JIT},
     {"profile", optional_argument, NULL, OPT_PROFILE},
     {"split-input-file", no_argument, NULL, OPT_SPLIT_INPUT_FILE},
     {"probe-output-dir", required_argument, NULL, OPT_PROBE_OUTPUT_DIR},
@@ -718,6 +723,7 @@ static hl_status_t parse_into(int argc, char **argv, hl_launch_options_t *o) {
         if (o->threads > 1024) return HL_INVALID("--threads %s is more than 1024", optarg);
         break;
       case OPT_NO_FUSION_BLOCKING: o->no_fusion_blocking = true; break;
+      case OPT_NO_FUSION_JIT: o->no_fusion_jit = true; break;
       case OPT_PROFILE:
         o->profile_top = 15;
         if (optarg) HL_RETURN_IF_ERROR(parse_count("--profile", optarg, &o->profile_top));

@@ -29,6 +29,7 @@
 #include "runtime/exec/executor.h"
 #include "runtime/exec/profile.h"
 #include "runtime/exec/thread_pool.h"
+#include "runtime/fusion/jit/jit_kernel.h"
 #include "runtime/proto/program_loader.h"
 #include "runtime/verifier/verifier.h"
 
@@ -588,6 +589,7 @@ int hl_worker_main(const hl_launch_options_t *options) {
   // Bound before the program is loaded, so its memory is first touched
   // from the rank's own cores (and NUMA node).
   hl_binding_apply(MPI_COMM_WORLD, (hl_bind_policy_t)options->bind_to, &w.binding);
+  if (options->no_fusion_jit) hl_jit_set_enabled(false);  // before any fusion is compiled
   // Threads of this rank: --threads, else its cpuset's size; BLAS gets the
   // same count. Started after binding, so they inherit the rank's cpuset.
   int threads = hl_binding_set_threads(&w.binding, (int)options->threads);

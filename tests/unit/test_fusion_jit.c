@@ -1,0 +1,388 @@
+// The fusion JIT's compiled loops (runtime/fusion/jit/jit_kernel.c) against
+// a scalar evaluation written here from the ops' definitions (IEEE
+// arithmetic in the value's type, XLA's NaN-propagating maximum/minimum with
+// +0 > -0), bit for bit, on random bodies and element counts around the
+// vector and unroll widths, with NaN (payloads), infinities, signed zeros
+// and denormals among the inputs; then whole fusion programs with the JIT
+// on against the same programs with it off.
+#include <CUnit/CUnit.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/base/literal.h"
+#include "runtime/exec/executor.h"
+#include "runtime/fusion/fusion_program.h"
+#include "runtime/fusion/jit/cpu_features.h"
+#include "runtime/fusion/jit/jit_kernel.h"
+#include "runtime/text/hlo_parser.h"
+#include "tests/unit/test_util.h"
+
+static uint64_t g_rng = 0x9E3779B97F4A7C15u;
+static uint32_t rnd(void) {
+  g_rng ^= g_rng << 13;
+  g_rng ^= g_rng >> 7;
+  g_rng ^= g_rng << 17;
+  return (uint32_t)(g_rng >> 11);
+}
+
+static float special_f32(void) {
+  static const uint32_t bits[] = {0x7FC00000u, 0xFFC00001u, 0x7FA00000u /* sNaN */,
+                                  0x7F800000u, 0xFF800000u, 0x00000000u, 0x80000000u,
+                                  0x00000001u, 0x807FFFFFu, 0x3F800000u, 0xBF800000u,
+                                  0x00400000u, 0x7F7FFFFFu};
+  float f;
+  if (rnd() % 3 == 0) {
+    uint32_t b = bits[rnd() % (sizeof bits / sizeof bits[0])];
+    memcpy(&f, &b, 4);
+  } else {
+    f = ((float)(rnd() % 2000) - 1000.0f) / (float)(1 + rnd() % 50);
+  }
+  return f;
+}
+
+static double special_f64(void) {
+  static const uint64_t bits[] = {0x7FF8000000000000u, 0xFFF8000000000123u, 0x7FF4000000000000u,
+                                  0x7FF0000000000000u, 0xFFF0000000000000u, 0,
+                                  0x8000000000000000u, 1, 0x800FFFFFFFFFFFFFu,
+                                  0x3FF0000000000000u};
+  double d;
+  if (rnd() % 3 == 0) {
+    uint64_t b = bits[rnd() % (sizeof bits / sizeof bits[0])];
+    memcpy(&d, &b, 8);
+  } else {
+    d = ((double)(rnd() % 2000) - 1000.0) / (double)(1 + rnd() % 50);
+  }
+  return d;
+}
+
+// XLA maximum / minimum: a NaN operand gives it (the first NaN), and +0 > -0.
+#define MINMAX_REF(T, name, gt)                        \
+  static T name(T a, T b) {                            \
+    if (isnan(a)) return a;                            \
+    if (isnan(b)) return b;                            \
+    if (a == b) return (!!signbit(a) == gt) ? b : a;   \
+    return gt ? (a > b ? a : b) : (a < b ? a : b);     \
+  }
+MINMAX_REF(float, max_f32, 1)
+MINMAX_REF(float, min_f32, 0)
+MINMAX_REF(double, max_f64, 1)
+MINMAX_REF(double, min_f64, 0)
+
+static bool is_cmp(hl_jit_op_t op) { return op >= HL_JIT_CMP_EQ && op <= HL_JIT_CMP_GE; }
+
+// Element e of every value of the body, in the body's type.
+#define REF_EVAL(T, MAX, MIN, SQRT, FABS)                                                 \
+  static T ref_##T(const hl_jit_body_t *b, const void *const *in, int64_t e, T *v,        \
+                   bool *mask) {                                                          \
+    for (int i = 0; i < b->count; i++) {                                                  \
+      const hl_jit_value_t *x = &b->values[i];                                            \
+      T a = x->a >= 0 && x->op > HL_JIT_BROADCAST ? v[x->a] : 0;                          \
+      T c = x->op > HL_JIT_BROADCAST ? v[x->b] : 0;                                       \
+      switch (x->op) {                                                                    \
+        case HL_JIT_LOAD: v[i] = ((const T *)in[x->a])[e]; break;                         \
+        case HL_JIT_BROADCAST: v[i] = ((const T *)in[x->a])[0]; break;                    \
+        case HL_JIT_ADD: v[i] = a + c; break;                                             \
+        case HL_JIT_SUB: v[i] = a - c; break;                                             \
+        case HL_JIT_MUL: v[i] = a * c; break;                                             \
+        case HL_JIT_DIV: v[i] = a / c; break;                                             \
+        case HL_JIT_MAX: v[i] = MAX(a, c); break;                                         \
+        case HL_JIT_MIN: v[i] = MIN(a, c); break;                                         \
+        case HL_JIT_NEG: v[i] = -a; break;                                                \
+        case HL_JIT_ABS: v[i] = FABS(a); break;                                           \
+        case HL_JIT_SQRT: v[i] = SQRT(a); break;                                          \
+        case HL_JIT_CMP_EQ: mask[i] = a == c; break;                                      \
+        case HL_JIT_CMP_NE: mask[i] = a != c; break;                                      \
+        case HL_JIT_CMP_LT: mask[i] = a < c; break;                                       \
+        case HL_JIT_CMP_LE: mask[i] = a <= c; break;                                      \
+        case HL_JIT_CMP_GT: mask[i] = a > c; break;                                       \
+        case HL_JIT_CMP_GE: mask[i] = a >= c; break;                                      \
+        case HL_JIT_SELECT: v[i] = mask[x->a] ? v[x->b] : v[x->c]; break;                 \
+      }                                                                                   \
+    }                                                                                     \
+    return v[b->count - 1];                                                               \
+  }
+REF_EVAL(float, max_f32, min_f32, sqrtf, fabsf)
+REF_EVAL(double, max_f64, min_f64, sqrt, fabs)
+
+// A random body: `vec` vector inputs, `sc` scalar inputs, `ops` operations.
+static int random_body(hl_jit_value_t *v, int vec, int sc, int ops, hl_jit_body_t *b) {
+  int n = 0;
+  b->input_count = vec + sc;
+  for (int i = 0; i < vec + sc; i++) {
+    b->input_scalar[i] = i >= vec;
+    v[n++] = (hl_jit_value_t){i >= vec ? HL_JIT_BROADCAST : HL_JIT_LOAD, i, 0, 0};
+  }
+  for (int k = 0; k < ops; k++) {
+    // Operands drawn mostly from recent values, so chains form and few live.
+    int x = n - 1 - (int)(rnd() % (n < 4 ? n : 4)), y = (int)(rnd() % n);
+    while (is_cmp(v[x].op)) x--;
+    while (is_cmp(v[y].op)) y = (y + 1) % n;
+    switch (rnd() % 11) {
+      case 0: v[n++] = (hl_jit_value_t){HL_JIT_ADD, x, y, 0}; break;
+      case 1: v[n++] = (hl_jit_value_t){HL_JIT_SUB, x, y, 0}; break;
+      case 2: v[n++] = (hl_jit_value_t){HL_JIT_MUL, x, y, 0}; break;
+      case 3: v[n++] = (hl_jit_value_t){HL_JIT_DIV, y, x, 0}; break;
+      case 4: v[n++] = (hl_jit_value_t){HL_JIT_MAX, x, y, 0}; break;
+      case 5: v[n++] = (hl_jit_value_t){HL_JIT_MIN, y, x, 0}; break;
+      case 6: v[n++] = (hl_jit_value_t){HL_JIT_NEG, x, 0, 0}; break;
+      case 7: v[n++] = (hl_jit_value_t){HL_JIT_ABS, x, 0, 0}; break;
+      case 8: v[n++] = (hl_jit_value_t){HL_JIT_SQRT, x, 0, 0}; break;
+      default: {
+        int z = (int)(rnd() % n);
+        while (is_cmp(v[z].op)) z = (z + 1) % n;
+        v[n++] = (hl_jit_value_t){(hl_jit_op_t)(HL_JIT_CMP_EQ + rnd() % 6), x, y, 0};
+        v[n] = (hl_jit_value_t){HL_JIT_SELECT, n - 1, y, z};
+        n++;
+      }
+    }
+  }
+  b->values = v;
+  b->count = n;
+  return n;
+}
+
+// A failing element: the body, its inputs there, the bits wanted and got.
+static void print_case(const hl_jit_body_t *b, const void *const *in, int64_t e,
+                       const unsigned char *want, const unsigned char *got) {
+  size_t es = b->type == HL_JIT_F64 ? 8 : 4;
+  for (int i = 0; i < b->count; i++)
+    printf(" v%d=op%d(%d,%d,%d)", i, (int)b->values[i].op, b->values[i].a, b->values[i].b,
+           b->values[i].c);
+  for (int i = 0; i < b->input_count; i++) {
+    uint64_t bits = 0;
+    memcpy(&bits, (const char *)in[i] + (b->input_scalar[i] ? 0 : (size_t)e * es), es);
+    printf(" in%d=%llx", i, (unsigned long long)bits);
+  }
+  uint64_t w = 0, g = 0;
+  memcpy(&w, want, es);
+  memcpy(&g, got, es);
+  printf(" want %llx got %llx", (unsigned long long)w, (unsigned long long)g);
+}
+
+static bool check_body(const hl_jit_body_t *b, int64_t n) {
+  bool f64 = b->type == HL_JIT_F64;
+  size_t es = f64 ? 8 : 4;
+  void *in[HL_JIT_MAX_INPUTS];
+  for (int i = 0; i < b->input_count; i++) {
+    int64_t cnt = b->input_scalar[i] ? 1 : n;
+    in[i] = malloc((size_t)(cnt ? cnt : 1) * es);
+    for (int64_t e = 0; e < cnt; e++) {
+      if (f64)
+        ((double *)in[i])[e] = special_f64();
+      else
+        ((float *)in[i])[e] = special_f32();
+    }
+  }
+  // Guard elements after the output: the loop must not write past n.
+  unsigned char *out = malloc((size_t)(n + 8) * es);
+  memset(out, 0xAB, (size_t)(n + 8) * es);
+  hl_jit_kernel_t *k = NULL;
+  const char *why = NULL;
+  HL_ASSERT_OK(hl_jit_kernel_create(b, &k, &why));
+  if (!k) {  // refused: only for register pressure, which the caller counts
+    CU_ASSERT_PTR_NOT_NULL(why);
+    if (why) CU_ASSERT_PTR_NOT_NULL(strstr(why, "live values"));
+    for (int i = 0; i < b->input_count; i++) free(in[i]);
+    free(out);
+    return false;
+  }
+  hl_jit_kernel_run(k, (const void *const *)in, out, n);
+  int bad = 0;
+  for (int64_t e = 0; e < n && bad < 3; e++) {
+    unsigned char want[8];
+    if (f64) {
+      double v[HL_JIT_MAX_VALUES], r;
+      bool mask[HL_JIT_MAX_VALUES];
+      r = ref_double(b, (const void *const *)in, e, v, mask);
+      memcpy(want, &r, 8);
+    } else {
+      float v[HL_JIT_MAX_VALUES], r;
+      bool mask[HL_JIT_MAX_VALUES];
+      r = ref_float(b, (const void *const *)in, e, v, mask);
+      memcpy(want, &r, 4);
+    }
+    if (memcmp(want, out + (size_t)e * es, es) != 0) {
+      bad++;
+      printf("\n  %s body of %d values, n=%lld: element %lld differs:", f64 ? "f64" : "f32",
+             b->count, (long long)n, (long long)e);
+      print_case(b, (const void *const *)in, e, want, out + (size_t)e * es);
+    }
+  }
+  CU_ASSERT_EQUAL(bad, 0);
+  for (size_t i = (size_t)n * es; i < (size_t)(n + 8) * es; i++) CU_ASSERT_EQUAL(out[i], 0xAB);
+  hl_jit_kernel_destroy(k);
+  for (int i = 0; i < b->input_count; i++) free(in[i]);
+  free(out);
+  return true;
+}
+
+static void test_random_bodies(void) {
+  if (!hl_jit_cpu_has_avx2()) {
+    // Off where it cannot run: the kernel is not created, with a reason.
+    hl_jit_value_t v[2] = {{HL_JIT_LOAD, 0, 0, 0}, {HL_JIT_NEG, 0, 0, 0}};
+    hl_jit_body_t b = {.type = HL_JIT_F32, .values = v, .count = 2, .input_count = 1};
+    hl_jit_kernel_t *k = NULL;
+    const char *why = NULL;
+    HL_ASSERT_OK(hl_jit_kernel_create(&b, &k, &why));
+    CU_ASSERT_PTR_NULL(k);
+    CU_ASSERT_PTR_NOT_NULL(why);
+    return;
+  }
+  static const int64_t kCounts[] = {0, 1, 7, 8, 9, 31, 32, 33, 63, 100, 1027};
+  hl_jit_value_t v[HL_JIT_MAX_VALUES];
+  int compiled = 0;
+  for (int t = 0; t < 400; t++) {
+    hl_jit_body_t b = {.type = t % 2 ? HL_JIT_F64 : HL_JIT_F32};
+    random_body(v, 1 + (int)(rnd() % 4), (int)(rnd() % 2), 1 + (int)(rnd() % 30), &b);
+    compiled += check_body(&b, kCounts[rnd() % (sizeof kCounts / sizeof kCounts[0])]);
+  }
+  CU_ASSERT(compiled >= 360);  // the generator keeps few values live
+}
+
+// Every input register in use (11 inputs, callee-saved ones included), and
+// a body with more live values than registers, which is refused.
+static void test_limits(void) {
+  if (!hl_jit_cpu_has_avx2()) return;
+  hl_jit_value_t v[64];
+  hl_jit_body_t b = {.type = HL_JIT_F32, .values = v, .input_count = HL_JIT_MAX_INPUTS};
+  int n = 0;
+  for (int i = 0; i < HL_JIT_MAX_INPUTS; i++) {
+    b.input_scalar[i] = i == 5 || i == 9;
+    v[n++] = (hl_jit_value_t){b.input_scalar[i] ? HL_JIT_BROADCAST : HL_JIT_LOAD, i, 0, 0};
+  }
+  int acc = 0;
+  for (int i = 1; i < HL_JIT_MAX_INPUTS; i++) {
+    v[n] = (hl_jit_value_t){i % 2 ? HL_JIT_ADD : HL_JIT_MUL, acc, i, 0};
+    acc = n++;
+  }
+  b.count = n;
+  CU_ASSERT_TRUE(check_body(&b, 45));
+  // 14 values live at once: more than the 13 value registers.
+  n = 0;
+  b.input_count = 1;
+  memset(b.input_scalar, 0, sizeof b.input_scalar);
+  v[n++] = (hl_jit_value_t){HL_JIT_LOAD, 0, 0, 0};
+  for (int i = 0; i < 13; i++, n++) v[n] = (hl_jit_value_t){HL_JIT_SQRT, n - 1, 0, 0};
+  for (int i = 0; i < 13; i++, n++) v[n] = (hl_jit_value_t){HL_JIT_ADD, n - 1, 12 - i, 0};
+  b.count = n;
+  hl_jit_kernel_t *k = NULL;
+  const char *why = NULL;
+  HL_ASSERT_OK(hl_jit_kernel_create(&b, &k, &why));
+  CU_ASSERT_PTR_NULL(k);
+  CU_ASSERT_PTR_NOT_NULL(why);
+  // Malformed bodies are refused, not compiled.
+  hl_jit_value_t bad[2] = {{HL_JIT_LOAD, 0, 0, 0}, {HL_JIT_CMP_LT, 0, 0, 0}};
+  hl_jit_body_t mb = {.type = HL_JIT_F32, .values = bad, .count = 2, .input_count = 1};
+  HL_ASSERT_OK(hl_jit_kernel_create(&mb, &k, &why));
+  CU_ASSERT_PTR_NULL(k);
+  bad[1] = (hl_jit_value_t){HL_JIT_ADD, 0, 1, 0};
+  HL_ASSERT_OK(hl_jit_kernel_create(&mb, &k, &why));
+  CU_ASSERT_PTR_NULL(k);
+}
+
+//===----------------------------------------------------------------------===//
+// Fusion programs: JIT on vs off
+//===----------------------------------------------------------------------===//
+
+static hl_literal_t *random_literal(hl_dtype_t t, int64_t n) {
+  hl_shape_t s = {.dtype = t, .rank = 1, .dims = {n}};
+  hl_literal_t *l = NULL;
+  HL_ASSERT_OK(hl_literal_create_uninitialized(&s, &l));
+  for (int64_t e = 0; e < n; e++) {
+    if (t == HL_F64)
+      ((double *)l->data)[e] = special_f64();
+    else
+      ((float *)l->data)[e] = special_f32();
+  }
+  return l;
+}
+
+static hl_literal_t *run_fusion(const char *text, hl_literal_t **args, int nargs, bool jit,
+                                int *regions) {
+  hl_jit_set_enabled(jit);
+  hl_module_t *m = NULL;
+  HL_ASSERT_OK(hl_parse_hlo_module(text, strlen(text), "jit_test.hlo", &m));
+  hl_fusion_program_t *prog = NULL;
+  const char *why = NULL;
+  HL_ASSERT_OK(hl_fusion_program_compile(hl_module_find_computation(m, "fused"), &prog, &why));
+  CU_ASSERT_PTR_NOT_NULL_FATAL(prog);
+  *regions = hl_fusion_program_jit_regions(prog);
+  hl_literal_t *out = NULL;
+  HL_ASSERT_OK(hl_fusion_program_run(prog, args, nargs, NULL, &out));
+  hl_fusion_program_destroy(prog);
+  hl_module_destroy(m);
+  hl_jit_set_enabled(true);
+  return out;
+}
+
+// Covered ops mixed with uncovered ones (exponential, a broadcast row, a
+// convert), a shared intermediate, a scalar constant, compare + select,
+// two outputs, over sizes that leave a ragged last block.
+static void test_programs_jit_vs_interpreter(void) {
+  static const char *kTypes[] = {"f32", "f64"};
+  for (int ti = 0; ti < 2; ti++) {
+    const char *t = kTypes[ti];
+    int64_t n = ti ? 4099 : 2053;
+    static const char kTemplate[] =
+        "HloModule jit\n"
+        "fused {\n"
+        "  x = T[N] parameter(0)\n"
+        "  y = T[N] parameter(1)\n"
+        "  c = T[] constant(0.5)\n"
+        "  cb = T[N] broadcast(c), dimensions={}\n"
+        "  a = T[N] multiply(x, cb)\n"
+        "  b = T[N] add(a, y)\n"
+        "  e = T[N] exponential(b)\n"
+        "  d = T[N] divide(e, x)\n"
+        "  mx = T[N] maximum(d, a)\n"
+        "  mn = T[N] minimum(y, mx)\n"
+        "  s = T[N] sqrt(mn)\n"
+        "  ng = T[N] negate(s)\n"
+        "  ab = T[N] abs(b)\n"
+        "  p = pred[N] compare(ng, ab), direction=LT\n"
+        "  sel = T[N] select(p, ab, mn)\n"
+        "  sub = T[N] subtract(sel, b)\n"
+        "  ROOT t = (T[N], T[N]) tuple(sub, b)\n"
+        "}\n"
+        "ENTRY main {\n  x = T[N] parameter(0)\n  y = T[N] parameter(1)\n"
+        "  ROOT f = (T[N], T[N]) fusion(x, y), kind=kLoop, calls=fused\n}\n";
+    char text[4096];
+    size_t k = 0;
+    for (const char *c = kTemplate; *c; c++) {
+      if (*c == 'T' && c[1] == '[')
+        k += (size_t)snprintf(text + k, sizeof text - k, "%s", t);
+      else if (*c == 'N' && c[1] == ']')
+        k += (size_t)snprintf(text + k, sizeof text - k, "%lld", (long long)n);
+      else
+        text[k++] = *c;
+    }
+    text[k] = 0;
+    hl_dtype_t dt = ti ? HL_F64 : HL_F32;
+    hl_literal_t *args[2] = {random_literal(dt, n), random_literal(dt, n)};
+    int on_regions = 0, off_regions = 0;
+    hl_literal_t *on = run_fusion(text, args, 2, true, &on_regions);
+    hl_literal_t *off = run_fusion(text, args, 2, false, &off_regions);
+    if (hl_jit_cpu_has_avx2()) CU_ASSERT(on_regions >= 2);  // a..b and d..sub
+    CU_ASSERT_EQUAL(off_regions, 0);
+    CU_ASSERT_TRUE(hl_literal_equal(on, off));
+    for (int i = 0; i < 2; i++)
+      CU_ASSERT_EQUAL(memcmp(on->elements[i]->data, off->elements[i]->data,
+                             (size_t)n * hl_dtype_size(dt)),
+                      0);
+    hl_literal_release(on);
+    hl_literal_release(off);
+    hl_literal_release(args[0]);
+    hl_literal_release(args[1]);
+  }
+}
+
+static CU_TestInfo tests[] = {
+    {"random_bodies", test_random_bodies},
+    {"limits", test_limits},
+    {"programs_jit_vs_interpreter", test_programs_jit_vs_interpreter},
+    CU_TEST_INFO_NULL,
+};
+
+HL_TEST_MAIN("fusion_jit", tests)
