@@ -32,6 +32,7 @@
 #include "bench/bench_util.h"
 #include "runtime/base/simd_clones.h"
 #include "runtime/exec/thread_pool.h"
+#include "runtime/fusion/jit/jit_kernel.h"
 #include "runtime/vmath/vmath.h"
 
 #ifdef HL_BENCH_CPU_TIME
@@ -396,6 +397,26 @@ int main(int argc, char **argv) {
       double t = run_best(ce[i], &blocked, cargs, 2, 1);
       if (t < best[i]) best[i] = t;
     }
+  // The 20-op chain with the fusion JIT (runtime/fusion/jit) against the
+  // same fusion interpreted (--no-fusion-jit), interleaved.
+  if (hl_jit_enabled()) {
+    hl_jit_set_enabled(false);
+    hl_executable_t *ie = NULL;
+    hl_bench_check(hl_executable_create(cm[kCurve - 1], &ie), "executable");
+    run_best(ie, &blocked, cargs, 2, 1);  // compiled now, without the JIT
+    hl_jit_set_enabled(true);
+    double t_jit = 1e30, t_int = 1e30;
+    for (int r = 0; r < (quick ? 1 : 3); r++) {
+      double t = run_best(ce[kCurve - 1], &blocked, cargs, 2, 1);
+      if (t < t_jit) t_jit = t;
+      t = run_best(ie, &blocked, cargs, 2, 1);
+      if (t < t_int) t_int = t;
+    }
+    printf("# 20-op chain: JIT %.2f ms, interpreted %.2f ms\n", 1e3 * t_jit, 1e3 * t_int);
+    hl_bench_report("chain_20_ops_jit_vs_interp", 1 / t_jit, "runs/s", "no_jit", 1 / t_int, true,
+                    quick ? 0.0 : 2.0);
+    hl_executable_destroy(ie);
+  }
   printf("# chain curve (ops: ms):");
   for (int i = 0; i < kCurve; i++) {
     printf(" %d: %.2f", 2 * (i + 1), 1e3 * best[i]);
