@@ -465,8 +465,9 @@ static void make_segments(hl_fusion_program_t *p, const hl_shape_t *xs, const bo
 // JIT regions (runtime/fusion/jit)
 //
 // Covered: f32 / f64 add, subtract, multiply, divide, maximum, minimum,
-// negate, abs, sqrt, compare (FLOAT) feeding select, and reshape-like
-// aliases. A covered node whose value leaves the covered set (an output, or
+// negate, abs, sqrt, compare (FLOAT) feeding select, reshape-like aliases,
+// and the transcendentals vmath runs as one SLEEF routine per vector
+// (exp, log, tanh, ...: called from the loop). A covered node whose value leaves the covered set (an output, or
 // read by any other node) roots a region: one compiled loop over the
 // covered nodes only it reads, whose leaves (any other node; a broadcast
 // scalar is read as its one element) the interpreter evaluates as before.
@@ -487,8 +488,8 @@ static void jit_region_destroy(jit_region_t *r) {
 }
 
 // The operation and lane type of node n when the JIT covers it
-// (*op HL_JIT_LOAD for an alias).
-static bool jit_covers(const node_t *n, hl_jit_op_t *op, hl_jit_type_t *type) {
+// (*op HL_JIT_LOAD for an alias; *fn the vmath routine of a CALL).
+static bool jit_covers(const node_t *n, hl_jit_op_t *op, hl_jit_type_t *type, hl_jit_fn_t *fn) {
   hl_dtype_t t = n->kind == K_COMPARE ? n->in_dtype : n->dtype;
   if (t != HL_F32 && t != HL_F64) return false;
   *type = t == HL_F64 ? HL_JIT_F64 : HL_JIT_F32;
@@ -497,6 +498,13 @@ static bool jit_covers(const node_t *n, hl_jit_op_t *op, hl_jit_type_t *type) {
     case K_SELECT: *op = HL_JIT_SELECT; return !n->scalar_op[0];
     case K_UNARY:
       if (n->in_dtype != n->dtype) return false;
+      // Transcendentals: the SLEEF routine the array loop calls per vector.
+      *fn = t == HL_F64 ? hl_vmath_unary_vector_f64(hl_ew_vmath_fn(n->op))
+                        : hl_vmath_unary_vector_f32(hl_ew_vmath_fn(n->op));
+      if (*fn) {
+        *op = HL_JIT_CALL;
+        return true;
+      }
       switch (n->op) {
         case HL_OP_NEGATE: *op = HL_JIT_NEG; return true;
         case HL_OP_ABS: *op = HL_JIT_ABS; return true;
@@ -533,6 +541,7 @@ typedef struct jit_builder {
   const hl_fusion_program_t *p;
   const bool *covered, *leaves_set;  // leaves_set: value read outside the covered set
   const hl_jit_op_t *op;
+  const hl_jit_fn_t *fn;
   int root;
   int *value_of;  // node -> value, -1
   hl_jit_value_t *values;
@@ -561,7 +570,8 @@ static int jit_build(jit_builder_t *b, int k) {
     } else {
       int o[3] = {0, 0, 0};
       for (int i = 0; i < n->nops; i++) o[i] = jit_build(b, n->ops[i]);
-      v = jit_push(b, (hl_jit_value_t){b->op[k], o[0], o[1], o[2]});
+      v = jit_push(b, (hl_jit_value_t){.op = b->op[k], .a = o[0], .b = o[1], .c = o[2],
+                                       .fn = b->fn[k]});
     }
   } else {
     jit_region_t *r = b->region;
@@ -575,7 +585,7 @@ static int jit_build(jit_builder_t *b, int k) {
     r->scalar[i] = scalar;
     b->body.input_scalar[i] = scalar;
     b->body.input_count = r->leaf_count;
-    v = jit_push(b, (hl_jit_value_t){scalar ? HL_JIT_BROADCAST : HL_JIT_LOAD, i, 0, 0});
+    v = jit_push(b, (hl_jit_value_t){.op = scalar ? HL_JIT_BROADCAST : HL_JIT_LOAD, .a = i});
   }
   b->value_of[k] = v;
   return v;
@@ -587,11 +597,13 @@ static hl_status_t plan_jit_regions(hl_fusion_program_t *p) {
   bool *covered = hl_calloc((size_t)c, sizeof(bool)), *leaves = hl_calloc((size_t)c, sizeof(bool));
   hl_jit_op_t *op = hl_calloc((size_t)c, sizeof(hl_jit_op_t));
   hl_jit_type_t *type = hl_calloc((size_t)c, sizeof(hl_jit_type_t));
+  hl_jit_fn_t *fn = hl_calloc((size_t)c, sizeof(hl_jit_fn_t));
   int *value_of = hl_malloc(sizeof(int) * (size_t)c);
   hl_jit_value_t *values = hl_malloc(sizeof(hl_jit_value_t) * HL_JIT_MAX_VALUES);
   hl_status_t st = NULL;
-  if (!covered || !leaves || !op || !type || !value_of || !values) st = HL_OOM();
-  for (int k = 0; !st && k < c; k++) covered[k] = jit_covers(&p->nodes[k], &op[k], &type[k]);
+  if (!covered || !leaves || !op || !type || !fn || !value_of || !values) st = HL_OOM();
+  for (int k = 0; !st && k < c; k++)
+    covered[k] = jit_covers(&p->nodes[k], &op[k], &type[k], &fn[k]);
   // A node's value leaves the covered set when an output or a reduce reads
   // it, or a node of another kind or lane type; a compare's lane mask can
   // only feed a covered select, so such a compare (and then its select)
@@ -631,7 +643,7 @@ static hl_status_t plan_jit_regions(hl_fusion_program_t *p) {
       break;
     }
     for (int i = 0; i < c; i++) value_of[i] = -1;
-    jit_builder_t b = {.p = p, .covered = covered, .leaves_set = leaves, .op = op, .root = k,
+    jit_builder_t b = {.p = p, .covered = covered, .leaves_set = leaves, .op = op, .fn = fn, .root = k,
                        .value_of = value_of, .values = values, .region = r};
     b.body.type = type[k];
     b.body.values = values;
@@ -649,6 +661,7 @@ static hl_status_t plan_jit_regions(hl_fusion_program_t *p) {
   hl_free(leaves);
   hl_free(op);
   hl_free(type);
+  hl_free(fn);
   hl_free(value_of);
   hl_free(values);
   return st;

@@ -466,7 +466,7 @@ HL_SCALAR_LOOP_(rdiv_vs_f64, double, q / p[i])
 
 // The transcendental ops that run through vmath (SLEEF) for f32 / f64, and
 // for f16 / bf16 in f32: see docs/NUMERICS.md for their measured errors.
-static hl_vmath_fn_t vmath_fn(hl_opcode_t op) {
+hl_vmath_fn_t hl_ew_vmath_fn(hl_opcode_t op) {
   switch (op) {
     case HL_OP_EXP: return HL_VM_EXP;
     case HL_OP_EXPM1: return HL_VM_EXPM1;
@@ -499,7 +499,7 @@ static void f32_to_half(hl_dtype_t t, const float *v, uint16_t *y, int64_t m) {
 
 // Returns false when (op, type) has no such loop.
 static bool unary_fast(hl_opcode_t op, hl_dtype_t t, const void *x, void *y, int64_t n) {
-  hl_vmath_fn_t vf = vmath_fn(op);
+  hl_vmath_fn_t vf = hl_ew_vmath_fn(op);
   if (t == HL_F32) {
     if (vf) return hl_vmath_unary_f32(vf, x, y, n);
     switch (op) {
@@ -563,7 +563,7 @@ static bool half_arith(hl_opcode_t op, hl_dtype_t t, const void *p, const void *
 
 static bool binary_fast(hl_opcode_t op, hl_dtype_t t, const void *p, const void *q, void *r,
                         int64_t n) {
-  hl_vmath_fn_t vf = vmath_fn(op);
+  hl_vmath_fn_t vf = hl_ew_vmath_fn(op);
   if (t == HL_F32) {
     if (vf) return hl_vmath_binary_f32(vf, p, q, r, n);
     switch (op) {

@@ -14,6 +14,7 @@
 
 #include "runtime/base/dtype.h"
 #include "runtime/ir/module.h"
+#include "runtime/vmath/vmath.h"
 
 // Unary / binary arithmetic (elementwise.c): op on element type `in`, result
 // type `out` (pred for is-finite, else `in`).
@@ -21,6 +22,8 @@ bool hl_ew_unary_supported(hl_opcode_t op, hl_dtype_t in, hl_dtype_t out);
 void hl_ew_unary_array(hl_opcode_t op, hl_dtype_t in, hl_dtype_t out, const void *x, void *y,
                        int64_t n);
 bool hl_ew_binary_supported(hl_opcode_t op, hl_dtype_t in, hl_dtype_t out);
+// The vmath function an f32 / f64 unary op runs through (HL_VM_NONE: none).
+hl_vmath_fn_t hl_ew_vmath_fn(hl_opcode_t op);
 void hl_ew_binary_array(hl_opcode_t op, hl_dtype_t in, hl_dtype_t out, const void *a,
                         const void *b, void *y, int64_t n);
 // The same with one operand a single element (a_scalar: a, else b): false

@@ -19,6 +19,22 @@ static bool use_avx2(void) {
 
 const char *hl_vmath_isa(void) { return use_avx2() ? "avx2" : "scalar"; }
 
+hl_vmath_vector_fn_t hl_vmath_unary_vector_f32(hl_vmath_fn_t fn) {
+#if defined(HL_VMATH_HAVE_AVX2)
+  if (use_avx2()) return hl_vmath_avx2_unary_vector_f32(fn);
+#endif
+  (void)fn;
+  return NULL;
+}
+
+hl_vmath_vector_fn_t hl_vmath_unary_vector_f64(hl_vmath_fn_t fn) {
+#if defined(HL_VMATH_HAVE_AVX2)
+  if (use_avx2()) return hl_vmath_avx2_unary_vector_f64(fn);
+#endif
+  (void)fn;
+  return NULL;
+}
+
 static float logistic_f(float x) {
   float e = Sleef_expf_u10(-fabsf(x));
   return x < 0 ? e / (1.0f + e) : 1.0f / (1.0f + e);

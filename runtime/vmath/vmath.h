@@ -28,6 +28,14 @@ bool hl_vmath_unary_f64(hl_vmath_fn_t fn, const double *x, double *y, int64_t n)
 bool hl_vmath_binary_f32(hl_vmath_fn_t fn, const float *a, const float *b, float *y, int64_t n);
 bool hl_vmath_binary_f64(hl_vmath_fn_t fn, const double *a, const double *b, double *y,
                          int64_t n);
+// The one-vector routine the unary array loops above call on this CPU, for
+// generated code (runtime/fusion/jit) that must give the same bits: an
+// 8-lane f32 / 4-lane f64 SLEEF function, argument and result in ymm0 (SysV
+// vector ABI). NULL where the arrays run scalar routines (no AVX2 + FMA) and
+// for fns that are not a SLEEF routine of their own (logistic).
+typedef void (*hl_vmath_vector_fn_t)(void);
+hl_vmath_vector_fn_t hl_vmath_unary_vector_f32(hl_vmath_fn_t fn);
+hl_vmath_vector_fn_t hl_vmath_unary_vector_f64(hl_vmath_fn_t fn);
 // "avx2" or "scalar": which SLEEF routines run on this CPU.
 const char *hl_vmath_isa(void);
 

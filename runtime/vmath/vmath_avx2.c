@@ -93,6 +93,41 @@ bool hl_vmath_avx2_unary_f64(hl_vmath_fn_t fn, const double *x, double *y, int64
 #undef F32_
 #undef F64_
 
+// The same routines as the loops above, one vector at a time.
+#define VEC_(f) return (hl_vmath_vector_fn_t)(f)
+hl_vmath_vector_fn_t hl_vmath_avx2_unary_vector_f32(hl_vmath_fn_t fn) {
+  switch (fn) {
+    case HL_VM_EXP: VEC_(Sleef_expf8_u10);
+    case HL_VM_EXPM1: VEC_(Sleef_expm1f8_u10);
+    case HL_VM_LOG: VEC_(Sleef_logf8_u10);
+    case HL_VM_LOG1P: VEC_(Sleef_log1pf8_u10);
+    case HL_VM_TANH: VEC_(Sleef_tanhf8_u35);
+    case HL_VM_SIN: VEC_(Sleef_sinf8_u10);
+    case HL_VM_COS: VEC_(Sleef_cosf8_u10);
+    case HL_VM_TAN: VEC_(Sleef_tanf8_u10);
+    case HL_VM_ERF: VEC_(Sleef_erff8_u10);
+    case HL_VM_CBRT: VEC_(Sleef_cbrtf8_u10);
+    default: return NULL;
+  }
+}
+
+hl_vmath_vector_fn_t hl_vmath_avx2_unary_vector_f64(hl_vmath_fn_t fn) {
+  switch (fn) {
+    case HL_VM_EXP: VEC_(Sleef_expd4_u10);
+    case HL_VM_EXPM1: VEC_(Sleef_expm1d4_u10);
+    case HL_VM_LOG: VEC_(Sleef_logd4_u10);
+    case HL_VM_LOG1P: VEC_(Sleef_log1pd4_u10);
+    case HL_VM_TANH: VEC_(Sleef_tanhd4_u10);
+    case HL_VM_SIN: VEC_(Sleef_sind4_u10);
+    case HL_VM_COS: VEC_(Sleef_cosd4_u10);
+    case HL_VM_TAN: VEC_(Sleef_tand4_u10);
+    case HL_VM_ERF: VEC_(Sleef_erfd4_u10);
+    case HL_VM_CBRT: VEC_(Sleef_cbrtd4_u10);
+    default: return NULL;
+  }
+}
+#undef VEC_
+
 #define F32_(f) HL_VM_BINARY_LOOP_(float, __m256, 8, _mm256_loadu_ps, _mm256_storeu_ps, f)
 #define F64_(f) HL_VM_BINARY_LOOP_(double, __m256d, 4, _mm256_loadu_pd, _mm256_storeu_pd, f)
 

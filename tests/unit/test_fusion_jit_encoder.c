@@ -66,6 +66,19 @@ static const expected_t kCases[] = {
     {"cmp rcx,rdx", {0x48, 0x39, 0xd1}, 3},
     {"vzeroupper", {0xc5, 0xf8, 0x77}, 3},
     {"ret", {0xc3}, 1},
+    {"mov rdi,rcx", {0x48, 0x89, 0xcf}, 3},
+    {"vandps ymm0,ymm0,YMMWORD PTR [rdi]", {0xc5, 0xfc, 0x54, 0x07}, 4},
+    {"sub rsp,0x1a8", {0x48, 0x81, 0xec, 0xa8, 0x01, 0x00, 0x00}, 7},
+    {"add rsp,0x1a8", {0x48, 0x81, 0xc4, 0xa8, 0x01, 0x00, 0x00}, 7},
+    {"movabs rax,0x123456789abcdef0", {0x48, 0xb8, 0xf0, 0xde, 0xbc, 0x9a, 0x78, 0x56, 0x34, 0x12}, 10},
+    {"call rax", {0xff, 0xd0}, 2},
+    {"vmovaps ymm0,ymm5", {0xc5, 0xfc, 0x28, 0xc5}, 4},
+    {"vmovaps ymm15,ymm0", {0xc5, 0x7c, 0x28, 0xf8}, 4},
+    {"vmovups YMMWORD PTR [rsp+0x40],ymm3", {0xc5, 0xfc, 0x11, 0x5c, 0x24, 0x40}, 6},
+    {"vmovups ymm3,YMMWORD PTR [rsp+0x180]", {0xc5, 0xfc, 0x10, 0x9c, 0x24, 0x80, 0x01, 0x00, 0x00}, 9},
+    {"push rdi", {0x57}, 1},
+    {"pop rdi", {0x5f}, 1},
+
 };
 
 static void emit(int i, hl_x86_buf_t *b) {
@@ -120,12 +133,24 @@ static void emit(int i, hl_x86_buf_t *b) {
     case 45: hl_x86_cmp64(b, HL_X86_RCX, HL_X86_RDX); break;
     case 46: hl_x86_vzeroupper(b); break;
     case 47: hl_x86_ret(b); break;
+    case 48: hl_x86_mov64(b, HL_X86_RDI, HL_X86_RCX); break;
+    case 49: hl_x86_vex(b, M, PS, 0, 1, 0x54, 0, 0, hl_x86_mem(HL_X86_RDI, N, 0), -1); break;
+    case 50: hl_x86_sub_imm64(b, HL_X86_RSP, 424); break;
+    case 51: hl_x86_add_imm64(b, HL_X86_RSP, 424); break;
+    case 52: hl_x86_mov_imm64(b, HL_X86_RAX, UINT64_C(0x123456789abcdef0)); break;
+    case 53: hl_x86_call(b, HL_X86_RAX); break;
+    case 54: hl_x86_vex(b, M, PS, 0, 1, 0x28, 0, N, hl_x86_reg(5), -1); break;
+    case 55: hl_x86_vex(b, M, PS, 0, 1, 0x28, 15, N, hl_x86_reg(0), -1); break;
+    case 56: hl_x86_vex(b, M, PS, 0, 1, 0x11, 3, N, hl_x86_mem(HL_X86_RSP, N, 64), -1); break;
+    case 57: hl_x86_vex(b, M, PS, 0, 1, 0x10, 3, N, hl_x86_mem(HL_X86_RSP, N, 384), -1); break;
+    case 58: hl_x86_push(b, HL_X86_RDI); break;
+    case 59: hl_x86_pop(b, HL_X86_RDI); break;
   }
 }
 
 static void test_against_as(void) {
   int n = (int)(sizeof(kCases) / sizeof(kCases[0]));
-  CU_ASSERT_EQUAL(n, 48);
+  CU_ASSERT_EQUAL(n, 60);
   for (int i = 0; i < n; i++) {
     hl_x86_buf_t b = {0};
     emit(i, &b);

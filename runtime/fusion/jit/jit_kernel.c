@@ -7,7 +7,10 @@
 #include "runtime/fusion/jit/cpu_features.h"
 #include "runtime/fusion/jit/exec_memory.h"
 
-typedef void (*loop_fn_t)(const void *const *inputs, void *out, int64_t bytes);
+typedef void (*loop_fn_t)(const void *const *inputs, void *out, int64_t bytes,
+                          const void *lane_mask);
+
+static const _Alignas(32) uint32_t kAllLanes[8] = {~0u, ~0u, ~0u, ~0u, ~0u, ~0u, ~0u, ~0u};
 
 struct hl_jit_kernel {
   hl_exec_memory_t mem;
@@ -82,14 +85,15 @@ void hl_jit_kernel_destroy(hl_jit_kernel_t *k) {
 void hl_jit_kernel_run(const hl_jit_kernel_t *k, const void *const *inputs, void *out, int64_t n) {
   int64_t step = (int64_t)k->lanes * k->unroll;
   int64_t n_main = n / step * step;
-  if (n_main > 0) k->main_fn(inputs, out, n_main * (int64_t)k->es);
+  if (n_main > 0) k->main_fn(inputs, out, n_main * (int64_t)k->es, kAllLanes);
   int64_t n_single = (n - n_main) / k->lanes * k->lanes;
   const void *moved[HL_JIT_MAX_INPUTS];
   if (n_single > 0) {
     for (int i = 0; i < k->input_count; i++)
       moved[i] = k->input_scalar[i] ? inputs[i]
                                     : (const char *)inputs[i] + (size_t)n_main * k->es;
-    k->single_fn(moved, (char *)out + (size_t)n_main * k->es, n_single * (int64_t)k->es);
+    k->single_fn(moved, (char *)out + (size_t)n_main * k->es, n_single * (int64_t)k->es,
+                 kAllLanes);
   }
   int64_t done = n_main + n_single, rest = n - done;
   if (rest <= 0) return;
@@ -106,6 +110,8 @@ void hl_jit_kernel_run(const hl_jit_kernel_t *k, const void *const *inputs, void
     memcpy(pad[i], (const char *)inputs[i] + (size_t)done * k->es, bytes);
     moved[i] = pad[i];
   }
-  k->single_fn(moved, result, 32);
+  _Alignas(32) unsigned char lanes[32] = {0};
+  memset(lanes, 0xFF, bytes);
+  k->single_fn(moved, result, 32, lanes);
   memcpy((char *)out + (size_t)done * k->es, result, bytes);
 }

@@ -27,7 +27,8 @@ static int arity(hl_jit_op_t op) {
     case HL_JIT_BROADCAST: return 0;
     case HL_JIT_NEG:
     case HL_JIT_ABS:
-    case HL_JIT_SQRT: return 1;
+    case HL_JIT_SQRT:
+    case HL_JIT_CALL: return 1;
     case HL_JIT_SELECT: return 3;
     default: return 2;
   }
@@ -38,7 +39,8 @@ static const char *check_body(const hl_jit_body_t *b) {
   if (b->input_count < 0 || b->input_count > HL_JIT_MAX_INPUTS) return "a JIT body of too many inputs";
   for (int i = 0; i < b->count; i++) {
     const hl_jit_value_t *v = &b->values[i];
-    if (v->op < HL_JIT_LOAD || v->op > HL_JIT_SELECT) return "an unknown JIT operation";
+    if (v->op < HL_JIT_LOAD || v->op > HL_JIT_CALL) return "an unknown JIT operation";
+    if (v->op == HL_JIT_CALL && !v->fn) return "a JIT call of no function";
     if (v->op == HL_JIT_LOAD || v->op == HL_JIT_BROADCAST) {
       if (v->a < 0 || v->a >= b->input_count ||
           b->input_scalar[v->a] != (v->op == HL_JIT_BROADCAST))
@@ -86,6 +88,7 @@ typedef struct emitter {
   const hl_jit_body_t *b;
   const plan_t *pl;
   int unroll;
+  int frame;  // bytes below the saved registers: spill slots of live values around calls
   int pp;     // 66 for f64
   int bytes;  // per vector: 32
   // RIP-relative uses of the sign / abs masks, patched once the pool is placed.
@@ -105,6 +108,43 @@ static void vop(emitter_t *e, uint8_t opcode, int d, int a, int c, int imm) {
 static void blendv(emitter_t *e, int d, int if_clear, int if_set, int mask) {
   hl_x86_vex(e->buf, HL_X86_MAP_0F3A, HL_X86_PP_66, 0, 1, e->pp ? 0x4B : 0x4A, d, if_clear,
              hl_x86_reg(if_set), mask << 4);
+}
+
+// Every vector register and the loop's caller-saved general registers die
+// in a call: live values go to their slot of the frame, the general ones
+// on the stack (8 pushes keep the call 16-byte aligned, see emit_function).
+#define CALLER_SAVED 9
+static const int kCallerSaved[CALLER_SAVED] = {HL_X86_RAX, HL_X86_RCX, HL_X86_RDX,
+                                               HL_X86_RSI, HL_X86_RDI, HL_X86_R8,
+                                               HL_X86_R9,  HL_X86_R10, HL_X86_R11};
+
+static void spill_live(emitter_t *e, int i, bool restore) {
+  for (int j = 0; j < i; j++) {
+    if (e->pl->last[j] <= i) continue;  // not read after the call (masks included)
+    hl_x86_rm_t slot = hl_x86_mem(HL_X86_RSP, HL_X86_NONE, 32 * e->pl->slot[j]);
+    hl_x86_vex(e->buf, HL_X86_MAP_0F, HL_X86_PP_NONE, 0, 1, restore ? 0x10 : 0x11,
+               reg_of(e, j, 0), HL_X86_NONE, slot, -1);
+  }
+}
+
+static void emit_call(emitter_t *e, int i, int a, int d) {
+  const hl_jit_value_t *v = &e->b->values[i];
+  spill_live(e, i, false);
+  hl_x86_vex(e->buf, HL_X86_MAP_0F, HL_X86_PP_NONE, 0, 1, 0x28, 0, HL_X86_NONE, hl_x86_reg(a), -1);
+  // Lanes past the end of a partial vector become +0, as in the array
+  // loop's zero-padded copy: SLEEF may round every lane differently when
+  // one lane is out of its fast range.
+  hl_x86_vex(e->buf, HL_X86_MAP_0F, HL_X86_PP_NONE, 0, 1, 0x54, 0, 0,
+             hl_x86_mem(HL_X86_RDI, HL_X86_NONE, 0), -1);
+  for (int k = 0; k < CALLER_SAVED; k++) hl_x86_push(e->buf, kCallerSaved[k]);
+  uint64_t addr;
+  memcpy(&addr, &v->fn, sizeof(addr));
+  hl_x86_mov_imm64(e->buf, HL_X86_RAX, addr);
+  hl_x86_call(e->buf, HL_X86_RAX);
+  for (int k = CALLER_SAVED - 1; k >= 0; k--) hl_x86_pop(e->buf, kCallerSaved[k]);
+  hl_x86_vex(e->buf, HL_X86_MAP_0F, HL_X86_PP_NONE, 0, 1, 0x28, S2, HL_X86_NONE, hl_x86_reg(0), -1);
+  spill_live(e, i, true);
+  hl_x86_vex(e->buf, HL_X86_MAP_0F, HL_X86_PP_NONE, 0, 1, 0x28, d, HL_X86_NONE, hl_x86_reg(S2), -1);
 }
 
 static void emit_value(emitter_t *e, int i, int u) {
@@ -161,16 +201,28 @@ static void emit_value(emitter_t *e, int i, int u) {
     case HL_JIT_SELECT:
       blendv(e, d, reg_of(e, v->c, u), c, a);
       return;
+    case HL_JIT_CALL:
+      emit_call(e, i, a, d);
+      return;
   }
 }
 
 static void emit_function(emitter_t *e) {
   hl_x86_buf_t *buf = e->buf;
   const hl_jit_body_t *b = e->b;
+  int pushed = 0;
   for (int i = 0; i < b->input_count; i++)
-    if (callee_saved(kBase[i])) hl_x86_push(buf, kBase[i]);
+    if (callee_saved(kBase[i])) {
+      hl_x86_push(buf, kBase[i]);
+      pushed++;
+    }
+  // Entry: rsp = 8 mod 16 (the return address); the frame makes rsp 16-byte
+  // aligned at the calls, after the CALLER_SAVED (odd) pushes around them.
+  int frame = e->frame ? e->frame + ((pushed % 2) ? 8 : 0) : 0;
+  if (frame) hl_x86_sub_imm64(buf, HL_X86_RSP, frame);
   for (int i = 0; i < b->input_count; i++)
     hl_x86_mov_load64(buf, kBase[i], hl_x86_mem(HL_X86_RDI, HL_X86_NONE, 8 * i));
+  if (e->frame) hl_x86_mov64(buf, HL_X86_RDI, HL_X86_RCX);  // the lane mask, for calls
   hl_x86_xor32(buf, HL_X86_RCX, HL_X86_RCX);
   size_t top = buf->len;
   for (int i = 0; i < b->count; i++)
@@ -182,6 +234,7 @@ static void emit_function(emitter_t *e) {
   hl_x86_cmp64(buf, HL_X86_RCX, HL_X86_RDX);
   hl_x86_jb(buf, top);
   hl_x86_vzeroupper(buf);
+  if (frame) hl_x86_add_imm64(buf, HL_X86_RSP, frame);
   for (int i = b->input_count - 1; i >= 0; i--)
     if (callee_saved(kBase[i])) hl_x86_pop(buf, kBase[i]);
   hl_x86_ret(buf);
@@ -203,7 +256,10 @@ const char *hl_jit_compile_loop(const hl_jit_body_t *b, hl_jit_code_t *out) {
   pl_single = pl_main;
   if (!allocate(b, 1, &pl_single)) return "a JIT body with too many live values";
   int unroll = 1;
-  for (int k = 0; k < 3 && unroll == 1; k++)
+  bool calls = false;
+  for (int i = 0; i < b->count; i++) calls |= b->values[i].op == HL_JIT_CALL;
+  // A call saves live registers of one copy: calls run one vector per iteration.
+  for (int k = 0; k < 3 && unroll == 1 && !calls; k++)
     if (kUnrolls[k] > 1 && allocate(b, kUnrolls[k], &pl_main)) unroll = kUnrolls[k];
   if (unroll == 1) pl_main = pl_single;
 
@@ -213,6 +269,7 @@ const char *hl_jit_compile_loop(const hl_jit_body_t *b, hl_jit_code_t *out) {
   e->b = b;
   e->pp = b->type == HL_JIT_F64 ? HL_X86_PP_66 : HL_X86_PP_NONE;
   e->bytes = 32;
+  e->frame = calls ? 32 * VALUE_REGS : 0;
   out->main_entry = 0;
   e->pl = &pl_main;
   e->unroll = unroll;

@@ -7,10 +7,13 @@
 // those of the op-by-op loops.
 //
 // The code holds two functions of the same loop, both
-//   void fn(const void *const *inputs, void *out, int64_t bytes)
+//   void fn(const void *const *inputs, void *out, int64_t bytes,
+//           const void *lane_mask)
 // over `bytes` of output (a positive multiple of their step): `main` handles
 // `unroll` vectors per iteration (independent copies interleaved, for the
-// out-of-order core), `single` one vector per iteration.
+// out-of-order core), `single` one vector per iteration. lane_mask (32
+// bytes: all ones, or ones for the lanes of a partial last vector) is ANDed
+// into the argument of every CALL.
 #ifndef HL_RUNTIME_FUSION_JIT_LOOP_COMPILER_H_
 #define HL_RUNTIME_FUSION_JIT_LOOP_COMPILER_H_
 
@@ -43,11 +46,18 @@ typedef enum hl_jit_op {
   HL_JIT_CMP_GT,
   HL_JIT_CMP_GE,
   HL_JIT_SELECT,  // mask a ? b : c
+  // fn(a): a one-vector routine of the SysV vector ABI (argument and result
+  // in ymm0, every vector register clobbered), such as SLEEF's: live values
+  // and the loop's registers are saved around the call.
+  HL_JIT_CALL,
 } hl_jit_op_t;
+
+typedef void (*hl_jit_fn_t)(void);
 
 typedef struct hl_jit_value {
   hl_jit_op_t op;
-  int a, b, c;  // earlier values (LOAD / BROADCAST: the input number)
+  int a, b, c;     // earlier values (LOAD / BROADCAST: the input number)
+  hl_jit_fn_t fn;  // CALL
 } hl_jit_value_t;
 
 #define HL_JIT_MAX_INPUTS 11

@@ -110,6 +110,12 @@ void hl_x86_mov_load64(hl_x86_buf_t *b, int dst, hl_x86_rm_t src) {
   modrm(b, dst, src);
 }
 
+void hl_x86_mov64(hl_x86_buf_t *b, int dst, int src) {
+  rex(b, 1, src, hl_x86_reg(dst));
+  hl_x86_byte(b, 0x89);
+  modrm(b, src, hl_x86_reg(dst));
+}
+
 void hl_x86_xor32(hl_x86_buf_t *b, int dst, int src) {
   rex(b, 0, src, hl_x86_reg(dst));
   hl_x86_byte(b, 0x31);
@@ -143,6 +149,25 @@ void hl_x86_jb(hl_x86_buf_t *b, size_t target) {
   hl_x86_byte(b, 0x0F);
   hl_x86_byte(b, 0x82);
   hl_x86_u32(b, (uint32_t)(int32_t)((int64_t)target - (int64_t)(b->len + 4)));
+}
+
+void hl_x86_sub_imm64(hl_x86_buf_t *b, int dst, int32_t imm) {
+  rex(b, 1, 0, hl_x86_reg(dst));
+  hl_x86_byte(b, 0x81);
+  modrm(b, 5, hl_x86_reg(dst));
+  hl_x86_u32(b, (uint32_t)imm);
+}
+
+void hl_x86_mov_imm64(hl_x86_buf_t *b, int dst, uint64_t imm) {
+  hl_x86_byte(b, (uint8_t)(0x48 | (dst >> 3)));
+  hl_x86_byte(b, (uint8_t)(0xB8 + (dst & 7)));
+  for (int i = 0; i < 8; i++) hl_x86_byte(b, (uint8_t)(imm >> (8 * i)));
+}
+
+void hl_x86_call(hl_x86_buf_t *b, int reg) {
+  if (reg >> 3) hl_x86_byte(b, 0x41);
+  hl_x86_byte(b, 0xFF);
+  modrm(b, 2, hl_x86_reg(reg));
 }
 
 void hl_x86_vzeroupper(hl_x86_buf_t *b) {

@@ -57,11 +57,15 @@ size_t hl_x86_vex(hl_x86_buf_t *b, int map, int pp, int w, int l256, uint8_t opc
 void hl_x86_push(hl_x86_buf_t *b, int reg);
 void hl_x86_pop(hl_x86_buf_t *b, int reg);
 void hl_x86_mov_load64(hl_x86_buf_t *b, int dst, hl_x86_rm_t src);  // mov dst, qword [src]
+void hl_x86_mov64(hl_x86_buf_t *b, int dst, int src);               // mov dst, src
 void hl_x86_xor32(hl_x86_buf_t *b, int dst, int src);               // xor dst32, src32
 void hl_x86_add_imm64(hl_x86_buf_t *b, int dst, int32_t imm);       // add dst, imm
 void hl_x86_cmp64(hl_x86_buf_t *b, int a, int c);                   // cmp a, c (flags of a - c)
 // jb (unsigned below) to the absolute code offset `target` (rel8 when it fits).
 void hl_x86_jb(hl_x86_buf_t *b, size_t target);
+void hl_x86_sub_imm64(hl_x86_buf_t *b, int dst, int32_t imm);      // sub dst, imm32
+void hl_x86_mov_imm64(hl_x86_buf_t *b, int dst, uint64_t imm);      // movabs dst, imm64
+void hl_x86_call(hl_x86_buf_t *b, int reg);                         // call reg
 void hl_x86_vzeroupper(hl_x86_buf_t *b);
 void hl_x86_ret(hl_x86_buf_t *b);
 
