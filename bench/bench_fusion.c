@@ -259,14 +259,21 @@ int main(int argc, char **argv) {
   // GELU.
   gelu_text(text, sizeof text, n);
   // Interleaved: each repeat times the two C loops and ours back to back.
-  double t_c = 1e30, t_poly = 1e30, t_ours = 1e30;
+  double t_c = 1e30, t_poly = 1e30, t_ours = 1e30, t_nojit = 1e30;
   {
     hl_module_t *gm = hl_bench_module(text);
-    hl_executable_t *ge = NULL;
+    hl_executable_t *ge = NULL, *gi = NULL;
     hl_bench_check(hl_executable_create(gm, &ge), "executable");
+    hl_bench_check(hl_executable_create(gm, &gi), "executable");
     hl_exec_options_t go = {0};
     run_best(ge, &go, &x, 1, 1);
+    bool jit = hl_jit_enabled();
+    hl_jit_set_enabled(false);  // gi: the same fusion without the JIT (--no-fusion-jit)
+    run_best(gi, &go, &x, 1, 1);
+    hl_jit_set_enabled(jit);
     for (int r = 0; r < reps; r++) {
+      double ti = run_best(gi, &go, &x, 1, 1);
+      t_nojit = ti < t_nojit ? ti : t_nojit;
       double t = BEST_OF_(1, gelu_c(x->data, z->data, n));
       t_c = t < t_c ? t : t_c;
       t = BEST_OF_(1, gelu_poly_c(x->data, z->data, n));
@@ -275,8 +282,10 @@ int main(int argc, char **argv) {
       t_ours = t < t_ours ? t : t_ours;
     }
     hl_executable_destroy(ge);
+    hl_executable_destroy(gi);
     hl_module_destroy(gm);
   }
+  printf("# gelu: JIT %.2f ms, without the JIT %.2f ms\n", 1e3 * t_ours, 1e3 * t_nojit);
   double t_ref = time_module(text, &x, 1, quick ? 1 : 2, true, NULL);
   printf("# gelu: blocked %.2f ms, C loop %.2f ms, op by op %.2f ms\n", 1e3 * t_ours, 1e3 * t_c,
          1e3 * t_ref);
