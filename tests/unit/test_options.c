@@ -92,12 +92,16 @@ static void test_usage_errors(void) {
   CU_ASSERT_EQUAL(o.repeat, 0);  // not given: one untimed run
   CU_ASSERT_EQUAL(o.threads, 0);  // not given: the rank's cpuset size
   CU_ASSERT_FALSE(o.no_fusion_blocking);
+  CU_ASSERT_FALSE(o.no_fusion_jit);
   CU_ASSERT_EQUAL(o.profile_top, 0);
   hl_launch_options_deinit(&o);
   HL_ASSERT_OK(PARSE(&o, "--threads", "4", "--no-fusion-blocking", "--profile", "p.hlo"));
   CU_ASSERT_EQUAL(o.threads, 4);
   CU_ASSERT_TRUE(o.no_fusion_blocking);
   CU_ASSERT_EQUAL(o.profile_top, 15);
+  hl_launch_options_deinit(&o);
+  HL_ASSERT_OK(PARSE(&o, "--no-fusion-jit", "p.hlo"));
+  CU_ASSERT_TRUE(o.no_fusion_jit);
   hl_launch_options_deinit(&o);
   HL_ASSERT_OK(PARSE(&o, "--profile=7", "p.hlo"));
   CU_ASSERT_EQUAL(o.profile_top, 7);
