@@ -241,7 +241,26 @@ static int chain_only(int ops, long n, int runs) {
   return 0;
 }
 
+// `bench_fusion --gelu ELEMENTS`: the GELU fusion (a warm-up run and one
+// more) and the SLEEF C loop once, for callgrind: compare the inclusive
+// counts of hl_fusion_program_run (halved) and gelu_c.
+static int gelu_only(long n) {
+  hl_bench_tune_malloc();
+  static char text[16384];
+  char shape[64];
+  snprintf(shape, sizeof shape, "f32[%ld]", n);
+  hl_literal_t *x = hl_bench_literal(shape, 1), *z = hl_bench_literal(shape, 3);
+  gelu_text(text, sizeof text, n);
+  double t = time_module(text, &x, 1, 1, false, NULL);
+  gelu_c(x->data, z->data, n);
+  printf("# gelu %ld elements: %.3f ms\n", n, 1e3 * t);
+  hl_literal_release(x);
+  hl_literal_release(z);
+  return 0;
+}
+
 int main(int argc, char **argv) {
+  if (argc >= 3 && !strcmp(argv[1], "--gelu")) return gelu_only(atol(argv[2]));
   if (argc >= 4 && !strcmp(argv[1], "--chain"))
     return chain_only(atoi(argv[2]), atol(argv[3]), argc > 4 ? atoi(argv[4]) : 1);
   bool quick = hl_bench_quick(argc, argv);

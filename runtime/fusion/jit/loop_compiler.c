@@ -89,6 +89,12 @@ typedef struct emitter {
   const plan_t *pl;
   int unroll;
   int frame;  // bytes below the saved registers: spill slots of live values around calls
+  // General registers: the running offset, the end offset, the output, the
+  // lane mask, each input's pointer; scalar inputs may instead sit broadcast
+  // in the frame (scalar_at >= 0). save_gprs: calls push the caller-saved ones.
+  int idx, end, out, mask;
+  int base[HL_JIT_MAX_INPUTS], scalar_at[HL_JIT_MAX_INPUTS];
+  bool save_gprs;
   int pp;     // 66 for f64
   int bytes;  // per vector: 32
   // RIP-relative uses of the sign / abs masks, patched once the pool is placed.
@@ -135,13 +141,15 @@ static void emit_call(emitter_t *e, int i, int a, int d) {
   // loop's zero-padded copy: SLEEF may round every lane differently when
   // one lane is out of its fast range.
   hl_x86_vex(e->buf, HL_X86_MAP_0F, HL_X86_PP_NONE, 0, 1, 0x54, 0, 0,
-             hl_x86_mem(HL_X86_RDI, HL_X86_NONE, 0), -1);
-  for (int k = 0; k < CALLER_SAVED; k++) hl_x86_push(e->buf, kCallerSaved[k]);
+             hl_x86_mem(e->mask, HL_X86_NONE, 0), -1);
+  if (e->save_gprs)
+    for (int k = 0; k < CALLER_SAVED; k++) hl_x86_push(e->buf, kCallerSaved[k]);
   uint64_t addr;
   memcpy(&addr, &v->fn, sizeof(addr));
   hl_x86_mov_imm64(e->buf, HL_X86_RAX, addr);
   hl_x86_call(e->buf, HL_X86_RAX);
-  for (int k = CALLER_SAVED - 1; k >= 0; k--) hl_x86_pop(e->buf, kCallerSaved[k]);
+  if (e->save_gprs)
+    for (int k = CALLER_SAVED - 1; k >= 0; k--) hl_x86_pop(e->buf, kCallerSaved[k]);
   hl_x86_vex(e->buf, HL_X86_MAP_0F, HL_X86_PP_NONE, 0, 1, 0x28, S2, HL_X86_NONE, hl_x86_reg(0), -1);
   spill_live(e, i, true);
   hl_x86_vex(e->buf, HL_X86_MAP_0F, HL_X86_PP_NONE, 0, 1, 0x28, d, HL_X86_NONE, hl_x86_reg(S2), -1);
@@ -155,11 +163,16 @@ static void emit_value(emitter_t *e, int i, int u) {
   switch (v->op) {
     case HL_JIT_LOAD:
       hl_x86_vex(e->buf, HL_X86_MAP_0F, e->pp, 0, 1, 0x10, d, HL_X86_NONE,
-                 hl_x86_mem(kBase[v->a], HL_X86_RCX, u * e->bytes), -1);
+                 hl_x86_mem(e->base[v->a], e->idx, u * e->bytes), -1);
       return;
     case HL_JIT_BROADCAST:
+      if (e->scalar_at[v->a] >= 0) {
+        hl_x86_vex(e->buf, HL_X86_MAP_0F, HL_X86_PP_NONE, 0, 1, 0x10, d, HL_X86_NONE,
+                   hl_x86_mem(HL_X86_RSP, HL_X86_NONE, e->scalar_at[v->a]), -1);
+        return;
+      }
       hl_x86_vex(e->buf, HL_X86_MAP_0F38, HL_X86_PP_66, 0, 1, e->pp ? 0x19 : 0x18, d, HL_X86_NONE,
-                 hl_x86_mem(kBase[v->a], HL_X86_NONE, 0), -1);
+                 hl_x86_mem(e->base[v->a], HL_X86_NONE, 0), -1);
       return;
     case HL_JIT_ADD: vop(e, 0x58, d, a, c, -1); return;
     case HL_JIT_MUL: vop(e, 0x59, d, a, c, -1); return;
@@ -207,36 +220,108 @@ static void emit_value(emitter_t *e, int i, int u) {
   }
 }
 
+// Callee-saved registers, for loops with calls whose state fits in them.
+static const int kKept[6] = {HL_X86_RBX, HL_X86_RBP, HL_X86_R12,
+                             HL_X86_R13, HL_X86_R14, HL_X86_R15};
+
+// Register plan: without calls, or with more vector inputs than fit, the
+// loop state sits in rcx / rdx / rsi / rdi and inputs in kBase (calls then
+// push the caller-saved ones); with calls and at most two vector inputs,
+// all of it sits in callee-saved registers and scalar inputs are broadcast
+// once into the frame, so a call saves no general register.
+static void plan_registers(emitter_t *e, bool calls) {
+  const hl_jit_body_t *b = e->b;
+  int vectors = 0;
+  for (int i = 0; i < b->input_count; i++) vectors += !b->input_scalar[i];
+  for (int i = 0; i < b->input_count; i++) e->scalar_at[i] = -1;
+  if (calls && vectors <= 2) {
+    e->idx = HL_X86_RBX;
+    e->end = HL_X86_RBP;
+    e->out = HL_X86_R12;
+    e->mask = HL_X86_R13;
+    int next = 4, slot = 32 * VALUE_REGS;
+    for (int i = 0; i < b->input_count; i++) {
+      if (b->input_scalar[i]) {
+        e->scalar_at[i] = slot;
+        slot += 32;
+      } else {
+        e->base[i] = kKept[next++];
+      }
+    }
+    e->save_gprs = false;
+    return;
+  }
+  e->idx = HL_X86_RCX;
+  e->end = HL_X86_RDX;
+  e->out = HL_X86_RSI;
+  e->mask = HL_X86_RDI;
+  for (int i = 0; i < b->input_count; i++) e->base[i] = kBase[i];
+  e->save_gprs = calls;
+}
+
 static void emit_function(emitter_t *e) {
   hl_x86_buf_t *buf = e->buf;
   const hl_jit_body_t *b = e->b;
-  int pushed = 0;
-  for (int i = 0; i < b->input_count; i++)
-    if (callee_saved(kBase[i])) {
-      hl_x86_push(buf, kBase[i]);
-      pushed++;
-    }
+  bool kept = e->frame && !e->save_gprs;
+  int pushed = 0, scalars = 0;
+  if (kept) {
+    for (int k = 0; k < 6; k++) hl_x86_push(buf, kKept[k]);
+    pushed = 6;
+  } else {
+    for (int i = 0; i < b->input_count; i++)
+      if (callee_saved(kBase[i])) {
+        hl_x86_push(buf, kBase[i]);
+        pushed++;
+      }
+  }
+  for (int i = 0; i < b->input_count; i++) scalars += e->scalar_at[i] >= 0;
   // Entry: rsp = 8 mod 16 (the return address); the frame makes rsp 16-byte
-  // aligned at the calls, after the CALLER_SAVED (odd) pushes around them.
-  int frame = e->frame ? e->frame + ((pushed % 2) ? 8 : 0) : 0;
+  // aligned at the calls (after the CALLER_SAVED, an odd count, pushes
+  // around them where those are saved).
+  int frame = 0;
+  if (e->frame) {
+    frame = e->frame + 32 * scalars;
+    int pushes_at_call = pushed + (e->save_gprs ? CALLER_SAVED : 0);
+    if ((8 + 8 * pushes_at_call + frame) % 16) frame += 8;
+  }
   if (frame) hl_x86_sub_imm64(buf, HL_X86_RSP, frame);
-  for (int i = 0; i < b->input_count; i++)
-    hl_x86_mov_load64(buf, kBase[i], hl_x86_mem(HL_X86_RDI, HL_X86_NONE, 8 * i));
-  if (e->frame) hl_x86_mov64(buf, HL_X86_RDI, HL_X86_RCX);  // the lane mask, for calls
-  hl_x86_xor32(buf, HL_X86_RCX, HL_X86_RCX);
+  for (int i = 0; i < b->input_count; i++) {
+    hl_x86_rm_t ptr = hl_x86_mem(HL_X86_RDI, HL_X86_NONE, 8 * i);
+    if (e->scalar_at[i] < 0) {
+      hl_x86_mov_load64(buf, e->base[i], ptr);
+      continue;
+    }
+    hl_x86_mov_load64(buf, HL_X86_RAX, ptr);
+    hl_x86_vex(buf, HL_X86_MAP_0F38, HL_X86_PP_66, 0, 1, e->pp ? 0x19 : 0x18, S2, HL_X86_NONE,
+               hl_x86_mem(HL_X86_RAX, HL_X86_NONE, 0), -1);
+    hl_x86_vex(buf, HL_X86_MAP_0F, HL_X86_PP_NONE, 0, 1, 0x11, S2, HL_X86_NONE,
+               hl_x86_mem(HL_X86_RSP, HL_X86_NONE, e->scalar_at[i]), -1);
+  }
+  if (kept) {
+    hl_x86_mov64(buf, e->out, HL_X86_RSI);
+    hl_x86_mov64(buf, e->end, HL_X86_RDX);
+    hl_x86_mov64(buf, e->mask, HL_X86_RCX);
+  } else if (e->frame) {
+    hl_x86_mov64(buf, HL_X86_RDI, HL_X86_RCX);  // the lane mask, for calls
+  }
+  hl_x86_xor32(buf, e->idx, e->idx);
   size_t top = buf->len;
   for (int i = 0; i < b->count; i++)
     for (int u = 0; u < e->unroll; u++) emit_value(e, i, u);
   for (int u = 0; u < e->unroll; u++)
     hl_x86_vex(buf, HL_X86_MAP_0F, e->pp, 0, 1, 0x11, reg_of(e, b->count - 1, u), HL_X86_NONE,
-               hl_x86_mem(HL_X86_RSI, HL_X86_RCX, u * e->bytes), -1);
-  hl_x86_add_imm64(buf, HL_X86_RCX, e->unroll * e->bytes);
-  hl_x86_cmp64(buf, HL_X86_RCX, HL_X86_RDX);
+               hl_x86_mem(e->out, e->idx, u * e->bytes), -1);
+  hl_x86_add_imm64(buf, e->idx, e->unroll * e->bytes);
+  hl_x86_cmp64(buf, e->idx, e->end);
   hl_x86_jb(buf, top);
   hl_x86_vzeroupper(buf);
   if (frame) hl_x86_add_imm64(buf, HL_X86_RSP, frame);
-  for (int i = b->input_count - 1; i >= 0; i--)
-    if (callee_saved(kBase[i])) hl_x86_pop(buf, kBase[i]);
+  if (kept) {
+    for (int k = 5; k >= 0; k--) hl_x86_pop(buf, kKept[k]);
+  } else {
+    for (int i = b->input_count - 1; i >= 0; i--)
+      if (callee_saved(kBase[i])) hl_x86_pop(buf, kBase[i]);
+  }
   hl_x86_ret(buf);
 }
 
@@ -270,6 +355,7 @@ const char *hl_jit_compile_loop(const hl_jit_body_t *b, hl_jit_code_t *out) {
   e->pp = b->type == HL_JIT_F64 ? HL_X86_PP_66 : HL_X86_PP_NONE;
   e->bytes = 32;
   e->frame = calls ? 32 * VALUE_REGS : 0;
+  plan_registers(e, calls);
   out->main_entry = 0;
   e->pl = &pl_main;
   e->unroll = unroll;
