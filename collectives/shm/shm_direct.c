@@ -8,11 +8,15 @@
 // send and recv buffers (in its COPIED counter line, before the release
 // store that says "call c has begun") and every peer copies straight from
 // those buffers into its own with process_vm_readv (cross-memory attach: the
-// kernel copies once, from the owner's pages to the reader's). A call is
-// three publishes at most: COPIED (my addresses are out), REDUCED (my slice
-// of the result is final), CONSUMED (I have read everything I need from the
-// others); no rounds, no slots, no barrier. A member returns only after
-// every peer published CONSUMED, so no one reads its buffers after the call.
+// kernel copies once, from the owner's pages to the reader's). A call
+// publishes COPIED (my addresses are out), for an all-reduce REDUCED (how
+// many blocks of my slice of the result are final, block by block, so peers
+// copy each while it is still in the shared cache), and CONSUMED (I have
+// read everything I need from the others); no slots, no barrier. A member
+// returns only after every peer published CONSUMED, so no one reads its
+// buffers after the call. Exposed buffers are first moved onto huge pages
+// where the kernel can (shm_pages.c): process_vm_readv pins the owner's
+// pages one by one and costs about twice as much from 4 KiB pages.
 //
 // Bytes each member moves (p members; "n" as in bench_collectives: the
 // larger per-member buffer), counted as read + written, against the
@@ -78,7 +82,10 @@ void hl_shm_direct_read(const hl_shm_group_t *g, int k, void *local, uint64_t re
   }
 }
 
-void hl_shm_direct_expose(hl_shm_group_t *g, const void *send, const void *recv) {
+void hl_shm_direct_expose(hl_shm_group_t *g, const void *send, size_t send_bytes,
+                          const void *recv, size_t recv_bytes) {
+  hl_shm_prefer_huge_pages(send, send_bytes);
+  hl_shm_prefer_huge_pages(recv, recv_bytes);
   uint64_t *w = hl_shm_words(g->node, g->members[g->me], g->set);
   w[HL_SHM_SEND] = (uint64_t)(uintptr_t)send;
   w[HL_SHM_RECV] = (uint64_t)(uintptr_t)recv;
@@ -131,6 +138,34 @@ void hl_shm_direct_fold(hl_shm_group_t *g, hl_shm_reduction_t *red, const uint64
   }
 }
 
+// Member j's slice of an all-reduce result as this member copies it out:
+// REDUCED counts the slice's blocks its owner has made final, and the reader
+// takes every run of final blocks in one read.
+typedef struct {
+  int64_t lo, hi;    // the slice, elements
+  int64_t copied;    // blocks copied so far
+  uint64_t theirs;   // the owner's recv
+} peer_slice_t;
+
+static int64_t blocks_of(const peer_slice_t *s, int64_t block) {
+  return (s->hi - s->lo + block - 1) / block;
+}
+
+// Copies member j's final blocks not copied yet; with `wait`, until all are.
+static void copy_out(hl_shm_group_t *g, int j, peer_slice_t *s, int64_t block, size_t es,
+                     char *out, bool wait, hl_status_t *st) {
+  int64_t blocks = blocks_of(s, block);
+  while (s->copied < blocks) {
+    if (wait) hl_shm_wait(g, j, HL_SHM_REDUCED, (uint64_t)s->copied + 1);
+    int64_t ready = min64((int64_t)hl_shm_published(g, j, HL_SHM_REDUCED), blocks);
+    if (ready <= s->copied) return;
+    int64_t a = s->lo + s->copied * block, z = min64(s->hi, s->lo + ready * block);
+    hl_shm_direct_read(g, j, out + (size_t)a * es, s->theirs + (uint64_t)a * es,
+                       (size_t)(z - a) * es, st);
+    s->copied = ready;
+  }
+}
+
 hl_status_t hl_shm_direct_all_reduce_with(hl_shm_group_t *g, hl_shm_reduction_t *red,
                                           const void *send, void *recv, int64_t count,
                                           hl_shm_slice_fn between, void *ctx) {
@@ -139,35 +174,48 @@ hl_status_t hl_shm_direct_all_reduce_with(hl_shm_group_t *g, hl_shm_reduction_t 
   size_t es = hl_dtype_size(red->dtype);
   int p = g->size, me = g->me;
   int64_t unit = es >= HL_SHM_LINE ? 1 : HL_SHM_LINE / (int64_t)es;
-  int64_t block = (int64_t)(n->block_bytes / es), lo, hi;
+  int64_t block = (int64_t)(n->block_bytes / es);
   const char *in = send;
   char *out = recv;
   // In place, the accumulator is scratch: this member's slice of recv is
-  // its own operand slice until the fold is done. (Peers read only the
-  // other slices of its operand, and it overwrites those only after their
-  // owners said REDUCED.)
+  // its own operand slice until the fold is done. (Only member j reads
+  // slice j of this member's operand, and this member overwrites a block
+  // of it only after j said that block is REDUCED.)
   bool in_place = overlaps(send, (size_t)count * es, recv, (size_t)count * es);
   hl_status_t st = NULL;
   uint64_t bases[p];
-  hl_shm_direct_expose(g, send, recv);
-  for (int k = 0; k < p; k++) bases[k] = k == me ? 0 : hl_shm_direct_address(g, k, HL_SHM_SEND);
-  hl_shm_slice_of(count, unit, p, me, &lo, &hi);
+  peer_slice_t slices[p];
+  hl_shm_direct_expose(g, send, (size_t)count * es, recv, (size_t)count * es);
+  for (int k = 0; k < p; k++) {
+    bases[k] = k == me ? 0 : hl_shm_direct_address(g, k, HL_SHM_SEND);
+    slices[k].theirs = k == me ? 0 : hl_shm_direct_address(g, k, HL_SHM_RECV);
+    slices[k].copied = 0;
+    hl_shm_slice_of(count, unit, p, k, &slices[k].lo, &slices[k].hi);
+  }
+  int64_t lo = slices[me].lo, hi = slices[me].hi, done = 0;
   for (int64_t b = lo; b < hi; b += block) {
     int64_t c = min64(block, hi - b);
     size_t off = (size_t)b * es;
     char *acc = in_place ? n->scratch + n->block_bytes : out + off;
     hl_shm_direct_fold(g, red, bases, in, off, c, es, acc, &st);
     if (in_place) memmove(out + off, acc, (size_t)c * es);
+    if (between) continue;
+    // Each block is final as soon as it is folded: peers copy it while it
+    // is still in the shared cache, and this member copies theirs between
+    // its own blocks (no wait) instead of all at the end.
+    hl_shm_publish(g, HL_SHM_REDUCED, (uint64_t)++done);
+    for (int step = 1; step < p; step++) {
+      int j = (me + step) % p;
+      copy_out(g, j, &slices[j], block, es, out, false, &st);
+    }
   }
-  if (between && !st) st = between(ctx, recv, lo, hi);
-  hl_shm_publish(g, HL_SHM_REDUCED, 1);
+  if (between) {
+    if (!st) st = between(ctx, recv, lo, hi);
+    hl_shm_publish(g, HL_SHM_REDUCED, (uint64_t)blocks_of(&slices[me], block));
+  }
   for (int step = 1; step < p; step++) {
     int j = (me + step) % p;
-    hl_shm_slice_of(count, unit, p, j, &lo, &hi);
-    uint64_t theirs = hl_shm_direct_address(g, j, HL_SHM_RECV);
-    hl_shm_wait(g, j, HL_SHM_REDUCED, 1);
-    hl_shm_direct_read(g, j, out + (size_t)lo * es, theirs + (uint64_t)lo * es, (size_t)(hi - lo) * es,
-              &st);
+    copy_out(g, j, &slices[j], block, es, out, true, &st);
   }
   hl_shm_direct_finish(g);
   return hl_shm_direct_result(st, red);
@@ -191,7 +239,7 @@ hl_status_t hl_shm_direct_reduce_scatter(hl_shm_group_t *g, hl_shm_reduction_t *
   int64_t block = (int64_t)(n->block_bytes / es);
   hl_status_t st = NULL;
   uint64_t bases[p];
-  hl_shm_direct_expose(g, send, recv);
+  hl_shm_direct_expose(g, send, total, recv, 0);
   for (int k = 0; k < p; k++) bases[k] = k == me ? 0 : hl_shm_direct_address(g, k, HL_SHM_SEND);
   char *out = recv;
   for (int64_t b = 0; b < count; b += block) {
@@ -214,7 +262,7 @@ hl_status_t hl_shm_direct_all_gather(hl_shm_group_t *g, const void *send, void *
     HL_RETURN_IF_ERROR(hl_shm_direct_snapshot(&send, bytes, &owned));
   g->call++;
   hl_status_t st = NULL;
-  hl_shm_direct_expose(g, send, recv);
+  hl_shm_direct_expose(g, send, bytes, recv, 0);
   if (!in_place) memcpy(out + (size_t)me * bytes, send, bytes);
   for (int step = 1; step < p; step++) {
     int j = (me + step) % p;
@@ -234,7 +282,7 @@ hl_status_t hl_shm_direct_all_to_all(hl_shm_group_t *g, const void *send, void *
   g->call++;
   hl_status_t st = NULL;
   char *out = recv;
-  hl_shm_direct_expose(g, send, recv);
+  hl_shm_direct_expose(g, send, total, recv, 0);
   memcpy(out + (size_t)me * bytes, (const char *)send + (size_t)me * bytes, bytes);
   for (int step = 1; step < p; step++) {
     int j = (me + step) % p;
@@ -255,7 +303,7 @@ hl_status_t hl_shm_direct_broadcast(hl_shm_group_t *g, const void *send, void *r
   g->call++;
   hl_status_t st = NULL;
   if (root) {
-    hl_shm_direct_expose(g, send, recv);
+    hl_shm_direct_expose(g, send, bytes, recv, 0);
     if (send != recv) memcpy(recv, send, bytes);
   } else {
     hl_shm_direct_read(g, 0, recv, hl_shm_direct_address(g, 0, HL_SHM_SEND), bytes, &st);
@@ -273,7 +321,7 @@ hl_status_t hl_shm_direct_permute(hl_shm_group_t *g, int src, int dst, const voi
     HL_RETURN_IF_ERROR(hl_shm_direct_snapshot(&send, bytes, &owned));
   g->call++;
   hl_status_t st = NULL;
-  if (dst >= 0) hl_shm_direct_expose(g, send, recv);
+  if (dst >= 0) hl_shm_direct_expose(g, send, bytes, recv, 0);
   if (src >= 0) hl_shm_direct_read(g, src, recv, hl_shm_direct_address(g, src, HL_SHM_SEND), bytes, &st);
   hl_shm_publish(g, HL_SHM_CONSUMED, 1);
   if (dst >= 0) hl_shm_wait(g, dst, HL_SHM_CONSUMED, 1);

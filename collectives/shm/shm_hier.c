@@ -105,7 +105,7 @@ hl_status_t hl_shm_hier_reduce_scatter(hl_shm_group_t *g, const hl_shm_hier_t *h
   hl_status_t st = NULL;
   int p = g->size;
   uint64_t bases[p];
-  hl_shm_direct_expose(g, send, recv);
+  hl_shm_direct_expose(g, send, total, recv, 0);
   for (int k = 0; k < p; k++)
     bases[k] = k == g->me ? 0 : hl_shm_direct_address(g, k, HL_SHM_SEND);
   int64_t step = (int64_t)(g->node->block_bytes / es);
@@ -151,7 +151,7 @@ hl_status_t hl_shm_hier_all_gather(hl_shm_group_t *g, const hl_shm_hier_t *h,
   bool in_place = send == out + (size_t)h->index * bytes;
   g->call++;
   hl_status_t st = NULL;
-  hl_shm_direct_expose(g, send, recv);
+  hl_shm_direct_expose(g, send, 0, recv, bytes * (size_t)h->size);
   // One block of `bytes` per member, placed by group index.
   MPI_Datatype block;
   int err = MPI_Type_contiguous((int)bytes, MPI_BYTE, &block);

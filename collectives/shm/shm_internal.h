@@ -84,6 +84,9 @@ static inline char *hl_shm_slot(const hl_shm_node_t *n, int node_rank, uint64_t 
 void hl_shm_publish(const hl_shm_group_t *g, int which, uint64_t rounds);
 // Waits until member `member` published at least `rounds` (acquire).
 void hl_shm_wait(const hl_shm_group_t *g, int member, int which, uint64_t rounds);
+// The rounds member `member` published so far in the group's current call
+// (0 when it has not reached it), without waiting (acquire).
+uint64_t hl_shm_published(const hl_shm_group_t *g, int member, int which);
 // Waits for every member but this one.
 void hl_shm_wait_all(const hl_shm_group_t *g, int which, uint64_t rounds);
 
@@ -151,7 +154,10 @@ hl_status_t hl_shm_direct_all_reduce_with(hl_shm_group_t *g, hl_shm_reduction_t 
 // peers' buffers, finish (CONSUMED; returns once no peer reads this
 // member's buffers any more).
 enum { HL_SHM_SEND = 0, HL_SHM_RECV = 1 };
-void hl_shm_direct_expose(hl_shm_group_t *g, const void *send, const void *recv);
+// send_bytes / recv_bytes: how much of each peers may read (0: none),
+// which hl_shm_prefer_huge_pages backs with huge pages first.
+void hl_shm_direct_expose(hl_shm_group_t *g, const void *send, size_t send_bytes,
+                          const void *recv, size_t recv_bytes);
 // Member k's address HL_SHM_SEND / HL_SHM_RECV (waits for its expose).
 uint64_t hl_shm_direct_address(const hl_shm_group_t *g, int k, int which);
 // Copies `bytes` at address `remote` of member k's process into `local`.
@@ -169,6 +175,10 @@ hl_status_t hl_shm_direct_snapshot(const void **send, size_t bytes, void **owned
 void hl_shm_direct_fold(hl_shm_group_t *g, hl_shm_reduction_t *red, const uint64_t *bases,
                         const char *own, size_t off, int64_t c, size_t es, char *acc,
                         hl_status_t *st);
+// Asks the kernel to back the whole huge pages inside [buf, buf + bytes)
+// with huge pages (shm_pages.c): process_vm_readv from them costs about
+// half what it costs from 4 KiB pages. Best effort, contents unchanged.
+void hl_shm_prefer_huge_pages(const void *buf, size_t bytes);
 // st, else the reduction's first combine error (taken).
 hl_status_t hl_shm_direct_result(hl_status_t st, hl_shm_reduction_t *red);
 

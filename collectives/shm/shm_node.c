@@ -231,6 +231,12 @@ void hl_shm_wait(const hl_shm_group_t *g, int member, int which, uint64_t rounds
   }
 }
 
+uint64_t hl_shm_published(const hl_shm_group_t *g, int member, int which) {
+  uint64_t v = atomic_load_explicit(hl_shm_counter(g->node, g->members[member], g->set, which),
+                                    memory_order_acquire);
+  return v >> 32 == g->call ? v & UINT32_MAX : 0;
+}
+
 void hl_shm_wait_all(const hl_shm_group_t *g, int which, uint64_t rounds) {
   for (int k = 0; k < g->size; k++)
     if (k != g->me) hl_shm_wait(g, k, which, rounds);

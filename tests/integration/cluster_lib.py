@@ -293,16 +293,18 @@ class Netns:
         os.chmod(self.nsexec, 0o755)
         os.chmod(self.agent, 0o755)
 
+    def mpiexec_args(self, btl="tcp,self"):
+        """mpiexec options for Open MPI across the hosts over TCP (`btl`:
+        the transports, e.g. "self,vader,tcp" for shared memory inside a host)."""
+        return ["--mca", "plm_rsh_agent", self.agent, "--mca", "btl", btl,
+                "--mca", "btl_tcp_if_include", self.subnet + ".0/24",
+                "--mca", "oob_tcp_if_include", self.subnet + ".0/24",
+                # softirq of the bridge starves without it (CLUSTER_TESTING.md)
+                "--mca", "mpi_yield_when_idle", "1"]
+
     def mpi_args(self):
         """hlo-launch options for Open MPI across the hosts over TCP."""
-        args = []
-        for a in ["--mca", "plm_rsh_agent", self.agent, "--mca", "btl", "tcp,self",
-                  "--mca", "btl_tcp_if_include", self.subnet + ".0/24",
-                  "--mca", "oob_tcp_if_include", self.subnet + ".0/24",
-                  # softirq of the bridge starves without it (CLUSTER_TESTING.md)
-                  "--mca", "mpi_yield_when_idle", "1"]:
-            args.append("--mpiexec-arg=" + a)
-        return args
+        return ["--mpiexec-arg=" + a for a in self.mpiexec_args()]
 
     def pids(self, host):
         r = subprocess.run(["ip", "netns", "pids", host], stdout=subprocess.PIPE,

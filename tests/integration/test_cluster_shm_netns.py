@@ -6,7 +6,9 @@ ranks span the hosts evenly (the hierarchical path: shared memory in each host, 
 across), all-reduces over each host's pair stay in one host's shared memory, and an
 all-gather and an s32 reduce-scatter over all ranks take the hierarchical path too
 where the ranks can read each other's memory (the direct path), else MPI; every
-output is compared with NumPy.
+output is compared with NumPy. On 3 hosts, groups of 3 ({0,1,2}, {3,4,5}) span two
+hosts unevenly (2 + 1 members): all-reduce, all-gather and reduce-scatter over them
+take the MPI backend and must give the same results.
 Values are small integers, so float sums are exact in any association order.
 
 Needs root and iproute2/util-linux; otherwise it prints why and skips.
@@ -30,6 +32,17 @@ N_Z = 70001   # s32 per reduce-scatter block
 
 def program_text(n):
     pairs = ",".join("{%d,%d}" % (i, i + 1) for i in range(0, n, 2))
+    # 3 hosts x 2: groups of 3 ({0,1,2}: two ranks on the first host, one
+    # on the second; {3,4,5} the other way round) span hosts unevenly.
+    uneven = n == 6
+    extra = """
+  g = f32[%d] all-reduce(x), replica_groups={{0,1,2},{3,4,5}}, to_apply=add_f
+  h = s32[3000] all-gather(y), replica_groups={{0,1,2},{3,4,5}}, dimensions={0}
+  zz = s32[%d] slice(z), slice={[0:%d]}
+  i = s32[%d] reduce-scatter(zz), replica_groups={{0,1,2},{3,4,5}}, dimensions={0}, to_apply=add_s""" \
+        % (N_F, 3 * N_Z, 3 * N_Z, N_Z) if uneven else ""
+    extra_shapes = ", f32[%d], s32[3000], s32[%d]" % (N_F, N_Z) if uneven else ""
+    extra_names = ", g, h, i" if uneven else ""
     return """HloModule hier, replica_count=%d
 add_f {
   a = f32[] parameter(0)
@@ -54,10 +67,15 @@ ENTRY e {
   b = s32[1000] all-reduce(y), replica_groups={}, to_apply=add_s
   c = f32[%d] all-reduce(x), replica_groups={%s}, to_apply=max_f
   d = s32[%d] all-gather(y), replica_groups={}, dimensions={0}
-  e = s32[%d] reduce-scatter(z), replica_groups={}, dimensions={0}, to_apply=add_s
-  ROOT t = (f32[%d], s32[1000], f32[%d], s32[%d], s32[%d]) tuple(a, b, c, d, e)
+  e = s32[%d] reduce-scatter(z), replica_groups={}, dimensions={0}, to_apply=add_s%s
+  ROOT t = (f32[%d], s32[1000], f32[%d], s32[%d], s32[%d]%s) tuple(a, b, c, d, e%s)
 }
-""" % (n, N_F, N_Z * n, N_F, N_F, pairs, 1000 * n, N_Z, N_F, N_F, 1000 * n, N_Z)
+""" % (n, N_F, N_Z * n, N_F, N_F, pairs, 1000 * n, N_Z, extra, N_F, N_F, 1000 * n, N_Z,
+       extra_shapes, extra_names)
+
+
+def wrap_s32(v):
+    return ((v + 2**31) % 2**32 - 2**31).astype(np.int32)
 
 
 def run_hosts(hosts):
@@ -93,10 +111,19 @@ def run_hosts(hosts):
     want_z = ((want_z + 2**31) % 2**32 - 2**31).astype(np.int32)
     problems = []
     for r in range(n):
-        got = hl.read_outputs(out, r, 0, 5)
         want_c = np.maximum(xs[r - r % 2], xs[r - r % 2 + 1])
         want_e = want_z[r * N_Z:(r + 1) * N_Z]
-        for j, (g, w) in enumerate(zip(got, [want_a, want_b, want_c, want_d, want_e])):
+        wants = [want_a, want_b, want_c, want_d, want_e]
+        if n == 6:  # the groups of 3 that span hosts unevenly
+            grp, pos = range(r - r % 3, r - r % 3 + 3), r % 3
+            wants.append(np.sum([xs[k] for k in grp], axis=0, dtype=np.float64)
+                         .astype(np.float32))
+            wants.append(np.concatenate([ys[k] for k in grp]))
+            with np.errstate(over="ignore"):
+                part = np.sum([zs[k][:3 * N_Z].astype(np.int64) for k in grp], axis=0)
+            wants.append(wrap_s32(part[pos * N_Z:(pos + 1) * N_Z]))
+        got = hl.read_outputs(out, r, 0, len(wants))
+        for j, (g, w) in enumerate(zip(got, wants)):
             msg = hl.compare("%d hosts x 2: rank %d output %d" % (hosts, r, j), g, w, (0, 0))
             if msg:
                 problems.append(msg)

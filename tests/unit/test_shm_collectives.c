@@ -331,19 +331,31 @@ static void test_reductions(void) {
 }
 
 // Integer sums against their closed form: element i of rank r is r * 1000 + i.
+// 6 MiB operands (in place too) cover the direct path's huge pages
+// (shm_pages.c: buffers of whole 2 MiB pages) and its block-by-block
+// copy-out over many blocks.
 static void test_sum_closed_form(void) {
   fixture_t f;
   CU_ASSERT_FATAL(setup(&f));
-  int64_t n = 10007;
-  int32_t *x = hl_malloc((size_t)n * 4), *y = hl_malloc((size_t)n * 4);
-  for (int64_t i = 0; i < n; i++) x[i] = g_rank * 1000 + (int32_t)i;
-  hl_comm_reducer_t add = {HL_COMM_REDUCE_ADD, first_combine, NULL};
-  HL_ASSERT_OK(f.shm->vtable->all_reduce(f.shm, find(f.m, "ar", 0), HL_S32, x, y, n, &add, NULL));
-  int64_t bad = 0, base = 1000LL * g_size * (g_size - 1) / 2;
-  for (int64_t i = 0; i < n; i++) bad += y[i] != base + (int64_t)g_size * i;
-  CU_ASSERT_EQUAL(bad, 0);
-  hl_free(x);
-  hl_free(y);
+  static const int64_t kCounts[] = {10007, (6 << 20) / 4 + 13};
+  for (size_t c = 0; c < sizeof kCounts / sizeof kCounts[0]; c++)
+    for (int in_place = 0; in_place < 2; in_place++) {
+      int64_t n = kCounts[c];
+      int32_t *x = hl_malloc((size_t)n * 4), *y = in_place ? x : hl_malloc((size_t)n * 4);
+      // Twice on the same buffers: the second call exposes them again,
+      // which is when shm_pages.c collapses them.
+      for (int rep = 0; rep < 2; rep++) {
+        for (int64_t i = 0; i < n; i++) x[i] = g_rank * 1000 + (int32_t)i;
+        hl_comm_reducer_t add = {HL_COMM_REDUCE_ADD, first_combine, NULL};
+        HL_ASSERT_OK(f.shm->vtable->all_reduce(f.shm, find(f.m, "ar", 0), HL_S32, x, y, n, &add,
+                                               NULL));
+        int64_t bad = 0, base = 1000LL * g_size * (g_size - 1) / 2;
+        for (int64_t i = 0; i < n; i++) bad += y[i] != (int32_t)(base + (int64_t)g_size * i);
+        CU_ASSERT_EQUAL(bad, 0);
+      }
+      hl_free(x);
+      if (!in_place) hl_free(y);
+    }
   teardown(&f);
 }
 
