@@ -3,7 +3,10 @@
 // move: add / multiply read two 64 MiB operands and write one (3 x 64 MiB),
 // memcpy reads and writes one (2 x 64 MiB), reduce reads one (1 x 64 MiB).
 // The chain case (t = a + b; t * b) shows buffer reuse: t dies at the
-// multiply, whose result can take over t's buffer.
+// multiply, whose result can take over t's buffer. The bf16 cases (issue
+// 12) count their own bytes: add of two 16M-element bf16 arrays (3 x 32
+// MiB, computed in f32 and rounded per element) and convert f32 -> bf16
+// (64 MiB read, 32 MiB written), the same target as the f32 loops.
 //
 // hlo-launch's worker tunes malloc at start-up (launcher/worker.c); this
 // benchmark does the same unless run with --no-mallopt.
@@ -55,6 +58,19 @@ int main(int argc, char **argv) {
            "  z = f32[] constant(0)\n  ROOT r = f32[] reduce(a, z), dimensions={0}, to_apply=add\n}\n",
            shape);
   hl_module_t *red = hl_bench_module(text);
+  char bshape[64];
+  snprintf(bshape, sizeof bshape, "bf16[%ld]", n);
+  snprintf(text, sizeof text,
+           "HloModule bench_add_bf16\nENTRY main {\n  a = %s parameter(0)\n  b = %s parameter(1)\n"
+           "  ROOT r = %s add(a, b)\n}\n",
+           bshape, bshape, bshape);
+  hl_module_t *add_bf16 = hl_bench_module(text);
+  snprintf(text, sizeof text,
+           "HloModule bench_to_bf16\nENTRY main {\n  a = %s parameter(0)\n"
+           "  ROOT r = %s convert(a)\n}\n",
+           shape, bshape);
+  hl_module_t *to_bf16 = hl_bench_module(text);
+  hl_literal_t *bargs[2] = {hl_bench_literal(bshape, 1), hl_bench_literal(bshape, 2)};
 
   hl_literal_t *args[2] = {hl_bench_literal(shape, 1), hl_bench_literal(shape, 2)};
   hl_literal_t *dst = hl_bench_literal(shape, 3);
@@ -62,9 +78,12 @@ int main(int argc, char **argv) {
   for (int i = 0; i < 2; i++) hl_bench_execute(mods[i], args, 2);
   hl_bench_execute(chain, args, 2);
   hl_bench_execute(red, args, 1);
+  hl_bench_execute(add_bf16, bargs, 2);
+  hl_bench_execute(to_bf16, args, 1);
   best_memcpy(dst->data, args[0]->data, bytes, 1);
 
   double t_copy = 1e30, t_op[2] = {1e30, 1e30}, t_chain = 1e30, t_red = 1e30;
+  double t_add_bf16 = 1e30, t_to_bf16 = 1e30;
   for (int round = 0; round < 3; round++) {  // interleaved, best of all
     double t = best_memcpy(dst->data, args[0]->data, bytes, reps);
     if (t < t_copy) t_copy = t;
@@ -76,6 +95,10 @@ int main(int argc, char **argv) {
     if (t < t_chain) t_chain = t;
     t = hl_bench_best_execute(red, args, 1, reps);
     if (t < t_red) t_red = t;
+    t = hl_bench_best_execute(add_bf16, bargs, 2, reps);
+    if (t < t_add_bf16) t_add_bf16 = t;
+    t = hl_bench_best_execute(to_bf16, args, 1, reps);
+    if (t < t_to_bf16) t_to_bf16 = t;
   }
   double gb = (double)bytes * 1e-9;
   double copy_bw = 2 * gb / t_copy;
@@ -86,10 +109,17 @@ int main(int argc, char **argv) {
   hl_bench_report("add_multiply_chain_64MiB", 6 * gb / t_chain, "GB/s", "memcpy", copy_bw, true,
                   0.7);
   hl_bench_report("reduce_sum_f32_64MiB", gb / t_red, "GB/s", "memcpy", copy_bw, true, 0.7);
+  hl_bench_report("add_bf16_32MiB", 1.5 * gb / t_add_bf16, "GB/s", "memcpy", copy_bw, true, 0.7);
+  hl_bench_report("convert_f32_to_bf16_64MiB", 1.5 * gb / t_to_bf16, "GB/s", "memcpy", copy_bw,
+                  true, 0.7);
 
   for (int i = 0; i < 2; i++) hl_module_destroy(mods[i]);
   hl_module_destroy(chain);
   hl_module_destroy(red);
+  hl_module_destroy(add_bf16);
+  hl_module_destroy(to_bf16);
+  hl_literal_release(bargs[0]);
+  hl_literal_release(bargs[1]);
   hl_literal_release(args[0]);
   hl_literal_release(args[1]);
   hl_literal_release(dst);

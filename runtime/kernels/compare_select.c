@@ -16,6 +16,7 @@
 
 #include "runtime/base/alloc.h"
 #include "runtime/base/float_minmax.h"
+#include "runtime/base/half_arrays.h"
 #include "runtime/base/simd_clones.h"
 #include "runtime/kernels/element_access.h"
 #include "runtime/kernels/elementwise_arrays.h"
@@ -76,6 +77,17 @@ HL_SIMD_CLONES static bool compare_f32(hl_comparison_direction_t dir, const floa
 void hl_compare_array(hl_comparison_direction_t dir, hl_comparison_type_t type, hl_dtype_t t,
                       const void *a, const void *b, uint8_t *r, int64_t n) {
   if (type == HL_CMPTYPE_FLOAT && t == HL_F32 && compare_f32(dir, a, b, r, n)) return;
+  if (type == HL_CMPTYPE_FLOAT && (t == HL_BF16 || t == HL_F16)) {  // widened exactly to f32
+    float u[HL_ELEM_BLOCK], v[HL_ELEM_BLOCK];
+    for (int64_t base = 0; base < n; base += HL_ELEM_BLOCK) {
+      int64_t m = n - base < HL_ELEM_BLOCK ? n - base : HL_ELEM_BLOCK;
+      const uint16_t *pa = (const uint16_t *)a + base, *pb = (const uint16_t *)b + base;
+      if (t == HL_BF16) hl_bf16_to_f32_array(pa, u, m), hl_bf16_to_f32_array(pb, v, m);
+      else hl_f16_to_f32_array(pa, u, m), hl_f16_to_f32_array(pb, v, m);
+      compare_f32(dir, u, v, r + base, m);
+    }
+    return;
+  }
   int bits = hl_dtype_bit_width(t);
   for (int64_t base = 0; base < n; base += HL_ELEM_BLOCK) {
     int64_t m = n - base < HL_ELEM_BLOCK ? n - base : HL_ELEM_BLOCK;

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "runtime/base/alloc.h"
+#include "runtime/base/half_arrays.h"
 #include "runtime/kernels/element_access.h"
 #include "runtime/kernels/elementwise_arrays.h"
 #include "runtime/kernels/kernel.h"
@@ -170,14 +171,14 @@ bool hl_convert_supported(hl_dtype_t st, hl_dtype_t dt) {
 void hl_convert_array(hl_dtype_t st, hl_dtype_t dt, const void *x, void *y, int64_t n) {
   if (st == dt) {
     if (x != y) memmove(y, x, (size_t)n * hl_dtype_size(st));
-  } else if (st == HL_F32 && dt == HL_BF16) {  // the common mixed-precision cast
-    const float *p = x;
-    uint16_t *r = y;
-    for (int64_t i = 0; i < n; i++) r[i] = hl_f32_to_bf16(p[i]);
+  } else if (st == HL_F32 && dt == HL_BF16) {  // the common mixed-precision casts, vectorised
+    hl_f32_to_bf16_array_keep(x, y, n);          // (the bits of hl_f32_to_bf16)
   } else if (st == HL_BF16 && dt == HL_F32) {
-    const uint16_t *p = x;
-    float *r = y;
-    for (int64_t i = 0; i < n; i++) r[i] = hl_bf16_to_f32(p[i]);
+    hl_bf16_to_f32_array(x, y, n);
+  } else if (st == HL_F32 && dt == HL_F16) {  // the bits of hl_elem_f64_to_f16 below
+    hl_f32_to_f16_array_canon(x, y, n);
+  } else if (st == HL_F16 && dt == HL_F32) {
+    hl_f16_to_f32_array(x, y, n);
   } else {
     for (int64_t base = 0; base < n; base += HL_ELEM_BLOCK)
       convert_real_block(st, dt, x, y, base, n - base < HL_ELEM_BLOCK ? n - base : HL_ELEM_BLOCK);

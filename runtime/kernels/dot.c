@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "runtime/base/alloc.h"
+#include "runtime/base/half_arrays.h"
 #include "runtime/kernels/element_access.h"
 #include "runtime/kernels/elementwise_arrays.h"
 #include "runtime/kernels/kernel.h"
@@ -121,7 +122,12 @@ static void pack(const hl_literal_t *src, const int *perm, hl_dtype_t ct, void *
   for (int64_t row = 0; row < n / inner; row++) {
     if (rows) {
       const char *base = (const char *)src->data + (size_t)off * es;
-      if (gathered) {
+      if (gathered && es == 2) {  // f16 / bf16: a typed gather, not a memcpy per element
+        const uint16_t *from = (const uint16_t *)(const void *)base;
+        uint16_t *to = (uint16_t *)(void *)gathered;
+        for (int64_t j = 0; j < inner; j++) to[j] = from[j * istride];
+        base = gathered;
+      } else if (gathered) {
         for (int64_t j = 0; j < inner; j++)
           memcpy(gathered + (size_t)j * es, base + (size_t)(j * istride) * es, es);
         base = gathered;
@@ -173,6 +179,15 @@ static hl_status_t gemm_operand(const hl_literal_t *x, const int *plain, const i
   int64_t n = hl_literal_element_count(x);
   g->owned = hl_malloc((size_t)(n ? n : 1) * hl_dtype_size(ct));
   if (!g->owned) return HL_OOM();
+  // A 16-bit float operand in either gemm layout: converted whole, in
+  // place order (one vectorised pass, O(n^2) against gemm's O(n^3)).
+  bool half = (x->shape.dtype == HL_BF16 || x->shape.dtype == HL_F16) && ct == HL_F32;
+  if (half && (is_identity(plain, x->shape.rank) || is_identity(transposed, x->shape.rank))) {
+    hl_convert_array(x->shape.dtype, ct, x->data, g->owned, n);
+    g->trans = !is_identity(plain, x->shape.rank);
+    g->data = g->owned;
+    return NULL;
+  }
   pack(x, plain, ct, g->owned);
   g->data = g->owned;
   return NULL;
@@ -283,7 +298,12 @@ hl_status_t hl_kernel_dot(hl_kernel_context_t *ctx, const hl_instruction_t *inst
     if (!st) st = gemm_operand(lhs, p.lhs_mk, p.lhs_km, ct, &a);
     if (!st) st = gemm_operand(rhs, p.rhs_kn, p.rhs_nk, ct, &b);
     if (!st) gemm_batch(ct, &p, &a, &b, c);
-    if (!st && c != y->data) {
+    if (!st && c != y->data && (ot == HL_BF16 || ot == HL_F16)) {
+      // Rounded once from the f32 sums (vectorised; the bits of the
+      // double loop below).
+      if (ot == HL_BF16) hl_f32_to_bf16_array_canon(c, y->data, n_out);
+      else hl_f32_to_f16_array_canon(c, y->data, n_out);
+    } else if (!st && c != y->data) {
       double v[HL_ELEM_BLOCK];
       for (int64_t base = 0; base < n_out; base += HL_ELEM_BLOCK) {
         int64_t m = n_out - base < HL_ELEM_BLOCK ? n_out - base : HL_ELEM_BLOCK;

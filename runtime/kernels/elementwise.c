@@ -35,6 +35,7 @@
 
 #include "runtime/base/alloc.h"
 #include "runtime/base/float_minmax.h"
+#include "runtime/base/half_arrays.h"
 #include "runtime/base/simd_clones.h"
 #include "runtime/exec/thread_pool.h"
 #include "runtime/kernels/element_access.h"
@@ -487,14 +488,16 @@ hl_vmath_fn_t hl_ew_vmath_fn(hl_opcode_t op) {
 
 static bool is_half(hl_dtype_t t) { return t == HL_F16 || t == HL_BF16; }
 
+// Vectorised (half_arrays.h); the bits of hl_f16_to_f32 / hl_bf16_to_f32
+// and of hl_elem_f64_to_f16 / hl_elem_f64_to_bf16 (canonical quiet NaN).
 static void half_to_f32(hl_dtype_t t, const uint16_t *x, float *v, int64_t m) {
-  if (t == HL_F16) for (int64_t i = 0; i < m; i++) v[i] = hl_f16_to_f32(x[i]);
-  else for (int64_t i = 0; i < m; i++) v[i] = hl_bf16_to_f32(x[i]);
+  if (t == HL_F16) hl_f16_to_f32_array(x, v, m);
+  else hl_bf16_to_f32_array(x, v, m);
 }
 
 static void f32_to_half(hl_dtype_t t, const float *v, uint16_t *y, int64_t m) {
-  if (t == HL_F16) for (int64_t i = 0; i < m; i++) y[i] = hl_elem_f64_to_f16(v[i]);
-  else for (int64_t i = 0; i < m; i++) y[i] = hl_elem_f64_to_bf16(v[i]);
+  if (t == HL_F16) hl_f32_to_f16_array_canon(v, y, m);
+  else hl_f32_to_bf16_array_canon(v, y, m);
 }
 
 // Returns false when (op, type) has no such loop.
@@ -520,6 +523,25 @@ static bool unary_fast(hl_opcode_t op, hl_dtype_t t, const void *x, void *y, int
       case HL_OP_SQRT: sqrt_f64(x, y, n); return true;
       default: return false;
     }
+  }
+  // f16 / bf16 negate, abs, floor, ceil (exact in f32) and sqrt (f32 has
+  // 2p + 2 bits, as for half_arith below) in f32, rounded to the 16-bit type.
+  if (is_half(t) && (op == HL_OP_NEGATE || op == HL_OP_ABS || op == HL_OP_SQRT ||
+                     op == HL_OP_FLOOR || op == HL_OP_CEIL)) {
+    float v[HL_ELEM_BLOCK], w[HL_ELEM_BLOCK];  // restrict loops: no in place
+    for (int64_t base = 0; base < n; base += HL_ELEM_BLOCK) {
+      int64_t m = n - base < HL_ELEM_BLOCK ? n - base : HL_ELEM_BLOCK;
+      half_to_f32(t, (const uint16_t *)x + base, v, m);
+      switch (op) {
+        case HL_OP_NEGATE: neg_f32(v, w, m); break;
+        case HL_OP_ABS: abs_f32(v, w, m); break;
+        case HL_OP_SQRT: sqrt_f32(v, w, m); break;
+        case HL_OP_FLOOR: floor_f32(v, w, m); break;
+        default: ceil_f32(v, w, m); break;
+      }
+      f32_to_half(t, w, (uint16_t *)y + base, m);
+    }
+    return true;
   }
   if (is_half(t) && vf) {  // computed in f32, rounded once to the 16-bit type
     float v[HL_ELEM_BLOCK];
