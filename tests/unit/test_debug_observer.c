@@ -11,6 +11,7 @@
 #include "runtime/debug/hang_report.h"
 #include "runtime/debug/nonfinite_check.h"
 #include "runtime/exec/executor.h"
+#include "runtime/exec/plan.h"
 #include "runtime/text/hlo_parser.h"
 #include "runtime/verifier/verifier.h"
 #include "tests/unit/test_util.h"
@@ -142,6 +143,44 @@ static void test_marker_names_last_plain_instruction(void) {
   unlink(path);
 }
 
+// The watchdog's observer and --trace leave element-wise chains to their
+// one blocked pass (runtime/exec/elementwise_chains.h: interior values never
+// exist); the NaN checks read every value, so the walk runs them op by op.
+static void test_chains_blocked_unless_values_wanted(void) {
+  static const char kHlo[] =
+      "HloModule m\nENTRY e {\n  p = f32[8192] parameter(0)\n  a = f32[8192] add(p, p)\n"
+      "  b = f32[8192] multiply(a, p)\n  ROOT c = f32[8192] negate(b)\n}\n";
+  hl_module_t *m = NULL;
+  HL_ASSERT_OK(hl_parse_hlo_module(kHlo, strlen(kHlo), "t.hlo", &m));
+  HL_ASSERT_OK(hl_verify_module(m));
+  hl_shape_t shape;
+  HL_ASSERT_OK(hl_parse_shape("f32[8192]", &shape));
+  hl_literal_t *arg = NULL;
+  HL_ASSERT_OK(hl_literal_create(&shape, &arg));
+  hl_trace_recorder_t *t = NULL;
+  HL_ASSERT_OK(hl_trace_recorder_create(100, &t));
+  hl_debug_observer_options_t modes[3] = {{.trace = t}, {.check_nans = true}, {0}};
+  int64_t executed[3];
+  for (int k = 0; k < 3; k++) {
+    hl_debug_observer_t *obs = NULL;
+    HL_ASSERT_OK(hl_debug_observer_create(&modes[k], &obs));
+    hl_exec_options_t opts = {.observer = hl_debug_observer_base(obs)};
+    hl_literal_t *out = NULL;
+    hl_exec_stats_reset();
+    HL_ASSERT_OK(hl_execute(m, &opts, &arg, 1, &out));
+    executed[k] = hl_exec_stats().instructions_executed;
+    hl_literal_release(out);
+    hl_debug_observer_destroy(obs);
+  }
+  CU_ASSERT_EQUAL(executed[0], 2);  // p, and c for the chain a -> b -> c
+  CU_ASSERT_EQUAL(executed[1], 4);
+  CU_ASSERT_EQUAL(executed[2], 2);
+  CU_ASSERT_EQUAL(t->count, 1 + 2);  // the run's start, p, c
+  hl_trace_recorder_destroy(t);
+  hl_literal_release(arg);
+  hl_module_destroy(m);
+}
+
 static void test_nonfinite_summaries(void) {
   // bf16 and c64 leaves of a tuple: the NaN is in leaf 1 (c64) element [1,0].
   hl_module_t *m = NULL;
@@ -168,6 +207,7 @@ static CU_TestInfo tests[] = {
     {"check_nans_passes_infs", test_check_nans_passes_infs},
     {"state_records_loop_and_stack", test_state_records_loop_and_stack},
     {"nonfinite_summaries", test_nonfinite_summaries},
+    {"chains_blocked_unless_values_wanted", test_chains_blocked_unless_values_wanted},
     {"marker_names_last_plain_instruction", test_marker_names_last_plain_instruction},
     CU_TEST_INFO_NULL,
 };
