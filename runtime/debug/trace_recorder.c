@@ -51,6 +51,10 @@ void hl_trace_recorder_grow_(hl_trace_recorder_t *t) {
   t->cap = cap;
 }
 
+void hl_trace_recorder_set_clock_uncertainty(hl_trace_recorder_t *t, int64_t ns) {
+  t->clock_uncertainty_ns = ns;
+}
+
 void hl_trace_recorder_leave_bytes(hl_trace_recorder_t *t, const hl_instruction_t *inst,
                                    int depth, int64_t bytes) {
   int64_t before = t->count;
@@ -299,8 +303,10 @@ void hl_trace_recorder_write_events(hl_trace_recorder_t *t, int rank, int64_t R,
   if (P <= 0) P = 1;
   hl_trace_clock_calibrate(&t->clock);
   hl_strbuf_appendf(out, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":"
-                    "\"rank %d (replica %lld, partition %lld)\"}}", rank, rank,
-                    (long long)(rank / P), (long long)(rank % P));
+                    "\"rank %d (replica %lld, partition %lld)\",\"clock_offset_ns\":%lld,"
+                    "\"clock_uncertainty_ns\":%lld}}", rank, rank, (long long)(rank / P),
+                    (long long)(rank % P), (long long)-offset_ns,
+                    (long long)t->clock_uncertainty_ns);
   hl_strbuf_appendf(out, ",\n{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%d,\"args\":"
                     "{\"sort_index\":%d}}", rank, rank);
   hl_strbuf_appendf(out, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":0,"

@@ -61,6 +61,7 @@ typedef struct hl_trace_recorder {
   hl_trace_bytes_t *bytes;  // in record order
   int64_t bytes_count, bytes_cap;
   hl_trace_clock_t clock;
+  int64_t clock_uncertainty_ns;  // how far the offset to the reference clock may be off
   // The progress threads' spans: the MPI backend's and the shared-memory
   // layer's threads may report at once, hence the lock.
   pthread_mutex_t progress_lock;
@@ -106,13 +107,19 @@ static inline void hl_trace_recorder_begin(hl_trace_recorder_t *t) {
   hl_trace_recorder_append_(t, NULL, 0);
 }
 
+// How far this rank's clock offset (write_events' offset_ns) may be off the
+// truth: written into the process's metadata (0 by default: the same clock).
+void hl_trace_recorder_set_clock_uncertainty(hl_trace_recorder_t *recorder, int64_t ns);
+
 // The progress thread's work on `inst` (see hl_trace_progress_span_t).
 void hl_trace_recorder_progress(hl_trace_recorder_t *recorder, const hl_instruction_t *inst,
                                 int64_t bytes, int64_t start_ns, int64_t end_ns, int tests,
                                 bool completed);
 
 // Appends this rank's events (comma-separated trace-event objects, no
-// brackets): process and thread names, an "X" span per instruction on the
+// brackets): process and thread names (the process's args also give
+// clock_offset_ns, this rank's clock minus the reference, and
+// clock_uncertainty_ns), an "X" span per instruction on the
 // executor track and per collective / channel instruction on that
 // collective's own track (bytes, group, channel; a -done on its -start's,
 // a send-done / recv-done on its send's / recv's; tids from 16 in the order
