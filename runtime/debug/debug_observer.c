@@ -4,8 +4,10 @@
 // the marker, the rank state's frame above the stack); enter / leave run
 // for the instructions that call computations (the stack, while
 // iterations) and the communicating ones, which read the clock and write a
-// flight-recorder event. With --trace, leave also runs for every
-// instruction, for one clock read; with the NaN / Inf checks, for all.
+// flight-recorder event. With --trace the walk also logs every other
+// instruction's end itself (one clock read, observer.h's log), calling
+// `finished` only when the log is full; with the NaN / Inf checks enter and
+// leave run for all.
 #include "runtime/debug/debug_observer.h"
 
 #include <stdio.h>
@@ -94,6 +96,7 @@ static void observer_enter(hl_exec_observer_t *base, const hl_instruction_t *ins
   if (o->options.check_nans || o->options.check_infs)
     for (int k = 0; k < count; k++) hl_literal_retain(operands[k]);
   int d = o->depth++;
+  if (o->options.trace) hl_trace_recorder_log(o->options.trace)->depth = o->depth;
   if (d < HL_RANK_STATE_MAX_DEPTH) {
     o->insts[d] = inst;
     o->iteration[d] = -1;
@@ -230,6 +233,7 @@ hl_status_t hl_debug_observer_create(const hl_debug_observer_options_t *options,
                             ? HL_OBSERVE_ENTER | HL_OBSERVE_LEAVE
                             : options->trace ? HL_OBSERVE_LEAVE : 0;
   o->base.wants_values = checks;
+  o->base.log = options->trace ? hl_trace_recorder_log(options->trace) : NULL;
   move_marker(o, 0);
   *out_observer = o;
   return NULL;

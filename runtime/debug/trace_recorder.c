@@ -17,6 +17,8 @@ hl_status_t hl_trace_recorder_create(int64_t max_spans, hl_trace_recorder_t **ou
   t->max = max_spans;
   pthread_mutex_init(&t->progress_lock, NULL);
   hl_trace_clock_init(&t->clock, true);
+  t->log.tsc = t->clock.tsc;
+  t->log.base = t->clock.base;
   *out = t;
   return NULL;
 }
@@ -31,7 +33,7 @@ void hl_trace_recorder_destroy(hl_trace_recorder_t *t) {
 }
 
 void hl_trace_recorder_clear(hl_trace_recorder_t *t) {
-  t->count = 0;
+  t->log.next = t->records;
   t->dropped = 0;
   t->bytes_count = 0;
   t->progress_count = 0;
@@ -47,8 +49,11 @@ void hl_trace_recorder_grow_(hl_trace_recorder_t *t) {
     t->dropped++;
     return;
   }
+  int64_t count = hl_trace_recorder_count(t);
   t->records = grown;
   t->cap = cap;
+  t->log.next = grown + count;
+  t->log.end = grown + cap;
 }
 
 void hl_trace_recorder_set_clock_uncertainty(hl_trace_recorder_t *t, int64_t ns) {
@@ -57,9 +62,9 @@ void hl_trace_recorder_set_clock_uncertainty(hl_trace_recorder_t *t, int64_t ns)
 
 void hl_trace_recorder_leave_bytes(hl_trace_recorder_t *t, const hl_instruction_t *inst,
                                    int depth, int64_t bytes) {
-  int64_t before = t->count;
+  int64_t before = hl_trace_recorder_count(t);
   hl_trace_recorder_append_(t, inst, depth);
-  if (t->count == before) return;  // not recorded
+  if (hl_trace_recorder_count(t) == before) return;  // not recorded
   if (t->bytes_count == t->bytes_cap) {
     int64_t cap = t->bytes_cap ? 2 * t->bytes_cap : 256;
     hl_trace_bytes_t *grown = hl_realloc(t->bytes, (size_t)cap * sizeof(*grown));
@@ -323,7 +328,8 @@ void hl_trace_recorder_write_events(hl_trace_recorder_t *t, int rank, int64_t R,
   int64_t latest[HL_TRACE_MAX_DEPTH];
   int top = 0;
   int64_t next_bytes = 0;
-  for (int64_t i = 0; i < t->count; i++) {
+  int64_t count = hl_trace_recorder_count(t);
+  for (int64_t i = 0; i < count; i++) {
     const hl_trace_record_t *rec = &t->records[i];
     int depth = (int)(rec->tick_depth & (HL_TRACE_MAX_DEPTH - 1));
     int64_t end = (int64_t)(rec->tick_depth >> HL_TRACE_DEPTH_BITS) + t->clock.base;

@@ -16,6 +16,7 @@
 #include "runtime/base/strbuf.h"
 #include "runtime/debug/trace_clock.h"
 #include "runtime/exec/channels.h"
+#include "runtime/exec/observer.h"
 #include "runtime/ir/module.h"
 
 // One finished instruction: 16 bytes, no strings, one clock read. Its span
@@ -24,10 +25,7 @@
 // is the start of the next on the executor track, and a parent's span starts
 // where its first child's does), worked out when the trace is written, as
 // are names, groups and flow ids. inst NULL: a boundary only (a run's start).
-typedef struct hl_trace_record {
-  const hl_instruction_t *inst;
-  uint64_t tick_depth;  // (ticks - clock.base) << HL_TRACE_DEPTH_BITS | depth
-} hl_trace_record_t;
+typedef hl_exec_log_record_t hl_trace_record_t;
 
 // Bytes of a collective / channel instruction's record (operand bytes, or a
 // -done's result bytes): rare, so kept aside from the records.
@@ -47,17 +45,19 @@ typedef struct hl_trace_progress_span {
 } hl_trace_progress_span_t;
 
 enum {
-  HL_TRACE_DEPTH_BITS = 6,
+  HL_TRACE_DEPTH_BITS = HL_EXEC_LOG_DEPTH_BITS,
   HL_TRACE_MAX_DEPTH = 1 << HL_TRACE_DEPTH_BITS,  // deeper instructions are not recorded
   HL_TRACE_PROGRESS_SPANS = 1 << 16,
   HL_TRACE_PROGRESS_ROWS = 62,
 };
 
 // Private: in the header only so that hl_trace_recorder_leave inlines into
-// the debugging observer (the hot path: one clock read, one 16-byte store).
+// the debugging observer. The hot path is the executor's: it appends to
+// `log` (one clock read, one 16-byte store; runtime/exec/observer.h).
 typedef struct hl_trace_recorder {
   hl_trace_record_t *records;
-  int64_t count, cap, max, dropped;
+  hl_exec_log_t log;  // log.next - records records kept; log.end: records + cap
+  int64_t cap, max, dropped;
   hl_trace_bytes_t *bytes;  // in record order
   int64_t bytes_count, bytes_cap;
   hl_trace_clock_t clock;
@@ -79,20 +79,24 @@ void hl_trace_recorder_clear(hl_trace_recorder_t *recorder);
 // Out of line: grows the record array (or counts a dropped record).
 void hl_trace_recorder_grow_(hl_trace_recorder_t *recorder);
 
+// Records kept so far.
+static inline int64_t hl_trace_recorder_count(const hl_trace_recorder_t *t) {
+  return t->log.next - t->records;
+}
+
+// The log the executor appends to; the debugging observer keeps its depth.
+static inline hl_exec_log_t *hl_trace_recorder_log(hl_trace_recorder_t *t) { return &t->log; }
+
 static inline void hl_trace_recorder_append_(hl_trace_recorder_t *t,
                                              const hl_instruction_t *inst, int depth) {
-  uint64_t ticks = (uint64_t)(hl_trace_clock_ticks(&t->clock) - t->clock.base);
-  if ((unsigned)depth >= HL_TRACE_MAX_DEPTH) return;
-  if (t->count == t->cap) {
-    hl_trace_recorder_grow_(t);
-    if (t->count == t->cap) return;  // dropped (counted)
-  }
-  t->records[t->count++] =
-      (hl_trace_record_t){inst, ticks << HL_TRACE_DEPTH_BITS | (unsigned)depth};
+  t->log.depth = depth;
+  if (hl_exec_log_append(&t->log, inst) || (unsigned)depth >= HL_TRACE_MAX_DEPTH) return;
+  hl_trace_recorder_grow_(t);  // else dropped (counted)
+  hl_exec_log_append(&t->log, inst);
 }
 
 // Called by the debugging observer when an instruction at call depth
-// `depth` finished.
+// `depth` finished (and the executor did not log it itself).
 static inline void hl_trace_recorder_leave(hl_trace_recorder_t *t, const hl_instruction_t *inst,
                                            int depth) {
   hl_trace_recorder_append_(t, inst, depth);
