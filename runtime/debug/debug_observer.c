@@ -182,8 +182,12 @@ static hl_status_t observer_leave(hl_exec_observer_t *base, const hl_instruction
       s->progress_ns = now;
     }
     __atomic_store_n(&s->depth, o->depth, __ATOMIC_RELEASE);
+    // Its frame is the marker now; a finished collective there would read as
+    // one waited in.
+    if (d < HL_RANK_STATE_MAX_DEPTH && talks)
+      __atomic_store_n(&s->frames[d].id, HL_RANK_STATE_NO_ID, __ATOMIC_RELAXED);
   }
-  move_marker(o, d);  // its frame, which holds its id: the last one started there
+  move_marker(o, d);  // its frame, which holds its id (the last one started there)
   return st;
 }
 
