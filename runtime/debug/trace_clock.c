@@ -32,7 +32,8 @@ static bool kernel_uses_tsc(void) {
 static void anchor(const hl_trace_clock_t *c, int64_t *tick, int64_t *ns) {
   int64_t best = INT64_MAX;
   for (int i = 0; i < 5; i++) {
-    int64_t a = hl_trace_clock_ticks(c), t = hl_trace_clock_monotonic_ns(), b = hl_trace_clock_ticks(c);
+    int64_t a = hl_trace_clock_ticks(c), t = hl_trace_clock_monotonic_ns(),
+            b = hl_trace_clock_ticks(c);
     if (b - a < best) {
       best = b - a;
       *tick = a + (b - a) / 2;

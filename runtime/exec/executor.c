@@ -315,8 +315,9 @@ static hl_status_t run_computation(hl_kernel_context_t *ctx, const hl_computatio
       st = plan->kernels[q](ctx, inst, opbuf, &result);
     }
     if (hooks & HL_OBSERVE_ENTER) st = observe_leave(obs, inst, opbuf, e - b, result, st);
-    else if ((hooks & HL_OBSERVE_LEAVE) && !st && !(obs->log && hl_exec_log_append(obs->log, inst)))
-      obs->vtable->finished(obs, inst);
+    else if ((hooks & HL_OBSERVE_LEAVE) && !st &&
+             !(obs->log && hl_exec_log_append(obs->log, inst)))
+      obs->vtable->finished(obs, inst);  // no room in the log (or none)
     if (st) {
       hl_literal_release(result);
       st = locate_error(ctx, inst, st);

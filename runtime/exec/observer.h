@@ -75,7 +75,8 @@ static inline bool hl_exec_log_append(hl_exec_log_t *log, const hl_instruction_t
   uint64_t ticks = (uint64_t)(hl_exec_log_ticks(log) - log->base);
   if (log->next == log->end || (unsigned)log->depth >= (1u << HL_EXEC_LOG_DEPTH_BITS))
     return false;
-  *log->next++ = (hl_exec_log_record_t){inst, ticks << HL_EXEC_LOG_DEPTH_BITS | (unsigned)log->depth};
+  *log->next++ =
+      (hl_exec_log_record_t){inst, ticks << HL_EXEC_LOG_DEPTH_BITS | (unsigned)log->depth};
   return true;
 }
 
