@@ -1,8 +1,10 @@
 // What the debugging observer costs (runtime/debug, docs/DEBUGGING.md): the
 // same executable run with no observer (the baseline, in the same process),
-// with the hang watchdog's observer (stack + flight recorder in a rank
-// state file: hlo-launch's default), with --check-nans on top, and with
-// --trace on top (a span per instruction; the recorder keeps at most 2^20). Paired
+// with the hang watchdog's observer (a marker store per instruction, the
+// stack and flight recorder in a rank state file for calling and
+// communicating ones: hlo-launch's default), with --check-nans on top, and
+// with --trace on top (one clock read and 16-byte record per instruction;
+// the recorder keeps at most 2^20). Paired
 // rounds; the ratio of the fastest runs (and the median round's). Two programs: a chain of scalar adds
 // (the interpreter's worst case: the observer's fixed cost per instruction
 // against almost no work) and a small MLP step (dot + bias + tanh on

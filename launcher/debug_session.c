@@ -48,20 +48,46 @@ static void prepare_dir(hl_debug_session_t *s, char *error, size_t cap) {
   if (!error[0]) remove_stale_files(s->dir, s->size);
 }
 
-// Spans kept per rank for --trace (32 bytes each).
+// Spans kept per rank for --trace (16 bytes each).
 static const int64_t kTraceMaxSpans = 4 << 20;
 
-// Every rank's clock offset to rank 0 by ping-pong (Cristian's method): of
-// a few rounds, the one with the shortest round trip, assuming the reply
-// took half of it. On one host CLOCK_MONOTONIC is shared and the offset is
-// about 0; across hosts it aligns the timelines to within that half trip.
+// This kernel's boot id: processes that share it read one CLOCK_MONOTONIC.
+static void read_boot_id(char *buf, size_t cap) {
+  buf[0] = '\0';
+  FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+  if (!f) return;
+  if (!fgets(buf, (int)cap, f)) buf[0] = '\0';
+  fclose(f);
+}
+
+// Every rank's clock offset to rank 0. Ranks on rank 0's kernel (the same
+// boot id) share its CLOCK_MONOTONIC: offset 0, exactly, however loaded the
+// machine. Others by ping-pong (Cristian's method): of several rounds, the
+// one with the shortest round trip, assuming the reply took half of it; the
+// offset is then right to within half that trip, which the trace records
+// (clock_uncertainty_ns) so a reader knows how far apart two ranks' events
+// may really be.
 static void measure_clock_offset(hl_debug_session_t *s) {
-  enum { kRounds = 8 };
+  enum { kRounds = 16 };
   int64_t origin = hl_rank_state_now_ns();
   MPI_Bcast(&origin, 1, MPI_INT64_T, 0, s->comm);
   s->trace_origin_ns = origin;
+  char boot[64], boot0[64];
+  read_boot_id(boot, sizeof(boot));
+  memcpy(boot0, boot, sizeof(boot));
+  MPI_Bcast(boot0, (int)sizeof(boot0), MPI_CHAR, 0, s->comm);
+  // Test hook: measure even on rank 0's kernel (where the true offset is 0,
+  // which the measurement must then come within its uncertainty of).
+  const char *force = getenv("HL_TEST_CLOCK_PINGPONG");
+  int same = boot[0] && strcmp(boot, boot0) == 0 && !(force && *force == '1');
+  s->clock_offset_ns = 0;
+  s->clock_uncertainty_ns = 0;
   for (int r = 1; r < s->size; r++) {
     if (s->rank != 0 && s->rank != r) continue;
+    // Rank r says whether it shares rank 0's clock.
+    if (s->rank == 0) MPI_Recv(&same, 1, MPI_INT, r, 76, s->comm, MPI_STATUS_IGNORE);
+    else MPI_Send(&same, 1, MPI_INT, 0, 76, s->comm);
+    if (same) continue;
     int64_t best_rtt = INT64_MAX, offset = 0;
     for (int k = 0; k < kRounds; k++) {
       if (s->rank == 0) {
@@ -80,7 +106,10 @@ static void measure_clock_offset(hl_debug_session_t *s) {
         }
       }
     }
-    if (s->rank == r) s->clock_offset_ns = offset;
+    if (s->rank == r) {
+      s->clock_offset_ns = offset;
+      s->clock_uncertainty_ns = (best_rtt + 1) / 2;
+    }
   }
 }
 
@@ -173,6 +202,7 @@ hl_status_t hl_debug_session_write_trace(hl_debug_session_t *s, int64_t R, int64
   hl_strbuf_t sb;
   hl_strbuf_init(&sb);
   // Rank clocks minus offset = rank 0's clock.
+  hl_trace_recorder_set_clock_uncertainty(s->trace, s->clock_uncertainty_ns);
   hl_trace_recorder_write_events(s->trace, s->rank, R, P, -s->clock_offset_ns,
                                  s->trace_origin_ns, channels, &sb);
   long long mine = sb.failed ? 0 : (long long)sb.length;

@@ -30,6 +30,7 @@ typedef struct hl_debug_session {
   hl_trace_recorder_t *trace;  // --trace
   hl_progress_hook_t progress_hook;  // --trace: the progress thread's spans into `trace`
   int64_t clock_offset_ns;     // this rank's CLOCK_MONOTONIC minus rank 0's (--trace)
+  int64_t clock_uncertainty_ns;  // its error bound (0: rank 0's kernel, the same clock)
   int64_t trace_origin_ns;     // rank 0's clock when the session began
 } hl_debug_session_t;
 

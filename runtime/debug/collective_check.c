@@ -29,9 +29,9 @@ typedef struct sequence {
   step_t *steps;
   int count, cap;
   bool open_ended;  // ends in an undecidable step
-  tally_t *tallies;  // send / recv instructions with source-target pairs
+  tally_t *tallies;  // messages per (channel, peer, direction)
   int tally_count, tally_cap;
-  bool channels_unknown;  // a send / recv in an undecided branch or loop, without pairs
+  bool channels_unknown;  // a send / recv in an undecided branch or loop
   // A send / recv this rank certainly reaches whose channel has no
   // instruction of the other direction anywhere in the program.
   const hl_instruction_t *orphan;
@@ -150,51 +150,66 @@ static bool channel_has_opposite(const hl_module_t *m, const hl_instruction_t *i
   return false;
 }
 
+// One more message of `inst` (a send / recv) between this rank and `peer`.
+static void tally_add(sequence_t *out, const hl_instruction_t *inst, int peer, bool send) {
+  int k = 0;
+  while (k < out->tally_count &&
+         !(out->tallies[k].channel_id == inst->attrs.channel_id && out->tallies[k].peer == peer &&
+           out->tallies[k].send == send))
+    k++;
+  if (k == out->tally_count) {
+    if (out->tally_count == out->tally_cap) {
+      int cap = out->tally_cap ? 2 * out->tally_cap : 8;
+      tally_t *grown = hl_realloc(out->tallies, (size_t)cap * sizeof(tally_t));
+      if (!grown) {
+        out->channels_unknown = true;
+        return;
+      }
+      out->tallies = grown;
+      out->tally_cap = cap;
+    }
+    out->tallies[k] = (tally_t){.channel_id = inst->attrs.channel_id, .peer = peer,
+                                .send = send, .first = inst};
+    out->tally_count++;
+  }
+  out->tallies[k].count++;
+}
+
 // Counts a send / recv of `rank` towards its peer from the pairs (read as
 // partition ids within the replica, or replica ids on a one-partition grid,
-// as channels/channel_pairing.h reads them). Without pairs the peer is only
-// known after the ranks exchange their endpoints: the channels of this rank
-// are then not checked.
+// as channels/channel_pairing.h reads them). Without pairs the channel
+// setup pairs the channel's one sending process with its one receiving
+// process. A one-process job is both: its own peer, counted so. In an SPMD
+// job of more processes every process holds this instruction, so the
+// channel has that many senders (or receivers), which the setup refuses at
+// start-up on every rank before any instruction runs ("channel 4 has 2
+// senders"): no rank can block on it, nothing to count, and the rank's
+// other channels are still judged.
 static void count_channel_op(checker_t *c, const hl_instruction_t *inst, int rank,
                              sequence_t *out) {
   if (!out->orphan && !channel_has_opposite(c->module, inst)) out->orphan = inst;
+  bool send = inst->opcode == HL_OP_SEND;
   const char *text = hl_instruction_frontend_attribute(inst, kPairsKey);
+  if (!text) {
+    if (c->R * c->P == 1) tally_add(out, inst, rank, send);
+    return;
+  }
   hl_source_target_t *pairs = NULL;
   int n = 0;
-  if (!text || hl_channel_parse_pairs(text, &pairs, &n) != NULL) {
+  hl_status_t st = hl_channel_parse_pairs(text, &pairs, &n);
+  if (st) {
+    hl_status_free(st);
     out->channels_unknown = true;  // a parse error is the channel setup's to report
     return;
   }
-  bool send = inst->opcode == HL_OP_SEND;
   int64_t me = c->P > 1 ? rank % c->P : rank / c->P;
   int64_t base = c->P > 1 ? (rank / c->P) * c->P : 0, stride = c->P > 1 ? 1 : c->P;
-  for (int i = 0; i < n; i++) {
+  for (int i = 0; i < n && !out->channels_unknown; i++) {
     int64_t from = send ? pairs[i].source : pairs[i].target;
     int64_t to = send ? pairs[i].target : pairs[i].source;
     int64_t limit = c->P > 1 ? c->P : c->R;
     if (from != me || to < 0 || to >= limit) continue;
-    int peer = (int)(base + to * stride);
-    int k = 0;
-    while (k < out->tally_count &&
-           !(out->tallies[k].channel_id == inst->attrs.channel_id &&
-             out->tallies[k].peer == peer && out->tallies[k].send == send))
-      k++;
-    if (k == out->tally_count) {
-      if (out->tally_count == out->tally_cap) {
-        int cap = out->tally_cap ? 2 * out->tally_cap : 8;
-        tally_t *grown = hl_realloc(out->tallies, (size_t)cap * sizeof(tally_t));
-        if (!grown) {
-          out->channels_unknown = true;
-          break;
-        }
-        out->tallies = grown;
-        out->tally_cap = cap;
-      }
-      out->tallies[k] = (tally_t){.channel_id = inst->attrs.channel_id, .peer = peer,
-                                  .send = send, .first = inst};
-      out->tally_count++;
-    }
-    out->tallies[k].count++;
+    tally_add(out, inst, (int)(base + to * stride), send);
   }
   hl_free(pairs);
 }

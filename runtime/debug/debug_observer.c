@@ -1,7 +1,13 @@
 // The debugging observer (see debug_observer.h). Cheap on purpose, since
-// the hang watchdog keeps it on by default: an ordinary instruction costs a
-// push and a pop of its id; only communicating ones read the clock and
-// write a flight-recorder event.
+// the hang watchdog keeps it on by default: an ordinary instruction is not
+// called for at all (runtime/exec/observer.h: the walk stores its id into
+// the marker, the rank state's frame above the stack); enter / leave run
+// for the instructions that call computations (the stack, while
+// iterations) and the communicating ones, which read the clock and write a
+// flight-recorder event. With --trace the walk also logs every other
+// instruction's end itself (one clock read, observer.h's log), calling
+// `finished` only when the log is full; with the NaN / Inf checks enter and
+// leave run for all.
 #include "runtime/debug/debug_observer.h"
 
 #include <stdio.h>
@@ -20,6 +26,7 @@ struct hl_debug_observer {
   const hl_instruction_t *insts[HL_RANK_STATE_MAX_DEPTH];
   int64_t iteration[HL_RANK_STATE_MAX_DEPTH];  // while frames: 0-based iteration (-1: none yet)
   int event_slot[HL_RANK_STATE_MAX_DEPTH];  // flight-recorder slot of a communicating frame
+  int64_t sink;  // the marker without a state, or below the deepest frame kept
 };
 
 // One table lookup on the hot path instead of a switch per call.
@@ -75,6 +82,12 @@ static void record_start(hl_debug_observer_t *o, const hl_instruction_t *inst,
   o->event_slot[d] = slot;
 }
 
+// Points the marker at the frame above the stack (depth d), where the walk
+// stores the id of each plain instruction it starts.
+static void move_marker(hl_debug_observer_t *o, int d) {
+  o->base.marker = o->state && d < HL_RANK_STATE_MAX_DEPTH ? &o->state->frames[d].id : &o->sink;
+}
+
 static void observer_enter(hl_exec_observer_t *base, const hl_instruction_t *inst,
                            hl_literal_t *const *operands, int count) {
   hl_debug_observer_t *o = (hl_debug_observer_t *)base;
@@ -83,7 +96,7 @@ static void observer_enter(hl_exec_observer_t *base, const hl_instruction_t *ins
   if (o->options.check_nans || o->options.check_infs)
     for (int k = 0; k < count; k++) hl_literal_retain(operands[k]);
   int d = o->depth++;
-  if (o->options.trace) hl_trace_recorder_enter(o->options.trace, d);
+  if (o->options.trace) hl_trace_recorder_log(o->options.trace)->depth = o->depth;
   if (d < HL_RANK_STATE_MAX_DEPTH) {
     o->insts[d] = inst;
     o->iteration[d] = -1;
@@ -91,6 +104,7 @@ static void observer_enter(hl_exec_observer_t *base, const hl_instruction_t *ins
   hl_rank_state_t *s = o->state;
   if (!s || d >= HL_RANK_STATE_MAX_DEPTH) {
     if (s) __atomic_store_n(&s->depth, o->depth, __ATOMIC_RELEASE);
+    move_marker(o, o->depth);
     return;
   }
   hl_rank_frame_t *f = &s->frames[d];
@@ -101,7 +115,11 @@ static void observer_enter(hl_exec_observer_t *base, const hl_instruction_t *ins
     f->start_ns = hl_rank_state_now_ns();
     record_start(o, inst, operands, count, d, f->start_ns);
   }
+  // No instruction started inside it yet.
+  if (d + 1 < HL_RANK_STATE_MAX_DEPTH)
+    __atomic_store_n(&s->frames[d + 1].id, HL_RANK_STATE_NO_ID, __ATOMIC_RELAXED);
   __atomic_store_n(&s->depth, o->depth, __ATOMIC_RELEASE);
+  move_marker(o, o->depth);
 }
 
 // "iteration 3 of while.1, iteration 0 of while.7" for the enclosing loops.
@@ -143,14 +161,14 @@ static hl_status_t observer_leave(hl_exec_observer_t *base, const hl_instruction
   }
   int d = --o->depth;
   bool talks = communicates(inst->opcode);
-  if (o->options.trace) {
+  if (o->options.trace && talks) {
     int64_t bytes = 0;
-    if (talks) {
-      if (is_done_form(inst->opcode)) bytes = literal_bytes(result);
-      else
-        for (int k = 0; k < count; k++) bytes += literal_bytes(operands[k]);
-    }
-    hl_trace_recorder_leave(o->options.trace, inst, d, bytes);
+    if (is_done_form(inst->opcode)) bytes = literal_bytes(result);
+    else
+      for (int k = 0; k < count; k++) bytes += literal_bytes(operands[k]);
+    hl_trace_recorder_leave_bytes(o->options.trace, inst, d, bytes);
+  } else if (o->options.trace) {
+    hl_trace_recorder_leave(o->options.trace, inst, d);
   }
   hl_rank_state_t *s = o->state;
   if (s) {
@@ -164,8 +182,19 @@ static hl_status_t observer_leave(hl_exec_observer_t *base, const hl_instruction
       s->progress_ns = now;
     }
     __atomic_store_n(&s->depth, o->depth, __ATOMIC_RELEASE);
+    // Its frame is the marker now; a finished collective there would read as
+    // one waited in.
+    if (d < HL_RANK_STATE_MAX_DEPTH && talks)
+      __atomic_store_n(&s->frames[d].id, HL_RANK_STATE_NO_ID, __ATOMIC_RELAXED);
   }
+  move_marker(o, d);  // its frame, which holds its id (the last one started there)
   return st;
+}
+
+// A plain instruction under --trace finished (the checks enter every one).
+static void observer_finished(hl_exec_observer_t *base, const hl_instruction_t *inst) {
+  hl_debug_observer_t *o = (hl_debug_observer_t *)base;
+  hl_trace_recorder_leave(o->options.trace, inst, o->depth);
 }
 
 static void observer_call(hl_exec_observer_t *base, const hl_computation_t *computation) {
@@ -178,10 +207,17 @@ static void observer_call(hl_exec_observer_t *base, const hl_computation_t *comp
   if (o->state) o->state->frames[d].iteration = o->iteration[d];
 }
 
+static void observer_begin_run(hl_exec_observer_t *base) {
+  hl_debug_observer_t *o = (hl_debug_observer_t *)base;
+  if (o->options.trace) hl_trace_recorder_begin(o->options.trace);
+}
+
 static const hl_exec_observer_vtable_t kVtable = {
     .enter = observer_enter,
     .leave = observer_leave,
     .call = observer_call,
+    .finished = observer_finished,
+    .begin_run = observer_begin_run,
 };
 
 hl_status_t hl_debug_observer_create(const hl_debug_observer_options_t *options,
@@ -192,6 +228,17 @@ hl_status_t hl_debug_observer_create(const hl_debug_observer_options_t *options,
   o->base.vtable = &kVtable;
   o->options = *options;
   o->state = options->state;
+  // What the walk calls for (observer.h): the checks read every value;
+  // communicating instructions are the ones a hang waits in; the trace
+  // wants every instruction's end. Calling instructions get both anyway.
+  bool checks = options->check_nans || options->check_infs;
+  for (int op = 0; op < HL_OP_COUNT_; op++)
+    o->base.hooks[op] = checks || communicates((hl_opcode_t)op)
+                            ? HL_OBSERVE_ENTER | HL_OBSERVE_LEAVE
+                            : options->trace ? HL_OBSERVE_LEAVE : 0;
+  o->base.wants_values = checks;
+  o->base.log = options->trace ? hl_trace_recorder_log(options->trace) : NULL;
+  move_marker(o, 0);
   *out_observer = o;
   return NULL;
 }

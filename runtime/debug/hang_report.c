@@ -89,8 +89,34 @@ static void name_instruction(const hl_instruction_t *inst, int64_t id, hl_strbuf
   else hl_strbuf_appendf(out, "instruction id %lld", (long long)id);
 }
 
+static void report_rank(const hl_rank_state_t *s, const hl_module_t *module, int64_t R,
+                        int64_t P, int64_t now_ns, const char *note, hl_strbuf_t *out);
+
 void hl_hang_report_rank(const hl_rank_state_t *s, const hl_module_t *module, int64_t R,
                          int64_t P, int64_t now_ns, const char *note, hl_strbuf_t *out) {
+  // The marker (rank_state.h): the plain instruction started last inside the
+  // innermost frame is shown as the innermost frame itself, unless that one
+  // waits in a collective or channel (frames that communicate have a start
+  // time): then it would be the collective's reducer, and the wait is what
+  // matters.
+  int d = s->depth;
+  if (s->phase == HL_PHASE_RUNNING && d >= 0 && d < HL_RANK_STATE_MAX_DEPTH &&
+      s->frames[d].id != HL_RANK_STATE_NO_ID && (d == 0 || s->frames[d - 1].start_ns == 0)) {
+    hl_rank_state_t *view = hl_malloc(sizeof(*view));
+    if (view) {
+      *view = *s;
+      view->frames[d] = (hl_rank_frame_t){s->frames[d].id, -2, 0};
+      view->depth = d + 1;
+      report_rank(view, module, R, P, now_ns, note, out);
+      hl_free(view);
+      return;
+    }
+  }
+  report_rank(s, module, R, P, now_ns, note, out);
+}
+
+static void report_rank(const hl_rank_state_t *s, const hl_module_t *module, int64_t R,
+                        int64_t P, int64_t now_ns, const char *note, hl_strbuf_t *out) {
   if (P <= 0) P = 1;
   int depth = s->depth < HL_RANK_STATE_MAX_DEPTH ? s->depth : HL_RANK_STATE_MAX_DEPTH;
   const hl_instruction_t *top = NULL;

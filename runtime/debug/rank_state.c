@@ -41,6 +41,7 @@ hl_status_t hl_rank_state_create(const char *path, int rank, const char *program
   s->pid = (int32_t)getpid();
   gethostname(s->host, sizeof(s->host) - 1);
   snprintf(s->program, sizeof(s->program), "%s", program ? program : "");
+  for (int d = 0; d < HL_RANK_STATE_MAX_DEPTH; d++) s->frames[d].id = HL_RANK_STATE_NO_ID;
   s->phase_ns = s->progress_ns = hl_rank_state_now_ns();
   __atomic_store_n(&s->magic, (uint32_t)HL_RANK_STATE_MAGIC, __ATOMIC_RELEASE);
   *out_state = s;

@@ -23,6 +23,10 @@ enum {
   HL_RANK_STATE_MAGIC = 0x484c4453,  // "HLDS"
 };
 
+// A frame id meaning "no instruction" (the frame above the stack, before
+// any instruction started there).
+#define HL_RANK_STATE_NO_ID INT64_MIN
+
 typedef enum hl_rank_phase {
   HL_PHASE_STARTING = 0,  // before the program runs
   HL_PHASE_RUNNING,       // inside hl_executable_run
@@ -30,6 +34,10 @@ typedef enum hl_rank_phase {
   HL_PHASE_DONE,          // past the run (outputs, shutdown)
 } hl_rank_phase_t;
 
+// frames[0 .. depth-1] are the instructions that call computations or
+// communicate, outermost first; frames[depth].id (when depth is below
+// MAX_DEPTH and it is not HL_RANK_STATE_NO_ID) is the marker: the last other
+// instruction started inside the innermost one (only its id is kept).
 typedef struct hl_rank_frame {
   int64_t id;          // instruction id
   int64_t iteration;   // while: body runs started - 1 (the 0-based iteration); else -1

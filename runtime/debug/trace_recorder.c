@@ -17,21 +17,25 @@ hl_status_t hl_trace_recorder_create(int64_t max_spans, hl_trace_recorder_t **ou
   t->max = max_spans;
   pthread_mutex_init(&t->progress_lock, NULL);
   hl_trace_clock_init(&t->clock, true);
+  t->log.tsc = t->clock.tsc;
+  t->log.base = t->clock.base;
   *out = t;
   return NULL;
 }
 
 void hl_trace_recorder_destroy(hl_trace_recorder_t *t) {
   if (!t) return;
-  hl_free(t->spans);
+  hl_free(t->records);
+  hl_free(t->bytes);
   hl_free(t->progress);
   pthread_mutex_destroy(&t->progress_lock);
   hl_free(t);
 }
 
 void hl_trace_recorder_clear(hl_trace_recorder_t *t) {
-  t->count = 0;
+  t->log.next = t->records;
   t->dropped = 0;
+  t->bytes_count = 0;
   t->progress_count = 0;
   t->progress_dropped = 0;
 }
@@ -39,14 +43,36 @@ void hl_trace_recorder_clear(hl_trace_recorder_t *t) {
 void hl_trace_recorder_grow_(hl_trace_recorder_t *t) {
   int64_t cap = t->cap ? 2 * t->cap : 4096;
   if (cap > t->max) cap = t->max;
-  hl_trace_span_t *grown = cap > t->cap ? hl_realloc(t->spans, (size_t)cap * sizeof(*grown))
-                                        : NULL;
+  hl_trace_record_t *grown =
+      cap > t->cap ? hl_realloc(t->records, (size_t)cap * sizeof(*grown)) : NULL;
   if (!grown) {
     t->dropped++;
     return;
   }
-  t->spans = grown;
+  int64_t count = hl_trace_recorder_count(t);
+  t->records = grown;
   t->cap = cap;
+  t->log.next = grown + count;
+  t->log.end = grown + cap;
+}
+
+void hl_trace_recorder_set_clock_uncertainty(hl_trace_recorder_t *t, int64_t ns) {
+  t->clock_uncertainty_ns = ns;
+}
+
+void hl_trace_recorder_leave_bytes(hl_trace_recorder_t *t, const hl_instruction_t *inst,
+                                   int depth, int64_t bytes) {
+  int64_t before = hl_trace_recorder_count(t);
+  hl_trace_recorder_append_(t, inst, depth);
+  if (hl_trace_recorder_count(t) == before) return;  // not recorded
+  if (t->bytes_count == t->bytes_cap) {
+    int64_t cap = t->bytes_cap ? 2 * t->bytes_cap : 256;
+    hl_trace_bytes_t *grown = hl_realloc(t->bytes, (size_t)cap * sizeof(*grown));
+    if (!grown) return;  // the span stays, with 0 bytes
+    t->bytes = grown;
+    t->bytes_cap = cap;
+  }
+  t->bytes[t->bytes_count++] = (hl_trace_bytes_t){before, bytes};
 }
 
 void hl_trace_recorder_progress(hl_trace_recorder_t *t, const hl_instruction_t *inst,
@@ -105,9 +131,8 @@ static void append_group(hl_strbuf_t *out, const hl_instruction_t *inst, int ran
   hl_process_groups_deinit(&g);
 }
 
-static void append_span(hl_strbuf_t *out, const hl_trace_span_t *s, int rank, int tid,
-                        double ts, double dur, int64_t R, int64_t P) {
-  const hl_instruction_t *inst = s->inst;
+static void append_span(hl_strbuf_t *out, const hl_instruction_t *inst, int64_t bytes, int rank,
+                        int tid, double ts, double dur, int64_t R, int64_t P) {
   hl_strbuf_append(out, ",\n{\"ph\":\"X\",\"name\":");
   append_json_string(out, inst->name);
   hl_strbuf_appendf(out, ",\"cat\":\"%s\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,"
@@ -116,7 +141,7 @@ static void append_span(hl_strbuf_t *out, const hl_trace_span_t *s, int rank, in
                     hl_opcode_name(inst->opcode));
   append_json_string(out, inst->parent ? inst->parent->name : "");
   if (tid) {
-    hl_strbuf_appendf(out, ",\"bytes\":%lld", (long long)s->bytes);
+    hl_strbuf_appendf(out, ",\"bytes\":%lld", (long long)bytes);
     if (inst->attrs.channel_id > 0)
       hl_strbuf_appendf(out, ",\"channel\":%lld", (long long)inst->attrs.channel_id);
     if (hl_opcode_is_collective(inst->opcode)) {
@@ -283,8 +308,10 @@ void hl_trace_recorder_write_events(hl_trace_recorder_t *t, int rank, int64_t R,
   if (P <= 0) P = 1;
   hl_trace_clock_calibrate(&t->clock);
   hl_strbuf_appendf(out, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"args\":{\"name\":"
-                    "\"rank %d (replica %lld, partition %lld)\"}}", rank, rank,
-                    (long long)(rank / P), (long long)(rank % P));
+                    "\"rank %d (replica %lld, partition %lld)\",\"clock_offset_ns\":%lld,"
+                    "\"clock_uncertainty_ns\":%lld}}", rank, rank, (long long)(rank / P),
+                    (long long)(rank % P), (long long)-offset_ns,
+                    (long long)t->clock_uncertainty_ns);
   hl_strbuf_appendf(out, ",\n{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%d,\"args\":"
                     "{\"sort_index\":%d}}", rank, rank);
   hl_strbuf_appendf(out, ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":0,"
@@ -296,19 +323,42 @@ void hl_trace_recorder_write_events(hl_trace_recorder_t *t, int rank, int64_t R,
   // the order they finished, which is the order of the spans.
   int64_t sends[kChannelSlots] = {0}, recvs[kChannelSlots] = {0};
   collective_rows_t rows = {0};
-  for (int64_t i = 0; i < t->count; i++) {
-    const hl_trace_span_t *s = &t->spans[i];
-    int64_t start_ns = hl_trace_clock_to_ns(&t->clock, s->start);
-    int64_t end_ns = hl_trace_clock_to_ns(&t->clock, s->end);
+  // Each record's start: the end of the last record before it at its depth
+  // or above (a stack of the latest record per depth, depths increasing).
+  int64_t latest[HL_TRACE_MAX_DEPTH];
+  int top = 0;
+  int64_t next_bytes = 0;
+  int64_t count = hl_trace_recorder_count(t);
+  for (int64_t i = 0; i < count; i++) {
+    const hl_trace_record_t *rec = &t->records[i];
+    int depth = (int)(rec->tick_depth & (HL_TRACE_MAX_DEPTH - 1));
+    int64_t end = (int64_t)(rec->tick_depth >> HL_TRACE_DEPTH_BITS) + t->clock.base;
+    while (top > 0 && (int)(t->records[latest[top - 1]].tick_depth &
+                            (HL_TRACE_MAX_DEPTH - 1)) > depth)
+      top--;
+    int64_t start = top > 0 ? (int64_t)(t->records[latest[top - 1]].tick_depth >>
+                                        HL_TRACE_DEPTH_BITS) + t->clock.base
+                            : end;
+    if (top > 0 && (int)(t->records[latest[top - 1]].tick_depth & (HL_TRACE_MAX_DEPTH - 1)) ==
+                       depth)
+      top--;
+    latest[top++] = i;
+    int64_t bytes = 0;
+    if (next_bytes < t->bytes_count && t->bytes[next_bytes].record == i)
+      bytes = t->bytes[next_bytes++].bytes;
+    if (!rec->inst) continue;  // a boundary
+    const hl_instruction_t *inst = rec->inst;
+    int64_t start_ns = hl_trace_clock_to_ns(&t->clock, start);
+    int64_t end_ns = hl_trace_clock_to_ns(&t->clock, end);
     double ts = (double)(start_ns + offset_ns - origin_ns) * 1e-3;
     double dur = (double)(end_ns - start_ns) * 1e-3;
-    append_span(out, s, rank, 0, ts, dur, R, P);
-    if (!hl_debug_opcode_communicates(s->inst->opcode)) continue;
-    int tid = collective_tid(&rows, collective_of(s->inst), rank, R, P, channels, out);
-    append_span(out, s, rank, tid, ts, dur, R, P);
-    bool send = s->inst->opcode == HL_OP_SEND;
-    if (!send && s->inst->opcode != HL_OP_RECV_DONE) continue;
-    int64_t channel = s->inst->attrs.channel_id;
+    append_span(out, inst, bytes, rank, 0, ts, dur, R, P);
+    if (!hl_debug_opcode_communicates(inst->opcode)) continue;
+    int tid = collective_tid(&rows, collective_of(inst), rank, R, P, channels, out);
+    append_span(out, inst, bytes, rank, tid, ts, dur, R, P);
+    bool send = inst->opcode == HL_OP_SEND;
+    if (!send && inst->opcode != HL_OP_RECV_DONE) continue;
+    int64_t channel = inst->attrs.channel_id;
     int slot = (int)((uint64_t)channel % kChannelSlots);
     int64_t flow = send ? ++sends[slot] : ++recvs[slot];
     // Bound to the enclosing slices: the send's start, the recv-done's middle.

@@ -16,15 +16,23 @@
 #include "runtime/base/strbuf.h"
 #include "runtime/debug/trace_clock.h"
 #include "runtime/exec/channels.h"
+#include "runtime/exec/observer.h"
 #include "runtime/ir/module.h"
 
-// One finished instruction: 32 bytes, no strings; names, groups and flow
-// ids are made only when the trace is written.
-typedef struct hl_trace_span {
-  const hl_instruction_t *inst;
-  int64_t start, end;        // trace clock ticks (trace_clock.h)
-  int64_t bytes;             // collectives and channels: operand (or -done: result) bytes
-} hl_trace_span_t;
+// One finished instruction: 16 bytes, no strings, one clock read. Its span
+// ends at `tick` and starts where the instruction before it at its depth or
+// above ended (the previous record of depth <= its own: the end of one span
+// is the start of the next on the executor track, and a parent's span starts
+// where its first child's does), worked out when the trace is written, as
+// are names, groups and flow ids. inst NULL: a boundary only (a run's start).
+typedef hl_exec_log_record_t hl_trace_record_t;
+
+// Bytes of a collective / channel instruction's record (operand bytes, or a
+// -done's result bytes): rare, so kept aside from the records.
+typedef struct hl_trace_bytes {
+  int64_t record;  // index into the records
+  int64_t bytes;
+} hl_trace_bytes_t;
 
 // What the collectives' progress thread did for one non-blocking
 // collective (collectives/progress_hook.h), on the "progress thread" track.
@@ -36,15 +44,24 @@ typedef struct hl_trace_progress_span {
   bool completed;            // the thread saw it complete (else the -done took it back)
 } hl_trace_progress_span_t;
 
-enum { HL_TRACE_MAX_DEPTH = 64, HL_TRACE_PROGRESS_SPANS = 1 << 16, HL_TRACE_PROGRESS_ROWS = 62 };
+enum {
+  HL_TRACE_DEPTH_BITS = HL_EXEC_LOG_DEPTH_BITS,
+  HL_TRACE_MAX_DEPTH = 1 << HL_TRACE_DEPTH_BITS,  // deeper instructions are not recorded
+  HL_TRACE_PROGRESS_SPANS = 1 << 16,
+  HL_TRACE_PROGRESS_ROWS = 62,
+};
 
-// Private: in the header only so that enter / leave inline into the
-// debugging observer (the hot path: two clock reads and one 32-byte store).
+// Private: in the header only so that hl_trace_recorder_leave inlines into
+// the debugging observer. The hot path is the executor's: it appends to
+// `log` (one clock read, one 16-byte store; runtime/exec/observer.h).
 typedef struct hl_trace_recorder {
-  hl_trace_span_t *spans;
-  int64_t count, cap, max, dropped;
-  int64_t start[HL_TRACE_MAX_DEPTH];
+  hl_trace_record_t *records;
+  hl_exec_log_t log;  // log.next - records records kept; log.end: records + cap
+  int64_t cap, max, dropped;
+  hl_trace_bytes_t *bytes;  // in record order
+  int64_t bytes_count, bytes_cap;
   hl_trace_clock_t clock;
+  int64_t clock_uncertainty_ns;  // how far the offset to the reference clock may be off
   // The progress threads' spans: the MPI backend's and the shared-memory
   // layer's threads may report at once, hence the lock.
   pthread_mutex_t progress_lock;
@@ -52,30 +69,51 @@ typedef struct hl_trace_recorder {
   int64_t progress_count, progress_dropped;
 } hl_trace_recorder_t;
 
-// At most `max_spans` spans are kept (later ones are counted, not stored).
+// At most `max_spans` records (about one per instruction) are kept (later
+// ones are counted, not stored).
 hl_status_t hl_trace_recorder_create(int64_t max_spans, hl_trace_recorder_t **out_recorder);
 void hl_trace_recorder_destroy(hl_trace_recorder_t *recorder);  // NULL-safe
 // Forgets the spans recorded so far (keeps the memory).
 void hl_trace_recorder_clear(hl_trace_recorder_t *recorder);
 
-// Out of line: grows the span array (or counts a dropped span).
+// Out of line: grows the record array (or counts a dropped record).
 void hl_trace_recorder_grow_(hl_trace_recorder_t *recorder);
 
-// Called by the debugging observer around every instruction.
-static inline void hl_trace_recorder_enter(hl_trace_recorder_t *t, int depth) {
-  if ((unsigned)depth < HL_TRACE_MAX_DEPTH) t->start[depth] = hl_trace_clock_ticks(&t->clock);
+// Records kept so far.
+static inline int64_t hl_trace_recorder_count(const hl_trace_recorder_t *t) {
+  return t->log.next - t->records;
 }
 
-static inline void hl_trace_recorder_leave(hl_trace_recorder_t *t, const hl_instruction_t *inst,
-                                           int depth, int64_t bytes) {
-  int64_t now = hl_trace_clock_ticks(&t->clock);
-  if ((unsigned)depth >= HL_TRACE_MAX_DEPTH) return;
-  if (t->count == t->cap) {
-    hl_trace_recorder_grow_(t);
-    if (t->count == t->cap) return;  // dropped (counted)
-  }
-  t->spans[t->count++] = (hl_trace_span_t){inst, t->start[depth], now, bytes};
+// The log the executor appends to; the debugging observer keeps its depth.
+static inline hl_exec_log_t *hl_trace_recorder_log(hl_trace_recorder_t *t) { return &t->log; }
+
+static inline void hl_trace_recorder_append_(hl_trace_recorder_t *t,
+                                             const hl_instruction_t *inst, int depth) {
+  t->log.depth = depth;
+  if (hl_exec_log_append(&t->log, inst) || (unsigned)depth >= HL_TRACE_MAX_DEPTH) return;
+  hl_trace_recorder_grow_(t);  // else dropped (counted)
+  hl_exec_log_append(&t->log, inst);
 }
+
+// Called by the debugging observer when an instruction at call depth
+// `depth` finished (and the executor did not log it itself).
+static inline void hl_trace_recorder_leave(hl_trace_recorder_t *t, const hl_instruction_t *inst,
+                                           int depth) {
+  hl_trace_recorder_append_(t, inst, depth);
+}
+
+// The same for a collective / channel instruction, with its bytes.
+void hl_trace_recorder_leave_bytes(hl_trace_recorder_t *recorder, const hl_instruction_t *inst,
+                                   int depth, int64_t bytes);
+
+// A run begins: the first instruction's span starts here.
+static inline void hl_trace_recorder_begin(hl_trace_recorder_t *t) {
+  hl_trace_recorder_append_(t, NULL, 0);
+}
+
+// How far this rank's clock offset (write_events' offset_ns) may be off the
+// truth: written into the process's metadata (0 by default: the same clock).
+void hl_trace_recorder_set_clock_uncertainty(hl_trace_recorder_t *recorder, int64_t ns);
 
 // The progress thread's work on `inst` (see hl_trace_progress_span_t).
 void hl_trace_recorder_progress(hl_trace_recorder_t *recorder, const hl_instruction_t *inst,
@@ -83,7 +121,9 @@ void hl_trace_recorder_progress(hl_trace_recorder_t *recorder, const hl_instruct
                                 bool completed);
 
 // Appends this rank's events (comma-separated trace-event objects, no
-// brackets): process and thread names, an "X" span per instruction on the
+// brackets): process and thread names (the process's args also give
+// clock_offset_ns, this rank's clock minus the reference, and
+// clock_uncertainty_ns), an "X" span per instruction on the
 // executor track and per collective / channel instruction on that
 // collective's own track (bytes, group, channel; a -done on its -start's,
 // a send-done / recv-done on its send's / recv's; tids from 16 in the order

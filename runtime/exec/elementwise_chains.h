@@ -4,8 +4,9 @@
 // inside the tree, become one blocked program; the walk then computes the
 // tree's root in one blocked pass at the root's position and skips the
 // interior instructions (their values never exist). With
-// --no-fusion-blocking (or an observer, which wants every value) the walk
-// runs them op by op as before: the reference the tests compare against.
+// --no-fusion-blocking (or an observer that wants every value: the NaN
+// checks) the walk runs them op by op as before: the reference the tests
+// compare against.
 #ifndef HL_RUNTIME_EXEC_ELEMENTWISE_CHAINS_H_
 #define HL_RUNTIME_EXEC_ELEMENTWISE_CHAINS_H_
 

@@ -290,9 +290,10 @@ static hl_status_t run_computation(hl_kernel_context_t *ctx, const hl_computatio
   hl_status_t st = NULL;
   hl_exec_observer_t *obs = ctx->options.observer;
   int n = plan->count;
-  // Chains run blocked unless in the reference mode or observed (an
-  // observer wants every instruction's value).
-  const int *chain_at = !ctx->options.no_fusion_blocking && !obs ? plan->chain_at : NULL;
+  // Chains run blocked unless in the reference mode or observed by one that
+  // wants every instruction's value (NaN checks).
+  const int *chain_at =
+      !ctx->options.no_fusion_blocking && !(obs && obs->wants_values) ? plan->chain_at : NULL;
   for (int q = 0; q < n; q++) {
     const hl_instruction_t *inst = plan->order[q];
     int b = ostart[q], e = ostart[q + 1];
@@ -300,7 +301,12 @@ static hl_status_t run_computation(hl_kernel_context_t *ctx, const hl_computatio
     ctx->position = q;
     if (chain_at && chain_at[q] == -2) continue;  // computed by its chain's root
     for (int k = b; k < e; k++) opbuf[k - b] = values[oslots[k]];
-    if (obs) obs->vtable->enter(obs, inst, opbuf, e - b);
+    unsigned hooks = 0;
+    if (obs) {  // inline: a plain instruction costs the observer one store
+      hooks = hl_exec_observer_hooks(obs, inst);
+      if (hooks & HL_OBSERVE_ENTER) obs->vtable->enter(obs, inst, opbuf, e - b);
+      else __atomic_store_n(obs->marker, inst->id, __ATOMIC_RELAXED);
+    }
     if (chain_at && chain_at[q] >= 0) {
       st = run_chain(ctx, &plan->chains[chain_at[q]], values, &result);
     } else if (ctx->options.profile) {
@@ -308,7 +314,10 @@ static hl_status_t run_computation(hl_kernel_context_t *ctx, const hl_computatio
     } else {
       st = plan->kernels[q](ctx, inst, opbuf, &result);
     }
-    if (obs) st = observe_leave(obs, inst, opbuf, e - b, result, st);
+    if (hooks & HL_OBSERVE_ENTER) st = observe_leave(obs, inst, opbuf, e - b, result, st);
+    else if ((hooks & HL_OBSERVE_LEAVE) && !st &&
+             !(obs->log && hl_exec_log_append(obs->log, inst)))
+      obs->vtable->finished(obs, inst);  // no room in the log (or none)
     if (st) {
       hl_literal_release(result);
       st = locate_error(ctx, inst, st);
@@ -462,6 +471,8 @@ hl_status_t hl_executable_run(hl_executable_t *exe, const hl_exec_options_t *opt
   if (options) ctx.options = *options;
   if (ctx.options.num_replicas <= 0) ctx.options.num_replicas = 1;
   if (ctx.options.num_partitions <= 0) ctx.options.num_partitions = 1;
+  if (ctx.options.observer && ctx.options.observer->vtable->begin_run)
+    ctx.options.observer->vtable->begin_run(ctx.options.observer);
   hl_status_t st = run_computation(&ctx, entry, args, arg_count, out_result);
   for (int i = 0; i < ctx.pending_count; i++) ctx.pending[i].discard(ctx.pending[i].state);
   hl_free(ctx.pending);

@@ -112,6 +112,14 @@ def test_collectives_timeline():
                         if e["ph"] == "X" and e["pid"] == r and e["tid"] == 0]
             if not any(e["name"] == "loop" and e["args"]["opcode"] == "while" for e in executor):
                 return "no span for the while loop on rank %d" % r
+        # All four ranks run on this machine's kernel, so they share rank 0's
+        # CLOCK_MONOTONIC: the offset is 0 by construction (not measured, which
+        # under load can be off by half a delayed round trip), with no
+        # uncertainty.
+        clock = {e["pid"]: (e["args"].get("clock_offset_ns"), e["args"].get("clock_uncertainty_ns"))
+                 for e in trace["traceEvents"] if e["ph"] == "M" and e["name"] == "process_name"}
+        if clock != {r: (0, 0) for r in range(4)}:
+            return "clock offsets / uncertainties %r, expected 0 on one host" % (clock,)
         # Aligned clocks: the k-th all-reduce cannot end on any rank before it
         # started on every rank.
         for k in range(3):
@@ -123,6 +131,33 @@ def test_collectives_timeline():
             if earliest_end + EPS_US < latest_start:
                 return "all-reduce %d ends at %.3f before it starts on another rank at %.3f" % (
                     k, earliest_end, latest_start)
+    return None
+
+
+def test_measured_clock_offset_within_uncertainty():
+    """Ranks on other kernels get their clock offset by ping-pong; forced here
+    on one machine (HL_TEST_CLOCK_PINGPONG=1), where the true offset is 0, each
+    rank's measured offset must lie within the uncertainty it reports (half its
+    shortest round trip), however loaded the machine."""
+    with hl.tempdir("trace") as d:
+        n = os.path.join(d, "n.npy")
+        np.save(n, np.array(1, np.int32))
+        out = os.path.join(d, "t.json")
+        env = dict(os.environ, HL_TEST_CLOCK_PINGPONG="1")
+        argv = [hl.HLO_LAUNCH, "-np", "3", "--timeout", "50", "-q", "--args", n, "--trace", out,
+                os.path.join(hl.PROGRAMS_DIR, "cluster_allreduce_loop.hlo")]
+        res = hl.run(argv, timeout=60, env=env)
+        if res.returncode != 0:
+            return res.describe()
+        trace = json.load(open(out))
+        clock = {e["pid"]: e["args"] for e in trace["traceEvents"]
+                 if e["ph"] == "M" and e["name"] == "process_name"}
+        if clock[0]["clock_offset_ns"] != 0 or clock[0]["clock_uncertainty_ns"] != 0:
+            return "rank 0 is the reference: %r" % (clock[0],)
+        for r in (1, 2):
+            off, unc = clock[r]["clock_offset_ns"], clock[r]["clock_uncertainty_ns"]
+            if not (unc > 0 and abs(off) <= unc):
+                return "rank %d: offset %r ns outside its uncertainty %r ns" % (r, off, unc)
     return None
 
 
@@ -267,6 +302,8 @@ if __name__ == "__main__":
     hl.require_binaries("hlo-launch")
     hl.main([
         ("collectives_timeline", test_collectives_timeline),
+        ("measured_clock_offset_within_uncertainty",
+         test_measured_clock_offset_within_uncertainty),
         ("channel_flows", test_channel_flows),
         ("collective_tracks", test_collective_tracks),
         ("progress_thread_track", test_progress_thread_track),

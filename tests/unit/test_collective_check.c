@@ -278,7 +278,40 @@ static void test_send_without_any_recv(void) {
   CU_ASSERT_PTR_NULL(check(buf));
 }
 
+// Without pairs the channel setup pairs the channel's one sender with its
+// one receiver: a one-process job is its own peer and counted so (two sends,
+// one recv: the second send is never received); on more processes every one
+// would send, which the setup refuses at start-up, so nothing is judged.
+static void test_channel_without_pairs(void) {
+  static const char kSelf[] =
+      "HloModule m\nENTRY e {\n  x = f32[4] parameter(0)\n  tok = token[] after-all()\n"
+      "  r = (f32[4], u32[], token[]) recv(tok), channel_id=2\n"
+      "  s = (f32[4], u32[], token[]) send(x, tok), channel_id=2\n"
+      "  rd = (f32[4], token[]) recv-done(r), channel_id=2\n"
+      "  sd = token[] send-done(s), channel_id=2\n%s"
+      "  ROOT y = f32[4] get-tuple-element(rd), index=0\n}\n";
+  static const char kAgain[] =
+      "  s2 = (f32[4], u32[], token[]) send(x, tok), channel_id=2\n"
+      "  sd2 = token[] send-done(s2), channel_id=2\n";
+  char text[2048];
+  for (int twice = 0; twice < 2; twice++) {
+    snprintf(text, sizeof(text), kSelf, twice ? kAgain : "");
+    hl_module_t *m = NULL;
+    HL_ASSERT_OK(hl_parse_hlo_module(text, strlen(text), "c.hlo", &m));
+    if (twice)
+      HL_ASSERT_ERROR_CONTAINS(hl_collective_check(m, 1, 1),
+                               "channel check: the ranks would deadlock: rank 0 receives 1 "
+                               "message on channel 2 from rank 0 (instruction 'r' (recv) in "
+                               "computation 'e' at c.hlo:5:3), but rank 0 sends it 2 (grid 1 x 1;");
+    else
+      CU_ASSERT_PTR_NULL(hl_collective_check(m, 1, 1));
+    CU_ASSERT_PTR_NULL(hl_collective_check(m, 2, 1));  // the channel setup's error
+    hl_module_destroy(m);
+  }
+}
+
 static CU_TestInfo tests[] = {
+    {"channel_without_pairs", test_channel_without_pairs},
     {"channels_pair_up", test_channels_pair_up},
     {"missing_recv", test_missing_recv},
     {"channel_in_loop_counted_per_trip", test_channel_in_loop_counted_per_trip},

@@ -8,8 +8,10 @@
 #include <unistd.h>
 
 #include "runtime/debug/debug_observer.h"
+#include "runtime/debug/hang_report.h"
 #include "runtime/debug/nonfinite_check.h"
 #include "runtime/exec/executor.h"
+#include "runtime/exec/plan.h"
 #include "runtime/text/hlo_parser.h"
 #include "runtime/verifier/verifier.h"
 #include "tests/unit/test_util.h"
@@ -88,6 +90,97 @@ static void test_state_records_loop_and_stack(void) {
   unlink(path);
 }
 
+// A plain instruction is not called for: the walk stores its id into the
+// marker, the frame above the stack. After the run the marker at depth 0
+// holds the entry's last instruction, the one at depth 1 the loop's last
+// (the condition's compare), and a report of that state names the former.
+static void test_marker_names_last_plain_instruction(void) {
+  static const char kHlo[] =
+      "HloModule m\n"
+      "cond {\n  s = (s32[], f32[2]) parameter(0)\n  i = s32[] get-tuple-element(s), index=0\n"
+      "  n = s32[] constant(2)\n  ROOT lt = pred[] compare(i, n), direction=LT\n}\n"
+      "body {\n  s = (s32[], f32[2]) parameter(0)\n  i = s32[] get-tuple-element(s), index=0\n"
+      "  x = f32[2] get-tuple-element(s), index=1\n  k = s32[] constant(1)\n"
+      "  i2 = s32[] add(i, k)\n  ROOT t = (s32[], f32[2]) tuple(i2, x)\n}\n"
+      "ENTRY e {\n  z = s32[] constant(0)\n  x = f32[2] constant({1, 2})\n"
+      "  p = (s32[], f32[2]) tuple(z, x)\n"
+      "  loop = (s32[], f32[2]) while(p), condition=cond, body=body\n"
+      "  ROOT last = f32[2] get-tuple-element(loop), index=1\n}\n";
+  char path[] = "/tmp/hl-test-state-XXXXXX";
+  int fd = mkstemp(path);
+  CU_ASSERT_TRUE_FATAL(fd >= 0);
+  close(fd);
+  hl_rank_state_t *state = NULL;
+  HL_ASSERT_OK(hl_rank_state_create(path, 0, "t.hlo", &state));
+  CU_ASSERT_EQUAL(state->frames[0].id, HL_RANK_STATE_NO_ID);
+  hl_module_t *m = NULL;
+  HL_ASSERT_OK(hl_parse_hlo_module(kHlo, strlen(kHlo), "t.hlo", &m));
+  HL_ASSERT_OK(hl_verify_module(m));
+  hl_debug_observer_t *obs = NULL;
+  hl_debug_observer_options_t o = {.state = state};
+  HL_ASSERT_OK(hl_debug_observer_create(&o, &obs));
+  hl_exec_options_t opts = {.observer = hl_debug_observer_base(obs)};
+  hl_literal_t *out = NULL;
+  HL_ASSERT_OK(hl_execute(m, &opts, NULL, 0, &out));
+  hl_literal_release(out);
+  hl_rank_state_t copy;
+  HL_ASSERT_OK(hl_rank_state_read(path, &copy));
+  CU_ASSERT_EQUAL(copy.depth, 0);
+  const hl_instruction_t *last = hl_rank_state_find_instruction(m, copy.frames[0].id);
+  const hl_instruction_t *inner = hl_rank_state_find_instruction(m, copy.frames[1].id);
+  CU_ASSERT_TRUE_FATAL(last && inner);
+  CU_ASSERT_STRING_EQUAL(last->name, "last");
+  CU_ASSERT_STRING_EQUAL(inner->name, "lt");
+  copy.phase = HL_PHASE_RUNNING;  // as if it stopped there
+  hl_strbuf_t sb;
+  hl_strbuf_init(&sb);
+  hl_hang_report_rank(&copy, m, 1, 1, hl_rank_state_now_ns(), NULL, &sb);
+  CU_ASSERT_PTR_NOT_NULL(strstr(hl_strbuf_cstr(&sb), "\nsummary computes in last "));
+  hl_strbuf_deinit(&sb);
+  hl_debug_observer_destroy(obs);
+  hl_module_destroy(m);
+  hl_rank_state_close(state);
+  unlink(path);
+}
+
+// The watchdog's observer and --trace leave element-wise chains to their
+// one blocked pass (runtime/exec/elementwise_chains.h: interior values never
+// exist); the NaN checks read every value, so the walk runs them op by op.
+static void test_chains_blocked_unless_values_wanted(void) {
+  static const char kHlo[] =
+      "HloModule m\nENTRY e {\n  p = f32[8192] parameter(0)\n  a = f32[8192] add(p, p)\n"
+      "  b = f32[8192] multiply(a, p)\n  ROOT c = f32[8192] negate(b)\n}\n";
+  hl_module_t *m = NULL;
+  HL_ASSERT_OK(hl_parse_hlo_module(kHlo, strlen(kHlo), "t.hlo", &m));
+  HL_ASSERT_OK(hl_verify_module(m));
+  hl_shape_t shape;
+  HL_ASSERT_OK(hl_parse_shape("f32[8192]", &shape));
+  hl_literal_t *arg = NULL;
+  HL_ASSERT_OK(hl_literal_create(&shape, &arg));
+  hl_trace_recorder_t *t = NULL;
+  HL_ASSERT_OK(hl_trace_recorder_create(100, &t));
+  hl_debug_observer_options_t modes[3] = {{.trace = t}, {.check_nans = true}, {0}};
+  int64_t executed[3];
+  for (int k = 0; k < 3; k++) {
+    hl_debug_observer_t *obs = NULL;
+    HL_ASSERT_OK(hl_debug_observer_create(&modes[k], &obs));
+    hl_exec_options_t opts = {.observer = hl_debug_observer_base(obs)};
+    hl_literal_t *out = NULL;
+    hl_exec_stats_reset();
+    HL_ASSERT_OK(hl_execute(m, &opts, &arg, 1, &out));
+    executed[k] = hl_exec_stats().instructions_executed;
+    hl_literal_release(out);
+    hl_debug_observer_destroy(obs);
+  }
+  CU_ASSERT_EQUAL(executed[0], 2);  // p, and c for the chain a -> b -> c
+  CU_ASSERT_EQUAL(executed[1], 4);
+  CU_ASSERT_EQUAL(executed[2], 2);
+  CU_ASSERT_EQUAL(hl_trace_recorder_count(t), 1 + 2);  // the run's start, p, c
+  hl_trace_recorder_destroy(t);
+  hl_literal_release(arg);
+  hl_module_destroy(m);
+}
+
 static void test_nonfinite_summaries(void) {
   // bf16 and c64 leaves of a tuple: the NaN is in leaf 1 (c64) element [1,0].
   hl_module_t *m = NULL;
@@ -114,6 +207,8 @@ static CU_TestInfo tests[] = {
     {"check_nans_passes_infs", test_check_nans_passes_infs},
     {"state_records_loop_and_stack", test_state_records_loop_and_stack},
     {"nonfinite_summaries", test_nonfinite_summaries},
+    {"chains_blocked_unless_values_wanted", test_chains_blocked_unless_values_wanted},
+    {"marker_names_last_plain_instruction", test_marker_names_last_plain_instruction},
     CU_TEST_INFO_NULL,
 };
 
