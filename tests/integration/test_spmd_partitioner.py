@@ -433,6 +433,22 @@ def reshard_chain(rng, mesh, dt):
     return "\nENTRY main {\n%s\n}" % "\n".join(lines), [x], -x, None
 
 
+def reshard_uneven_chain(rng, mesh, dt):
+    """Random Sharding constraints on an array whose dimensions no grid
+    divides evenly: every reshard plan on padded shards (uneven all-to-all,
+    local cuts of a padded dimension, gathers that drop the padding)."""
+    x = rand_array(rng, (6, 10), dt)
+    t = shape_text(dt, (6, 10))
+    lines = ["  x = %s parameter(0), sharding=%s" % (t, mesh_sharding(rng, 2, mesh))]
+    prev = "x"
+    for k in range(6):
+        lines.append('  c%d = %s custom-call(%s), custom_call_target="Sharding", sharding=%s'
+                     % (k, t, prev, mesh_sharding(rng, 2, mesh)))
+        prev = "c%d" % k
+    lines.append("  ROOT r = %s negate(%s), sharding=%s" % (t, prev, mesh_sharding(rng, 2, mesh, False)))
+    return "\nENTRY main {\n%s\n}" % "\n".join(lines), [x], -x, None
+
+
 def uneven(rng, mesh, dt):
     """Dimensions that do not divide by the tiles (padded shards)."""
     x = rand_array(rng, (7, 5), dt)
@@ -658,6 +674,7 @@ CORPUS = [
     ("scatter", scatter, ["s32"]),
     ("uneven", uneven, ["s32"]),
     ("reshard_chain", reshard_chain, ["s32"]),
+    ("reshard_uneven_chain", reshard_uneven_chain, ["s32"]),
     ("megatron", megatron, ["f32"]),
     ("call", call, ["s32", "f32"]),
     ("while_loop", while_loop, ["s32", "f32"]),
@@ -698,7 +715,7 @@ def corpus_test(name, build, dtypes, rounds):
                     # One random draw per case and grid, two for the integer element-wise
                     # program and the reshard chain (the most sharding combinations); the
                     # launches are what takes time on a loaded machine.
-                    twice = dt == "s32" and name in ("elementwise", "reshard_chain")
+                    twice = dt == "s32" and name in ("elementwise", "reshard_chain", "reshard_uneven_chain")
                     for k in range(rounds if twice else 1):
                         text, inputs, want, tol = build(rng, mesh, dt)
                         tag = "%s_%dx%d_%s_%d" % (name, mesh[0], mesh[1], dt, k)
@@ -927,6 +944,79 @@ ENTRY main {
         return hl.compare("refine", np.load(out), -x)
 
 
+# Reshards whose cheapest plan is known: (partitions, shape, source, target,
+# plan chosen, bytes per partition of the move). Bytes worked out by hand
+# (s32: 4 bytes an element), each against the all-gather + dynamic-slice
+# plan's, which the explanation lists too.
+RESHARD_CASES = [
+    # A split handed from dim 0 to dim 1 on 2 partitions: one all-to-all of
+    # the [4,16] shard (256 bytes), not an all-gather of [8,16] (512).
+    (2, (8, 16), "{devices=[2,1]<=[2]}", "{devices=[1,2]<=[2]}", "direct", 256, 512),
+    # Uneven: [6,10] split 4 ways along 0 ([2,10] shards) to 4 ways along 1:
+    # dim 1 padded to 12, one all-to-all of [2,12] = 96 bytes; gathering
+    # [8,10] would be 320.
+    (4, (6, 10), "{devices=[4,1]<=[4]}", "{devices=[1,4]<=[4]}", "direct", 96, 320),
+    # The same split change with the devices in reverse order: a
+    # collective-permute of the [2,16] shard, then the all-to-all (128 + 128);
+    # gathering is [8,16] = 512.
+    (4, (8, 16), "{devices=[4,1]<=[4]}", "{devices=[1,4]3,2,1,0}", "permute+direct", 256, 512),
+    # Rows over pairs {0,1},{2,3} to columns over pairs {0,2},{1,3}: each
+    # device cuts its column half first, then the row halves are gathered
+    # over {0,2},{1,3}: [8,8] = 256 bytes instead of [8,16] = 512.
+    (4, (8, 16), "{devices=[2,1,2]<=[4] last_tile_dim_replicate}",
+     "{devices=[1,2,2]<=[2,2]T(1,0) last_tile_dim_replicate}", "direct", 256, 512),
+    # Rows in halves to rows in quarters on other devices: cut the quarter of
+    # the half each device holds (free), then a collective-permute of [2,16]
+    # = 128 bytes; gathering the halves is [8,16] = 512.
+    (4, (8, 16), "{devices=[2,1,2]<=[4] last_tile_dim_replicate}", "{devices=[4,1]2,3,0,1}",
+     "direct+permute", 128, 512),
+    # Only the devices differ: one collective-permute of the [8,4] shard.
+    (4, (8, 16), "{devices=[1,4]<=[4]}", "{devices=[1,4]3,1,2,0}", "permute", 128, 512),
+]
+
+
+def test_reshard_cheapest_plan():
+    """Each reshard of RESHARD_CASES picks the cheapest plan (named and costed
+    in --explain-partitioning, bytes as worked out by hand), and the moved
+    value is right on real ranks."""
+    failures = []
+    with hl.tempdir("spmd-reshard") as tmp:
+        for k, (n, shape, src, dst, plan, nbytes, gather_bytes) in enumerate(RESHARD_CASES):
+            t = shape_text("s32", shape)
+            text = """HloModule reshard%d, num_partitions=%d
+
+ENTRY main {
+  x = %s parameter(0), sharding=%s
+  c = %s custom-call(x), custom_call_target="Sharding", sharding=%s
+  ROOT y = %s negate(c), sharding=%s
+}
+""" % (k, n, t, src, t, dst, t, dst)
+            prog = os.path.join(tmp, "r%d.hlo" % k)
+            with open(prog, "w") as f:
+                f.write(text)
+            e = hl.run([hl.HLO_LAUNCH, "--explain-partitioning", prog])
+            m = re.search(r"reshard plans \(bytes per partition\):(.*); chosen: (\S+)", e.stdout)
+            costs = dict((name.strip(), int(b)) for name, b in
+                         (item.rsplit(" ", 1) for item in m.group(1).split(","))) if m else {}
+            if (e.returncode != 0 or not m or m.group(2) != plan or costs.get(plan) != nbytes
+                    or costs.get("all-gather+slice") != gather_bytes or min(costs.values()) != nbytes
+                    or "total: " not in e.stdout or " %d bytes per partition" % nbytes not in e.stdout):
+                failures.append("case %d: expected %s moving %d bytes (all-gather+slice %d)\n%s\n%s"
+                                % (k, plan, nbytes, gather_bytes, text, e.describe()))
+                continue
+            x = np.arange(int(np.prod(shape)), dtype=np.int32).reshape(shape) - 7
+            xp, out = os.path.join(tmp, "x%d.npy" % k), os.path.join(tmp, "out%d.npy" % k)
+            np.save(xp, x)
+            r = hl.run([hl.HLO_LAUNCH, "-np", str(n), "--quiet", "--global-args", xp, "--global-output", out, prog])
+            if r.returncode != 0:
+                failures.append("case %d:\n%s" % (k, r.describe()))
+                continue
+            msg = hl.compare("case %d" % k, np.load(out), -x)
+            if msg:
+                failures.append(msg)
+    return "\n\n".join(failures) or None
+
+
 def test_two_replicas():
     """A global program on a grid of 2 replicas x 4 partitions: each replica
     runs the partitioned program on its own copy, its collectives within its
@@ -1080,6 +1170,7 @@ TESTS = [(name, corpus_test(name, build, dts, 2)) for name, build, dts in CORPUS
     ("while_loop_and_tuple_root_shards", test_while_loop_and_tuple_root_shards),
     ("sort_tuple_root_shards", test_sort_tuple_root_shards),
     ("refined_split_moves_nothing", test_refined_split_moves_nothing),
+    ("reshard_cheapest_plan", test_reshard_cheapest_plan),
     ("two_replicas", test_two_replicas),
     ("detection", test_detection),
     ("manual_region", test_manual_region),
