@@ -476,18 +476,36 @@ hl_status_t spmd_propagate(spmd_ctx_t *c) {
         }
         if (all && !v->known) set(v, &v->sh, &changed);
       }
-      // A while's loop state keeps its init tuple's shardings (lower_while).
-      const hl_instruction_t *init = inst->operand_count ? inst->operands[0] : NULL;
-      if (inst->opcode == HL_OP_WHILE && !v->known && init->opcode == HL_OP_TUPLE && c->val[init->index].known &&
-          c->val[init->index].elem_count == inst->shape.tuple_count) {
-        v->elems = hl_calloc((size_t)inst->shape.tuple_count + 1, sizeof(*v->elems));
-        if (!v->elems) return HL_OOM();
-        v->elem_count = inst->shape.tuple_count;
-        for (int k = 0; k < v->elem_count; k++) v->elems[k] = c->val[init->index].elems[k];
-        set(v, &v->sh, &changed);
+      // A while's result: the shardings its loop state keeps (the fixed
+      // point over the body from the init's, as spmd_lower_while holds it).
+      if (inst->opcode == HL_OP_WHILE && !v->known && !v->manual) {
+        static _Thread_local hl_spmd_sharding_t S[SPMD_MAX_TUPLE];
+        bool ok;
+        HL_RETURN_IF_ERROR(spmd_while_state(c, i, S, &ok));
+        if (ok) {
+          v->elems = hl_calloc((size_t)inst->shape.tuple_count + 1, sizeof(*v->elems));
+          if (!v->elems) return HL_OOM();
+          v->elem_count = inst->shape.tuple_count;
+          memcpy(v->elems, S, (size_t)v->elem_count * sizeof(*S));
+          set(v, &v->sh, &changed);
+        }
       }
     }
     for (int i = e->instruction_count - 1; i >= 0; i--) backward(c, i, &changed);
+    // Settled with a loop state still unknown: its init tuple's unknown
+    // elements take what they get in the end anyway (replicated), so the
+    // loop's result and its users can follow the state.
+    for (int i = 0; i < e->instruction_count && !changed; i++) {
+      const hl_instruction_t *inst = e->instructions[i];
+      if (inst->opcode != HL_OP_WHILE || c->val[i].known || inst->operands[0]->opcode != HL_OP_TUPLE) continue;
+      const hl_instruction_t *init = inst->operands[0];
+      for (int k = 0; k < init->operand_count; k++) {
+        spmd_value_t *ov = &c->val[init->operands[k]->index];
+        if (ov->known || hl_shape_is_tuple(&init->operands[k]->shape)) continue;
+        hl_spmd_replicated(init->operands[k]->shape.rank, c->n, &ov->sh);
+        set(ov, &ov->sh, &changed);
+      }
+    }
     if (!changed) break;
   }
   for (int i = 0; i < e->instruction_count; i++) {

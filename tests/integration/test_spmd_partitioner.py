@@ -601,6 +601,74 @@ ENTRY main {
     return text, [x, w], acc, None if dt == "s32" else (1e-5, 1e-4)
 
 
+def while_chain(rng, mesh, dt):
+    """Two loops in a row, the second's loop state the first's result (not a
+    tuple instruction), the entry using elements of both results: propagation
+    gives the loop results the shardings their states keep (the fixed point
+    over the body), so the users do not gather them."""
+    x = rand_array(rng, (8, 12), dt)
+    st = "(s32[], %s, %s)" % (shape_text(dt, (8, 12)), shape_text(dt, (8, 12)))
+    text = """
+cond {
+  s = %(st)s parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  lim = s32[] constant(3)
+  ROOT lt = pred[] compare(i, lim), direction=LT
+}
+
+cond6 {
+  s = %(st)s parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  lim = s32[] constant(6)
+  ROOT lt = pred[] compare(i, lim), direction=LT
+}
+
+double {
+  s = %(st)s parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  x = %(tx)s get-tuple-element(s), index=1
+  acc = %(tx)s get-tuple-element(s), index=2
+  one = s32[] constant(1)
+  i2 = s32[] add(i, one)
+  x2 = %(tx)s add(x, x)
+  acc2 = %(tx)s add(acc, x2)
+  ROOT t = %(st)s tuple(i2, x2, acc2)
+}
+
+shrink {
+  s = %(st)s parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  x = %(tx)s get-tuple-element(s), index=1
+  acc = %(tx)s get-tuple-element(s), index=2
+  one = s32[] constant(1)
+  i2 = s32[] add(i, one)
+  acc2 = %(tx)s subtract(acc, x)
+  ROOT t = %(st)s tuple(i2, x, acc2)
+}
+
+ENTRY main {
+  x = %(tx)s parameter(0), sharding=%(sx)s
+  zero = %(d)s[] constant(0)
+  acc = %(tx)s broadcast(zero), dimensions={}
+  i = s32[] constant(0)
+  t = %(st)s tuple(i, x, acc)
+  l1 = %(st)s while(t), condition=cond, body=double
+  l2 = %(st)s while(l1), condition=cond6, body=shrink
+  a = %(tx)s get-tuple-element(l2), index=2
+  b = %(tx)s get-tuple-element(l1), index=1
+  ROOT r = %(tx)s add(a, b), sharding=%(sr)s
+}""" % dict(d=dt, st=st, tx=shape_text(dt, (8, 12)), sx=mesh_sharding(rng, 2, mesh),
+            sr=even_sharding(rng, (8, 12), mesh))
+    acc = np.zeros_like(x)
+    y = x
+    for _ in range(3):
+        y = (y + y).astype(x.dtype)
+        acc = (acc + y).astype(x.dtype)
+    for _ in range(3):
+        acc = (acc - y).astype(x.dtype)
+    return text, [x], (acc + y).astype(x.dtype), None
+
+
 def conditional(rng, mesh, dt):
     """Conditionals on partition-independent data (a reduce max of the split
     x, all-reduced) whose branches take split operands (an array, a tuple):
@@ -678,6 +746,7 @@ CORPUS = [
     ("megatron", megatron, ["f32"]),
     ("call", call, ["s32", "f32"]),
     ("while_loop", while_loop, ["s32", "f32"]),
+    ("while_chain", while_chain, ["s32", "f32"]),
     ("conditional", conditional, ["s32", "f32"]),
 ]
 
@@ -685,6 +754,7 @@ CORPUS = [
 EXPLAIN_RULE = {
     "call": "call: mm inlined",
     "while_loop": "rule: while, the loop state keeps the shardings",
+    "while_chain": "rule: while, the loop state keeps the shardings",
     "conditional": "rule: conditional, each branch on its operand's shardings",
 }
 
@@ -1017,6 +1087,25 @@ ENTRY main {
     return "\n\n".join(failures) or None
 
 
+def test_loop_results_follow_the_state():
+    """The while_chain program with x and the result split alike: the loops'
+    results are held as their states (the second loop's state is the first's
+    result), and the entry uses them where they are: no collective at all."""
+    rng = random.Random("spmd-loop-results")
+    text, inputs, want, _ = while_chain(rng, (1, 4), "s32")
+    text = re.sub(r"parameter\(0\), sharding=\{[^}]*\}", "parameter(0), sharding={devices=[4,1]<=[4]}", text)
+    text = re.sub(r"add\(a, b\), sharding=\{[^}]*\}", "add(a, b), sharding={devices=[4,1]<=[4]}", text)
+    with hl.tempdir("spmd-loop-results") as tmp:
+        prog, out, r = run_global(tmp, "chain", text, inputs, (1, 4))
+        if r.returncode != 0:
+            return r.describe()
+        e = hl.run([hl.HLO_LAUNCH, "--explain-partitioning", prog])
+        if (e.returncode != 0 or "fallback" in e.stdout or e.stdout.count("rule: while") != 2
+                or "total: 0 channel collectives, 0 bytes per partition" not in e.stdout):
+            return "expected both loops partitioned and nothing moved:\n" + e.describe()
+        return hl.compare("chain", np.load(out), want)
+
+
 def test_two_replicas():
     """A global program on a grid of 2 replicas x 4 partitions: each replica
     runs the partitioned program on its own copy, its collectives within its
@@ -1171,6 +1260,7 @@ TESTS = [(name, corpus_test(name, build, dts, 2)) for name, build, dts in CORPUS
     ("sort_tuple_root_shards", test_sort_tuple_root_shards),
     ("refined_split_moves_nothing", test_refined_split_moves_nothing),
     ("reshard_cheapest_plan", test_reshard_cheapest_plan),
+    ("loop_results_follow_the_state", test_loop_results_follow_the_state),
     ("two_replicas", test_two_replicas),
     ("detection", test_detection),
     ("manual_region", test_manual_region),
