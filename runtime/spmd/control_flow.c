@@ -400,17 +400,20 @@ hl_status_t spmd_lower_while(spmd_ctx_t *c, int i, const char **out, const char 
 
 #define SPMD_MAX_BRANCHES 16
 
-// Shardings of a branch operand: an array's, or a tuple instruction's
-// array elements'. False otherwise.
-static bool operand_shardings(const spmd_ctx_t *c, const hl_instruction_t *op, hl_spmd_sharding_t *P) {
-  int count = hl_shape_is_tuple(&op->shape) ? op->shape.tuple_count : 1;
-  if (count > SPMD_MAX_TUPLE || c->val[op->index].manual) return false;
-  if (hl_shape_is_tuple(&op->shape) && op->opcode != HL_OP_TUPLE) return false;
+// Shardings of a branch operand as held (H) and as its branch runs on
+// them (P: maximal ones replicated): an array's, or a tuple of arrays'
+// (element_sharding). False otherwise.
+static bool operand_shardings(const spmd_ctx_t *c, const hl_instruction_t *op, bool lowering, hl_spmd_sharding_t *H,
+                              hl_spmd_sharding_t *P) {
+  bool tuple = hl_shape_is_tuple(&op->shape);
+  int count = tuple ? op->shape.tuple_count : 1;
+  const spmd_value_t *v = &c->val[op->index];
+  if (count > SPMD_MAX_TUPLE || v->manual || (!tuple && !lowering && !v->known)) return false;
   for (int k = 0; k < count; k++) {
-    const hl_instruction_t *e = hl_shape_is_tuple(&op->shape) ? op->operands[k] : op;
-    if (hl_shape_is_tuple(&e->shape)) return false;
-    P[k] = c->val[e->index].sh;
-    if (P[k].kind == HL_SPMD_MAXIMAL) hl_spmd_replicated(e->shape.rank, c->n, &P[k]);
+    if (tuple && !element_sharding(c, op, k, lowering, &H[k])) return false;
+    if (!tuple) H[k] = v->sh;
+    P[k] = H[k];
+    if (P[k].kind == HL_SPMD_MAXIMAL) hl_spmd_replicated(tuple ? op->shape.tuple[k].rank : op->shape.rank, c->n, &P[k]);
   }
   return true;
 }
@@ -448,18 +451,18 @@ static void print_shardings(const hl_shape_t *shape, const hl_spmd_sharding_t *S
   hl_strbuf_append(out, "}");
 }
 
-// Moves operand `op` (array or tuple instruction) to the shardings P; *out its local name.
-static hl_status_t operand_as(spmd_ctx_t *c, const hl_instruction_t *op, const hl_spmd_sharding_t *P,
-                              const char **out) {
+// Moves operand `op` (array or tuple, held as H) to the shardings P; *out its local name.
+static hl_status_t operand_as(spmd_ctx_t *c, const hl_instruction_t *op, const hl_spmd_sharding_t *H,
+                              const hl_spmd_sharding_t *P, const char **out) {
   if (!hl_shape_is_tuple(&op->shape))
     return spmd_reshard(c, c->local[op->index], &op->shape, &c->val[op->index].sh, &P[0], out);
   hl_strbuf_t ops;
   hl_strbuf_init(&ops);
   hl_status_t st = NULL;
-  for (int k = 0; k < op->operand_count && !st; k++) {
-    const hl_instruction_t *e = op->operands[k];
-    const char *v;
-    st = spmd_reshard(c, c->local[e->index], &e->shape, &c->val[e->index].sh, &P[k], &v);
+  for (int k = 0; k < op->shape.tuple_count && !st; k++) {
+    const char *e = NULL, *v;
+    st = element_local(c, op, k, &e);
+    if (!st) st = spmd_reshard(c, e, &op->shape.tuple[k], &H[k], &P[k], &v);
     if (!st) hl_strbuf_appendf(&ops, "%s%s", k ? ", " : "", v);
   }
   const char *t = st ? NULL : spmd_name(c, "operand");
@@ -474,13 +477,17 @@ static hl_status_t operand_as(spmd_ctx_t *c, const hl_instruction_t *op, const h
   return st;
 }
 
-hl_status_t spmd_lower_conditional(spmd_ctx_t *c, int i, hl_spmd_sharding_t *res, const char **out,
-                                   const char **why) {
+// The conditional's common result sharding R (per tuple element): every
+// branch's propagated root sharding if they agree, else replicated. *why
+// set (and R untouched) when the conditional has no rule; the reason a
+// branch is refused also goes to `note`.
+static hl_status_t branch_results(spmd_ctx_t *c, int i, bool lowering, hl_spmd_sharding_t *R, bool *agree,
+                                  hl_strbuf_t *note, const char **why) {
   const hl_instruction_t *inst = c->entry->instructions[i];
   const hl_shape_t *shape = &inst->shape;
   int nb = inst->called_count;
   bool tuple = hl_shape_is_tuple(shape);
-  *out = NULL;
+  *why = NULL;
   if (nb < 1 || nb > SPMD_MAX_BRANCHES || inst->operand_count != nb + 1 || c->val[i].manual ||
       (tuple && shape->tuple_count > SPMD_MAX_TUPLE)) {
     *why = "a conditional of this form has no rule";
@@ -491,14 +498,13 @@ hl_status_t spmd_lower_conditional(spmd_ctx_t *c, int i, hl_spmd_sharding_t *res
       *why = "the conditional's result has a nested tuple";
       return NULL;
     }
-  static _Thread_local hl_spmd_sharding_t P[SPMD_MAX_TUPLE], R[SPMD_MAX_TUPLE], Rb[SPMD_MAX_TUPLE];
+  static _Thread_local hl_spmd_sharding_t H[SPMD_MAX_TUPLE], P[SPMD_MAX_TUPLE], Rb[SPMD_MAX_TUPLE];
   int rcount = tuple ? shape->tuple_count : 1;
-  // The common result sharding: every branch's propagated root sharding, if they agree.
-  bool agree = true;
+  *agree = true;
   for (int b = 0; b < nb; b++) {
     const hl_instruction_t *op = inst->operands[b + 1];
-    if (!operand_shardings(c, op, P)) {
-      *why = "a branch operand is neither an array nor a tuple instruction of arrays";
+    if (!operand_shardings(c, op, lowering, H, P)) {
+      *why = "a branch operand is neither an array nor a tuple of arrays";
       return NULL;
     }
     hl_module_t *sub = NULL;
@@ -508,18 +514,41 @@ hl_status_t spmd_lower_conditional(spmd_ctx_t *c, int i, hl_spmd_sharding_t *res
     hl_status_t st = spmd_partition_nested(sub, c->replicas, c->n, &channel, &trial);
     hl_module_destroy(sub);
     if (st) {
-      hl_strbuf_appendf(&c->explain, "      branch %d not partitioned: %s\n", b, hl_status_message(st));
+      if (note) hl_strbuf_appendf(note, "      branch %d not partitioned: %s\n", b, hl_status_message(st));
       hl_status_free(st);
       *why = "a branch could not be partitioned with its operand's shardings";
       return NULL;
     }
     bool ok = root_shardings(c, trial.module, shape, b ? Rb : R);
     hl_spmd_result_deinit(&trial);
-    if (!ok) agree = false;
-    for (int k = 0; ok && b && k < rcount; k++) agree &= hl_spmd_equal(&R[k], &Rb[k]);
+    if (!ok) *agree = false;
+    for (int k = 0; ok && b && k < rcount; k++) *agree &= hl_spmd_equal(&R[k], &Rb[k]);
   }
-  if (!agree)
+  if (!*agree)
     for (int k = 0; k < rcount; k++) hl_spmd_replicated(tuple ? shape->tuple[k].rank : shape->rank, c->n, &R[k]);
+  return NULL;
+}
+
+hl_status_t spmd_conditional_result(spmd_ctx_t *c, int i, hl_spmd_sharding_t *R, bool *ok) {
+  bool agree;
+  const char *why;
+  HL_RETURN_IF_ERROR(branch_results(c, i, false, R, &agree, NULL, &why));
+  *ok = why == NULL;
+  return NULL;
+}
+
+hl_status_t spmd_lower_conditional(spmd_ctx_t *c, int i, hl_spmd_sharding_t *res, const char **out,
+                                   const char **why) {
+  const hl_instruction_t *inst = c->entry->instructions[i];
+  const hl_shape_t *shape = &inst->shape;
+  int nb = inst->called_count;
+  bool tuple = hl_shape_is_tuple(shape);
+  *out = NULL;
+  static _Thread_local hl_spmd_sharding_t H[SPMD_MAX_TUPLE], P[SPMD_MAX_TUPLE], R[SPMD_MAX_TUPLE];
+  int rcount = tuple ? shape->tuple_count : 1;
+  bool agree;
+  HL_RETURN_IF_ERROR(branch_results(c, i, true, R, &agree, &c->explain, why));
+  if (*why) return NULL;
   hl_strbuf_t root_sh;
   hl_strbuf_init(&root_sh);
   print_shardings(shape, R, &root_sh);
@@ -533,12 +562,12 @@ hl_status_t spmd_lower_conditional(spmd_ctx_t *c, int i, hl_spmd_sharding_t *res
   const char *pred = NULL;
   hl_spmd_sharding_t repl;
   hl_spmd_replicated(inst->operands[0]->shape.rank, c->n, &repl);
-  st = operand_as(c, inst->operands[0], &repl, &pred);
+  st = operand_as(c, inst->operands[0], NULL, &repl, &pred);
   if (!st) hl_strbuf_append(&ops, pred);
   bool ok = !st;
   for (int b = 0; b < nb && ok; b++) {
     const hl_instruction_t *op = inst->operands[b + 1];
-    operand_shardings(c, op, P);
+    operand_shardings(c, op, true, H, P);
     hl_spmd_result_t rb;
     char title[32];
     snprintf(title, sizeof(title), "branch %d", b);
@@ -553,7 +582,7 @@ hl_status_t spmd_lower_conditional(spmd_ctx_t *c, int i, hl_spmd_sharding_t *res
     if (ok && !names[b]) st = HL_OOM();
     if (ok && !st) {
       emit_computation(c, rb.module, names[b], &op->shape, P);
-      st = operand_as(c, op, P, &v);
+      st = operand_as(c, op, H, P, &v);
     }
     if (!st && ok) hl_strbuf_appendf(&ops, ", %s", v);
     hl_spmd_result_deinit(&rb);

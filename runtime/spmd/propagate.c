@@ -455,6 +455,13 @@ hl_status_t spmd_propagate(spmd_ctx_t *c) {
     if (inst->opcode == HL_OP_PARAMETER || is_sharding_call(inst) ||
         (inst == e->root && inst->attrs.sharding) || spmd_is_custom_call(inst, "SPMDShardToFullShape"))
       HL_RETURN_IF_ERROR(annotate(c, inst, inst->attrs.sharding, &c->val[i]));
+    // A scalar is whole on every partition whatever it is given: replicated
+    // from the start, so tuples holding one (a loop counter) are known as
+    // soon as their arrays are.
+    if (!c->val[i].known && !c->val[i].manual && !hl_shape_is_tuple(&inst->shape) && inst->shape.rank == 0) {
+      hl_spmd_replicated(0, c->n, &c->val[i].sh);
+      c->val[i].known = true;
+    }
     if (inst->opcode == HL_OP_TUPLE && !c->val[i].known && !c->val[i].manual) {  // elements follow the operands
       c->val[i].elems = hl_calloc((size_t)inst->operand_count + 1, sizeof(hl_spmd_sharding_t));
       if (!c->val[i].elems) return HL_OOM();
@@ -478,6 +485,22 @@ hl_status_t spmd_propagate(spmd_ctx_t *c) {
       }
       // A while's result: the shardings its loop state keeps (the fixed
       // point over the body from the init's, as spmd_lower_while holds it).
+      // A conditional's result: the branches' common root sharding
+      // (spmd_lower_conditional's), once its operands' are known.
+      if (inst->opcode == HL_OP_CONDITIONAL && !v->known && !v->manual) {
+        static _Thread_local hl_spmd_sharding_t R[SPMD_MAX_TUPLE];
+        bool ok;
+        HL_RETURN_IF_ERROR(spmd_conditional_result(c, i, R, &ok));
+        if (ok && hl_shape_is_tuple(&inst->shape)) {
+          v->elems = hl_calloc((size_t)inst->shape.tuple_count + 1, sizeof(*v->elems));
+          if (!v->elems) return HL_OOM();
+          v->elem_count = inst->shape.tuple_count;
+          memcpy(v->elems, R, (size_t)v->elem_count * sizeof(*R));
+          set(v, &v->sh, &changed);
+        } else if (ok) {
+          set(v, &R[0], &changed);
+        }
+      }
       if (inst->opcode == HL_OP_WHILE && !v->known && !v->manual) {
         static _Thread_local hl_spmd_sharding_t S[SPMD_MAX_TUPLE];
         bool ok;
@@ -492,18 +515,24 @@ hl_status_t spmd_propagate(spmd_ctx_t *c) {
       }
     }
     for (int i = e->instruction_count - 1; i >= 0; i--) backward(c, i, &changed);
-    // Settled with a loop state still unknown: its init tuple's unknown
-    // elements take what they get in the end anyway (replicated), so the
-    // loop's result and its users can follow the state.
+    // Settled with a loop state or a branch operand still unknown: the
+    // unknown arrays in it (a tuple instruction's elements) take what they
+    // get in the end anyway (replicated), so the loop's or conditional's
+    // result and its users can follow.
     for (int i = 0; i < e->instruction_count && !changed; i++) {
       const hl_instruction_t *inst = e->instructions[i];
-      if (inst->opcode != HL_OP_WHILE || c->val[i].known || inst->operands[0]->opcode != HL_OP_TUPLE) continue;
-      const hl_instruction_t *init = inst->operands[0];
-      for (int k = 0; k < init->operand_count; k++) {
-        spmd_value_t *ov = &c->val[init->operands[k]->index];
-        if (ov->known || hl_shape_is_tuple(&init->operands[k]->shape)) continue;
-        hl_spmd_replicated(init->operands[k]->shape.rank, c->n, &ov->sh);
-        set(ov, &ov->sh, &changed);
+      bool loop = inst->opcode == HL_OP_WHILE, cond = inst->opcode == HL_OP_CONDITIONAL;
+      if ((!loop && !cond) || c->val[i].known || c->val[i].manual) continue;
+      for (int o = cond ? 1 : 0; o < (cond ? inst->operand_count : 1); o++) {
+        const hl_instruction_t *op = inst->operands[o];
+        int count = op->opcode == HL_OP_TUPLE ? op->operand_count : 1;
+        for (int k = 0; k < count; k++) {
+          const hl_instruction_t *x = op->opcode == HL_OP_TUPLE ? op->operands[k] : op;
+          spmd_value_t *ov = &c->val[x->index];
+          if (ov->known || hl_shape_is_tuple(&x->shape)) continue;
+          hl_spmd_replicated(x->shape.rank, c->n, &ov->sh);
+          set(ov, &ov->sh, &changed);
+        }
       }
     }
     if (!changed) break;

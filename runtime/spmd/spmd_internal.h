@@ -153,6 +153,10 @@ hl_status_t spmd_while_state(spmd_ctx_t *c, int i, hl_spmd_sharding_t *S, bool *
 // one common sharding (*res for an array result; a tuple's is held).
 hl_status_t spmd_lower_conditional(spmd_ctx_t *c, int i, hl_spmd_sharding_t *res, const char **out,
                                    const char **why);
+// For propagation: the result sharding(s) spmd_lower_conditional will give
+// conditional i (one per tuple element); false in *ok while a branch
+// operand's is unknown or the conditional has no rule.
+hl_status_t spmd_conditional_result(spmd_ctx_t *c, int i, hl_spmd_sharding_t *R, bool *ok);
 
 // lower.c
 hl_status_t spmd_lower(spmd_ctx_t *c);

@@ -717,6 +717,81 @@ ENTRY main {
     return text, [x, y], (c2 + y).astype(x.dtype), None
 
 
+def conditional_tuple(rng, mesh, dt):
+    """A conditional whose branch operands are a loop's result (a partitioned
+    tuple, not a tuple instruction) and whose result is a tuple the entry
+    takes apart: propagation gives its elements the branches' common root
+    shardings."""
+    x = rand_array(rng, (8, 6), dt)
+    y = rand_array(rng, (8, 6), dt)
+    thr = x.max() + rng.choice([-1, 1])
+    tx = shape_text(dt, (8, 6))
+    text = """
+max {
+  a = %(d)s[] parameter(0)
+  b = %(d)s[] parameter(1)
+  ROOT c = %(d)s[] maximum(a, b)
+}
+
+cond {
+  s = (s32[], %(tx)s, %(tx)s) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  lim = s32[] constant(2)
+  ROOT lt = pred[] compare(i, lim), direction=LT
+}
+
+body {
+  s = (s32[], %(tx)s, %(tx)s) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  a = %(tx)s get-tuple-element(s), index=1
+  b = %(tx)s get-tuple-element(s), index=2
+  one = s32[] constant(1)
+  i2 = s32[] add(i, one)
+  a2 = %(tx)s add(a, b)
+  ROOT t = (s32[], %(tx)s, %(tx)s) tuple(i2, a2, b)
+}
+
+swap {
+  s = (s32[], %(tx)s, %(tx)s) parameter(0)
+  a = %(tx)s get-tuple-element(s), index=1
+  b = %(tx)s get-tuple-element(s), index=2
+  ROOT t = (%(tx)s, %(tx)s) tuple(b, a)
+}
+
+addsub {
+  s = (s32[], %(tx)s, %(tx)s) parameter(0)
+  a = %(tx)s get-tuple-element(s), index=1
+  b = %(tx)s get-tuple-element(s), index=2
+  s1 = %(tx)s add(a, b)
+  s2 = %(tx)s subtract(a, b)
+  ROOT t = (%(tx)s, %(tx)s) tuple(s1, s2)
+}
+
+ENTRY main {
+  x = %(tx)s parameter(0), sharding=%(sx)s
+  y = %(tx)s parameter(1), sharding=%(sy)s
+  i = s32[] constant(0)
+  t = (s32[], %(tx)s, %(tx)s) tuple(i, x, y)
+  l = (s32[], %(tx)s, %(tx)s) while(t), condition=cond, body=body
+  low = %(d)s[] constant(-1000)
+  mx = %(d)s[] reduce(x, low), dimensions={0,1}, to_apply=max
+  thr = %(d)s[] constant(%(thr)s)
+  p = pred[] compare(mx, thr), direction=GT
+  c = (%(tx)s, %(tx)s) conditional(p, l, l), true_computation=swap, false_computation=addsub
+  a = %(tx)s get-tuple-element(c), index=0
+  b = %(tx)s get-tuple-element(c), index=1
+  ROOT r = %(tx)s subtract(a, b), sharding=%(sr)s
+}""" % dict(d=dt, tx=tx, thr=("%d" % thr) if dt == "s32" else repr(float(thr)),
+            sx=mesh_sharding(rng, 2, mesh), sy=mesh_sharding(rng, 2, mesh),
+            sr=even_sharding(rng, (8, 6), mesh))
+    a = (x + y + y).astype(x.dtype)
+    if x.max() > thr:
+        want = y - a
+    else:
+        want = (a + y) - (a - y)
+    return text, [x, y], want.astype(x.dtype), None
+
+
 def rand_array(rng, shape, dt):
     seed = rng.randrange(1 << 30)
     g = np.random.default_rng(seed)
@@ -748,6 +823,7 @@ CORPUS = [
     ("while_loop", while_loop, ["s32", "f32"]),
     ("while_chain", while_chain, ["s32", "f32"]),
     ("conditional", conditional, ["s32", "f32"]),
+    ("conditional_tuple", conditional_tuple, ["s32"]),
 ]
 
 # The rule a program's --explain-partitioning must name.
@@ -755,6 +831,7 @@ EXPLAIN_RULE = {
     "call": "call: mm inlined",
     "while_loop": "rule: while, the loop state keeps the shardings",
     "while_chain": "rule: while, the loop state keeps the shardings",
+    "conditional_tuple": "rule: conditional, each branch on its operand's shardings",
     "conditional": "rule: conditional, each branch on its operand's shardings",
 }
 
