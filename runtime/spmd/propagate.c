@@ -297,7 +297,7 @@ static hl_status_t forward(spmd_ctx_t *c, int i, bool *changed) {
       if (op0->sh.kind == HL_SPMD_TILED) {
         hl_spmd_sharding_t both = s;
         for (int j = 0; j < inst->shape.rank; j++) {
-          if (om[j] < 0) continue;
+          if (om[j] < 0 || (im[j] >= 0 && s.tiles[j] > 1)) continue;  // a batching dim split by the indices
           both.tiles[j] = op0->sh.tiles[om[j]];
           for (int p = 0; p < c->n; p++) both.coords[p][j] = op0->sh.coords[p][om[j]];
         }

@@ -343,6 +343,26 @@ ENTRY main {
     return text, [table, ids], (g + g).astype(table.dtype), None
 
 
+def gather_batching(rng, mesh, dt):
+    """A batched lookup (a gather with operand_batching_dims /
+    start_indices_batching_dims: per batch row b, rows of table[b] by index,
+    one index out of range): split along the batch dims on the operand and the
+    indices alike, each partition gathering from its own table rows (the
+    index vector dimension is implicit: indices [4,8])."""
+    table = rand_array(rng, (4, 10, 6), dt)
+    ids = np.array([rng.randrange(-2, 12) for _ in range(4 * 8)], dtype=np.int32).reshape(4, 8)
+    text = """
+ENTRY main {
+  t = %(tt)s parameter(0), sharding=%(st)s
+  i = s32[4,8] parameter(1), sharding=%(si)s
+  g = %(to)s gather(t, i), offset_dims={2}, collapsed_slice_dims={1}, start_index_map={1}, operand_batching_dims={0}, start_indices_batching_dims={0}, index_vector_dim=2, slice_sizes={1,1,6}
+  ROOT r = %(to)s add(g, g), sharding=%(sr)s
+}""" % dict(tt=shape_text(dt, (4, 10, 6)), to=shape_text(dt, (4, 8, 6)), st=mesh_sharding(rng, 3, mesh),
+            si=mesh_sharding(rng, 2, mesh), sr=even_sharding(rng, (4, 8, 6), mesh))
+    g = np.stack([table[b][np.clip(ids[b], 0, 9)] for b in range(4)])
+    return text, [table, ids], (g + g).astype(table.dtype), None
+
+
 def sort_argmax(rng, mesh, dt):
     """Tuple-valued ops run locally on the dimensions they do not work
     along: a two-operand stable sort (values and their indices, descending:
@@ -813,6 +833,7 @@ CORPUS = [
     ("local_rules", local_rules, ["s32"]),
     ("convolution", convolution, ["f32"]),
     ("gather", gather, ["s32"]),
+    ("gather_batching", gather_batching, ["s32"]),
     ("sort_argmax", sort_argmax, ["s32"]),
     ("scatter", scatter, ["s32"]),
     ("uneven", uneven, ["s32"]),
