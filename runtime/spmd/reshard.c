@@ -395,7 +395,8 @@ static hl_status_t permute(spmd_ctx_t *c, const char **v, const hl_shape_t *g, c
 
 // From the tile counts alone: which source dimension a hands its split to
 // which target dimension b by an all-to-all (cur splits a t ways and not b,
-// the target splits b t ways and a differently; first free b in order).
+// the target splits b t ways, or k * t ways: the all-to-all's tiles are then
+// cut k times finer locally, and a differently; first free b in order).
 static void pair_all_to_all(const hl_spmd_sharding_t *cur, const hl_spmd_sharding_t *tgt, int rank, int *dst) {
   bool taken[HL_MAX_RANK] = {false};
   for (int a = 0; a < rank; a++) {
@@ -403,7 +404,7 @@ static void pair_all_to_all(const hl_spmd_sharding_t *cur, const hl_spmd_shardin
     int64_t t = cur->tiles[a];
     if (t <= 1 || tgt->tiles[a] == t || rank >= HL_MAX_RANK) continue;
     for (int b = 0; b < rank && dst[a] < 0; b++)
-      if (b != a && !taken[b] && cur->tiles[b] == 1 && tgt->tiles[b] == t) dst[a] = b, taken[b] = true;
+      if (b != a && !taken[b] && cur->tiles[b] == 1 && tgt->tiles[b] % t == 0) dst[a] = b, taken[b] = true;
   }
 }
 
@@ -416,7 +417,7 @@ static bool tiles_match(const hl_spmd_sharding_t *cur, const hl_spmd_sharding_t 
   for (int d = 0; d < g->rank; d++) {
     int64_t ct = cur->tiles[d], tt = tgt->tiles[d];
     if (ct > 1 && ct == tt && x[d] != y[d]) return false;
-    if (dst[d] >= 0 && x[d] != y[dst[d]]) return false;
+    if (dst[d] >= 0 && x[d] != y[dst[d]] / (tgt->tiles[dst[d]] / ct)) return false;
     if (ct > 1 && tt > ct && tt % ct == 0 && g->dims[d] % tt == 0 && y[d] / (tt / ct) != x[d]) return false;
   }
   return true;
@@ -446,6 +447,62 @@ static bool align(const hl_spmd_sharding_t *cur, const hl_spmd_sharding_t *tgt, 
   return true;
 }
 
+// An all-to-all from a (t ways) to b whose target splits b k * t ways: the
+// receiver of piece i keeps only its k-th part of it. When every member of
+// an all-to-all group wants the same part o (its target tile along b is i *
+// k + o), each sender cuts that part out of every piece first (reshape b
+// into [t, k, B/(t k)], dynamic-slice o by partition-id, merge back), so the
+// all-to-all moves 1/k of the shard and lands on the target tiles (*fine).
+static hl_status_t cut_before_all_to_all(spmd_ctx_t *c, const char **v, const hl_shape_t *g, int64_t *dims,
+                                         const hl_spmd_sharding_t *cur, const hl_spmd_sharding_t *tgt, int a, int b,
+                                         bool *fine) {
+  int64_t t = cur->tiles[a], k = tgt->tiles[b] / t, rank = g->rank;
+  *fine = false;
+  if (k <= 1 || g->dims[b] % (t * k) || dims[b] != g->dims[b] || rank + 2 > HL_MAX_RANK) return NULL;
+  int64_t groups[HL_SPMD_MAX_DEVICES];
+  int count, size;
+  HL_RETURN_IF_ERROR(hl_spmd_groups(cur, 1u << a, groups, &count, &size));
+  for (int q = 0; q < count; q++)
+    for (int m = 1; m < size; m++)
+      if (tgt->coords[groups[q * size + m]][b] % k != tgt->coords[groups[q * size]][b] % k) return NULL;
+  *fine = true;
+  int64_t s = g->dims[b] / (t * k);
+  if (!c->dry) {
+    int64_t split[HL_MAX_RANK + 2], part[HL_MAX_RANK + 2], out[HL_MAX_RANK];
+    int q = 0;
+    for (int d = 0; d < rank; d++) {
+      if (d == b) {
+        split[q] = part[q] = t, q++;
+        split[q] = k, part[q] = 1, q++;
+        split[q] = part[q] = s, q++;
+      } else {
+        split[q] = part[q] = dims[d], q++;
+      }
+      out[d] = d == b ? t * s : dims[d];
+    }
+    int64_t table[HL_SPMD_MAX_DEVICES];
+    for (int p = 0; p < c->n; p++) table[p] = tgt->coords[p][b] % k;
+    const char *off = partition_lookup(c, table);
+    const char *r = spmd_name(c, "reshape"), *ds = spmd_name(c, "dynamic-slice"), *m = spmd_name(c, "reshape");
+    if (!off || !r || !ds || !m) return HL_OOM();
+    begin_line(c, r, g->dtype, (int)rank + 2, split);
+    hl_strbuf_appendf(&c->body, "reshape(%s)\n", *v);
+    begin_line(c, ds, g->dtype, (int)rank + 2, part);
+    hl_strbuf_appendf(&c->body, "dynamic-slice(%s", r);
+    for (int d = 0; d < rank + 2; d++) hl_strbuf_appendf(&c->body, ", %s", d == b + 1 ? off : "spmd.zero_index");
+    hl_strbuf_append(&c->body, "), dynamic_slice_sizes={");
+    for (int d = 0; d < rank + 2; d++) hl_strbuf_appendf(&c->body, "%s%lld", d ? "," : "", (long long)part[d]);
+    hl_strbuf_append(&c->body, "}\n");
+    begin_line(c, m, g->dtype, (int)rank, out);
+    hl_strbuf_appendf(&c->body, "reshape(%s)\n", ds);
+    hl_strbuf_appendf(&c->explain, "      dynamic-slice of dim %d's part each receiver keeps (1 of %lld): 0 bytes\n", b,
+                      (long long)k);
+    *v = m;
+  }
+  dims[b] = t * s;
+  return NULL;
+}
+
 enum { VIA_ALL_TO_ALL = 1, VIA_EARLY_CUT = 2 };
 
 // The direct plan from cur to tgt: dimensions the target splits that can
@@ -467,8 +524,9 @@ static hl_status_t direct(spmd_ctx_t *c, const char **v, const hl_shape_t *g, hl
       dst[a] = -1;
       continue;
     }
+    int64_t k = tgt->tiles[dst[a]] / cur.tiles[a];  // > 1: cut finer after the all-to-all
     for (int p = 0; p < cur.num_devices && dst[a] >= 0; p++)
-      if (cur.coords[p][a] != tgt->coords[p][dst[a]]) dst[a] = -1;
+      if (cur.coords[p][a] != tgt->coords[p][dst[a]] / k) dst[a] = -1;
   }
   if (flags & VIA_EARLY_CUT) {
     uint32_t mask = 0, a2a_targets = 0;
@@ -490,9 +548,11 @@ static hl_status_t direct(spmd_ctx_t *c, const char **v, const hl_shape_t *g, hl
   for (int a = 0; a < rank; a++) {
     if (dst[a] < 0) continue;
     int b = dst[a];
+    bool fine = false;
+    HL_RETURN_IF_ERROR(cut_before_all_to_all(c, v, g, dims, &cur, tgt, a, b, &fine));
     HL_RETURN_IF_ERROR(all_to_all(c, v, g, dims, &cur, a, b));
-    cur.tiles[b] = cur.tiles[a];
-    for (int p = 0; p < cur.num_devices; p++) cur.coords[p][b] = cur.coords[p][a];
+    cur.tiles[b] = fine ? tgt->tiles[b] : cur.tiles[a];
+    for (int p = 0; p < cur.num_devices; p++) cur.coords[p][b] = fine ? tgt->coords[p][b] : cur.coords[p][a];
     hl_spmd_unsplit(&cur, a);
   }
   for (;;) {  // gathers, fewest tiles first

@@ -1138,6 +1138,11 @@ RESHARD_CASES = [
     # = 128 bytes; gathering the halves is [8,16] = 512.
     (4, (8, 16), "{devices=[2,1,2]<=[4] last_tile_dim_replicate}", "{devices=[4,1]2,3,0,1}",
      "direct+permute", 128, 512),
+    # Row halves (devices {0,1} and {2,3}) to column quarters: an all-to-all
+    # over pairs {0,2},{1,3} from rows to columns, each sender first cutting
+    # from both column halves the quarter its pair keeps: [4,8] = 128 bytes
+    # moved instead of the [4,16] shard (256), or [8,16] = 512 gathered.
+    (4, (8, 16), "{devices=[2,1,2]<=[4] last_tile_dim_replicate}", "{devices=[1,4]<=[4]}", "direct", 128, 512),
     # Only the devices differ: one collective-permute of the [8,4] shard.
     (4, (8, 16), "{devices=[1,4]<=[4]}", "{devices=[1,4]3,1,2,0}", "permute", 128, 512),
 ]
