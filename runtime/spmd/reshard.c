@@ -218,11 +218,8 @@ static hl_status_t pad_to(spmd_ctx_t *c, const char **v, hl_dtype_t dt, int rank
 // own shard's size instead of gathering t shards. Uneven sizes: b is padded
 // to t pieces of the target's shard size first, and the padding the
 // source's last tiles carried along a is sliced off after.
-static hl_status_t all_to_all(spmd_ctx_t *c, const char **v, const hl_shape_t *g, int64_t *dims,
-                              const hl_spmd_sharding_t *s, int a, int b) {
-  int64_t groups[HL_SPMD_MAX_DEVICES];
-  int count, size;
-  HL_RETURN_IF_ERROR(hl_spmd_groups(s, 1u << a, groups, &count, &size));
+static hl_status_t all_to_all_in(spmd_ctx_t *c, const char **v, const hl_shape_t *g, int64_t *dims,
+                                 const int64_t *groups, int count, int size, int a, int b) {
   int rank = g->rank, t = size;
   if (dims[b] % t) {
     int64_t padded[HL_MAX_RANK];
@@ -281,6 +278,68 @@ static hl_status_t all_to_all(spmd_ctx_t *c, const char **v, const hl_shape_t *g
     memcpy(keep, dims, sizeof(keep));
     keep[a] = g->dims[a];
     HL_RETURN_IF_ERROR(slice_to(c, v, g->dtype, rank, dims, keep));
+  }
+  return NULL;
+}
+
+// The all-to-all over s's groups along a (every tile of a in each group).
+static hl_status_t all_to_all(spmd_ctx_t *c, const char **v, const hl_shape_t *g, int64_t *dims,
+                              const hl_spmd_sharding_t *s, int a, int b) {
+  int64_t groups[HL_SPMD_MAX_DEVICES];
+  int count, size;
+  HL_RETURN_IF_ERROR(hl_spmd_groups(s, 1u << a, groups, &count, &size));
+  return all_to_all_in(c, v, g, dims, groups, count, size, a, b);
+}
+
+// Part of a split moved by all-to-all: cur splits a t ways (even), the
+// target splits b (unsplit in cur) f ways, f a proper divisor of t. Devices
+// whose tiles along a share the coarse index (tile / f) and everything else
+// form groups ordered by the fine index (tile % f); an all-to-all in them
+// hands the fine part of a's split to b, leaving a split t / f ways (each
+// coarse tile is f fine ones in a row) and b f ways by the fine index. *mid:
+// that sharding; false in *ok when no such pair of dimensions exists.
+static hl_status_t partial_all_to_all(spmd_ctx_t *c, const char **v, const hl_shape_t *g, int64_t *dims,
+                                      const hl_spmd_sharding_t *cur, const hl_spmd_sharding_t *tgt,
+                                      hl_spmd_sharding_t *mid, bool *ok) {
+  int rank = g->rank, n = cur->num_devices;
+  *ok = false;
+  for (int a = 0; a < rank && rank < HL_MAX_RANK; a++) {
+    int64_t t = cur->tiles[a];
+    if (t <= 2 || tgt->tiles[a] == t || g->dims[a] % t) continue;
+    for (int b = 0; b < rank; b++) {
+      int64_t f = tgt->tiles[b];
+      if (b == a || cur->tiles[b] != 1 || f <= 1 || f >= t || t % f) continue;
+      int64_t groups[HL_SPMD_MAX_DEVICES];
+      bool used[HL_SPMD_MAX_DEVICES] = {false};
+      int count = 0;
+      bool found = true;
+      for (int p = 0; p < n && found; p++) {
+        if (used[p]) continue;
+        for (int64_t i = 0; i < f && found; i++) {
+          int q = 0;
+          for (; q < n; q++) {
+            if (used[q] || cur->coords[q][a] % f != i || cur->coords[q][a] / f != cur->coords[p][a] / f) continue;
+            bool same = true;
+            for (int d = 0; d < rank && same; d++) same = d == a || cur->coords[q][d] == cur->coords[p][d];
+            if (same) break;
+          }
+          found = q < n;
+          if (found) used[q] = true, groups[count * f + i] = q;
+        }
+        count++;
+      }
+      if (!found) continue;
+      HL_RETURN_IF_ERROR(all_to_all_in(c, v, g, dims, groups, count, (int)f, a, b));
+      *mid = *cur;
+      mid->tiles[a] = t / f;
+      mid->tiles[b] = f;
+      for (int p = 0; p < n; p++) {
+        mid->coords[p][b] = (uint8_t)(cur->coords[p][a] % f);
+        mid->coords[p][a] = (uint8_t)(cur->coords[p][a] / f);
+      }
+      *ok = true;
+      return NULL;
+    }
   }
   return NULL;
 }
@@ -582,9 +641,9 @@ static hl_status_t direct(spmd_ctx_t *c, const char **v, const hl_shape_t *g, hl
 }
 
 // The ways a reshard can go, costed by bytes per partition.
-enum { PLAN_PERMUTE, PLAN_DIRECT, PLAN_PERMUTE_DIRECT, PLAN_DIRECT_PERMUTE, PLAN_GATHER, PLAN_COUNT };
+enum { PLAN_PERMUTE, PLAN_DIRECT, PLAN_PERMUTE_DIRECT, PLAN_DIRECT_PERMUTE, PLAN_PARTIAL, PLAN_GATHER, PLAN_COUNT };
 static const char *const kPlanNames[PLAN_COUNT] = {
-    "permute", "direct", "permute+direct", "direct+permute", "all-gather+slice"};
+    "permute", "direct", "permute+direct", "direct+permute", "partial-all-to-all+direct", "all-gather+slice"};
 
 // Runs plan `k` from cur (tiled) to tgt; false in *ok when it does not apply.
 static hl_status_t run_plan(spmd_ctx_t *c, int k, const char **v, const hl_shape_t *g, const hl_spmd_sharding_t *cur,
@@ -613,6 +672,12 @@ static hl_status_t run_plan(spmd_ctx_t *c, int k, const char **v, const hl_shape
       HL_RETURN_IF_ERROR(direct(c, v, g, *cur, &mid, VIA_ALL_TO_ALL | VIA_EARLY_CUT));
       spmd_local_dims(g, &mid, dims);
       return permute(c, v, g, dims, &mid, tgt);
+    case PLAN_PARTIAL: {
+      bool applies;
+      HL_RETURN_IF_ERROR(partial_all_to_all(c, v, g, dims, cur, tgt, &mid, &applies));
+      if (!applies) break;
+      return direct(c, v, g, mid, tgt, VIA_ALL_TO_ALL | VIA_EARLY_CUT);
+    }
     case PLAN_GATHER:
       return direct(c, v, g, *cur, tgt, 0);
     default:

@@ -1143,6 +1143,12 @@ RESHARD_CASES = [
     # from both column halves the quarter its pair keeps: [4,8] = 128 bytes
     # moved instead of the [4,16] shard (256), or [8,16] = 512 gathered.
     (4, (8, 16), "{devices=[2,1,2]<=[4] last_tile_dim_replicate}", "{devices=[1,4]<=[4]}", "direct", 128, 512),
+    # Column quarters to row halves held by {0,2} and {1,3}: an all-to-all
+    # over {0,1},{2,3} hands the fine half of the column split to the rows
+    # ([8,4] = 128 bytes), then the column halves are gathered over
+    # {0,2},{1,3} ([4,16] = 256): 384 instead of gathering [8,16] = 512.
+    (4, (8, 16), "{devices=[1,4]<=[4]}", "{devices=[2,1,2]0,2,1,3 last_tile_dim_replicate}",
+     "partial-all-to-all+direct", 384, 512),
     # Only the devices differ: one collective-permute of the [8,4] shard.
     (4, (8, 16), "{devices=[1,4]<=[4]}", "{devices=[1,4]3,1,2,0}", "permute", 128, 512),
 ]
