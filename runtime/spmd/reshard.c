@@ -711,9 +711,18 @@ hl_status_t spmd_reshard(spmd_ctx_t *c, const char *name, const hl_shape_t *g,
   bool saved_dry = c->dry;
   int64_t saved_bytes = c->bytes;
   c->dry = true;
+  // Plans that start (or end) with a permute or an all-to-all of a whole
+  // shard cannot beat a best of at most that shard: not costed (their
+  // alignment search is quadratic in the devices, and dot planning costs
+  // every reshard of every candidate plan).
+  int64_t floor_bytes[PLAN_COUNT] = {0};
+  floor_bytes[PLAN_PERMUTE_DIRECT] = floor_bytes[PLAN_PARTIAL] = spmd_local_bytes(g, &cur);
+  floor_bytes[PLAN_DIRECT_PERMUTE] = spmd_local_bytes(g, &tgt);
   for (int k = 0; k < PLAN_COUNT; k++) {
     const char *ignored = v;
     bool ok;
+    cost[k] = -1;
+    if (best >= 0 && floor_bytes[k] > 0 && cost[best] <= floor_bytes[k]) continue;
     c->bytes = 0;
     hl_status_t st = run_plan(c, k, &ignored, g, &cur, &tgt, &ok);
     cost[k] = ok && !st ? c->bytes : -1;
