@@ -195,7 +195,7 @@ static hl_status_t partition_part(spmd_ctx_t *c, const hl_computation_t *comp, c
 // nothing changes. Not settled within SPMD_LOOP_ROUNDS rounds (or the body
 // refused): S stays the init's, noted.
 static hl_status_t settle_state(spmd_ctx_t *c, const hl_computation_t *body, const hl_shape_t *state,
-                                hl_spmd_sharding_t *S) {
+                                hl_spmd_sharding_t *S, hl_strbuf_t *note) {
   static _Thread_local hl_spmd_sharding_t cur[SPMD_MAX_TUPLE];
   for (int k = 0; k < state->tuple_count; k++) cur[k] = S[k];
   for (int round = 1; round <= SPMD_LOOP_ROUNDS; round++) {
@@ -207,7 +207,7 @@ static hl_status_t settle_state(spmd_ctx_t *c, const hl_computation_t *body, con
     hl_module_destroy(sub);
     if (st) {
       hl_status_free(st);
-      hl_strbuf_append(&c->explain, "      loop state: the body's propagation failed; the init's shardings\n");
+      if (note) hl_strbuf_append(note, "      loop state: the body's propagation failed; the init's shardings\n");
       return NULL;
     }
     const hl_instruction_t *root = res.module->entry->root;
@@ -229,13 +229,79 @@ static hl_status_t settle_state(spmd_ctx_t *c, const hl_computation_t *body, con
     if (!usable) break;
     if (!changed) {
       for (int k = 0; k < state->tuple_count; k++) S[k] = cur[k];
-      hl_strbuf_appendf(&c->explain, "      loop state: fixed point after %d round%s\n", round, round > 1 ? "s" : "");
+      if (note) hl_strbuf_appendf(note, "      loop state: fixed point after %d round%s\n", round, round > 1 ? "s" : "");
       return NULL;
     }
   }
-  hl_strbuf_appendf(&c->explain, "      loop state: no fixed point in %d rounds; the init's shardings\n",
-                    SPMD_LOOP_ROUNDS);
+  if (note) hl_strbuf_appendf(note, "      loop state: no fixed point in %d rounds; the init's shardings\n",
+                              SPMD_LOOP_ROUNDS);
   return NULL;
+}
+
+// Sharding of element k of a tuple-valued operand: a tuple instruction's
+// operand's, a locally computed tuple's (how it is held, when lowering) or
+// what propagation gave it (elems), as held (maximal included). False when
+// unknown or a nested tuple.
+static bool element_sharding(const spmd_ctx_t *c, const hl_instruction_t *op, int k, bool lowering,
+                             hl_spmd_sharding_t *s) {
+  const spmd_value_t *v = &c->val[op->index];
+  if (k >= op->shape.tuple_count || hl_shape_is_tuple(&op->shape.tuple[k]) || v->manual) return false;
+  if (op->opcode == HL_OP_TUPLE) {
+    const spmd_value_t *e = &c->val[op->operands[k]->index];
+    if (!e->known || e->elem_count) return false;
+    *s = e->sh;
+  } else if (lowering) {
+    if (!v->held) return false;
+    *s = v->held[k];
+  } else {
+    if (!v->known || v->elem_count != op->shape.tuple_count) return false;
+    *s = v->elems[k];
+  }
+  return true;
+}
+
+// The local value of element k (element_sharding's, when lowering): a tuple
+// instruction's operand, or a get-tuple-element of the local tuple.
+static hl_status_t element_local(spmd_ctx_t *c, const hl_instruction_t *op, int k, const char **out) {
+  if (op->opcode == HL_OP_TUPLE) {
+    *out = c->local[op->operands[k]->index];
+    return NULL;
+  }
+  const char *name = spmd_name(c, "element");
+  if (!name) return HL_OOM();
+  int64_t dims[HL_MAX_RANK];
+  spmd_local_dims(&op->shape.tuple[k], &c->val[op->index].held[k], dims);
+  hl_strbuf_appendf(&c->body, "  %s = ", name);
+  spmd_shape_text(op->shape.tuple[k].dtype, op->shape.tuple[k].rank, dims, &c->body);
+  hl_strbuf_appendf(&c->body, " get-tuple-element(%s), index=%d\n", c->local[op->index], k);
+  *out = name;
+  return NULL;
+}
+
+// The init's element shardings as held (I) and as the loop state starts
+// from (S: maximal ones replicated); false in *ok when the state is not a
+// tuple of arrays with known shardings.
+static void init_shardings(const spmd_ctx_t *c, const hl_instruction_t *inst, bool lowering, hl_spmd_sharding_t *I,
+                           hl_spmd_sharding_t *S, bool *ok) {
+  const hl_instruction_t *init = inst->operands[0];
+  *ok = hl_shape_is_tuple(&inst->shape) && inst->shape.tuple_count <= SPMD_MAX_TUPLE;
+  for (int k = 0; *ok && k < inst->shape.tuple_count; k++) {
+    *ok = element_sharding(c, init, k, lowering, &I[k]);
+    S[k] = I[k];
+    if (S[k].kind == HL_SPMD_MAXIMAL) hl_spmd_replicated(inst->shape.tuple[k].rank, c->n, &S[k]);
+  }
+}
+
+hl_status_t spmd_while_state(spmd_ctx_t *c, int i, hl_spmd_sharding_t *S, bool *ok) {
+  const hl_instruction_t *inst = c->entry->instructions[i];
+  const hl_computation_t *body = hl_instruction_while_body(inst);
+  static _Thread_local hl_spmd_sharding_t I[SPMD_MAX_TUPLE];
+  init_shardings(c, inst, false, I, S, ok);
+  if (!*ok || !body || !hl_instruction_while_condition(inst) || !body->root || body->root->opcode != HL_OP_TUPLE) {
+    *ok = false;
+    return NULL;
+  }
+  return settle_state(c, body, &inst->shape, S, NULL);
 }
 
 hl_status_t spmd_lower_while(spmd_ctx_t *c, int i, const char **out, const char **why) {
@@ -244,25 +310,23 @@ hl_status_t spmd_lower_while(spmd_ctx_t *c, int i, const char **out, const char 
   const hl_shape_t *state = &inst->shape;
   const hl_computation_t *body = hl_instruction_while_body(inst), *cond = hl_instruction_while_condition(inst);
   *out = NULL;
-  if (init->opcode != HL_OP_TUPLE || c->val[init->index].manual || !body || !cond) {
-    *why = "the loop state is not built by a tuple instruction";
+  if (!hl_shape_is_tuple(&init->shape) || c->val[init->index].manual || !body || !cond) {
+    *why = "the loop state is not a tuple";
     return NULL;
   }
   if (state->tuple_count > SPMD_MAX_TUPLE || !body->root || body->root->opcode != HL_OP_TUPLE) {
     *why = "the loop body's root is not a tuple instruction";
     return NULL;
   }
-  static _Thread_local hl_spmd_sharding_t S[SPMD_MAX_TUPLE];
-  for (int k = 0; k < state->tuple_count; k++) {
-    const hl_instruction_t *e = init->operands[k];
-    if (hl_shape_is_tuple(&e->shape)) {
-      *why = "the loop state has a nested tuple";
-      return NULL;
-    }
-    S[k] = c->val[e->index].sh;
-    if (S[k].kind == HL_SPMD_MAXIMAL) hl_spmd_replicated(e->shape.rank, c->n, &S[k]);
+  static _Thread_local hl_spmd_sharding_t S[SPMD_MAX_TUPLE], I[SPMD_MAX_TUPLE];
+  bool known;
+  init_shardings(c, inst, true, I, S, &known);
+  if (!known) {
+    *why = init->opcode == HL_OP_TUPLE ? "the loop state has a nested tuple"
+                                       : "the loop state is neither a tuple instruction nor a partitioned tuple";
+    return NULL;
   }
-  HL_RETURN_IF_ERROR(settle_state(c, body, state, S));
+  HL_RETURN_IF_ERROR(settle_state(c, body, state, S, &c->explain));
   hl_strbuf_t root_sh;
   hl_strbuf_init(&root_sh);
   hl_strbuf_append(&root_sh, "{");
@@ -295,9 +359,9 @@ hl_status_t spmd_lower_while(spmd_ctx_t *c, int i, const char **out, const char 
     hl_strbuf_t ops;
     hl_strbuf_init(&ops);
     for (int k = 0; k < state->tuple_count && !st; k++) {
-      const hl_instruction_t *e = init->operands[k];
-      const char *v;
-      st = spmd_reshard(c, c->local[e->index], &e->shape, &c->val[e->index].sh, &S[k], &v);
+      const char *e = NULL, *v;
+      st = element_local(c, init, k, &e);
+      if (!st) st = spmd_reshard(c, e, &state->tuple[k], &I[k], &S[k], &v);
       if (!st) hl_strbuf_appendf(&ops, "%s%s", k ? ", " : "", v);
     }
     const char *tup = st ? NULL : spmd_name(c, "state");
@@ -336,17 +400,20 @@ hl_status_t spmd_lower_while(spmd_ctx_t *c, int i, const char **out, const char 
 
 #define SPMD_MAX_BRANCHES 16
 
-// Shardings of a branch operand: an array's, or a tuple instruction's
-// array elements'. False otherwise.
-static bool operand_shardings(const spmd_ctx_t *c, const hl_instruction_t *op, hl_spmd_sharding_t *P) {
-  int count = hl_shape_is_tuple(&op->shape) ? op->shape.tuple_count : 1;
-  if (count > SPMD_MAX_TUPLE || c->val[op->index].manual) return false;
-  if (hl_shape_is_tuple(&op->shape) && op->opcode != HL_OP_TUPLE) return false;
+// Shardings of a branch operand as held (H) and as its branch runs on
+// them (P: maximal ones replicated): an array's, or a tuple of arrays'
+// (element_sharding). False otherwise.
+static bool operand_shardings(const spmd_ctx_t *c, const hl_instruction_t *op, bool lowering, hl_spmd_sharding_t *H,
+                              hl_spmd_sharding_t *P) {
+  bool tuple = hl_shape_is_tuple(&op->shape);
+  int count = tuple ? op->shape.tuple_count : 1;
+  const spmd_value_t *v = &c->val[op->index];
+  if (count > SPMD_MAX_TUPLE || v->manual || (!tuple && !lowering && !v->known)) return false;
   for (int k = 0; k < count; k++) {
-    const hl_instruction_t *e = hl_shape_is_tuple(&op->shape) ? op->operands[k] : op;
-    if (hl_shape_is_tuple(&e->shape)) return false;
-    P[k] = c->val[e->index].sh;
-    if (P[k].kind == HL_SPMD_MAXIMAL) hl_spmd_replicated(e->shape.rank, c->n, &P[k]);
+    if (tuple && !element_sharding(c, op, k, lowering, &H[k])) return false;
+    if (!tuple) H[k] = v->sh;
+    P[k] = H[k];
+    if (P[k].kind == HL_SPMD_MAXIMAL) hl_spmd_replicated(tuple ? op->shape.tuple[k].rank : op->shape.rank, c->n, &P[k]);
   }
   return true;
 }
@@ -384,18 +451,18 @@ static void print_shardings(const hl_shape_t *shape, const hl_spmd_sharding_t *S
   hl_strbuf_append(out, "}");
 }
 
-// Moves operand `op` (array or tuple instruction) to the shardings P; *out its local name.
-static hl_status_t operand_as(spmd_ctx_t *c, const hl_instruction_t *op, const hl_spmd_sharding_t *P,
-                              const char **out) {
+// Moves operand `op` (array or tuple, held as H) to the shardings P; *out its local name.
+static hl_status_t operand_as(spmd_ctx_t *c, const hl_instruction_t *op, const hl_spmd_sharding_t *H,
+                              const hl_spmd_sharding_t *P, const char **out) {
   if (!hl_shape_is_tuple(&op->shape))
     return spmd_reshard(c, c->local[op->index], &op->shape, &c->val[op->index].sh, &P[0], out);
   hl_strbuf_t ops;
   hl_strbuf_init(&ops);
   hl_status_t st = NULL;
-  for (int k = 0; k < op->operand_count && !st; k++) {
-    const hl_instruction_t *e = op->operands[k];
-    const char *v;
-    st = spmd_reshard(c, c->local[e->index], &e->shape, &c->val[e->index].sh, &P[k], &v);
+  for (int k = 0; k < op->shape.tuple_count && !st; k++) {
+    const char *e = NULL, *v;
+    st = element_local(c, op, k, &e);
+    if (!st) st = spmd_reshard(c, e, &op->shape.tuple[k], &H[k], &P[k], &v);
     if (!st) hl_strbuf_appendf(&ops, "%s%s", k ? ", " : "", v);
   }
   const char *t = st ? NULL : spmd_name(c, "operand");
@@ -410,13 +477,17 @@ static hl_status_t operand_as(spmd_ctx_t *c, const hl_instruction_t *op, const h
   return st;
 }
 
-hl_status_t spmd_lower_conditional(spmd_ctx_t *c, int i, hl_spmd_sharding_t *res, const char **out,
-                                   const char **why) {
+// The conditional's common result sharding R (per tuple element): every
+// branch's propagated root sharding if they agree, else replicated. *why
+// set (and R untouched) when the conditional has no rule; the reason a
+// branch is refused also goes to `note`.
+static hl_status_t branch_results(spmd_ctx_t *c, int i, bool lowering, hl_spmd_sharding_t *R, bool *agree,
+                                  hl_strbuf_t *note, const char **why) {
   const hl_instruction_t *inst = c->entry->instructions[i];
   const hl_shape_t *shape = &inst->shape;
   int nb = inst->called_count;
   bool tuple = hl_shape_is_tuple(shape);
-  *out = NULL;
+  *why = NULL;
   if (nb < 1 || nb > SPMD_MAX_BRANCHES || inst->operand_count != nb + 1 || c->val[i].manual ||
       (tuple && shape->tuple_count > SPMD_MAX_TUPLE)) {
     *why = "a conditional of this form has no rule";
@@ -427,14 +498,13 @@ hl_status_t spmd_lower_conditional(spmd_ctx_t *c, int i, hl_spmd_sharding_t *res
       *why = "the conditional's result has a nested tuple";
       return NULL;
     }
-  static _Thread_local hl_spmd_sharding_t P[SPMD_MAX_TUPLE], R[SPMD_MAX_TUPLE], Rb[SPMD_MAX_TUPLE];
+  static _Thread_local hl_spmd_sharding_t H[SPMD_MAX_TUPLE], P[SPMD_MAX_TUPLE], Rb[SPMD_MAX_TUPLE];
   int rcount = tuple ? shape->tuple_count : 1;
-  // The common result sharding: every branch's propagated root sharding, if they agree.
-  bool agree = true;
+  *agree = true;
   for (int b = 0; b < nb; b++) {
     const hl_instruction_t *op = inst->operands[b + 1];
-    if (!operand_shardings(c, op, P)) {
-      *why = "a branch operand is neither an array nor a tuple instruction of arrays";
+    if (!operand_shardings(c, op, lowering, H, P)) {
+      *why = "a branch operand is neither an array nor a tuple of arrays";
       return NULL;
     }
     hl_module_t *sub = NULL;
@@ -444,18 +514,41 @@ hl_status_t spmd_lower_conditional(spmd_ctx_t *c, int i, hl_spmd_sharding_t *res
     hl_status_t st = spmd_partition_nested(sub, c->replicas, c->n, &channel, &trial);
     hl_module_destroy(sub);
     if (st) {
-      hl_strbuf_appendf(&c->explain, "      branch %d not partitioned: %s\n", b, hl_status_message(st));
+      if (note) hl_strbuf_appendf(note, "      branch %d not partitioned: %s\n", b, hl_status_message(st));
       hl_status_free(st);
       *why = "a branch could not be partitioned with its operand's shardings";
       return NULL;
     }
     bool ok = root_shardings(c, trial.module, shape, b ? Rb : R);
     hl_spmd_result_deinit(&trial);
-    if (!ok) agree = false;
-    for (int k = 0; ok && b && k < rcount; k++) agree &= hl_spmd_equal(&R[k], &Rb[k]);
+    if (!ok) *agree = false;
+    for (int k = 0; ok && b && k < rcount; k++) *agree &= hl_spmd_equal(&R[k], &Rb[k]);
   }
-  if (!agree)
+  if (!*agree)
     for (int k = 0; k < rcount; k++) hl_spmd_replicated(tuple ? shape->tuple[k].rank : shape->rank, c->n, &R[k]);
+  return NULL;
+}
+
+hl_status_t spmd_conditional_result(spmd_ctx_t *c, int i, hl_spmd_sharding_t *R, bool *ok) {
+  bool agree;
+  const char *why;
+  HL_RETURN_IF_ERROR(branch_results(c, i, false, R, &agree, NULL, &why));
+  *ok = why == NULL;
+  return NULL;
+}
+
+hl_status_t spmd_lower_conditional(spmd_ctx_t *c, int i, hl_spmd_sharding_t *res, const char **out,
+                                   const char **why) {
+  const hl_instruction_t *inst = c->entry->instructions[i];
+  const hl_shape_t *shape = &inst->shape;
+  int nb = inst->called_count;
+  bool tuple = hl_shape_is_tuple(shape);
+  *out = NULL;
+  static _Thread_local hl_spmd_sharding_t H[SPMD_MAX_TUPLE], P[SPMD_MAX_TUPLE], R[SPMD_MAX_TUPLE];
+  int rcount = tuple ? shape->tuple_count : 1;
+  bool agree;
+  HL_RETURN_IF_ERROR(branch_results(c, i, true, R, &agree, &c->explain, why));
+  if (*why) return NULL;
   hl_strbuf_t root_sh;
   hl_strbuf_init(&root_sh);
   print_shardings(shape, R, &root_sh);
@@ -469,12 +562,12 @@ hl_status_t spmd_lower_conditional(spmd_ctx_t *c, int i, hl_spmd_sharding_t *res
   const char *pred = NULL;
   hl_spmd_sharding_t repl;
   hl_spmd_replicated(inst->operands[0]->shape.rank, c->n, &repl);
-  st = operand_as(c, inst->operands[0], &repl, &pred);
+  st = operand_as(c, inst->operands[0], NULL, &repl, &pred);
   if (!st) hl_strbuf_append(&ops, pred);
   bool ok = !st;
   for (int b = 0; b < nb && ok; b++) {
     const hl_instruction_t *op = inst->operands[b + 1];
-    operand_shardings(c, op, P);
+    operand_shardings(c, op, true, H, P);
     hl_spmd_result_t rb;
     char title[32];
     snprintf(title, sizeof(title), "branch %d", b);
@@ -489,7 +582,7 @@ hl_status_t spmd_lower_conditional(spmd_ctx_t *c, int i, hl_spmd_sharding_t *res
     if (ok && !names[b]) st = HL_OOM();
     if (ok && !st) {
       emit_computation(c, rb.module, names[b], &op->shape, P);
-      st = operand_as(c, op, P, &v);
+      st = operand_as(c, op, H, P, &v);
     }
     if (!st && ok) hl_strbuf_appendf(&ops, ", %s", v);
     hl_spmd_result_deinit(&rb);

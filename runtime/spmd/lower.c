@@ -523,10 +523,10 @@ static hl_status_t lower_one(spmd_ctx_t *c, int i) {
     res = target;
     int opmap[HL_MAX_RANK], ixmap[HL_MAX_RANK];
     for (int d = 0; d < HL_MAX_RANK; d++) opmap[d] = ixmap[d] = -1;
-    for (int j = 0; j < inst->shape.rank; j++) {
+    for (int j = 0; j < inst->shape.rank; j++) {  // batching dims: both
       if (gmap_operand[j] >= 0) opmap[gmap_operand[j]] = j;
-      else if (gmap_indices[j] >= 0) ixmap[gmap_indices[j]] = j;
-      else hl_spmd_unsplit(&res, j);
+      if (gmap_indices[j] >= 0) ixmap[gmap_indices[j]] = j;
+      if (gmap_operand[j] < 0 && gmap_indices[j] < 0) hl_spmd_unsplit(&res, j);
     }
     spmd_map_dims(&res, op0->shape.rank, opmap, &want[0]);
     spmd_map_dims(&res, ix->shape.rank, ixmap, &want[1]);
@@ -534,9 +534,9 @@ static hl_status_t lower_one(spmd_ctx_t *c, int i) {
     int64_t sizes[HL_MAX_RANK], shard[HL_MAX_RANK];
     spmd_local_dims(&op0->shape, &want[0], shard);
     for (int d = 0; d < op0->shape.rank; d++)
-      sizes[d] = opmap[d] >= 0 ? shard[d] : inst->attrs.gather_slice_sizes.v[d];
+      sizes[d] = opmap[d] >= 0 && gmap_indices[opmap[d]] < 0 ? shard[d] : inst->attrs.gather_slice_sizes.v[d];
     local.attrs.gather_slice_sizes.v = sizes;
-    hl_strbuf_append(&c->explain, "      rule: gather, index-parallel along batch dims, operand passthrough "
+    hl_strbuf_append(&c->explain, "      rule: gather, index-parallel along batch dims (batching dims of the operand alike), operand passthrough "
                                   "along whole offset dims, locally\n");
     HL_RETURN_IF_ERROR(lower_local_as(c, &local, want, &res, &name));
   } else if (inst->opcode == HL_OP_SCATTER && spmd_scatter_maps(inst, gmap_operand)) {

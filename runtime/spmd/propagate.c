@@ -297,7 +297,7 @@ static hl_status_t forward(spmd_ctx_t *c, int i, bool *changed) {
       if (op0->sh.kind == HL_SPMD_TILED) {
         hl_spmd_sharding_t both = s;
         for (int j = 0; j < inst->shape.rank; j++) {
-          if (om[j] < 0) continue;
+          if (om[j] < 0 || (im[j] >= 0 && s.tiles[j] > 1)) continue;  // a batching dim split by the indices
           both.tiles[j] = op0->sh.tiles[om[j]];
           for (int p = 0; p < c->n; p++) both.coords[p][j] = op0->sh.coords[p][om[j]];
         }
@@ -455,6 +455,13 @@ hl_status_t spmd_propagate(spmd_ctx_t *c) {
     if (inst->opcode == HL_OP_PARAMETER || is_sharding_call(inst) ||
         (inst == e->root && inst->attrs.sharding) || spmd_is_custom_call(inst, "SPMDShardToFullShape"))
       HL_RETURN_IF_ERROR(annotate(c, inst, inst->attrs.sharding, &c->val[i]));
+    // A scalar is whole on every partition whatever it is given: replicated
+    // from the start, so tuples holding one (a loop counter) are known as
+    // soon as their arrays are.
+    if (!c->val[i].known && !c->val[i].manual && !hl_shape_is_tuple(&inst->shape) && inst->shape.rank == 0) {
+      hl_spmd_replicated(0, c->n, &c->val[i].sh);
+      c->val[i].known = true;
+    }
     if (inst->opcode == HL_OP_TUPLE && !c->val[i].known && !c->val[i].manual) {  // elements follow the operands
       c->val[i].elems = hl_calloc((size_t)inst->operand_count + 1, sizeof(hl_spmd_sharding_t));
       if (!c->val[i].elems) return HL_OOM();
@@ -476,18 +483,58 @@ hl_status_t spmd_propagate(spmd_ctx_t *c) {
         }
         if (all && !v->known) set(v, &v->sh, &changed);
       }
-      // A while's loop state keeps its init tuple's shardings (lower_while).
-      const hl_instruction_t *init = inst->operand_count ? inst->operands[0] : NULL;
-      if (inst->opcode == HL_OP_WHILE && !v->known && init->opcode == HL_OP_TUPLE && c->val[init->index].known &&
-          c->val[init->index].elem_count == inst->shape.tuple_count) {
-        v->elems = hl_calloc((size_t)inst->shape.tuple_count + 1, sizeof(*v->elems));
-        if (!v->elems) return HL_OOM();
-        v->elem_count = inst->shape.tuple_count;
-        for (int k = 0; k < v->elem_count; k++) v->elems[k] = c->val[init->index].elems[k];
-        set(v, &v->sh, &changed);
+      // A while's result: the shardings its loop state keeps (the fixed
+      // point over the body from the init's, as spmd_lower_while holds it).
+      // A conditional's result: the branches' common root sharding
+      // (spmd_lower_conditional's), once its operands' are known.
+      if (inst->opcode == HL_OP_CONDITIONAL && !v->known && !v->manual) {
+        static _Thread_local hl_spmd_sharding_t R[SPMD_MAX_TUPLE];
+        bool ok;
+        HL_RETURN_IF_ERROR(spmd_conditional_result(c, i, R, &ok));
+        if (ok && hl_shape_is_tuple(&inst->shape)) {
+          v->elems = hl_calloc((size_t)inst->shape.tuple_count + 1, sizeof(*v->elems));
+          if (!v->elems) return HL_OOM();
+          v->elem_count = inst->shape.tuple_count;
+          memcpy(v->elems, R, (size_t)v->elem_count * sizeof(*R));
+          set(v, &v->sh, &changed);
+        } else if (ok) {
+          set(v, &R[0], &changed);
+        }
+      }
+      if (inst->opcode == HL_OP_WHILE && !v->known && !v->manual) {
+        static _Thread_local hl_spmd_sharding_t S[SPMD_MAX_TUPLE];
+        bool ok;
+        HL_RETURN_IF_ERROR(spmd_while_state(c, i, S, &ok));
+        if (ok) {
+          v->elems = hl_calloc((size_t)inst->shape.tuple_count + 1, sizeof(*v->elems));
+          if (!v->elems) return HL_OOM();
+          v->elem_count = inst->shape.tuple_count;
+          memcpy(v->elems, S, (size_t)v->elem_count * sizeof(*S));
+          set(v, &v->sh, &changed);
+        }
       }
     }
     for (int i = e->instruction_count - 1; i >= 0; i--) backward(c, i, &changed);
+    // Settled with a loop state or a branch operand still unknown: the
+    // unknown arrays in it (a tuple instruction's elements) take what they
+    // get in the end anyway (replicated), so the loop's or conditional's
+    // result and its users can follow.
+    for (int i = 0; i < e->instruction_count && !changed; i++) {
+      const hl_instruction_t *inst = e->instructions[i];
+      bool loop = inst->opcode == HL_OP_WHILE, cond = inst->opcode == HL_OP_CONDITIONAL;
+      if ((!loop && !cond) || c->val[i].known || c->val[i].manual) continue;
+      for (int o = cond ? 1 : 0; o < (cond ? inst->operand_count : 1); o++) {
+        const hl_instruction_t *op = inst->operands[o];
+        int count = op->opcode == HL_OP_TUPLE ? op->operand_count : 1;
+        for (int k = 0; k < count; k++) {
+          const hl_instruction_t *x = op->opcode == HL_OP_TUPLE ? op->operands[k] : op;
+          spmd_value_t *ov = &c->val[x->index];
+          if (ov->known || hl_shape_is_tuple(&x->shape)) continue;
+          hl_spmd_replicated(x->shape.rank, c->n, &ov->sh);
+          set(ov, &ov->sh, &changed);
+        }
+      }
+    }
     if (!changed) break;
   }
   for (int i = 0; i < e->instruction_count; i++) {

@@ -145,10 +145,18 @@ hl_status_t spmd_partition_nested(const hl_module_t *global, int num_replicas, i
 // (body and condition partitioned as programs of their own). *out NULL:
 // no rule applies (the caller falls back), with the reason in *why.
 hl_status_t spmd_lower_while(spmd_ctx_t *c, int i, const char **out, const char **why);
+// For propagation: the shardings the loop state of while i keeps (that
+// fixed point from its init's element shardings); false in *ok while the
+// init's are unknown or the loop has no rule.
+hl_status_t spmd_while_state(spmd_ctx_t *c, int i, hl_spmd_sharding_t *S, bool *ok);
 // A conditional whose branches run on their operands' shardings and return
 // one common sharding (*res for an array result; a tuple's is held).
 hl_status_t spmd_lower_conditional(spmd_ctx_t *c, int i, hl_spmd_sharding_t *res, const char **out,
                                    const char **why);
+// For propagation: the result sharding(s) spmd_lower_conditional will give
+// conditional i (one per tuple element); false in *ok while a branch
+// operand's is unknown or the conditional has no rule.
+hl_status_t spmd_conditional_result(spmd_ctx_t *c, int i, hl_spmd_sharding_t *R, bool *ok);
 
 // lower.c
 hl_status_t spmd_lower(spmd_ctx_t *c);

@@ -343,6 +343,26 @@ ENTRY main {
     return text, [table, ids], (g + g).astype(table.dtype), None
 
 
+def gather_batching(rng, mesh, dt):
+    """A batched lookup (a gather with operand_batching_dims /
+    start_indices_batching_dims: per batch row b, rows of table[b] by index,
+    one index out of range): split along the batch dims on the operand and the
+    indices alike, each partition gathering from its own table rows (the
+    index vector dimension is implicit: indices [4,8])."""
+    table = rand_array(rng, (4, 10, 6), dt)
+    ids = np.array([rng.randrange(-2, 12) for _ in range(4 * 8)], dtype=np.int32).reshape(4, 8)
+    text = """
+ENTRY main {
+  t = %(tt)s parameter(0), sharding=%(st)s
+  i = s32[4,8] parameter(1), sharding=%(si)s
+  g = %(to)s gather(t, i), offset_dims={2}, collapsed_slice_dims={1}, start_index_map={1}, operand_batching_dims={0}, start_indices_batching_dims={0}, index_vector_dim=2, slice_sizes={1,1,6}
+  ROOT r = %(to)s add(g, g), sharding=%(sr)s
+}""" % dict(tt=shape_text(dt, (4, 10, 6)), to=shape_text(dt, (4, 8, 6)), st=mesh_sharding(rng, 3, mesh),
+            si=mesh_sharding(rng, 2, mesh), sr=even_sharding(rng, (4, 8, 6), mesh))
+    g = np.stack([table[b][np.clip(ids[b], 0, 9)] for b in range(4)])
+    return text, [table, ids], (g + g).astype(table.dtype), None
+
+
 def sort_argmax(rng, mesh, dt):
     """Tuple-valued ops run locally on the dimensions they do not work
     along: a two-operand stable sort (values and their indices, descending:
@@ -430,6 +450,22 @@ def reshard_chain(rng, mesh, dt):
         lines.append('  c%d = %s custom-call(c%d), custom_call_target="Sharding", sharding=%s'
                      % (k, t, k - 1, mesh_sharding(rng, 2, mesh)))
     lines.append("  ROOT r = %s negate(c5), sharding=%s" % (t, even_sharding(rng, (8, 16), mesh)))
+    return "\nENTRY main {\n%s\n}" % "\n".join(lines), [x], -x, None
+
+
+def reshard_uneven_chain(rng, mesh, dt):
+    """Random Sharding constraints on an array whose dimensions no grid
+    divides evenly: every reshard plan on padded shards (uneven all-to-all,
+    local cuts of a padded dimension, gathers that drop the padding)."""
+    x = rand_array(rng, (6, 10), dt)
+    t = shape_text(dt, (6, 10))
+    lines = ["  x = %s parameter(0), sharding=%s" % (t, mesh_sharding(rng, 2, mesh))]
+    prev = "x"
+    for k in range(6):
+        lines.append('  c%d = %s custom-call(%s), custom_call_target="Sharding", sharding=%s'
+                     % (k, t, prev, mesh_sharding(rng, 2, mesh)))
+        prev = "c%d" % k
+    lines.append("  ROOT r = %s negate(%s), sharding=%s" % (t, prev, mesh_sharding(rng, 2, mesh, False)))
     return "\nENTRY main {\n%s\n}" % "\n".join(lines), [x], -x, None
 
 
@@ -585,6 +621,74 @@ ENTRY main {
     return text, [x, w], acc, None if dt == "s32" else (1e-5, 1e-4)
 
 
+def while_chain(rng, mesh, dt):
+    """Two loops in a row, the second's loop state the first's result (not a
+    tuple instruction), the entry using elements of both results: propagation
+    gives the loop results the shardings their states keep (the fixed point
+    over the body), so the users do not gather them."""
+    x = rand_array(rng, (8, 12), dt)
+    st = "(s32[], %s, %s)" % (shape_text(dt, (8, 12)), shape_text(dt, (8, 12)))
+    text = """
+cond {
+  s = %(st)s parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  lim = s32[] constant(3)
+  ROOT lt = pred[] compare(i, lim), direction=LT
+}
+
+cond6 {
+  s = %(st)s parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  lim = s32[] constant(6)
+  ROOT lt = pred[] compare(i, lim), direction=LT
+}
+
+double {
+  s = %(st)s parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  x = %(tx)s get-tuple-element(s), index=1
+  acc = %(tx)s get-tuple-element(s), index=2
+  one = s32[] constant(1)
+  i2 = s32[] add(i, one)
+  x2 = %(tx)s add(x, x)
+  acc2 = %(tx)s add(acc, x2)
+  ROOT t = %(st)s tuple(i2, x2, acc2)
+}
+
+shrink {
+  s = %(st)s parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  x = %(tx)s get-tuple-element(s), index=1
+  acc = %(tx)s get-tuple-element(s), index=2
+  one = s32[] constant(1)
+  i2 = s32[] add(i, one)
+  acc2 = %(tx)s subtract(acc, x)
+  ROOT t = %(st)s tuple(i2, x, acc2)
+}
+
+ENTRY main {
+  x = %(tx)s parameter(0), sharding=%(sx)s
+  zero = %(d)s[] constant(0)
+  acc = %(tx)s broadcast(zero), dimensions={}
+  i = s32[] constant(0)
+  t = %(st)s tuple(i, x, acc)
+  l1 = %(st)s while(t), condition=cond, body=double
+  l2 = %(st)s while(l1), condition=cond6, body=shrink
+  a = %(tx)s get-tuple-element(l2), index=2
+  b = %(tx)s get-tuple-element(l1), index=1
+  ROOT r = %(tx)s add(a, b), sharding=%(sr)s
+}""" % dict(d=dt, st=st, tx=shape_text(dt, (8, 12)), sx=mesh_sharding(rng, 2, mesh),
+            sr=even_sharding(rng, (8, 12), mesh))
+    acc = np.zeros_like(x)
+    y = x
+    for _ in range(3):
+        y = (y + y).astype(x.dtype)
+        acc = (acc + y).astype(x.dtype)
+    for _ in range(3):
+        acc = (acc - y).astype(x.dtype)
+    return text, [x], (acc + y).astype(x.dtype), None
+
+
 def conditional(rng, mesh, dt):
     """Conditionals on partition-independent data (a reduce max of the split
     x, all-reduced) whose branches take split operands (an array, a tuple):
@@ -633,6 +737,81 @@ ENTRY main {
     return text, [x, y], (c2 + y).astype(x.dtype), None
 
 
+def conditional_tuple(rng, mesh, dt):
+    """A conditional whose branch operands are a loop's result (a partitioned
+    tuple, not a tuple instruction) and whose result is a tuple the entry
+    takes apart: propagation gives its elements the branches' common root
+    shardings."""
+    x = rand_array(rng, (8, 6), dt)
+    y = rand_array(rng, (8, 6), dt)
+    thr = x.max() + rng.choice([-1, 1])
+    tx = shape_text(dt, (8, 6))
+    text = """
+max {
+  a = %(d)s[] parameter(0)
+  b = %(d)s[] parameter(1)
+  ROOT c = %(d)s[] maximum(a, b)
+}
+
+cond {
+  s = (s32[], %(tx)s, %(tx)s) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  lim = s32[] constant(2)
+  ROOT lt = pred[] compare(i, lim), direction=LT
+}
+
+body {
+  s = (s32[], %(tx)s, %(tx)s) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  a = %(tx)s get-tuple-element(s), index=1
+  b = %(tx)s get-tuple-element(s), index=2
+  one = s32[] constant(1)
+  i2 = s32[] add(i, one)
+  a2 = %(tx)s add(a, b)
+  ROOT t = (s32[], %(tx)s, %(tx)s) tuple(i2, a2, b)
+}
+
+swap {
+  s = (s32[], %(tx)s, %(tx)s) parameter(0)
+  a = %(tx)s get-tuple-element(s), index=1
+  b = %(tx)s get-tuple-element(s), index=2
+  ROOT t = (%(tx)s, %(tx)s) tuple(b, a)
+}
+
+addsub {
+  s = (s32[], %(tx)s, %(tx)s) parameter(0)
+  a = %(tx)s get-tuple-element(s), index=1
+  b = %(tx)s get-tuple-element(s), index=2
+  s1 = %(tx)s add(a, b)
+  s2 = %(tx)s subtract(a, b)
+  ROOT t = (%(tx)s, %(tx)s) tuple(s1, s2)
+}
+
+ENTRY main {
+  x = %(tx)s parameter(0), sharding=%(sx)s
+  y = %(tx)s parameter(1), sharding=%(sy)s
+  i = s32[] constant(0)
+  t = (s32[], %(tx)s, %(tx)s) tuple(i, x, y)
+  l = (s32[], %(tx)s, %(tx)s) while(t), condition=cond, body=body
+  low = %(d)s[] constant(-1000)
+  mx = %(d)s[] reduce(x, low), dimensions={0,1}, to_apply=max
+  thr = %(d)s[] constant(%(thr)s)
+  p = pred[] compare(mx, thr), direction=GT
+  c = (%(tx)s, %(tx)s) conditional(p, l, l), true_computation=swap, false_computation=addsub
+  a = %(tx)s get-tuple-element(c), index=0
+  b = %(tx)s get-tuple-element(c), index=1
+  ROOT r = %(tx)s subtract(a, b), sharding=%(sr)s
+}""" % dict(d=dt, tx=tx, thr=("%d" % thr) if dt == "s32" else repr(float(thr)),
+            sx=mesh_sharding(rng, 2, mesh), sy=mesh_sharding(rng, 2, mesh),
+            sr=even_sharding(rng, (8, 6), mesh))
+    a = (x + y + y).astype(x.dtype)
+    if x.max() > thr:
+        want = y - a
+    else:
+        want = (a + y) - (a - y)
+    return text, [x, y], want.astype(x.dtype), None
+
+
 def rand_array(rng, shape, dt):
     seed = rng.randrange(1 << 30)
     g = np.random.default_rng(seed)
@@ -654,20 +833,26 @@ CORPUS = [
     ("local_rules", local_rules, ["s32"]),
     ("convolution", convolution, ["f32"]),
     ("gather", gather, ["s32"]),
+    ("gather_batching", gather_batching, ["s32"]),
     ("sort_argmax", sort_argmax, ["s32"]),
     ("scatter", scatter, ["s32"]),
     ("uneven", uneven, ["s32"]),
     ("reshard_chain", reshard_chain, ["s32"]),
+    ("reshard_uneven_chain", reshard_uneven_chain, ["s32"]),
     ("megatron", megatron, ["f32"]),
     ("call", call, ["s32", "f32"]),
     ("while_loop", while_loop, ["s32", "f32"]),
+    ("while_chain", while_chain, ["s32", "f32"]),
     ("conditional", conditional, ["s32", "f32"]),
+    ("conditional_tuple", conditional_tuple, ["s32"]),
 ]
 
 # The rule a program's --explain-partitioning must name.
 EXPLAIN_RULE = {
     "call": "call: mm inlined",
     "while_loop": "rule: while, the loop state keeps the shardings",
+    "while_chain": "rule: while, the loop state keeps the shardings",
+    "conditional_tuple": "rule: conditional, each branch on its operand's shardings",
     "conditional": "rule: conditional, each branch on its operand's shardings",
 }
 
@@ -698,7 +883,7 @@ def corpus_test(name, build, dtypes, rounds):
                     # One random draw per case and grid, two for the integer element-wise
                     # program and the reshard chain (the most sharding combinations); the
                     # launches are what takes time on a loaded machine.
-                    twice = dt == "s32" and name in ("elementwise", "reshard_chain")
+                    twice = dt == "s32" and name in ("elementwise", "reshard_chain", "reshard_uneven_chain")
                     for k in range(rounds if twice else 1):
                         text, inputs, want, tol = build(rng, mesh, dt)
                         tag = "%s_%dx%d_%s_%d" % (name, mesh[0], mesh[1], dt, k)
@@ -927,6 +1112,109 @@ ENTRY main {
         return hl.compare("refine", np.load(out), -x)
 
 
+# Reshards whose cheapest plan is known: (partitions, shape, source, target,
+# plan chosen, bytes per partition of the move). Bytes worked out by hand
+# (s32: 4 bytes an element), each against the all-gather + dynamic-slice
+# plan's, which the explanation lists too.
+RESHARD_CASES = [
+    # A split handed from dim 0 to dim 1 on 2 partitions: one all-to-all of
+    # the [4,16] shard (256 bytes), not an all-gather of [8,16] (512).
+    (2, (8, 16), "{devices=[2,1]<=[2]}", "{devices=[1,2]<=[2]}", "direct", 256, 512),
+    # Uneven: [6,10] split 4 ways along 0 ([2,10] shards) to 4 ways along 1:
+    # dim 1 padded to 12, one all-to-all of [2,12] = 96 bytes; gathering
+    # [8,10] would be 320.
+    (4, (6, 10), "{devices=[4,1]<=[4]}", "{devices=[1,4]<=[4]}", "direct", 96, 320),
+    # The same split change with the devices in reverse order: a
+    # collective-permute of the [2,16] shard, then the all-to-all (128 + 128);
+    # gathering is [8,16] = 512.
+    (4, (8, 16), "{devices=[4,1]<=[4]}", "{devices=[1,4]3,2,1,0}", "permute+direct", 256, 512),
+    # Rows over pairs {0,1},{2,3} to columns over pairs {0,2},{1,3}: each
+    # device cuts its column half first, then the row halves are gathered
+    # over {0,2},{1,3}: [8,8] = 256 bytes instead of [8,16] = 512.
+    (4, (8, 16), "{devices=[2,1,2]<=[4] last_tile_dim_replicate}",
+     "{devices=[1,2,2]<=[2,2]T(1,0) last_tile_dim_replicate}", "direct", 256, 512),
+    # Rows in halves to rows in quarters on other devices: cut the quarter of
+    # the half each device holds (free), then a collective-permute of [2,16]
+    # = 128 bytes; gathering the halves is [8,16] = 512.
+    (4, (8, 16), "{devices=[2,1,2]<=[4] last_tile_dim_replicate}", "{devices=[4,1]2,3,0,1}",
+     "direct+permute", 128, 512),
+    # Row halves (devices {0,1} and {2,3}) to column quarters: an all-to-all
+    # over pairs {0,2},{1,3} from rows to columns, each sender first cutting
+    # from both column halves the quarter its pair keeps: [4,8] = 128 bytes
+    # moved instead of the [4,16] shard (256), or [8,16] = 512 gathered.
+    (4, (8, 16), "{devices=[2,1,2]<=[4] last_tile_dim_replicate}", "{devices=[1,4]<=[4]}", "direct", 128, 512),
+    # Column quarters to row halves held by {0,2} and {1,3}: an all-to-all
+    # over {0,1},{2,3} hands the fine half of the column split to the rows
+    # ([8,4] = 128 bytes), then the column halves are gathered over
+    # {0,2},{1,3} ([4,16] = 256): 384 instead of gathering [8,16] = 512.
+    (4, (8, 16), "{devices=[1,4]<=[4]}", "{devices=[2,1,2]0,2,1,3 last_tile_dim_replicate}",
+     "partial-all-to-all+direct", 384, 512),
+    # Only the devices differ: one collective-permute of the [8,4] shard.
+    (4, (8, 16), "{devices=[1,4]<=[4]}", "{devices=[1,4]3,1,2,0}", "permute", 128, 512),
+]
+
+
+def test_reshard_cheapest_plan():
+    """Each reshard of RESHARD_CASES picks the cheapest plan (named and costed
+    in --explain-partitioning, bytes as worked out by hand), and the moved
+    value is right on real ranks."""
+    failures = []
+    with hl.tempdir("spmd-reshard") as tmp:
+        for k, (n, shape, src, dst, plan, nbytes, gather_bytes) in enumerate(RESHARD_CASES):
+            t = shape_text("s32", shape)
+            text = """HloModule reshard%d, num_partitions=%d
+
+ENTRY main {
+  x = %s parameter(0), sharding=%s
+  c = %s custom-call(x), custom_call_target="Sharding", sharding=%s
+  ROOT y = %s negate(c), sharding=%s
+}
+""" % (k, n, t, src, t, dst, t, dst)
+            prog = os.path.join(tmp, "r%d.hlo" % k)
+            with open(prog, "w") as f:
+                f.write(text)
+            e = hl.run([hl.HLO_LAUNCH, "--explain-partitioning", prog])
+            m = re.search(r"reshard plans \(bytes per partition\):(.*); chosen: (\S+)", e.stdout)
+            costs = dict((name.strip(), int(b)) for name, b in
+                         (item.rsplit(" ", 1) for item in m.group(1).split(","))) if m else {}
+            if (e.returncode != 0 or not m or m.group(2) != plan or costs.get(plan) != nbytes
+                    or costs.get("all-gather+slice") != gather_bytes or min(costs.values()) != nbytes
+                    or "total: " not in e.stdout or " %d bytes per partition" % nbytes not in e.stdout):
+                failures.append("case %d: expected %s moving %d bytes (all-gather+slice %d)\n%s\n%s"
+                                % (k, plan, nbytes, gather_bytes, text, e.describe()))
+                continue
+            x = np.arange(int(np.prod(shape)), dtype=np.int32).reshape(shape) - 7
+            xp, out = os.path.join(tmp, "x%d.npy" % k), os.path.join(tmp, "out%d.npy" % k)
+            np.save(xp, x)
+            r = hl.run([hl.HLO_LAUNCH, "-np", str(n), "--quiet", "--global-args", xp, "--global-output", out, prog])
+            if r.returncode != 0:
+                failures.append("case %d:\n%s" % (k, r.describe()))
+                continue
+            msg = hl.compare("case %d" % k, np.load(out), -x)
+            if msg:
+                failures.append(msg)
+    return "\n\n".join(failures) or None
+
+
+def test_loop_results_follow_the_state():
+    """The while_chain program with x and the result split alike: the loops'
+    results are held as their states (the second loop's state is the first's
+    result), and the entry uses them where they are: no collective at all."""
+    rng = random.Random("spmd-loop-results")
+    text, inputs, want, _ = while_chain(rng, (1, 4), "s32")
+    text = re.sub(r"parameter\(0\), sharding=\{[^}]*\}", "parameter(0), sharding={devices=[4,1]<=[4]}", text)
+    text = re.sub(r"add\(a, b\), sharding=\{[^}]*\}", "add(a, b), sharding={devices=[4,1]<=[4]}", text)
+    with hl.tempdir("spmd-loop-results") as tmp:
+        prog, out, r = run_global(tmp, "chain", text, inputs, (1, 4))
+        if r.returncode != 0:
+            return r.describe()
+        e = hl.run([hl.HLO_LAUNCH, "--explain-partitioning", prog])
+        if (e.returncode != 0 or "fallback" in e.stdout or e.stdout.count("rule: while") != 2
+                or "total: 0 channel collectives, 0 bytes per partition" not in e.stdout):
+            return "expected both loops partitioned and nothing moved:\n" + e.describe()
+        return hl.compare("chain", np.load(out), want)
+
+
 def test_two_replicas():
     """A global program on a grid of 2 replicas x 4 partitions: each replica
     runs the partitioned program on its own copy, its collectives within its
@@ -1080,6 +1368,8 @@ TESTS = [(name, corpus_test(name, build, dts, 2)) for name, build, dts in CORPUS
     ("while_loop_and_tuple_root_shards", test_while_loop_and_tuple_root_shards),
     ("sort_tuple_root_shards", test_sort_tuple_root_shards),
     ("refined_split_moves_nothing", test_refined_split_moves_nothing),
+    ("reshard_cheapest_plan", test_reshard_cheapest_plan),
+    ("loop_results_follow_the_state", test_loop_results_follow_the_state),
     ("two_replicas", test_two_replicas),
     ("detection", test_detection),
     ("manual_region", test_manual_region),

@@ -430,11 +430,43 @@ def test_constraint_detected_as_global():
         return hl.compare("detected", np.load(out), x * x)
 
 
+def test_reshard_cheapest_plan_gspmd():
+    """The reshards of test_spmd_partitioner.RESHARD_CASES written as StableHLO
+    with mhlo.sharding (argument, @Sharding constraint, result) pick the same
+    cheapest plan with the same bytes, and move the values right."""
+    from test_spmd_partitioner import RESHARD_CASES
+    failures = []
+    with hl.tempdir("spmd-shlo-reshard") as tmp:
+        for k, (n, shape, src, dst, plan, nbytes, _) in enumerate(RESHARD_CASES):
+            t = tensor("i32", shape)
+            body = """  func.func public @main(%%arg0: %(a)s) -> (%(r)s) {
+    %%0 = %(c)s
+    %%1 = stablehlo.negate %%0 : %(t)s
+    return %%1 : %(t)s
+  }
+""" % dict(t=t, a=arg("gspmd", t, src), r=res("gspmd", t, dst), c=constraint("gspmd", "%arg0", t, dst))
+            text = module((1, n), body)
+            x = np.arange(int(np.prod(shape)), dtype=np.int32).reshape(shape) - 7
+            prog, out, r = run_global(tmp, "r%d" % k, text, [x], n)
+            if r.returncode != 0:
+                failures.append("case %d:\n%s\n%s" % (k, text, r.describe()))
+                continue
+            msg = hl.compare("case %d" % k, np.load(out), -x)
+            if msg:
+                failures.append(msg)
+            e = hl.run([hl.HLO_LAUNCH, "--explain-partitioning", prog])
+            m = re.search(r"reshard plans \(bytes per partition\):(.*); chosen: (\S+)", e.stdout)
+            if e.returncode != 0 or not m or m.group(2) != plan or " %s %d" % (plan, nbytes) not in m.group(1):
+                failures.append("case %d: expected %s moving %d bytes\n%s" % (k, plan, nbytes, e.describe()))
+    return "\n\n".join(failures) or None
+
+
 TESTS = [(name, corpus_test(name, build)) for name, build in CORPUS] + [
     ("shardy_tiles", test_shardy_tiles),
     ("megatron_bytes_shardy", test_megatron_bytes_shardy),
     ("refusals", test_refusals),
     ("constraint_detected_as_global", test_constraint_detected_as_global),
+    ("reshard_cheapest_plan_gspmd", test_reshard_cheapest_plan_gspmd),
 ]
 
 if __name__ == "__main__":
