@@ -21,11 +21,16 @@
 #include <string.h>
 
 #include "runtime/base/alloc.h"
+#include "runtime/exec/thread_pool.h"
 #include "runtime/kernels/element_access.h"
 #include "runtime/kernels/kernel.h"
 
 // Elements of the im2col buffer per chunk (the batch is split to stay below).
 #define COL_CHUNK_ELEMS (INT64_C(16) << 20)
+// Pixel-major gathers (NHWC): bytes of colT per GEMM, so a chunk is still in
+// the cache (L2 / L3) when the GEMM reads it, and rows per pool task.
+#define COL_CACHE_BYTES (INT64_C(4) << 20)
+#define GATHER_TASK_ROWS 64
 
 typedef struct conv_plan {
   int ns;                                   // spatial dimensions
@@ -395,50 +400,62 @@ typedef struct pixel_args {
   const int64_t *tab;
   const char *in;
   size_t es;
+  int64_t g;        // group
+  int64_t r0;       // first colT row of the chunk: row r is (n, q) = (r / P, r % P)
+  int64_t rows;     // rows in the chunk
+  char *colT;       // the chunk's rows
 } pixel_args_t;
 
-static void im2col_pixel(const pixel_args_t *a, int64_t g, int64_t n0, int64_t nb, char *colT) {
+// colT rows [r0 + lo, r0 + hi) of the pixel-major gather.
+static void im2col_pixel_rows(const pixel_args_t *a, int64_t lo, int64_t hi) {
   const conv_plan_t *p = a->p;
   int ns = p->ns;
   int64_t tstart[HL_MAX_RANK], t = 0;
   for (int d = 0; d < ns; d++) tstart[d] = t, t += p->k_sp[d] * p->out_sp[d];
-  int64_t kdim = p->ig * p->ks, c0 = p->fgc > 1 ? g * p->ig : 0;
+  int64_t kdim = p->ig * p->ks, c0 = p->fgc > 1 ? a->g * p->ig : 0;
   size_t run = (size_t)p->ig * a->es;
-  char *row = colT;
-  for (int64_t n = 0; n < nb; n++) {
-    int64_t b = p->bgc > 1 ? g * p->n_out + n0 + n : n0 + n;
+  char *row = a->colT + (size_t)(lo * kdim) * a->es;
+  int64_t r = a->r0 + lo, n = r / p->p, q = r % p->p;
+  int64_t oidx[HL_MAX_RANK] = {0}, rest = q;
+  for (int d = ns - 1; d >= 0; d--) oidx[d] = rest % p->out_sp[d], rest /= p->out_sp[d];
+  for (int64_t i = lo; i < hi; i++, row += (size_t)kdim * a->es) {
+    int64_t b = p->bgc > 1 ? a->g * p->n_out + n : n;
     int64_t base = b * p->s_b + c0 * p->s_f;
-    int64_t oidx[HL_MAX_RANK] = {0};
-    for (int64_t q = 0; q < p->p; q++, row += (size_t)kdim * a->es) {
-      int64_t kidx[HL_MAX_RANK] = {0};
-      for (int64_t k = 0; k < p->ks; k++) {
-        char *dst = row + (size_t)k * run;
-        int64_t off = base;
-        bool hole = false;
-        for (int d = 0; d < ns && !hole; d++) {
-          int64_t v = a->tab[tstart[d] + kidx[d] * p->out_sp[d] + oidx[d]];
-          hole = v < 0;
-          off += v;
-        }
-        if (hole) {
-          memset(dst, 0, run);
-        } else if (p->s_f == 1) {
-          memcpy(dst, a->in + (size_t)off * a->es, run);
-        } else {
-          for (int64_t c = 0; c < p->ig; c++)
-            memcpy(dst + (size_t)c * a->es, a->in + (size_t)(off + c * p->s_f) * a->es, a->es);
-        }
-        for (int d = ns - 1; d >= 0; d--) {
-          if (++kidx[d] < p->k_sp[d]) break;
-          kidx[d] = 0;
-        }
+    int64_t kidx[HL_MAX_RANK] = {0};
+    for (int64_t k = 0; k < p->ks; k++) {
+      char *dst = row + (size_t)k * run;
+      int64_t off = base;
+      bool hole = false;
+      for (int d = 0; d < ns && !hole; d++) {
+        int64_t v = a->tab[tstart[d] + kidx[d] * p->out_sp[d] + oidx[d]];
+        hole = v < 0;
+        off += v;
+      }
+      if (hole) {
+        memset(dst, 0, run);
+      } else if (p->s_f == 1) {
+        memcpy(dst, a->in + (size_t)off * a->es, run);
+      } else {
+        for (int64_t c = 0; c < p->ig; c++)
+          memcpy(dst + (size_t)c * a->es, a->in + (size_t)(off + c * p->s_f) * a->es, a->es);
       }
       for (int d = ns - 1; d >= 0; d--) {
-        if (++oidx[d] < p->out_sp[d]) break;
-        oidx[d] = 0;
+        if (++kidx[d] < p->k_sp[d]) break;
+        kidx[d] = 0;
       }
     }
+    if (++q == p->p) q = 0, n++;
+    for (int d = ns - 1; d >= 0; d--) {
+      if (++oidx[d] < p->out_sp[d]) break;
+      oidx[d] = 0;
+    }
   }
+}
+
+static void im2col_pixel_task(void *arg, int64_t task, int worker) {
+  const pixel_args_t *a = arg;
+  int64_t lo = task * GATHER_TASK_ROWS;
+  im2col_pixel_rows(a, lo, lo + GATHER_TASK_ROWS < a->rows ? lo + GATHER_TASK_ROWS : a->rows);
 }
 
 // True when the lhs already is colT: a 1x1 window that reads every pixel in
@@ -486,41 +503,48 @@ static void pack_kernel_kco(const hl_literal_t *rhs, const conv_plan_t *p, hl_dt
 }
 
 static hl_status_t conv_pixel_major(const conv_plan_t *p, hl_dtype_t ct, const int64_t *tab,
-                                    const void *in, const hl_literal_t *rhs, char *out) {
+                                    const void *in, const hl_literal_t *rhs, char *out,
+                                    hl_thread_pool_t *pool) {
   size_t es = hl_dtype_size(ct);
-  int64_t kdim = p->ig * p->ks;
+  int64_t kdim = p->ig * p->ks, rows_total = p->n_out * p->p;
   bool direct = lhs_is_colT(p);
-  int64_t nb = p->n_out;
+  // Rows (n, q) per GEMM: the whole batch in place, else a chunk of colT that
+  // stays in the cache between its gather and its GEMM. The chunk does not
+  // depend on the thread count, so neither do the GEMMs' results.
+  int64_t mc = rows_total;
   if (!direct) {
-    nb = COL_CHUNK_ELEMS / (kdim * p->p > 0 ? kdim * p->p : 1);
-    if (nb < 1) nb = 1;
-    if (nb > p->n_out) nb = p->n_out;
+    mc = COL_CACHE_BYTES / (int64_t)es / (kdim > 0 ? kdim : 1);
+    if (mc < GATHER_TASK_ROWS) mc = GATHER_TASK_ROWS;
+    if (mc > rows_total) mc = rows_total;
   }
-  if (nb * p->p > INT_MAX || p->o_out > INT_MAX || kdim > INT_MAX || p->c_in > INT_MAX)
+  if (mc > INT_MAX || p->o_out > INT_MAX || kdim > INT_MAX || p->c_in > INT_MAX ||
+      (direct && p->n_out * p->p > INT_MAX))
     return HL_UNIMPL("convolution dimensions exceed the BLAS index range");
   char *w2 = hl_malloc(at_least_one(kdim * p->o_out) * es);
-  char *colT = direct ? NULL : hl_malloc(at_least_one(nb * p->p * kdim) * es);
+  char *colT = direct ? NULL : hl_malloc(at_least_one(mc * kdim) * es);
   if (!w2 || (!direct && !colT)) {
     hl_free(w2);
     hl_free(colT);
     return HL_OOM();
   }
   pack_kernel_kco(rhs, p, ct, w2);
-  pixel_args_t a = {p, tab, in, es};
   for (int64_t g = 0; g < p->groups; g++) {
-    for (int64_t n0 = 0; n0 < p->n_out; n0 += nb) {
-      int64_t cnt = p->n_out - n0 < nb ? p->n_out - n0 : nb;
-      char *c = out + (size_t)(n0 * p->p * p->o_out + g * p->og) * es;
-      const char *b = w2 + (size_t)(g * p->og) * es;
-      if (direct) {
-        int64_t b0 = p->bgc > 1 ? g * p->n_out + n0 : n0;
-        int64_t c0 = p->fgc > 1 ? g * p->ig : 0;
-        const char *lhs = (const char *)in + (size_t)(b0 * p->s_b + c0) * es;
-        gemm(ct, cnt * p->p, p->og, kdim, lhs, p->c_in, b, p->o_out, c, p->o_out);
-      } else {
-        im2col_pixel(&a, g, n0, cnt, colT);
-        gemm(ct, cnt * p->p, p->og, kdim, colT, kdim, b, p->o_out, c, p->o_out);
-      }
+    const char *b = w2 + (size_t)(g * p->og) * es;
+    if (direct) {
+      int64_t b0 = p->bgc > 1 ? g * p->n_out : 0;
+      int64_t c0 = p->fgc > 1 ? g * p->ig : 0;
+      const char *lhs = (const char *)in + (size_t)(b0 * p->s_b + c0) * es;
+      char *c = out + (size_t)(g * p->og) * es;
+      gemm(ct, rows_total, p->og, kdim, lhs, p->c_in, b, p->o_out, c, p->o_out);
+      continue;
+    }
+    for (int64_t r0 = 0; r0 < rows_total; r0 += mc) {
+      int64_t cnt = rows_total - r0 < mc ? rows_total - r0 : mc;
+      pixel_args_t a = {p, tab, in, es, g, r0, cnt, colT};
+      hl_thread_pool_run(pool, (cnt + GATHER_TASK_ROWS - 1) / GATHER_TASK_ROWS,
+                         im2col_pixel_task, &a);
+      char *c = out + (size_t)(r0 * p->o_out + g * p->og) * es;
+      gemm(ct, cnt, p->og, kdim, colT, kdim, b, p->o_out, c, p->o_out);
     }
   }
   hl_free(w2);
@@ -889,7 +913,7 @@ static hl_status_t conv_by_phases(const conv_plan_t *p, hl_dtype_t ct, const int
 }
 
 static hl_status_t conv_compute(const conv_plan_t *p, hl_dtype_t ct, const void *in,
-                                const hl_literal_t *rhs, char *out) {
+                                const hl_literal_t *rhs, char *out, hl_thread_pool_t *pool) {
   size_t es = hl_dtype_size(ct);
   int64_t kdim = p->ig * p->ks;
   int64_t *tab = NULL, *pofs = NULL;
@@ -906,7 +930,7 @@ static hl_status_t conv_compute(const conv_plan_t *p, hl_dtype_t ct, const void 
   }
   if (p->s_of == 1 && spatial_row_major(p->ns, p->out_sp, p->s_osp, p->o_out, p->n_out,
                                         p->s_ob)) {
-    hl_status_t st = conv_pixel_major(p, ct, tab, in, rhs, out);
+    hl_status_t st = conv_pixel_major(p, ct, tab, in, rhs, out, pool);
     hl_free(tab);
     return st;
   }
@@ -1004,7 +1028,8 @@ hl_status_t hl_kernel_convolution(hl_kernel_context_t *ctx, const hl_instruction
   hl_status_t st = c ? NULL : HL_OOM();
   if (!st) st = lhs_in_ct(lhs, ct, &in, &in_owned);
   if (!st) {
-    st = conv_compute(&p, ct, in, rhs, c);
+    const hl_exec_options_t *o = hl_kernel_options(ctx);
+    st = conv_compute(&p, ct, in, rhs, c, o ? o->pool : NULL);
     if (st) st = hl_status_annotate(st, "%s", loc);
   }
   if (!st && c != y->data) {
