@@ -31,6 +31,8 @@
 // the cache (L2 / L3) when the GEMM reads it, and rows per pool task.
 #define COL_CACHE_BYTES (INT64_C(4) << 20)
 #define GATHER_TASK_ROWS 64
+// Feature-major phase gathers (NCHW lhs_dilate): bytes of col per GEMM.
+#define PHASE_COL_BYTES (INT64_C(512) << 10)
 
 typedef struct conv_plan {
   int ns;                                   // spatial dimensions
@@ -668,7 +670,10 @@ static void gemm_nt(hl_dtype_t ct, int64_t m, int64_t n, int64_t k, const void *
   } while (0)
 
 // col_layout: gather col[(c * ks + k)][(n, q)], tmp[o][(n, q)] = W x col,
-// then each tmp row into the result at the phase's output offsets.
+// then each tmp row into the result at the phase's output offsets. A tap's
+// outputs read the lhs in runs (consecutive q, consecutive offsets: a row of
+// the phase's outputs along the last spatial dim) or zeros (padding), so
+// the gather copies runs instead of looking up every element.
 #define PHASE_COL_(T)                                                                       \
   do {                                                                                      \
     int64_t ncols = cnt * np;                                                               \
@@ -678,9 +683,16 @@ static void gemm_nt(hl_dtype_t ct, int64_t m, int64_t n, int64_t k, const void *
         for (int64_t n = 0; n < cnt; n++) {                                                 \
           int64_t b = p->bgc > 1 ? g * p->n_out + n0 + n : n0 + n;                          \
           const T *src = (const T *)(const void *)lhs + b * p->s_b + (c0 + c) * p->s_f;     \
-          const int64_t *qk = qoffT + k * np;                                               \
           T *dst = cr + n * np;                                                             \
-          for (int64_t q = 0; q < np; q++) dst[q] = qk[q] >= 0 ? src[qk[q]] : (T){0};       \
+          for (int64_t r = run_start[k]; r < run_start[k + 1]; r++) {                       \
+            T *d = dst + runs[r].q;                                                         \
+            if (runs[r].src < 0) {                                                          \
+              for (int64_t j = 0; j < runs[r].len; j++) d[j] = (T){0};                      \
+            } else {                                                                        \
+              const T *s = src + runs[r].src;                                               \
+              for (int64_t j = 0; j < runs[r].len; j++) d[j] = s[j];                        \
+            }                                                                               \
+          }                                                                                 \
         }                                                                                   \
     gemm(ct, p->og, ncols, kdim, wg, ldw, colT, ncols, tmp, ncols);                         \
     const T *tv = (const T *)(const void *)tmp;                                             \
@@ -699,6 +711,10 @@ static void gemm_nt(hl_dtype_t ct, int64_t m, int64_t n, int64_t k, const void *
 // run of the lhs is one memcpy. The kernel W[o][K] in the same order is
 // the rhs itself when that is one run per output feature, else gathered.
 // tmpT[(n, q)][o] = colT x W^T is written to the result by rows of features.
+typedef struct phase_run {
+  int64_t q, len, src;  // outputs q .. q+len-1 read lhs src .. src+len-1 (src -1: zeros)
+} phase_run_t;
+
 static hl_status_t conv_one_phase(const conv_plan_t *p, const conv_phase_dim_t *pd,
                                   const int64_t *cls, hl_dtype_t ct, const int64_t *tab,
                                   const hl_literal_t *rhs, const void *in, char *out) {
@@ -712,7 +728,12 @@ static hl_status_t conv_one_phase(const conv_plan_t *p, const conv_phase_dim_t *
   }
   int64_t ig = p->ig, kdim = ig * ks;
   bool tap_major = p->s_f == 1;
-  int64_t nb = COL_CHUNK_ELEMS / (kdim * np > 0 ? kdim * np : 1);
+  // Feature-major lhs and result (NCHW): col[K][(n, q)] rows read the lhs
+  // and tmp[o][(n, q)] rows write the result along their spatial runs; the
+  // batch goes in chunks whose col fits in L2 next to the GEMM's panels.
+  bool col_layout = !tap_major && p->s_of != 1;
+  int64_t nb = (col_layout ? PHASE_COL_BYTES / (int64_t)es : COL_CHUNK_ELEMS) /
+               (kdim * np > 0 ? kdim * np : 1);
   if (nb < 1) nb = 1;
   if (nb > p->n_out) nb = p->n_out;
   if (ct != HL_S64 && (p->og > INT_MAX || kdim > INT_MAX || nb * np > INT_MAX ||
@@ -788,21 +809,40 @@ static hl_status_t conv_one_phase(const conv_plan_t *p, const conv_phase_dim_t *
       wk = w;
       bool same = rhs->shape.dtype == ct;
       char *dst = w;
-      for (int64_t o = 0; o < p->o_out; o++)
-        for (int64_t j = 0; j < kdim; j++, dst += es) {
-          int64_t src = o * p->s_ko + koff[j];
-          if (same) memcpy(dst, (const char *)rhs->data + (size_t)src * es, es);
-          else to_ct(rhs->shape.dtype, rhs->data, src, 1, ct, dst);
+      for (int64_t o = 0; o < p->o_out; o++) {
+        const char *src = (const char *)rhs->data + (size_t)(o * p->s_ko) * es;
+        if (same && es == 4) {  // typed copies: a memcpy call per element cost ~10%
+          for (int64_t j = 0; j < kdim; j++)
+            ((uint32_t *)(void *)dst)[j] = ((const uint32_t *)(const void *)src)[koff[j]];
+          dst += (size_t)kdim * es;
+          continue;
         }
+        for (int64_t j = 0; j < kdim; j++, dst += es) {
+          if (same) memcpy(dst, src + (size_t)koff[j] * es, es);
+          else to_ct(rhs->shape.dtype, rhs->data, o * p->s_ko + koff[j], 1, ct, dst);
+        }
+      }
     }
     const char *lhs = in;
-    // Feature-major lhs and result (NCHW): col[K][(n, q)] rows read the lhs
-    // and tmp[o][(n, q)] rows write the result along their spatial runs.
-    bool col_layout = !tap_major && p->s_of != 1;
-    int64_t *qoffT = col_layout ? hl_malloc(at_least_one(np * ks) * sizeof(int64_t)) : NULL;
-    if (!st && col_layout && !qoffT) st = HL_OOM();
-    for (int64_t q = 0; qoffT && q < np; q++)
-      for (int64_t k = 0; k < ks; k++) qoffT[k * np + q] = qoff[q * ks + k];
+    // Runs of each tap k: runs[run_start[k] .. run_start[k + 1]).
+    phase_run_t *runs = col_layout ? hl_malloc(at_least_one(np * ks) * sizeof(phase_run_t)) : NULL;
+    int64_t *run_start = col_layout ? hl_malloc((size_t)(ks + 1) * sizeof(int64_t)) : NULL;
+    if (!st && col_layout && (!runs || !run_start)) st = HL_OOM();
+    if (!st && col_layout) {
+      int64_t nr = 0;
+      for (int64_t k = 0; k < ks; k++) {
+        run_start[k] = nr;
+        for (int64_t q = 0; q < np;) {
+          int64_t v = qoff[q * ks + k], len = 1;
+          while (q + len < np && (v < 0 ? qoff[(q + len) * ks + k] < 0
+                                        : qoff[(q + len) * ks + k] == v + len))
+            len++;
+          runs[nr++] = (phase_run_t){q, len, v < 0 ? -1 : v};
+          q += len;
+        }
+      }
+      run_start[ks] = nr;
+    }
     for (int64_t g = 0; !st && g < p->groups; g++) {
       const char *wg = wk + (size_t)(g * p->og * ldw) * es;
       int64_t c0 = p->fgc > 1 ? g * ig : 0;
@@ -859,7 +899,8 @@ static hl_status_t conv_one_phase(const conv_plan_t *p, const conv_phase_dim_t *
         }
       }
     }
-    hl_free(qoffT);
+    hl_free(runs);
+    hl_free(run_start);
   }
   hl_free(qoff);
   hl_free(pofs);
