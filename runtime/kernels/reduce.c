@@ -25,6 +25,7 @@
 
 #include "runtime/base/alloc.h"
 #include "runtime/base/float_minmax.h"
+#include "runtime/base/simd_clones.h"
 #include "runtime/exec/thread_pool.h"
 #include "runtime/kernels/element_access.h"
 #include "runtime/kernels/kernel.h"
@@ -49,8 +50,43 @@ typedef struct reduce_fns {
 #define XOR_(a, b) ((a) ^ (b))
 #define MAXI_(a, b) ((a) > (b) ? (a) : (b))
 #define MINI_(a, b) ((a) < (b) ? (a) : (b))
-#define MAXF_(a, b) _Generic((a), float: hl_maximum_f32, default: hl_maximum_f64)(a, b)
-#define MINF_(a, b) _Generic((a), float: hl_minimum_f32, default: hl_minimum_f64)(a, b)
+#define MAXF_(a, b) _Generic((a), float: max_bits_f32, default: max_bits_f64)(a, b)
+#define MINF_(a, b) _Generic((a), float: min_bits_f32, default: min_bits_f64)(a, b)
+
+// hl_maximum / hl_minimum (float_minmax.h) without branches, so the lanes
+// of a fold vectorize, with the same result bits for every input (NaN: the
+// first NaN operand, payload kept; +0 above -0). Non-NaN floats compare as
+// signed integer keys (a negative value's magnitude bits flipped), which
+// order -0 below +0 and keep equal values equal.
+#define HL_MINMAX_BITS_(T, F, U, S, SHIFT, INF)                               \
+  static inline S key_##T(U u) { return (S)(u ^ ((U)((S)u >> SHIFT) >> 1)); } \
+  static inline F max_bits_##T(F a, F b) {                                    \
+    U ua, ub;                                                                 \
+    memcpy(&ua, &a, sizeof ua);                                               \
+    memcpy(&ub, &b, sizeof ub);                                               \
+    U na = (ua << 1) > (INF << 1), nb = (ub << 1) > (INF << 1);               \
+    U r = key_##T(ua) >= key_##T(ub) ? ua : ub;                               \
+    r = nb ? ub : r;                                                          \
+    r = na ? ua : r;                                                          \
+    F f;                                                                      \
+    memcpy(&f, &r, sizeof f);                                                 \
+    return f;                                                                 \
+  }                                                                           \
+  static inline F min_bits_##T(F a, F b) {                                    \
+    U ua, ub;                                                                 \
+    memcpy(&ua, &a, sizeof ua);                                               \
+    memcpy(&ub, &b, sizeof ub);                                               \
+    U na = (ua << 1) > (INF << 1), nb = (ub << 1) > (INF << 1);               \
+    U r = key_##T(ua) <= key_##T(ub) ? ua : ub;                               \
+    r = nb ? ub : r;                                                          \
+    r = na ? ua : r;                                                          \
+    F f;                                                                      \
+    memcpy(&f, &r, sizeof f);                                                 \
+    return f;                                                                 \
+  }
+HL_MINMAX_BITS_(f32, float, uint32_t, int32_t, 31, UINT32_C(0x7f800000))
+HL_MINMAX_BITS_(f64, double, uint64_t, int64_t, 63, UINT64_C(0x7ff0000000000000))
+#undef HL_MINMAX_BITS_
 
 #define LANES 16
 
@@ -59,7 +95,7 @@ typedef struct reduce_fns {
 // the rounding error of float sums then grows with log(n), not n.
 #define PAIRWISE_BLOCK 4096
 #define HL_REDUCE_STAMP_(name, T, OP)                                   \
-  static T name##_block(const T *x, int64_t n) {                        \
+  HL_SIMD_CLONES static T name##_block(const T *x, int64_t n) {         \
     T r = x[0];                                                         \
     int64_t i = 1;                                                      \
     if (n >= 2 * LANES) {                                               \
