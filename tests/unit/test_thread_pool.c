@@ -46,6 +46,27 @@ static void test_every_task_once(void) {
   }
 }
 
+// Ranges of items: every item exactly once for item counts below, at and
+// above the number of ranges, and on one thread in ascending order.
+static void test_ranges_every_item_once(void) {
+  static counts_t c;
+  const int64_t counts[] = {1, 5, 24, 25, kTasks};
+  for (int threads = 1; threads <= 3; threads++) {
+    hl_thread_pool_t *pool = NULL;
+    HL_ASSERT_OK(hl_thread_pool_create(threads, &pool));
+    for (int k = 0; k < 5; k++)
+      for (int round = 0; round < 50; round++) {
+        memset(&c, 0, sizeof c);
+        hl_thread_pool_run_ranges(pool, counts[k], count_task, &c);
+        int bad = 0;
+        for (int t = 0; t < kTasks; t++) bad += atomic_load(&c.hits[t]) != (t < counts[k]);
+        CU_ASSERT_EQUAL(bad, 0);
+      }
+    hl_thread_pool_destroy(pool);
+  }
+  hl_thread_pool_run_ranges(NULL, 0, count_task, &c);  // nothing to do
+}
+
 static void record_order(void *arg, int64_t task, int worker) {
   counts_t *c = arg;
   CU_ASSERT_EQUAL(worker, 0);
@@ -57,6 +78,10 @@ static void test_null_pool_runs_in_order(void) {
   memset(&c, 0, sizeof c);
   CU_ASSERT_EQUAL(hl_thread_pool_size(NULL), 1);
   hl_thread_pool_run(NULL, kTasks, record_order, &c);
+  CU_ASSERT_EQUAL(c.next, kTasks);
+  for (int t = 0; t < kTasks; t++) CU_ASSERT_EQUAL(c.order[t], t);
+  memset(&c, 0, sizeof c);
+  hl_thread_pool_run_ranges(NULL, kTasks, record_order, &c);
   CU_ASSERT_EQUAL(c.next, kTasks);
   for (int t = 0; t < kTasks; t++) CU_ASSERT_EQUAL(c.order[t], t);
   hl_thread_pool_t *bad = NULL;
@@ -242,6 +267,7 @@ static CU_TestInfo tests[] = {
     {"threaded_kernels_are_bitwise_serial", test_threaded_kernels_are_bitwise_serial},
     {"threaded_reduce_kernel_is_bitwise_serial", test_threaded_reduce_kernel_is_bitwise_serial},
     {"every_task_once", test_every_task_once},
+    {"ranges_every_item_once", test_ranges_every_item_once},
     {"null_pool_runs_in_order", test_null_pool_runs_in_order},
     CU_TEST_INFO_NULL,
 };
