@@ -90,7 +90,8 @@ static void test_null_pool_runs_in_order(void) {
 }
 
 // The reduce kernel split over threads (rows when only minor dimensions are
-// reduced, columns otherwise) gives the bits of one thread.
+// reduced, columns otherwise, and a full reduction at the top of its
+// pairwise tree) gives the bits of one thread.
 static void test_threaded_reduce_kernel_is_bitwise_serial(void) {
   const char *dims[] = {"{1}", "{0}", "{0,1}"};
   const char *types[] = {"f32", "s32", "f64"};
@@ -127,6 +128,27 @@ static void test_threaded_reduce_kernel_is_bitwise_serial(void) {
       hl_module_destroy(m);
     }
   hl_thread_pool_destroy(pool);
+}
+
+static void check_pools_agree(const char *text, int lo, int hi);
+
+// Two long rows (fewer rows than threads): each row's pairwise tree is
+// split over the threads and combined in the tree's order, for add (order
+// matters in floats) and maximum, on 1 and 3 threads.
+static void test_threaded_long_rows_are_bitwise_serial(void) {
+  const char *types[] = {"f32", "f64", "s32"};
+  const char *ops[] = {"add", "maximum"};
+  for (int t = 0; t < 3; t++)
+    for (int o = 0; o < 2; o++) {
+      char text[1024];
+      snprintf(text, sizeof text,
+               "HloModule r\nred {\n  a = %s[] parameter(0)\n  b = %s[] parameter(1)\n"
+               "  ROOT s = %s[] %s(a, b)\n}\nENTRY main {\n  x = %s[2,150001] parameter(0)\n"
+               "  z = %s[] constant(0)\n  ROOT r = %s[2] reduce(x, z), dimensions={1}, "
+               "to_apply=red\n}\n",
+               types[t], types[t], types[t], ops[o], types[t], types[t], types[t]);
+      check_pools_agree(text, -10000, 10000);
+    }
 }
 
 // Unfused element-wise ops and transpose / broadcast / slice split over
@@ -266,6 +288,7 @@ static CU_TestInfo tests[] = {
     {"threaded_gather_is_bitwise_serial", test_threaded_gather_is_bitwise_serial},
     {"threaded_kernels_are_bitwise_serial", test_threaded_kernels_are_bitwise_serial},
     {"threaded_reduce_kernel_is_bitwise_serial", test_threaded_reduce_kernel_is_bitwise_serial},
+    {"threaded_long_rows_are_bitwise_serial", test_threaded_long_rows_are_bitwise_serial},
     {"every_task_once", test_every_task_once},
     {"ranges_every_item_once", test_ranges_every_item_once},
     {"null_pool_runs_in_order", test_null_pool_runs_in_order},
