@@ -677,23 +677,8 @@ static void gemm_nt(hl_dtype_t ct, int64_t m, int64_t n, int64_t k, const void *
 #define PHASE_COL_(T)                                                                       \
   do {                                                                                      \
     int64_t ncols = cnt * np;                                                               \
-    T *cr = (T *)(void *)colT;                                                              \
-    for (int64_t c = 0; c < ig; c++)                                                        \
-      for (int64_t k = 0; k < ks; k++, cr += ncols)                                         \
-        for (int64_t n = 0; n < cnt; n++) {                                                 \
-          int64_t b = p->bgc > 1 ? g * p->n_out + n0 + n : n0 + n;                          \
-          const T *src = (const T *)(const void *)lhs + b * p->s_b + (c0 + c) * p->s_f;     \
-          T *dst = cr + n * np;                                                             \
-          for (int64_t r = run_start[k]; r < run_start[k + 1]; r++) {                       \
-            T *d = dst + runs[r].q;                                                         \
-            if (runs[r].src < 0) {                                                          \
-              for (int64_t j = 0; j < runs[r].len; j++) d[j] = (T){0};                      \
-            } else {                                                                        \
-              const T *s = src + runs[r].src;                                               \
-              for (int64_t j = 0; j < runs[r].len; j++) d[j] = s[j];                        \
-            }                                                                               \
-          }                                                                                 \
-        }                                                                                   \
+    phase_gather_t ga = {p, lhs, colT, es, runs, run_start, g, n0, cnt, np, ks, c0};        \
+    hl_thread_pool_run_ranges(pool, ig, phase_gather_task, &ga);                            \
     gemm(ct, p->og, ncols, kdim, wg, ldw, colT, ncols, tmp, ncols);                         \
     const T *tv = (const T *)(const void *)tmp;                                             \
     for (int64_t o = 0; o < p->og; o++)                                                     \
@@ -703,6 +688,54 @@ static void gemm_nt(hl_dtype_t ct, int64_t m, int64_t n, int64_t k, const void *
       }                                                                                     \
   } while (0)
 
+typedef struct phase_run {
+  int64_t q, len, src;  // outputs q .. q+len-1 read lhs src .. src+len-1 (src -1: zeros)
+} phase_run_t;
+
+// The col rows of one feature c (its ks taps, each over the chunk's batch).
+typedef struct phase_gather {
+  const conv_plan_t *p;
+  const char *lhs;
+  char *col;
+  size_t es;
+  const phase_run_t *runs;
+  const int64_t *run_start;
+  int64_t g, n0, cnt, np, ks, c0;
+} phase_gather_t;
+
+#define PHASE_GATHER_(T)                                                                \
+  do {                                                                                  \
+    T *cr = (T *)(void *)a->col + c * a->ks * ncols;                                    \
+    for (int64_t k = 0; k < a->ks; k++, cr += ncols)                                    \
+      for (int64_t n = 0; n < a->cnt; n++) {                                            \
+        int64_t b = p->bgc > 1 ? a->g * p->n_out + a->n0 + n : a->n0 + n;               \
+        const T *src = (const T *)(const void *)a->lhs + b * p->s_b + (a->c0 + c) * p->s_f; \
+        T *dst = cr + n * a->np;                                                        \
+        for (int64_t r = a->run_start[k]; r < a->run_start[k + 1]; r++) {               \
+          const phase_run_t *run = &a->runs[r];                                         \
+          T *d = dst + run->q;                                                          \
+          if (run->src < 0) {                                                           \
+            for (int64_t j = 0; j < run->len; j++) d[j] = (T){0};                       \
+          } else {                                                                      \
+            const T *sv = src + run->src;                                               \
+            for (int64_t j = 0; j < run->len; j++) d[j] = sv[j];                        \
+          }                                                                             \
+        }                                                                               \
+      }                                                                                 \
+  } while (0)
+
+static void phase_gather_task(void *arg, int64_t c, int worker) {
+  const phase_gather_t *a = arg;
+  const conv_plan_t *p = a->p;
+  int64_t ncols = a->cnt * a->np;
+  switch (a->es) {
+    case 4: PHASE_GATHER_(uint32_t); break;
+    case 8: PHASE_GATHER_(uint64_t); break;
+    default: PHASE_GATHER_(c128_t); break;
+  }
+}
+#undef PHASE_GATHER_
+
 // One phase combination: its outputs (a sub-grid) and taps (a sub-window).
 // Rows of colT[(n, q)][K] gather the real input each output q of batch n
 // reads, K ordered tap-major (k * Ig + c) when features are contiguous in
@@ -711,13 +744,10 @@ static void gemm_nt(hl_dtype_t ct, int64_t m, int64_t n, int64_t k, const void *
 // run of the lhs is one memcpy. The kernel W[o][K] in the same order is
 // the rhs itself when that is one run per output feature, else gathered.
 // tmpT[(n, q)][o] = colT x W^T is written to the result by rows of features.
-typedef struct phase_run {
-  int64_t q, len, src;  // outputs q .. q+len-1 read lhs src .. src+len-1 (src -1: zeros)
-} phase_run_t;
-
 static hl_status_t conv_one_phase(const conv_plan_t *p, const conv_phase_dim_t *pd,
                                   const int64_t *cls, hl_dtype_t ct, const int64_t *tab,
-                                  const hl_literal_t *rhs, const void *in, char *out) {
+                                  const hl_literal_t *rhs, const void *in, char *out,
+                                  hl_thread_pool_t *pool) {
   size_t es = hl_dtype_size(ct);
   int ns = p->ns;
   int64_t ks = 1, np = 1, sub_k[HL_MAX_RANK], sub_o[HL_MAX_RANK], full_start[HL_MAX_RANK];
@@ -923,7 +953,8 @@ static bool has_lhs_dilation(const conv_plan_t *p) {
 }
 
 static hl_status_t conv_by_phases(const conv_plan_t *p, hl_dtype_t ct, const int64_t *tab,
-                                  const void *in, const hl_literal_t *rhs, char *out) {
+                                  const void *in, const hl_literal_t *rhs, char *out,
+                                  hl_thread_pool_t *pool) {
   size_t es = hl_dtype_size(ct);
   conv_phase_dim_t pd[HL_MAX_RANK];
   memset(pd, 0, sizeof(pd));
@@ -939,7 +970,7 @@ static hl_status_t conv_by_phases(const conv_plan_t *p, hl_dtype_t ct, const int
     for (;;) {
       bool live = true;
       for (int d = 0; d < p->ns; d++) live = live && pd[d].n_o[cls[d]] && pd[d].n_k[cls[d]];
-      if (live) st = conv_one_phase(p, pd, cls, ct, tab, rhs, in, out);
+      if (live) st = conv_one_phase(p, pd, cls, ct, tab, rhs, in, out, pool);
       if (st) break;
       int d = p->ns - 1;
       for (; d >= 0; d--) {
@@ -965,7 +996,7 @@ static hl_status_t conv_compute(const conv_plan_t *p, hl_dtype_t ct, const void 
   }
   HL_RETURN_IF_ERROR(build_tables(p, &tab));
   if (has_lhs_dilation(p)) {
-    hl_status_t st = conv_by_phases(p, ct, tab, in, rhs, out);
+    hl_status_t st = conv_by_phases(p, ct, tab, in, rhs, out, pool);
     hl_free(tab);
     return st;
   }
