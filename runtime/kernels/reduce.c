@@ -117,6 +117,11 @@ HL_MINMAX_BITS_(f64, double, uint64_t, int64_t, 63, UINT64_C(0x7ff0000000000000)
     return r;                                                           \
   }                                                                     \
   static T name##_tree(const T *x, int64_t n) {                         \
+    if (n < 2 * LANES) { /* _block's own short path, without the call */ \
+      T r = x[0];                                                       \
+      for (int64_t i = 1; i < n; i++) r = OP(r, x[i]);                  \
+      return r;                                                         \
+    }                                                                   \
     if (n <= PAIRWISE_BLOCK) return name##_block(x, n);                 \
     int64_t h = n / 2;                                                  \
     return OP(name##_tree(x, h), name##_tree(x + h, n - h));            \
