@@ -4,9 +4,16 @@
 // of those sizes, in the same run. Figure and baseline are GFLOP/s (2*M*N*K
 // per group), best of several runs; the executor's run includes allocating
 // its result and packing, as a real program's would. Target: ratio >= 0.6.
+//
+//   conv_2_threads  a 3x3 NHWC convolution 8x56x56x64 -> 64 (im2col + GEMM)
+//                   with --threads 2 (a pool of 2, BLAS on 2 threads) against
+//                   1 thread (no pool, BLAS on 1), interleaved per repeat;
+//                   target >= 1.8.
 #include <cblas.h>
+#include <dlfcn.h>
 
 #include "runtime/base/alloc.h"
+#include "runtime/exec/thread_pool.h"
 #include "bench/bench_util.h"
 
 typedef struct conv_case {
@@ -84,6 +91,64 @@ static void run_case(const conv_case_t *c, int reps) {
   hl_module_destroy(mod);
 }
 
+// BLAS threads as hlo-launch's --threads sets them (launcher/binding.c):
+// through openblas_set_num_threads when the BLAS is OpenBLAS.
+static void set_blas_threads(int n) {
+  typedef void (*set_fn)(int);
+  set_fn set = (set_fn)dlsym(RTLD_DEFAULT, "openblas_set_num_threads");
+  if (set) set(n);
+}
+
+static double run_once(hl_executable_t *exe, hl_thread_pool_t *pool, hl_literal_t **args) {
+  hl_exec_options_t o = {.pool = pool};
+  hl_literal_t *out = NULL;
+  double t0 = hl_bench_now();
+  hl_bench_check(hl_executable_run(exe, &o, args, 2, &out), "run");
+  double t = hl_bench_now() - t0;
+  hl_literal_release(out);
+  return t;
+}
+
+// conv_2_threads: the same convolution on 2 threads (pool + BLAS) vs 1.
+static void two_threads_case(bool quick) {
+  int n = quick ? 1 : 8, hw = quick ? 6 : 56, c = quick ? 4 : 64, o = quick ? 4 : 64;
+  char lhs[64], rhs[64], res[64], text[1024];
+  snprintf(lhs, sizeof lhs, "f32[%d,%d,%d,%d]", n, hw, hw, c);
+  snprintf(rhs, sizeof rhs, "f32[3,3,%d,%d]", c, o);
+  snprintf(res, sizeof res, "f32[%d,%d,%d,%d]", n, hw, hw, o);
+  snprintf(text, sizeof text,
+           "HloModule conv2t\nENTRY main {\n  x = %s parameter(0)\n  k = %s parameter(1)\n"
+           "  ROOT y = %s convolution(x, k), window={size=3x3 pad=1_1x1_1}, "
+           "dim_labels=b01f_01io->b01f\n}\n",
+           lhs, rhs, res);
+  hl_module_t *mod = hl_bench_module(text);
+  hl_executable_t *exe = NULL;
+  hl_bench_check(hl_executable_create(mod, &exe), "executable");
+  hl_literal_t *args[2] = {hl_bench_literal(lhs, 1), hl_bench_literal(rhs, 2)};
+  hl_thread_pool_t *pool = NULL;
+  hl_bench_check(hl_thread_pool_create(2, &pool), "pool");
+  double t1 = 1e30, t2 = 1e30;
+  int reps = quick ? 1 : 7;
+  for (int r = -1; r < reps; r++) {  // r = -1: warm-up
+    set_blas_threads(1);
+    double t = run_once(exe, NULL, args);
+    if (r >= 0 && t < t1) t1 = t;
+    set_blas_threads(2);
+    t = run_once(exe, pool, args);
+    if (r >= 0 && t < t2) t2 = t;
+  }
+  double flops = 2.0 * n * hw * hw * (double)o * c * 9;
+  printf("# conv 3x3 %s -> %d: 1 thread %.2f ms (%.1f GFLOP/s), 2 threads %.2f ms (%.1f GFLOP/s)\n",
+         lhs, o, 1e3 * t1, flops / t1 * 1e-9, 1e3 * t2, flops / t2 * 1e-9);
+  hl_bench_report("conv_2_threads", 1 / t2, "runs/s", "1_thread", 1 / t1, true,
+                  quick ? 0.0 : 1.8);
+  hl_thread_pool_destroy(pool);
+  hl_literal_release(args[0]);
+  hl_literal_release(args[1]);
+  hl_executable_destroy(exe);
+  hl_module_destroy(mod);
+}
+
 int main(int argc, char **argv) {
   bool quick = hl_bench_quick(argc, argv);
   int reps = quick ? 1 : 3;
@@ -103,5 +168,6 @@ int main(int argc, char **argv) {
   conv_case_t *cases = quick ? tiny : full;
   size_t count = quick ? sizeof tiny / sizeof tiny[0] : sizeof full / sizeof full[0];
   for (size_t i = 0; i < count; i++) run_case(&cases[i], reps);
+  two_threads_case(quick);
   return 0;
 }

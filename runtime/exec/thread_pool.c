@@ -127,3 +127,23 @@ void hl_thread_pool_run(hl_thread_pool_t *p, int64_t tasks, hl_task_fn_t fn, voi
   while (p->busy > 0) pthread_cond_wait(&p->done, &p->mu);
   pthread_mutex_unlock(&p->mu);
 }
+
+typedef struct ranges {
+  hl_task_fn_t fn;
+  void *arg;
+  int64_t items, per_task;
+} ranges_t;
+
+static void range_task(void *raw, int64_t task, int worker) {
+  const ranges_t *r = raw;
+  int64_t i0 = task * r->per_task, i1 = i0 + r->per_task < r->items ? i0 + r->per_task : r->items;
+  for (int64_t i = i0; i < i1; i++) r->fn(r->arg, i, worker);
+}
+
+void hl_thread_pool_run_ranges(hl_thread_pool_t *p, int64_t items, hl_task_fn_t fn, void *arg) {
+  if (items <= 0) return;
+  int64_t tasks_wanted = 8 * (int64_t)hl_thread_pool_size(p);
+  int64_t per = items / tasks_wanted > 1 ? items / tasks_wanted : 1;
+  ranges_t r = {fn, arg, items, per};
+  hl_thread_pool_run(p, (items + per - 1) / per, range_task, &r);
+}

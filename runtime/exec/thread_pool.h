@@ -28,4 +28,11 @@ int hl_thread_pool_size(const hl_thread_pool_t *pool);  // 1 for NULL
 typedef void (*hl_task_fn_t)(void *arg, int64_t task, int worker);
 void hl_thread_pool_run(hl_thread_pool_t *pool, int64_t tasks, hl_task_fn_t fn, void *arg);
 
+// The same for many small items (blocks of a fusion, rows): each task is a
+// contiguous range of items (about 8 per thread), so a thread streams
+// through neighbouring memory and the shared counter and the cache lines at
+// range edges move between cores rarely. fn(arg, item, worker) per item.
+void hl_thread_pool_run_ranges(hl_thread_pool_t *pool, int64_t items, hl_task_fn_t fn,
+                               void *arg);
+
 #endif  // HL_RUNTIME_EXEC_THREAD_POOL_H_

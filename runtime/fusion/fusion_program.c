@@ -1376,7 +1376,7 @@ hl_status_t hl_fusion_program_run(hl_fusion_program_t *p, hl_literal_t *const *a
     }
     run_state_t s = {p, params, out_data, blocks};
     if (parallel)
-      hl_thread_pool_run(pool, blocks, run_block, &s);
+      hl_thread_pool_run_ranges(pool, blocks, run_block, &s);
     else
       for (int64_t b = 0; b < blocks; b++) run_block(&s, b, 0);
   }

@@ -21,11 +21,18 @@
 #include <string.h>
 
 #include "runtime/base/alloc.h"
+#include "runtime/exec/thread_pool.h"
 #include "runtime/kernels/element_access.h"
 #include "runtime/kernels/kernel.h"
 
 // Elements of the im2col buffer per chunk (the batch is split to stay below).
 #define COL_CHUNK_ELEMS (INT64_C(16) << 20)
+// Pixel-major gathers (NHWC): bytes of colT per GEMM, so a chunk is still in
+// the cache (L2 / L3) when the GEMM reads it, and rows per pool task.
+#define COL_CACHE_BYTES (INT64_C(4) << 20)
+#define GATHER_TASK_ROWS 64
+// Feature-major phase gathers (NCHW lhs_dilate): bytes of col per GEMM.
+#define PHASE_COL_BYTES (INT64_C(512) << 10)
 
 typedef struct conv_plan {
   int ns;                                   // spatial dimensions
@@ -395,50 +402,62 @@ typedef struct pixel_args {
   const int64_t *tab;
   const char *in;
   size_t es;
+  int64_t g;        // group
+  int64_t r0;       // first colT row of the chunk: row r is (n, q) = (r / P, r % P)
+  int64_t rows;     // rows in the chunk
+  char *colT;       // the chunk's rows
 } pixel_args_t;
 
-static void im2col_pixel(const pixel_args_t *a, int64_t g, int64_t n0, int64_t nb, char *colT) {
+// colT rows [r0 + lo, r0 + hi) of the pixel-major gather.
+static void im2col_pixel_rows(const pixel_args_t *a, int64_t lo, int64_t hi) {
   const conv_plan_t *p = a->p;
   int ns = p->ns;
   int64_t tstart[HL_MAX_RANK], t = 0;
   for (int d = 0; d < ns; d++) tstart[d] = t, t += p->k_sp[d] * p->out_sp[d];
-  int64_t kdim = p->ig * p->ks, c0 = p->fgc > 1 ? g * p->ig : 0;
+  int64_t kdim = p->ig * p->ks, c0 = p->fgc > 1 ? a->g * p->ig : 0;
   size_t run = (size_t)p->ig * a->es;
-  char *row = colT;
-  for (int64_t n = 0; n < nb; n++) {
-    int64_t b = p->bgc > 1 ? g * p->n_out + n0 + n : n0 + n;
+  char *row = a->colT + (size_t)(lo * kdim) * a->es;
+  int64_t r = a->r0 + lo, n = r / p->p, q = r % p->p;
+  int64_t oidx[HL_MAX_RANK] = {0}, rest = q;
+  for (int d = ns - 1; d >= 0; d--) oidx[d] = rest % p->out_sp[d], rest /= p->out_sp[d];
+  for (int64_t i = lo; i < hi; i++, row += (size_t)kdim * a->es) {
+    int64_t b = p->bgc > 1 ? a->g * p->n_out + n : n;
     int64_t base = b * p->s_b + c0 * p->s_f;
-    int64_t oidx[HL_MAX_RANK] = {0};
-    for (int64_t q = 0; q < p->p; q++, row += (size_t)kdim * a->es) {
-      int64_t kidx[HL_MAX_RANK] = {0};
-      for (int64_t k = 0; k < p->ks; k++) {
-        char *dst = row + (size_t)k * run;
-        int64_t off = base;
-        bool hole = false;
-        for (int d = 0; d < ns && !hole; d++) {
-          int64_t v = a->tab[tstart[d] + kidx[d] * p->out_sp[d] + oidx[d]];
-          hole = v < 0;
-          off += v;
-        }
-        if (hole) {
-          memset(dst, 0, run);
-        } else if (p->s_f == 1) {
-          memcpy(dst, a->in + (size_t)off * a->es, run);
-        } else {
-          for (int64_t c = 0; c < p->ig; c++)
-            memcpy(dst + (size_t)c * a->es, a->in + (size_t)(off + c * p->s_f) * a->es, a->es);
-        }
-        for (int d = ns - 1; d >= 0; d--) {
-          if (++kidx[d] < p->k_sp[d]) break;
-          kidx[d] = 0;
-        }
+    int64_t kidx[HL_MAX_RANK] = {0};
+    for (int64_t k = 0; k < p->ks; k++) {
+      char *dst = row + (size_t)k * run;
+      int64_t off = base;
+      bool hole = false;
+      for (int d = 0; d < ns && !hole; d++) {
+        int64_t v = a->tab[tstart[d] + kidx[d] * p->out_sp[d] + oidx[d]];
+        hole = v < 0;
+        off += v;
+      }
+      if (hole) {
+        memset(dst, 0, run);
+      } else if (p->s_f == 1) {
+        memcpy(dst, a->in + (size_t)off * a->es, run);
+      } else {
+        for (int64_t c = 0; c < p->ig; c++)
+          memcpy(dst + (size_t)c * a->es, a->in + (size_t)(off + c * p->s_f) * a->es, a->es);
       }
       for (int d = ns - 1; d >= 0; d--) {
-        if (++oidx[d] < p->out_sp[d]) break;
-        oidx[d] = 0;
+        if (++kidx[d] < p->k_sp[d]) break;
+        kidx[d] = 0;
       }
     }
+    if (++q == p->p) q = 0, n++;
+    for (int d = ns - 1; d >= 0; d--) {
+      if (++oidx[d] < p->out_sp[d]) break;
+      oidx[d] = 0;
+    }
   }
+}
+
+static void im2col_pixel_task(void *arg, int64_t task, int worker) {
+  const pixel_args_t *a = arg;
+  int64_t lo = task * GATHER_TASK_ROWS;
+  im2col_pixel_rows(a, lo, lo + GATHER_TASK_ROWS < a->rows ? lo + GATHER_TASK_ROWS : a->rows);
 }
 
 // True when the lhs already is colT: a 1x1 window that reads every pixel in
@@ -486,41 +505,48 @@ static void pack_kernel_kco(const hl_literal_t *rhs, const conv_plan_t *p, hl_dt
 }
 
 static hl_status_t conv_pixel_major(const conv_plan_t *p, hl_dtype_t ct, const int64_t *tab,
-                                    const void *in, const hl_literal_t *rhs, char *out) {
+                                    const void *in, const hl_literal_t *rhs, char *out,
+                                    hl_thread_pool_t *pool) {
   size_t es = hl_dtype_size(ct);
-  int64_t kdim = p->ig * p->ks;
+  int64_t kdim = p->ig * p->ks, rows_total = p->n_out * p->p;
   bool direct = lhs_is_colT(p);
-  int64_t nb = p->n_out;
+  // Rows (n, q) per GEMM: the whole batch in place, else a chunk of colT that
+  // stays in the cache between its gather and its GEMM. The chunk does not
+  // depend on the thread count, so neither do the GEMMs' results.
+  int64_t mc = rows_total;
   if (!direct) {
-    nb = COL_CHUNK_ELEMS / (kdim * p->p > 0 ? kdim * p->p : 1);
-    if (nb < 1) nb = 1;
-    if (nb > p->n_out) nb = p->n_out;
+    mc = COL_CACHE_BYTES / (int64_t)es / (kdim > 0 ? kdim : 1);
+    if (mc < GATHER_TASK_ROWS) mc = GATHER_TASK_ROWS;
+    if (mc > rows_total) mc = rows_total;
   }
-  if (nb * p->p > INT_MAX || p->o_out > INT_MAX || kdim > INT_MAX || p->c_in > INT_MAX)
+  if (mc > INT_MAX || p->o_out > INT_MAX || kdim > INT_MAX || p->c_in > INT_MAX ||
+      (direct && p->n_out * p->p > INT_MAX))
     return HL_UNIMPL("convolution dimensions exceed the BLAS index range");
   char *w2 = hl_malloc(at_least_one(kdim * p->o_out) * es);
-  char *colT = direct ? NULL : hl_malloc(at_least_one(nb * p->p * kdim) * es);
+  char *colT = direct ? NULL : hl_malloc(at_least_one(mc * kdim) * es);
   if (!w2 || (!direct && !colT)) {
     hl_free(w2);
     hl_free(colT);
     return HL_OOM();
   }
   pack_kernel_kco(rhs, p, ct, w2);
-  pixel_args_t a = {p, tab, in, es};
   for (int64_t g = 0; g < p->groups; g++) {
-    for (int64_t n0 = 0; n0 < p->n_out; n0 += nb) {
-      int64_t cnt = p->n_out - n0 < nb ? p->n_out - n0 : nb;
-      char *c = out + (size_t)(n0 * p->p * p->o_out + g * p->og) * es;
-      const char *b = w2 + (size_t)(g * p->og) * es;
-      if (direct) {
-        int64_t b0 = p->bgc > 1 ? g * p->n_out + n0 : n0;
-        int64_t c0 = p->fgc > 1 ? g * p->ig : 0;
-        const char *lhs = (const char *)in + (size_t)(b0 * p->s_b + c0) * es;
-        gemm(ct, cnt * p->p, p->og, kdim, lhs, p->c_in, b, p->o_out, c, p->o_out);
-      } else {
-        im2col_pixel(&a, g, n0, cnt, colT);
-        gemm(ct, cnt * p->p, p->og, kdim, colT, kdim, b, p->o_out, c, p->o_out);
-      }
+    const char *b = w2 + (size_t)(g * p->og) * es;
+    if (direct) {
+      int64_t b0 = p->bgc > 1 ? g * p->n_out : 0;
+      int64_t c0 = p->fgc > 1 ? g * p->ig : 0;
+      const char *lhs = (const char *)in + (size_t)(b0 * p->s_b + c0) * es;
+      char *c = out + (size_t)(g * p->og) * es;
+      gemm(ct, rows_total, p->og, kdim, lhs, p->c_in, b, p->o_out, c, p->o_out);
+      continue;
+    }
+    for (int64_t r0 = 0; r0 < rows_total; r0 += mc) {
+      int64_t cnt = rows_total - r0 < mc ? rows_total - r0 : mc;
+      pixel_args_t a = {p, tab, in, es, g, r0, cnt, colT};
+      hl_thread_pool_run(pool, (cnt + GATHER_TASK_ROWS - 1) / GATHER_TASK_ROWS,
+                         im2col_pixel_task, &a);
+      char *c = out + (size_t)(r0 * p->o_out + g * p->og) * es;
+      gemm(ct, cnt, p->og, kdim, colT, kdim, b, p->o_out, c, p->o_out);
     }
   }
   hl_free(w2);
@@ -644,20 +670,15 @@ static void gemm_nt(hl_dtype_t ct, int64_t m, int64_t n, int64_t k, const void *
   } while (0)
 
 // col_layout: gather col[(c * ks + k)][(n, q)], tmp[o][(n, q)] = W x col,
-// then each tmp row into the result at the phase's output offsets.
+// then each tmp row into the result at the phase's output offsets. A tap's
+// outputs read the lhs in runs (consecutive q, consecutive offsets: a row of
+// the phase's outputs along the last spatial dim) or zeros (padding), so
+// the gather copies runs instead of looking up every element.
 #define PHASE_COL_(T)                                                                       \
   do {                                                                                      \
     int64_t ncols = cnt * np;                                                               \
-    T *cr = (T *)(void *)colT;                                                              \
-    for (int64_t c = 0; c < ig; c++)                                                        \
-      for (int64_t k = 0; k < ks; k++, cr += ncols)                                         \
-        for (int64_t n = 0; n < cnt; n++) {                                                 \
-          int64_t b = p->bgc > 1 ? g * p->n_out + n0 + n : n0 + n;                          \
-          const T *src = (const T *)(const void *)lhs + b * p->s_b + (c0 + c) * p->s_f;     \
-          const int64_t *qk = qoffT + k * np;                                               \
-          T *dst = cr + n * np;                                                             \
-          for (int64_t q = 0; q < np; q++) dst[q] = qk[q] >= 0 ? src[qk[q]] : (T){0};       \
-        }                                                                                   \
+    phase_gather_t ga = {p, lhs, colT, es, runs, run_start, g, n0, cnt, np, ks, c0};        \
+    hl_thread_pool_run_ranges(pool, ig, phase_gather_task, &ga);                            \
     gemm(ct, p->og, ncols, kdim, wg, ldw, colT, ncols, tmp, ncols);                         \
     const T *tv = (const T *)(const void *)tmp;                                             \
     for (int64_t o = 0; o < p->og; o++)                                                     \
@@ -666,6 +687,54 @@ static void gemm_nt(hl_dtype_t ct, int64_t m, int64_t n, int64_t k, const void *
         for (int64_t q = 0; q < np; q++) d[pofs[q]] = tv[q];                                \
       }                                                                                     \
   } while (0)
+
+typedef struct phase_run {
+  int64_t q, len, src;  // outputs q .. q+len-1 read lhs src .. src+len-1 (src -1: zeros)
+} phase_run_t;
+
+// The col rows of one feature c (its ks taps, each over the chunk's batch).
+typedef struct phase_gather {
+  const conv_plan_t *p;
+  const char *lhs;
+  char *col;
+  size_t es;
+  const phase_run_t *runs;
+  const int64_t *run_start;
+  int64_t g, n0, cnt, np, ks, c0;
+} phase_gather_t;
+
+#define PHASE_GATHER_(T)                                                                \
+  do {                                                                                  \
+    T *cr = (T *)(void *)a->col + c * a->ks * ncols;                                    \
+    for (int64_t k = 0; k < a->ks; k++, cr += ncols)                                    \
+      for (int64_t n = 0; n < a->cnt; n++) {                                            \
+        int64_t b = p->bgc > 1 ? a->g * p->n_out + a->n0 + n : a->n0 + n;               \
+        const T *src = (const T *)(const void *)a->lhs + b * p->s_b + (a->c0 + c) * p->s_f; \
+        T *dst = cr + n * a->np;                                                        \
+        for (int64_t r = a->run_start[k]; r < a->run_start[k + 1]; r++) {               \
+          const phase_run_t *run = &a->runs[r];                                         \
+          T *d = dst + run->q;                                                          \
+          if (run->src < 0) {                                                           \
+            for (int64_t j = 0; j < run->len; j++) d[j] = (T){0};                       \
+          } else {                                                                      \
+            const T *sv = src + run->src;                                               \
+            for (int64_t j = 0; j < run->len; j++) d[j] = sv[j];                        \
+          }                                                                             \
+        }                                                                               \
+      }                                                                                 \
+  } while (0)
+
+static void phase_gather_task(void *arg, int64_t c, int worker) {
+  const phase_gather_t *a = arg;
+  const conv_plan_t *p = a->p;
+  int64_t ncols = a->cnt * a->np;
+  switch (a->es) {
+    case 4: PHASE_GATHER_(uint32_t); break;
+    case 8: PHASE_GATHER_(uint64_t); break;
+    default: PHASE_GATHER_(c128_t); break;
+  }
+}
+#undef PHASE_GATHER_
 
 // One phase combination: its outputs (a sub-grid) and taps (a sub-window).
 // Rows of colT[(n, q)][K] gather the real input each output q of batch n
@@ -677,7 +746,8 @@ static void gemm_nt(hl_dtype_t ct, int64_t m, int64_t n, int64_t k, const void *
 // tmpT[(n, q)][o] = colT x W^T is written to the result by rows of features.
 static hl_status_t conv_one_phase(const conv_plan_t *p, const conv_phase_dim_t *pd,
                                   const int64_t *cls, hl_dtype_t ct, const int64_t *tab,
-                                  const hl_literal_t *rhs, const void *in, char *out) {
+                                  const hl_literal_t *rhs, const void *in, char *out,
+                                  hl_thread_pool_t *pool) {
   size_t es = hl_dtype_size(ct);
   int ns = p->ns;
   int64_t ks = 1, np = 1, sub_k[HL_MAX_RANK], sub_o[HL_MAX_RANK], full_start[HL_MAX_RANK];
@@ -688,7 +758,12 @@ static hl_status_t conv_one_phase(const conv_plan_t *p, const conv_phase_dim_t *
   }
   int64_t ig = p->ig, kdim = ig * ks;
   bool tap_major = p->s_f == 1;
-  int64_t nb = COL_CHUNK_ELEMS / (kdim * np > 0 ? kdim * np : 1);
+  // Feature-major lhs and result (NCHW): col[K][(n, q)] rows read the lhs
+  // and tmp[o][(n, q)] rows write the result along their spatial runs; the
+  // batch goes in chunks whose col fits in L2 next to the GEMM's panels.
+  bool col_layout = !tap_major && p->s_of != 1;
+  int64_t nb = (col_layout ? PHASE_COL_BYTES / (int64_t)es : COL_CHUNK_ELEMS) /
+               (kdim * np > 0 ? kdim * np : 1);
   if (nb < 1) nb = 1;
   if (nb > p->n_out) nb = p->n_out;
   if (ct != HL_S64 && (p->og > INT_MAX || kdim > INT_MAX || nb * np > INT_MAX ||
@@ -764,21 +839,40 @@ static hl_status_t conv_one_phase(const conv_plan_t *p, const conv_phase_dim_t *
       wk = w;
       bool same = rhs->shape.dtype == ct;
       char *dst = w;
-      for (int64_t o = 0; o < p->o_out; o++)
-        for (int64_t j = 0; j < kdim; j++, dst += es) {
-          int64_t src = o * p->s_ko + koff[j];
-          if (same) memcpy(dst, (const char *)rhs->data + (size_t)src * es, es);
-          else to_ct(rhs->shape.dtype, rhs->data, src, 1, ct, dst);
+      for (int64_t o = 0; o < p->o_out; o++) {
+        const char *src = (const char *)rhs->data + (size_t)(o * p->s_ko) * es;
+        if (same && es == 4) {  // typed copies: a memcpy call per element cost ~10%
+          for (int64_t j = 0; j < kdim; j++)
+            ((uint32_t *)(void *)dst)[j] = ((const uint32_t *)(const void *)src)[koff[j]];
+          dst += (size_t)kdim * es;
+          continue;
         }
+        for (int64_t j = 0; j < kdim; j++, dst += es) {
+          if (same) memcpy(dst, src + (size_t)koff[j] * es, es);
+          else to_ct(rhs->shape.dtype, rhs->data, o * p->s_ko + koff[j], 1, ct, dst);
+        }
+      }
     }
     const char *lhs = in;
-    // Feature-major lhs and result (NCHW): col[K][(n, q)] rows read the lhs
-    // and tmp[o][(n, q)] rows write the result along their spatial runs.
-    bool col_layout = !tap_major && p->s_of != 1;
-    int64_t *qoffT = col_layout ? hl_malloc(at_least_one(np * ks) * sizeof(int64_t)) : NULL;
-    if (!st && col_layout && !qoffT) st = HL_OOM();
-    for (int64_t q = 0; qoffT && q < np; q++)
-      for (int64_t k = 0; k < ks; k++) qoffT[k * np + q] = qoff[q * ks + k];
+    // Runs of each tap k: runs[run_start[k] .. run_start[k + 1]).
+    phase_run_t *runs = col_layout ? hl_malloc(at_least_one(np * ks) * sizeof(phase_run_t)) : NULL;
+    int64_t *run_start = col_layout ? hl_malloc((size_t)(ks + 1) * sizeof(int64_t)) : NULL;
+    if (!st && col_layout && (!runs || !run_start)) st = HL_OOM();
+    if (!st && col_layout) {
+      int64_t nr = 0;
+      for (int64_t k = 0; k < ks; k++) {
+        run_start[k] = nr;
+        for (int64_t q = 0; q < np;) {
+          int64_t v = qoff[q * ks + k], len = 1;
+          while (q + len < np && (v < 0 ? qoff[(q + len) * ks + k] < 0
+                                        : qoff[(q + len) * ks + k] == v + len))
+            len++;
+          runs[nr++] = (phase_run_t){q, len, v < 0 ? -1 : v};
+          q += len;
+        }
+      }
+      run_start[ks] = nr;
+    }
     for (int64_t g = 0; !st && g < p->groups; g++) {
       const char *wg = wk + (size_t)(g * p->og * ldw) * es;
       int64_t c0 = p->fgc > 1 ? g * ig : 0;
@@ -835,7 +929,8 @@ static hl_status_t conv_one_phase(const conv_plan_t *p, const conv_phase_dim_t *
         }
       }
     }
-    hl_free(qoffT);
+    hl_free(runs);
+    hl_free(run_start);
   }
   hl_free(qoff);
   hl_free(pofs);
@@ -858,7 +953,8 @@ static bool has_lhs_dilation(const conv_plan_t *p) {
 }
 
 static hl_status_t conv_by_phases(const conv_plan_t *p, hl_dtype_t ct, const int64_t *tab,
-                                  const void *in, const hl_literal_t *rhs, char *out) {
+                                  const void *in, const hl_literal_t *rhs, char *out,
+                                  hl_thread_pool_t *pool) {
   size_t es = hl_dtype_size(ct);
   conv_phase_dim_t pd[HL_MAX_RANK];
   memset(pd, 0, sizeof(pd));
@@ -874,7 +970,7 @@ static hl_status_t conv_by_phases(const conv_plan_t *p, hl_dtype_t ct, const int
     for (;;) {
       bool live = true;
       for (int d = 0; d < p->ns; d++) live = live && pd[d].n_o[cls[d]] && pd[d].n_k[cls[d]];
-      if (live) st = conv_one_phase(p, pd, cls, ct, tab, rhs, in, out);
+      if (live) st = conv_one_phase(p, pd, cls, ct, tab, rhs, in, out, pool);
       if (st) break;
       int d = p->ns - 1;
       for (; d >= 0; d--) {
@@ -889,7 +985,7 @@ static hl_status_t conv_by_phases(const conv_plan_t *p, hl_dtype_t ct, const int
 }
 
 static hl_status_t conv_compute(const conv_plan_t *p, hl_dtype_t ct, const void *in,
-                                const hl_literal_t *rhs, char *out) {
+                                const hl_literal_t *rhs, char *out, hl_thread_pool_t *pool) {
   size_t es = hl_dtype_size(ct);
   int64_t kdim = p->ig * p->ks;
   int64_t *tab = NULL, *pofs = NULL;
@@ -900,13 +996,13 @@ static hl_status_t conv_compute(const conv_plan_t *p, hl_dtype_t ct, const void 
   }
   HL_RETURN_IF_ERROR(build_tables(p, &tab));
   if (has_lhs_dilation(p)) {
-    hl_status_t st = conv_by_phases(p, ct, tab, in, rhs, out);
+    hl_status_t st = conv_by_phases(p, ct, tab, in, rhs, out, pool);
     hl_free(tab);
     return st;
   }
   if (p->s_of == 1 && spatial_row_major(p->ns, p->out_sp, p->s_osp, p->o_out, p->n_out,
                                         p->s_ob)) {
-    hl_status_t st = conv_pixel_major(p, ct, tab, in, rhs, out);
+    hl_status_t st = conv_pixel_major(p, ct, tab, in, rhs, out, pool);
     hl_free(tab);
     return st;
   }
@@ -1004,7 +1100,8 @@ hl_status_t hl_kernel_convolution(hl_kernel_context_t *ctx, const hl_instruction
   hl_status_t st = c ? NULL : HL_OOM();
   if (!st) st = lhs_in_ct(lhs, ct, &in, &in_owned);
   if (!st) {
-    st = conv_compute(&p, ct, in, rhs, c);
+    const hl_exec_options_t *o = hl_kernel_options(ctx);
+    st = conv_compute(&p, ct, in, rhs, c, o ? o->pool : NULL);
     if (st) st = hl_status_annotate(st, "%s", loc);
   }
   if (!st && c != y->data) {

@@ -8,7 +8,9 @@
 // from the inits.
 //
 // With a thread pool (--threads) the fast path splits rows or columns over
-// the threads without changing any element's order.
+// the threads without changing any element's order, and a few long rows
+// (a full reduction) at the top levels of their pairwise tree, combined
+// along the same tree (docs/NUMERICS.md: thread-count independent bits).
 //
 // Fast path: one input whose reducer is a single add / multiply / maximum /
 // minimum / and / or / xor of its two parameters runs as typed loops. It
@@ -25,6 +27,7 @@
 
 #include "runtime/base/alloc.h"
 #include "runtime/base/float_minmax.h"
+#include "runtime/base/simd_clones.h"
 #include "runtime/exec/thread_pool.h"
 #include "runtime/kernels/element_access.h"
 #include "runtime/kernels/kernel.h"
@@ -39,6 +42,10 @@
 typedef void (*run_fn)(const void *x, int64_t n, void *acc);
 typedef struct reduce_fns {
   run_fn fold, combine;
+  // Pairwise types (not f16 / bf16): tree: *out = the pairwise fold of a run
+  // (fold without the accumulator); op: *acc = OP(*acc, *v).
+  run_fn tree;
+  void (*op)(void *acc, const void *v);
 } reduce_fns_t;
 
 #define ADD_(a, b) ((a) + (b))
@@ -49,8 +56,43 @@ typedef struct reduce_fns {
 #define XOR_(a, b) ((a) ^ (b))
 #define MAXI_(a, b) ((a) > (b) ? (a) : (b))
 #define MINI_(a, b) ((a) < (b) ? (a) : (b))
-#define MAXF_(a, b) _Generic((a), float: hl_maximum_f32, default: hl_maximum_f64)(a, b)
-#define MINF_(a, b) _Generic((a), float: hl_minimum_f32, default: hl_minimum_f64)(a, b)
+#define MAXF_(a, b) _Generic((a), float: max_bits_f32, default: max_bits_f64)(a, b)
+#define MINF_(a, b) _Generic((a), float: min_bits_f32, default: min_bits_f64)(a, b)
+
+// hl_maximum / hl_minimum (float_minmax.h) without branches, so the lanes
+// of a fold vectorize, with the same result bits for every input (NaN: the
+// first NaN operand, payload kept; +0 above -0). Non-NaN floats compare as
+// signed integer keys (a negative value's magnitude bits flipped), which
+// order -0 below +0 and keep equal values equal.
+#define HL_MINMAX_BITS_(T, F, U, S, SHIFT, INF)                               \
+  static inline S key_##T(U u) { return (S)(u ^ ((U)((S)u >> SHIFT) >> 1)); } \
+  static inline F max_bits_##T(F a, F b) {                                    \
+    U ua, ub;                                                                 \
+    memcpy(&ua, &a, sizeof ua);                                               \
+    memcpy(&ub, &b, sizeof ub);                                               \
+    U na = (ua << 1) > (INF << 1), nb = (ub << 1) > (INF << 1);               \
+    U r = key_##T(ua) >= key_##T(ub) ? ua : ub;                               \
+    r = nb ? ub : r;                                                          \
+    r = na ? ua : r;                                                          \
+    F f;                                                                      \
+    memcpy(&f, &r, sizeof f);                                                 \
+    return f;                                                                 \
+  }                                                                           \
+  static inline F min_bits_##T(F a, F b) {                                    \
+    U ua, ub;                                                                 \
+    memcpy(&ua, &a, sizeof ua);                                               \
+    memcpy(&ub, &b, sizeof ub);                                               \
+    U na = (ua << 1) > (INF << 1), nb = (ub << 1) > (INF << 1);               \
+    U r = key_##T(ua) <= key_##T(ub) ? ua : ub;                               \
+    r = nb ? ub : r;                                                          \
+    r = na ? ua : r;                                                          \
+    F f;                                                                      \
+    memcpy(&f, &r, sizeof f);                                                 \
+    return f;                                                                 \
+  }
+HL_MINMAX_BITS_(f32, float, uint32_t, int32_t, 31, UINT32_C(0x7f800000))
+HL_MINMAX_BITS_(f64, double, uint64_t, int64_t, 63, UINT64_C(0x7ff0000000000000))
+#undef HL_MINMAX_BITS_
 
 #define LANES 16
 
@@ -59,7 +101,7 @@ typedef struct reduce_fns {
 // the rounding error of float sums then grows with log(n), not n.
 #define PAIRWISE_BLOCK 4096
 #define HL_REDUCE_STAMP_(name, T, OP)                                   \
-  static T name##_block(const T *x, int64_t n) {                        \
+  HL_SIMD_CLONES static T name##_block(const T *x, int64_t n) {         \
     T r = x[0];                                                         \
     int64_t i = 1;                                                      \
     if (n >= 2 * LANES) {                                               \
@@ -75,12 +117,23 @@ typedef struct reduce_fns {
     return r;                                                           \
   }                                                                     \
   static T name##_tree(const T *x, int64_t n) {                         \
+    if (n < 2 * LANES) { /* _block's own short path, without the call */ \
+      T r = x[0];                                                       \
+      for (int64_t i = 1; i < n; i++) r = OP(r, x[i]);                  \
+      return r;                                                         \
+    }                                                                   \
     if (n <= PAIRWISE_BLOCK) return name##_block(x, n);                 \
     int64_t h = n / 2;                                                  \
     return OP(name##_tree(x, h), name##_tree(x + h, n - h));            \
   }                                                                     \
   static void name##_fold(const void *xv, int64_t n, void *accv) {      \
     if (n > 0) *(T *)accv = OP(*(T *)accv, name##_tree(xv, n));         \
+  }                                                                     \
+  static void name##_treev(const void *xv, int64_t n, void *outv) {     \
+    *(T *)outv = name##_tree(xv, n);                                    \
+  }                                                                     \
+  static void name##_op(void *accv, const void *v) {                    \
+    *(T *)accv = OP(*(T *)accv, *(const T *)v);                         \
   }                                                                     \
   static void name##_combine(const void *xv, int64_t n, void *accv) {   \
     const T *restrict x = xv;                                           \
@@ -140,7 +193,8 @@ HL_REDUCE_STAMP16_(bf16_max, hl_f32_to_bf16, hl_bf16_to_f32, MAXF_)
 HL_REDUCE_STAMP16_(bf16_min, hl_f32_to_bf16, hl_bf16_to_f32, MINF_)
 #undef HL_REDUCE_STAMP16_
 
-#define FNS_(name) ((reduce_fns_t){name##_fold, name##_combine})
+#define FNS_(name) ((reduce_fns_t){name##_fold, name##_combine, name##_treev, name##_op})
+#define FNS16_(name) ((reduce_fns_t){name##_fold, name##_combine, NULL, NULL})
 
 // The typed loops for (element type, reducer op); false when there are none.
 static bool fast_fns(hl_dtype_t t, hl_opcode_t op, reduce_fns_t *out) {
@@ -168,6 +222,14 @@ static bool fast_fns(hl_dtype_t t, hl_opcode_t op, reduce_fns_t *out) {
     case HL_OP_MINIMUM: *out = FNS_(P##_min); return true;           \
     default: return false;                                           \
   }
+#define HALF_CASES_(P)                                               \
+  switch (op) {                                                      \
+    case HL_OP_ADD: *out = FNS16_(P##_add); return true;             \
+    case HL_OP_MULTIPLY: *out = FNS16_(P##_mul); return true;        \
+    case HL_OP_MAXIMUM: *out = FNS16_(P##_max); return true;         \
+    case HL_OP_MINIMUM: *out = FNS16_(P##_min); return true;         \
+    default: return false;                                           \
+  }
   switch (t) {
     case HL_PRED: case HL_U8: INT_CASES_(8, u)
     case HL_U16: INT_CASES_(16, u)
@@ -177,16 +239,18 @@ static bool fast_fns(hl_dtype_t t, hl_opcode_t op, reduce_fns_t *out) {
     case HL_S16: INT_CASES_(16, s)
     case HL_S32: INT_CASES_(32, s)
     case HL_S64: INT_CASES_(64, s)
-    case HL_F16: FLOAT_CASES_(f16)
-    case HL_BF16: FLOAT_CASES_(bf16)
+    case HL_F16: HALF_CASES_(f16)
+    case HL_BF16: HALF_CASES_(bf16)
     case HL_F32: FLOAT_CASES_(f32)
     case HL_F64: FLOAT_CASES_(f64)
     default: return false;
   }
 #undef INT_CASES_
 #undef FLOAT_CASES_
+#undef HALF_CASES_
 }
 #undef FNS_
+#undef FNS16_
 
 bool hl_reduce_fast_fns(hl_dtype_t t, hl_opcode_t op, hl_reduce_run_fn *fold,
                         hl_reduce_run_fn *combine) {
@@ -243,6 +307,59 @@ static void combine_columns_task(void *arg, int64_t task, int worker) {
   }
 }
 
+// A few long reduced runs (a full reduction, a handful of rows): each run's
+// pairwise tree is split at its top levels into leaves that the threads
+// fold, and the leaves' values are combined along the same tree, so the
+// result has the bits of the serial fold whatever the thread count. The
+// depth is fixed (not derived from the thread count) for the same reason.
+#define SPLIT_DEPTH 5  // up to 32 leaves
+typedef struct tree_split {
+  const reduce_fns_t *fns;
+  const char *x;
+  size_t es;
+  int64_t off[1 << SPLIT_DEPTH], n[1 << SPLIT_DEPTH];
+  int leaves;
+  uint64_t value[1 << SPLIT_DEPTH];  // one element each (es <= 8)
+} tree_split_t;
+
+// The tree's halving (reduce.c's _tree: h = n / 2 while n > PAIRWISE_BLOCK).
+static void split_leaves(tree_split_t *t, int64_t off, int64_t n, int depth) {
+  if (n > PAIRWISE_BLOCK && depth < SPLIT_DEPTH) {
+    split_leaves(t, off, n / 2, depth + 1);
+    split_leaves(t, off + n / 2, n - n / 2, depth + 1);
+    return;
+  }
+  t->off[t->leaves] = off;
+  t->n[t->leaves++] = n;
+}
+
+static void split_combine(const tree_split_t *t, int64_t n, int depth, int *next, void *out) {
+  if (n > PAIRWISE_BLOCK && depth < SPLIT_DEPTH) {
+    uint64_t b;
+    split_combine(t, n / 2, depth + 1, next, out);
+    split_combine(t, n - n / 2, depth + 1, next, &b);
+    t->fns->op(out, &b);
+    return;
+  }
+  memcpy(out, &t->value[(*next)++], t->es);
+}
+
+static void tree_leaf_task(void *arg, int64_t task, int worker) {
+  tree_split_t *t = arg;
+  t->fns->tree(t->x + (size_t)t->off[task] * t->es, t->n[task], &t->value[task]);
+}
+
+static void fold_split(const reduce_fns_t *fns, const char *x, int64_t len, size_t es,
+                       char *acc, hl_thread_pool_t *pool) {
+  tree_split_t t = {.fns = fns, .x = x, .es = es};
+  split_leaves(&t, 0, len, 0);
+  hl_thread_pool_run(pool, t.leaves, tree_leaf_task, &t);
+  uint64_t total;
+  int next = 0;
+  split_combine(&t, len, 0, &next, &total);
+  fns->op(acc, &total);
+}
+
 static void reduce_fast(const reduce_fns_t *fns, const hl_literal_t *x, const bool *reduced,
                         const hl_literal_t *init, hl_literal_t *y, hl_thread_pool_t *pool) {
   size_t es = hl_dtype_size(x->shape.dtype);
@@ -273,6 +390,13 @@ static void reduce_fast(const reduce_fns_t *fns, const hl_literal_t *x, const bo
     bool only_minor_reduced = minor->reduced;
     for (int k = 0; k < ns - 1; k++) only_minor_reduced &= !seg[k].reduced;
     split_state_t st = {fns, x->data, y->data, es, len, runs, 0, seg, ns};
+    if (only_minor_reduced && runs < threads && fns->tree && es <= 8 &&
+        len >= 4 * PAIRWISE_BLOCK) {
+      for (int64_t r = 0; r < runs; r++)
+        fold_split(fns, (const char *)x->data + (size_t)(r * len) * es, len, es,
+                   (char *)y->data + (size_t)r * es, pool);
+      return;
+    }
     if (only_minor_reduced && runs >= threads) {
       st.chunk = (runs + 4 * threads - 1) / (4 * threads);
       hl_thread_pool_run(pool, (runs + st.chunk - 1) / st.chunk, fold_rows_task, &st);

@@ -185,6 +185,44 @@ def test_random_convolutions():
     require_binaries("hlo-launch")
     rng = np.random.default_rng(20261124)
     cases = [random_case(rng, i) for i in range(120)] + [RUNNER_LIKE, RUNNER_LAYOUT]
+    return check_cases(rng, cases)
+
+
+# Shapes large enough that the kernel splits its work: an NCHW transposed
+# convolution whose batch goes through the per-phase gather in several
+# chunks (runs of real input and padding zeros), an NHWC 3x3 convolution
+# whose im2col rows go in several cache-sized chunks of several thread-pool
+# tasks, and an NHWC transposed one. Run on 1 and 2 threads: both match the
+# oracle and give the same bits.
+LARGE_CASES = [
+    {"dtype": np.float32, "fgc": 1, "bgc": 1, "n": 12, "c": 24, "o": 8, "hw": [14, 13],
+     "k": [4, 4], "stride": [1, 1], "pad": [(2, 2), (2, 1)], "ld": [2, 2], "rd": [1, 1],
+     "rev": [False, False], "pixel_major": False},
+    {"dtype": np.float32, "fgc": 1, "bgc": 1, "n": 3, "c": 200, "o": 16, "hw": [23, 21],
+     "k": [3, 3], "stride": [1, 1], "pad": [(1, 1), (1, 1)], "ld": [1, 1], "rd": [1, 1],
+     "rev": [False, False], "pixel_major": True},
+    {"dtype": np.float64, "fgc": 1, "bgc": 1, "n": 4, "c": 16, "o": 8, "hw": [9, 11],
+     "k": [4, 3], "stride": [1, 1], "pad": [(2, 2), (1, 1)], "ld": [2, 2], "rd": [1, 1],
+     "rev": [False, True], "pixel_major": True},
+]
+
+
+def test_large_convolutions_threads():
+    require_binaries("hlo-launch")
+    got = {}
+    for threads in ("1", "2"):
+        err = check_cases(np.random.default_rng(20261125), LARGE_CASES,
+                          extra=("--threads", threads), got_out=got.setdefault(threads, []))
+        if err:
+            return "--threads %s: %s" % (threads, err)
+    for i, (a, b) in enumerate(zip(got["1"], got["2"])):
+        if a.tobytes() != b.tobytes():
+            return "case %d: --threads 1 and --threads 2 differ in bits" % i
+    print("  %d large cases match the oracle, the same bits on 1 and 2 threads" % len(LARGE_CASES))
+    return None
+
+
+def check_cases(rng, cases, extra=(), got_out=None):
     body, results, args, wants = [], [], [], []
     for i, case in enumerate(cases):
         x, w = make_inputs(rng, case)
@@ -207,10 +245,13 @@ def test_random_convolutions():
         with open(prog, "w") as f:
             f.write(text)
         write_args(os.path.join(d, "args"), args)
-        res = launch(prog, args_dir=os.path.join(d, "args"), output_dir=os.path.join(d, "out"))
+        res = launch(prog, args_dir=os.path.join(d, "args"), output_dir=os.path.join(d, "out"),
+                     extra=extra)
         if res.returncode != 0:
             return res.describe()
         got = read_outputs(os.path.join(d, "out"), 0, 0, len(cases))
+    if got_out is not None:
+        got_out.extend(got)
     bad = []
     for i, case in enumerate(cases):
         want, mag = wants[i]
@@ -241,4 +282,5 @@ def test_random_convolutions():
 
 
 if __name__ == "__main__":
-    main([("random_convolutions", test_random_convolutions)])
+    main([("random_convolutions", test_random_convolutions),
+          ("large_convolutions_threads", test_large_convolutions_threads)])

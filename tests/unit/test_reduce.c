@@ -222,6 +222,76 @@ static void test_types_and_ops(void) {
   hl_literal_release(pt);
 }
 
+// Float maximum / minimum folds (branch-free lanes in reduce.c) against the
+// spec's rules, on rows long enough for the 16-lane path, with answers that
+// do not depend on the order: one NaN (its payload comes back), +0 / -0
+// mixes (maximum +0, minimum -0; all -0 stays -0), infinities, negatives.
+static void test_float_max_min_bits(void) {
+  kt_reset();
+  enum { C = 77 };
+  int64_t dims[1] = {C}, d0[1] = {0};
+  hl_dtype_t types[2] = {HL_F32, HL_F64};
+  for (int t = 0; t < 2; t++) {
+    bool f32 = types[t] == HL_F32;
+    for (int where = 0; where < C; where += 19) {
+      for (int op = 0; op < 2; op++) {
+        double v[C];
+        for (int i = 0; i < C; i++) v[i] = (i % 7) - 3.5;
+        double init = op ? INFINITY : -INFINITY;
+        hl_literal_t *x = kt_lit_f64(types[t], 1, dims, v);
+        hl_literal_t *in = kt_lit_f64(types[t], 0, NULL, &init);
+        // A quiet NaN with a payload, written as bits.
+        if (f32) {
+          ((uint32_t *)x->data)[where] = 0xffc12345u;
+        } else {
+          ((uint64_t *)x->data)[where] = UINT64_C(0x7ff8000000abcdef);
+        }
+        hl_literal_t *y = reduce1(x, in, 1, d0, op ? HL_OP_MINIMUM : HL_OP_MAXIMUM, 0, NULL);
+        if (f32) {
+          CU_ASSERT_EQUAL(((uint32_t *)y->data)[0], 0xffc12345u);
+        } else {
+          CU_ASSERT_EQUAL(((uint64_t *)y->data)[0], UINT64_C(0x7ff8000000abcdef));
+        }
+        hl_literal_release(y);
+        hl_literal_release(x);
+        // Signed zeros around position `where`, the rest negative (max) /
+        // positive (min): maximum = +0, minimum = -0.
+        for (int i = 0; i < C; i++) v[i] = op ? 1 + i % 5 : -1 - i % 5;
+        for (int i = 0; i < C; i += 3) v[i] = (i / 3) % 2 ? 0.0 : -0.0;
+        x = kt_lit_f64(types[t], 1, dims, v);
+        y = reduce1(x, in, 1, d0, op ? HL_OP_MINIMUM : HL_OP_MAXIMUM, 0, NULL);
+        double r = hl_literal_get_f64(y, 0);
+        CU_ASSERT(r == 0 && (signbit(r) != 0) == (op == 1));
+        hl_literal_release(y);
+        hl_literal_release(x);
+        // All -0: both give -0; with an infinity: it wins where it should.
+        for (int i = 0; i < C; i++) v[i] = -0.0;
+        x = kt_lit_f64(types[t], 1, dims, v);
+        y = reduce1(x, in, 1, d0, op ? HL_OP_MINIMUM : HL_OP_MAXIMUM, 0, NULL);
+        r = hl_literal_get_f64(y, 0);
+        CU_ASSERT(r == 0 && signbit(r));
+        hl_literal_release(y);
+        hl_literal_release(x);
+        for (int i = 0; i < C; i++) v[i] = -1e30 * (i % 3) + i;
+        v[where] = op ? -INFINITY : INFINITY;
+        x = kt_lit_f64(types[t], 1, dims, v);
+        y = reduce1(x, in, 1, d0, op ? HL_OP_MINIMUM : HL_OP_MAXIMUM, 0, NULL);
+        CU_ASSERT_EQUAL(hl_literal_get_f64(y, 0), op ? -INFINITY : INFINITY);
+        hl_literal_release(y);
+        hl_literal_release(x);
+        // Negatives only: maximum is the one closest to zero.
+        for (int i = 0; i < C; i++) v[i] = -1000 + ((i * 37) % C);
+        x = kt_lit_f64(types[t], 1, dims, v);
+        y = reduce1(x, in, 1, d0, op ? HL_OP_MINIMUM : HL_OP_MAXIMUM, 0, NULL);
+        CU_ASSERT_EQUAL(hl_literal_get_f64(y, 0), op ? -1000 : -1000 + C - 1);
+        hl_literal_release(y);
+        hl_literal_release(x);
+        hl_literal_release(in);
+      }
+    }
+  }
+}
+
 static void test_half_steps_round(void) {
   kt_reset();
   // bf16 steps round: 256 + 1 = 257 is a tie between 256 and 258 -> 256, so
@@ -390,6 +460,7 @@ static CU_TestInfo tests[] = {
     {"mixed_dims_and_all", test_mixed_dims_and_all},
     {"types_and_ops", test_types_and_ops},
     {"half_steps_round", test_half_steps_round},
+    {"float_max_min_bits", test_float_max_min_bits},
     {"empty_and_errors", test_empty_and_errors},
     {"custom_sum_of_squares", test_custom_sum_of_squares},
     {"custom_variadic_argmax", test_custom_variadic_argmax},

@@ -46,6 +46,27 @@ static void test_every_task_once(void) {
   }
 }
 
+// Ranges of items: every item exactly once for item counts below, at and
+// above the number of ranges, and on one thread in ascending order.
+static void test_ranges_every_item_once(void) {
+  static counts_t c;
+  const int64_t counts[] = {1, 5, 24, 25, kTasks};
+  for (int threads = 1; threads <= 3; threads++) {
+    hl_thread_pool_t *pool = NULL;
+    HL_ASSERT_OK(hl_thread_pool_create(threads, &pool));
+    for (int k = 0; k < 5; k++)
+      for (int round = 0; round < 50; round++) {
+        memset(&c, 0, sizeof c);
+        hl_thread_pool_run_ranges(pool, counts[k], count_task, &c);
+        int bad = 0;
+        for (int t = 0; t < kTasks; t++) bad += atomic_load(&c.hits[t]) != (t < counts[k]);
+        CU_ASSERT_EQUAL(bad, 0);
+      }
+    hl_thread_pool_destroy(pool);
+  }
+  hl_thread_pool_run_ranges(NULL, 0, count_task, &c);  // nothing to do
+}
+
 static void record_order(void *arg, int64_t task, int worker) {
   counts_t *c = arg;
   CU_ASSERT_EQUAL(worker, 0);
@@ -59,13 +80,18 @@ static void test_null_pool_runs_in_order(void) {
   hl_thread_pool_run(NULL, kTasks, record_order, &c);
   CU_ASSERT_EQUAL(c.next, kTasks);
   for (int t = 0; t < kTasks; t++) CU_ASSERT_EQUAL(c.order[t], t);
+  memset(&c, 0, sizeof c);
+  hl_thread_pool_run_ranges(NULL, kTasks, record_order, &c);
+  CU_ASSERT_EQUAL(c.next, kTasks);
+  for (int t = 0; t < kTasks; t++) CU_ASSERT_EQUAL(c.order[t], t);
   hl_thread_pool_t *bad = NULL;
   HL_ASSERT_ERROR_CONTAINS(hl_thread_pool_create(0, &bad), "at least 1 thread");
   CU_ASSERT_PTR_NULL(bad);
 }
 
 // The reduce kernel split over threads (rows when only minor dimensions are
-// reduced, columns otherwise) gives the bits of one thread.
+// reduced, columns otherwise, and a full reduction at the top of its
+// pairwise tree) gives the bits of one thread.
 static void test_threaded_reduce_kernel_is_bitwise_serial(void) {
   const char *dims[] = {"{1}", "{0}", "{0,1}"};
   const char *types[] = {"f32", "s32", "f64"};
@@ -102,6 +128,27 @@ static void test_threaded_reduce_kernel_is_bitwise_serial(void) {
       hl_module_destroy(m);
     }
   hl_thread_pool_destroy(pool);
+}
+
+static void check_pools_agree(const char *text, int lo, int hi);
+
+// Two long rows (fewer rows than threads): each row's pairwise tree is
+// split over the threads and combined in the tree's order, for add (order
+// matters in floats) and maximum, on 1 and 3 threads.
+static void test_threaded_long_rows_are_bitwise_serial(void) {
+  const char *types[] = {"f32", "f64", "s32"};
+  const char *ops[] = {"add", "maximum"};
+  for (int t = 0; t < 3; t++)
+    for (int o = 0; o < 2; o++) {
+      char text[1024];
+      snprintf(text, sizeof text,
+               "HloModule r\nred {\n  a = %s[] parameter(0)\n  b = %s[] parameter(1)\n"
+               "  ROOT s = %s[] %s(a, b)\n}\nENTRY main {\n  x = %s[2,150001] parameter(0)\n"
+               "  z = %s[] constant(0)\n  ROOT r = %s[2] reduce(x, z), dimensions={1}, "
+               "to_apply=red\n}\n",
+               types[t], types[t], types[t], ops[o], types[t], types[t], types[t]);
+      check_pools_agree(text, -10000, 10000);
+    }
 }
 
 // Unfused element-wise ops and transpose / broadcast / slice split over
@@ -241,7 +288,9 @@ static CU_TestInfo tests[] = {
     {"threaded_gather_is_bitwise_serial", test_threaded_gather_is_bitwise_serial},
     {"threaded_kernels_are_bitwise_serial", test_threaded_kernels_are_bitwise_serial},
     {"threaded_reduce_kernel_is_bitwise_serial", test_threaded_reduce_kernel_is_bitwise_serial},
+    {"threaded_long_rows_are_bitwise_serial", test_threaded_long_rows_are_bitwise_serial},
     {"every_task_once", test_every_task_once},
+    {"ranges_every_item_once", test_ranges_every_item_once},
     {"null_pool_runs_in_order", test_null_pool_runs_in_order},
     CU_TEST_INFO_NULL,
 };
