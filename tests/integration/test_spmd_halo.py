@@ -168,6 +168,47 @@ ENTRY main {
     return text, [x], want, None
 
 
+def stencil_loop(rng, mesh, dt):
+    """Three Jacobi-like sweeps in a while loop whose state stays split: the
+    body's shifted slices and pad exchange halos on every trip."""
+    x = rand_array(rng, (32, 4), dt)
+    sx = split_sharding(rng, 2, mesh, [0])
+    text = """
+cond {
+  p = (s32[], %(tx)s) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  n = s32[] constant(3)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+
+body {
+  p = (s32[], %(tx)s) parameter(0)
+  i = s32[] get-tuple-element(p), index=0
+  x = %(tx)s get-tuple-element(p), index=1
+  l = %(t30)s slice(x), slice={[0:30], [0:4]}
+  r = %(t30)s slice(x), slice={[2:32], [0:4]}
+  s = %(t30)s add(l, r)
+  z = %(d)s[] constant(0)
+  mp = %(tx)s pad(s, z), padding=1_1x0_0
+  y = %(tx)s subtract(mp, x)
+  one = s32[] constant(1)
+  i1 = s32[] add(i, one)
+  ROOT t = (s32[], %(tx)s) tuple(i1, y)
+}
+
+ENTRY main {
+  x = %(tx)s parameter(0), sharding=%(sx)s
+  z = s32[] constant(0)
+  t = (s32[], %(tx)s) tuple(z, x)
+  w = (s32[], %(tx)s) while(t), condition=cond, body=body
+  ROOT y = %(tx)s get-tuple-element(w), index=1, sharding=%(sx)s
+}""" % dict(d=dt, tx=shape_text(dt, (32, 4)), t30=shape_text(dt, (30, 4)), sx=sx)
+    y = x
+    for _ in range(3):
+        y = np.pad(y[0:30] + y[2:32], ((1, 1), (0, 0))) - y
+    return text, [x], y.astype(x.dtype), None
+
+
 def conv_oracle(x, k, stride, pad_hw):
     """NHWC x HWIO convolution in float64."""
     (plo_h, phi_h), (plo_w, phi_w) = pad_hw
@@ -212,6 +253,7 @@ CORPUS = [
     ("stencil_chain", stencil_chain, ["s32"]),
     ("pad", pad, ["s32"]),
     ("reduce_window", reduce_window, ["s32"]),
+    ("stencil_loop", stencil_loop, ["s32"]),
     ("convolution", convolution, ["f32"]),
 ]
 
