@@ -17,6 +17,10 @@
 // outside [0, D) by the fill value when the op pads, and runs the op with no
 // padding on it. A halo wider than a shard would need more than the
 // neighbour: that dimension is gathered as before (the caller's rule).
+//
+// A roll (jnp.roll's concatenate(x[k:], x[:k])) is the same exchange with
+// wrap-around: each shard's window is its own shard shifted by k, the edge
+// coming from the cyclic neighbour.
 #include <string.h>
 
 #include "runtime/base/alloc.h"
@@ -128,9 +132,45 @@ static bool plan_for(const halo_geom_t *g, int64_t t, halo_plan_t *p) {
   return true;
 }
 
+const hl_instruction_t *spmd_roll_source(const hl_instruction_t *cat, int *dim, int64_t *k) {
+  if (cat->opcode != HL_OP_CONCATENATE || cat->operand_count != 2 || cat->attrs.dimensions.n != 1) return NULL;
+  const hl_instruction_t *a = cat->operands[0], *b = cat->operands[1];
+  if (a->opcode != HL_OP_SLICE || b->opcode != HL_OP_SLICE || a->operands[0] != b->operands[0]) return NULL;
+  const hl_instruction_t *x = a->operands[0];
+  int d = (int)cat->attrs.dimensions.v[0];
+  if (x->shape.rank != cat->shape.rank || a->attrs.slice_count != x->shape.rank ||
+      b->attrs.slice_count != x->shape.rank || d < 0 || d >= x->shape.rank)
+    return NULL;
+  for (int e = 0; e < x->shape.rank; e++) {
+    const hl_slice_dim_t *sa = &a->attrs.slice_dimensions[e], *sb = &b->attrs.slice_dimensions[e];
+    if (sa->stride > 1 || sb->stride > 1) return NULL;
+    if (e == d) continue;
+    if (sa->start || sb->start || sa->limit != x->shape.dims[e] || sb->limit != x->shape.dims[e]) return NULL;
+  }
+  const hl_slice_dim_t *sa = &a->attrs.slice_dimensions[d], *sb = &b->attrs.slice_dimensions[d];
+  int64_t n = x->shape.dims[d];
+  if (sa->limit != n || sb->start != 0 || sb->limit != sa->start || sa->start <= 0 || sa->start >= n) return NULL;
+  *dim = d;
+  *k = sa->start;
+  return x;
+}
+
+// A roll out[o] = x[(o + k) mod N] split t ways: even shards, and the
+// nearer wrap-around neighbour's edge (k from the right or N - k from the
+// left) at most a shard.
+static bool roll_ok(int64_t n, int64_t k, int64_t t) {
+  if (t <= 1 || n % t) return false;
+  int64_t need = k <= n - k ? k : n - k;
+  return need <= n / t;
+}
+
 uint32_t spmd_halo_dims(const hl_instruction_t *inst, const hl_spmd_sharding_t *out) {
   uint32_t mask = 0;
   if (out->kind != HL_SPMD_TILED) return 0;
+  int rd;
+  int64_t rk;
+  const hl_instruction_t *rx = spmd_roll_source(inst, &rd, &rk);
+  if (rx) return rd < out->rank && roll_ok(rx->shape.dims[rd], rk, out->tiles[rd]) ? 1u << rd : 0;
   for (int j = 0; j < inst->shape.rank && j < out->rank; j++) {
     int d;
     halo_geom_t g;
@@ -179,7 +219,7 @@ static const char *slice_dim(spmd_ctx_t *c, const char *v, hl_dtype_t dt, int ra
 // dimension d: the member with tile index t receives from the one with t -
 // shift (shift 1: from the left neighbour; -1: from the right one).
 static hl_status_t neighbour_permute(spmd_ctx_t *c, const char *v, hl_dtype_t dt, int rank, const int64_t *dims,
-                                     const hl_spmd_sharding_t *s, int d, int shift, const char **out) {
+                                     const hl_spmd_sharding_t *s, int d, int shift, bool cyclic, const char **out) {
   int64_t groups[HL_SPMD_MAX_DEVICES];
   int count, size;
   HL_RETURN_IF_ERROR(hl_spmd_groups(s, 1u << d, groups, &count, &size));
@@ -195,15 +235,16 @@ static hl_status_t neighbour_permute(spmd_ctx_t *c, const char *v, hl_dtype_t dt
   for (int g = 0; g < count; g++)
     for (int t = 0; t < size; t++) {
       int src = t - shift;
+      if (cyclic) src = (src + size) % size;
       if (src < 0 || src >= size) continue;
       hl_strbuf_appendf(&c->body, "%s{%lld,%lld}", first ? "" : ",", (long long)groups[g * size + src],
                         (long long)groups[g * size + t]);
       first = false;
     }
   hl_strbuf_append(&c->body, "}\n");
-  hl_strbuf_appendf(&c->explain, "      halo collective-permute dim %d from the %s neighbour, %lld element%s over %d "
+  hl_strbuf_appendf(&c->explain, "      halo collective-permute dim %d from the %s%s neighbour, %lld element%s over %d "
                                  "partitions in %d group%s: %lld bytes per partition\n",
-                    d, shift > 0 ? "left" : "right", (long long)dims[d], dims[d] == 1 ? "" : "s", size, count,
+                    d, cyclic ? "cyclic " : "", shift > 0 ? "left" : "right", (long long)dims[d], dims[d] == 1 ? "" : "s", size, count,
                     count == 1 ? "" : "s", (long long)bytes);
   *out = name;
   return NULL;
@@ -224,7 +265,7 @@ static hl_status_t exchange(spmd_ctx_t *c, const char *v, hl_dtype_t dt, int ran
     int64_t ed[HL_MAX_RANK];
     memcpy(ed, dims, (size_t)rank * sizeof(*ed));
     ed[d] = p->lo;
-    HL_RETURN_IF_ERROR(neighbour_permute(c, edge, dt, rank, ed, s, d, 1, &parts[np++]));
+    HL_RETURN_IF_ERROR(neighbour_permute(c, edge, dt, rank, ed, s, d, 1, false, &parts[np++]));
   }
   parts[np++] = v;
   if (p->hi > 0) {
@@ -233,7 +274,7 @@ static hl_status_t exchange(spmd_ctx_t *c, const char *v, hl_dtype_t dt, int ran
     int64_t ed[HL_MAX_RANK];
     memcpy(ed, dims, (size_t)rank * sizeof(*ed));
     ed[d] = p->hi;
-    HL_RETURN_IF_ERROR(neighbour_permute(c, edge, dt, rank, ed, s, d, -1, &parts[np++]));
+    HL_RETURN_IF_ERROR(neighbour_permute(c, edge, dt, rank, ed, s, d, -1, false, &parts[np++]));
   }
   const char *cur = v;
   if (np > 1) {
@@ -310,11 +351,61 @@ static hl_status_t exchange(spmd_ctx_t *c, const char *v, hl_dtype_t dt, int ran
   return NULL;
 }
 
+bool spmd_roll_applies(spmd_ctx_t *c, const hl_instruction_t *cat) {
+  int d;
+  int64_t k;
+  const hl_instruction_t *x = spmd_roll_source(cat, &d, &k);
+  const hl_spmd_sharding_t *t = &c->val[cat->index].sh;
+  return x && !c->dry && !c->val[cat->index].manual && t->kind == HL_SPMD_TILED &&
+         roll_ok(x->shape.dims[d], k, t->tiles[d]);
+}
+
+// A roll (concatenate of x[k:N] and x[0:k] along d) split like its target:
+// each partition's window is its own shard shifted by k, the wrap-around
+// included, so the nearer side's edge comes from the cyclic neighbour.
+static hl_status_t lower_roll(spmd_ctx_t *c, const hl_instruction_t *cat, const hl_spmd_sharding_t *target,
+                              hl_spmd_sharding_t *res, const char **out) {
+  int d;
+  int64_t k;
+  const hl_instruction_t *x = spmd_roll_source(cat, &d, &k);
+  *res = *target;
+  const char *v;
+  HL_RETURN_IF_ERROR(spmd_operand_to(c, cat->operands[0], 0, res, &v));
+  int64_t dims[HL_MAX_RANK];
+  spmd_local_dims(&x->shape, res, dims);
+  int64_t si = dims[d], n = x->shape.dims[d];
+  bool from_right = k <= n - k;
+  int64_t m = from_right ? k : n - k;
+  hl_strbuf_appendf(&c->explain, "      rule: concatenate of x[%lld:] and x[:%lld] (a roll) along split dimension %d "
+                                 "with a cyclic halo exchange (%lld %s), locally\n",
+                    (long long)k, (long long)k, d, (long long)m, from_right ? "right" : "left");
+  const char *edge = slice_dim(c, v, x->shape.dtype, x->shape.rank, dims, d, from_right ? 0 : si - m, m);
+  if (!edge) return HL_OOM();
+  int64_t ed[HL_MAX_RANK];
+  memcpy(ed, dims, sizeof(ed));
+  ed[d] = m;
+  const char *halo;
+  HL_RETURN_IF_ERROR(neighbour_permute(c, edge, x->shape.dtype, x->shape.rank, ed, res, d, from_right ? -1 : 1,
+                                       true, &halo));
+  const char *cat_name = spmd_name(c, "halo.concatenate");
+  if (!cat_name) return HL_OOM();
+  int64_t cd[HL_MAX_RANK];
+  memcpy(cd, dims, sizeof(cd));
+  cd[d] = si + m;
+  line(c, cat_name, x->shape.dtype, x->shape.rank, cd);
+  hl_strbuf_appendf(&c->body, "concatenate(%s, %s), dimensions={%d}\n", from_right ? v : halo, from_right ? halo : v, d);
+  // Right: out[o] = window[o + k] (k = m); left: window[o].
+  *out = slice_dim(c, cat_name, x->shape.dtype, x->shape.rank, cd, d, from_right ? m : 0, si);
+  return *out ? NULL : HL_OOM();
+}
+
 hl_status_t spmd_lower_halo(spmd_ctx_t *c, int i, const hl_spmd_sharding_t *target, hl_spmd_sharding_t *res,
                             const char **out) {
   const hl_instruction_t *inst = c->entry->instructions[i];
   *out = NULL;
   if (c->dry || target->kind != HL_SPMD_TILED || inst->shape.rank > HL_MAX_RANK) return NULL;
+  if (inst->opcode == HL_OP_CONCATENATE)
+    return spmd_roll_applies(c, inst) ? lower_roll(c, inst, target, res, out) : NULL;
   bool conv = inst->opcode == HL_OP_CONVOLUTION;
   if (!conv && inst->opcode != HL_OP_SLICE && inst->opcode != HL_OP_PAD && inst->opcode != HL_OP_REDUCE_WINDOW)
     return NULL;

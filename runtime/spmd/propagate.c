@@ -255,6 +255,13 @@ static hl_status_t forward(spmd_ctx_t *c, int i, bool *changed) {
   if (v->known || hl_shape_is_tuple(&inst->shape)) return NULL;
   hl_spmd_sharding_t s;
   const spmd_value_t *op0 = inst->operand_count ? &c->val[inst->operands[0]->index] : NULL;
+  int roll_dim;
+  int64_t roll_k;
+  const hl_instruction_t *roll_x = spmd_roll_source(inst, &roll_dim, &roll_k);
+  if (roll_x && c->val[roll_x->index].known && (spmd_halo_dims(inst, &c->val[roll_x->index].sh) >> roll_dim & 1)) {
+    set(v, &c->val[roll_x->index].sh, changed);  // a roll keeps its source's split (halo.c)
+    return NULL;
+  }
   if (spmd_is_elementwise(inst->opcode) || spmd_is_data_movement(inst->opcode)) {
     const hl_spmd_sharding_t *best = NULL;
     for (int k = 0; k < inst->operand_count; k++) {

@@ -173,5 +173,10 @@ int spmd_halo_operand_dim(const hl_instruction_t *inst, int j);
 // needs one (the caller's rule applies).
 hl_status_t spmd_lower_halo(spmd_ctx_t *c, int i, const hl_spmd_sharding_t *target, hl_spmd_sharding_t *res,
                             const char **out);
+// A roll: concatenate(slice x[k:N], slice x[0:k]) along one dimension (*dim, *k); x, else NULL.
+const hl_instruction_t *spmd_roll_source(const hl_instruction_t *cat, int *dim, int64_t *k);
+// Whether the roll rule lowers this concatenate (its target splits the roll dimension
+// evenly, the wrap-around edge at most a shard): its slices are then not computed.
+bool spmd_roll_applies(spmd_ctx_t *c, const hl_instruction_t *cat);
 
 #endif  // HL_RUNTIME_SPMD_SPMD_INTERNAL_H_

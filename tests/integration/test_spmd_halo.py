@@ -209,6 +209,32 @@ ENTRY main {
     return text, [x], y.astype(x.dtype), None
 
 
+def roll(rng, mesh, dt):
+    """jnp.roll's form: concatenate(x[k:], x[:k]) along a split dimension, a
+    cyclic halo exchange (the wrap-around edge from the last / first
+    partition): by -1 (1 row from the right), by 3 (3 rows from the left;
+    wider than a shard of 16 rows over 8: gathered), by -2 along dim 1."""
+    x = rand_array(rng, (16, 8), dt)
+    sx = split_sharding(rng, 2, mesh, [0, 1])
+    text = """
+ENTRY main {
+  x = %(tx)s parameter(0), sharding=%(sx)s
+  a = %(d)s[15,8] slice(x), slice={[1:16], [0:8]}
+  b = %(d)s[1,8] slice(x), slice={[0:1], [0:8]}
+  r = %(tx)s concatenate(a, b), dimensions={0}
+  c = %(d)s[3,8] slice(x), slice={[13:16], [0:8]}
+  e = %(d)s[13,8] slice(x), slice={[0:13], [0:8]}
+  l = %(tx)s concatenate(c, e), dimensions={0}
+  f = %(d)s[16,6] slice(x), slice={[0:16], [2:8]}
+  g = %(d)s[16,2] slice(x), slice={[0:16], [0:2]}
+  h = %(tx)s concatenate(f, g), dimensions={1}
+  s = %(tx)s add(r, l)
+  ROOT y = %(tx)s subtract(s, h), sharding=%(sx)s
+}""" % dict(d=dt, tx=shape_text(dt, (16, 8)), sx=sx)
+    want = np.roll(x, -1, 0) + np.roll(x, 3, 0) - np.roll(x, -2, 1)
+    return text, [x], want.astype(x.dtype), None
+
+
 def conv_oracle(x, k, stride, pad_hw):
     """NHWC x HWIO convolution in float64."""
     (plo_h, phi_h), (plo_w, phi_w) = pad_hw
@@ -254,6 +280,7 @@ CORPUS = [
     ("pad", pad, ["s32"]),
     ("reduce_window", reduce_window, ["s32"]),
     ("stencil_loop", stencil_loop, ["s32"]),
+    ("roll", roll, ["s32"]),
     ("convolution", convolution, ["f32"]),
 ]
 
@@ -388,8 +415,39 @@ ENTRY main {
         return hl.compare("wide", np.load(out), x[3:] - x[:-3])
 
 
+def test_roll_moves_one_row():
+    """A roll by one row (concatenate(x[1:], x[:1])) with rows split 4 ways:
+    one cyclic collective-permute of one row (partition 0 sends to 3), no
+    all-gather, and the slices it reads are not computed."""
+    text = """
+ENTRY main {
+  x = f32[64,32] parameter(0), sharding={devices=[4,1]<=[4]}
+  a = f32[63,32] slice(x), slice={[1:64], [0:32]}
+  b = f32[1,32] slice(x), slice={[0:1], [0:32]}
+  ROOT r = f32[64,32] concatenate(a, b), dimensions={0}, sharding={devices=[4,1]<=[4]}
+}"""
+    with hl.tempdir("spmd-halo-roll") as tmp:
+        prog, r = explain(tmp, "roll", text, 4)
+        if r.returncode != 0:
+            return r.describe()
+        if ("halo collective-permute dim 0 from the cyclic right neighbour, 1 element over 4 partitions in 1 group: "
+                "128 bytes per partition") not in r.stdout or "all-gather" in r.stdout \
+                or r.stdout.count("read by rolls only: not computed") != 2 \
+                or "total: 1 channel collectives, 128 bytes per partition" not in r.stdout:
+            return "expected one 128-byte cyclic permute:\n" + r.stdout
+        dst = os.path.join(tmp, "roll_part.hlo")
+        c = hl.convert(prog, dst, "--partition")
+        if c.returncode != 0:
+            return c.describe()
+        body = open(dst).read()
+        if "{1,0},{2,1},{3,2},{0,3}" not in body or "all-gather" in body:
+            return "per-partition module lacks the cyclic pairs:\n" + body
+    return None
+
+
 TESTS = [(name, corpus_test(name, build, dts)) for name, build, dts in CORPUS] + [
     ("stencil_moves_one_row", test_stencil_moves_one_row),
+    ("roll_moves_one_row", test_roll_moves_one_row),
     ("conv_2d_halo_bytes", test_conv_2d_halo_bytes),
     ("halo_wider_than_shard_gathers", test_halo_wider_than_shard_gathers),
 ]
