@@ -445,9 +445,43 @@ ENTRY main {
     return None
 
 
+ROLL_MLIR = """module @jit_f attributes {mhlo.num_partitions = 4 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @main(%arg0: tensor<16x6xi32> {mhlo.sharding = "{devices=[4,1]<=[4]}"})
+      -> (tensor<16x6xi32> {mhlo.sharding = "{devices=[4,1]<=[4]}"}) {
+    %0 = stablehlo.slice %arg0 [1:16, 0:6] : (tensor<16x6xi32>) -> tensor<15x6xi32>
+    %1 = stablehlo.slice %arg0 [0:1, 0:6] : (tensor<16x6xi32>) -> tensor<1x6xi32>
+    %2 = stablehlo.concatenate %0, %1, dim = 0 : (tensor<15x6xi32>, tensor<1x6xi32>) -> tensor<16x6xi32>
+    %3 = stablehlo.subtract %2, %arg0 : tensor<16x6xi32>
+    return %3 : tensor<16x6xi32>
+  }
+}
+"""
+
+
+def test_stablehlo_roll():
+    """jnp.roll(x, -1, 0) - x as jax.jit(...).lower(...).as_text() prints it
+    (StableHLO, GSPMD mhlo.sharding): the roll is one cyclic halo permute on
+    real ranks and equals NumPy."""
+    with hl.tempdir("spmd-halo-mlir") as tmp:
+        prog = os.path.join(tmp, "roll.mlir")
+        with open(prog, "w") as f:
+            f.write(ROLL_MLIR)
+        r = hl.run([hl.HLO_LAUNCH, "--explain-partitioning", prog])
+        if r.returncode != 0 or "cyclic right neighbour, 1 element" not in r.stdout or "all-gather" in r.stdout:
+            return "expected one cyclic halo permute:\n" + r.describe()
+        x = np.random.default_rng(11).integers(-99, 99, size=(16, 6)).astype(np.int32)
+        xp, o = os.path.join(tmp, "x.npy"), os.path.join(tmp, "o.npy")
+        np.save(xp, x)
+        r = hl.run([hl.HLO_LAUNCH, "-np", "4", "--quiet", "--global-args", xp, "--global-output", o, prog])
+        if r.returncode != 0:
+            return r.describe()
+        return hl.compare("stablehlo roll", np.load(o), np.roll(x, -1, 0) - x)
+
+
 TESTS = [(name, corpus_test(name, build, dts)) for name, build, dts in CORPUS] + [
     ("stencil_moves_one_row", test_stencil_moves_one_row),
     ("roll_moves_one_row", test_roll_moves_one_row),
+    ("stablehlo_roll", test_stablehlo_roll),
     ("conv_2d_halo_bytes", test_conv_2d_halo_bytes),
     ("halo_wider_than_shard_gathers", test_halo_wider_than_shard_gathers),
 ]
