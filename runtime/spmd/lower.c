@@ -82,6 +82,16 @@ static hl_status_t operand_to(spmd_ctx_t *c, const hl_instruction_t *inst, int k
   return NULL;
 }
 
+hl_status_t spmd_operand_to(spmd_ctx_t *c, const hl_instruction_t *inst, int k, const hl_spmd_sharding_t *want,
+                            const char **out) {
+  return operand_to(c, inst, k, want, out);
+}
+
+hl_status_t spmd_emit_like(spmd_ctx_t *c, const hl_instruction_t *inst, const char *name, const int64_t *dims,
+                           const char *const *ops) {
+  return emit_like(c, inst, name, dims, ops);
+}
+
 static hl_status_t set_local(spmd_ctx_t *c, int i, const char *name) {
   c->local[i] = hl_malloc(strlen(name) + 1);
   if (!c->local[i]) return HL_OOM();
@@ -323,6 +333,23 @@ static hl_status_t lower_tuple_local(spmd_ctx_t *c, int i, const hl_spmd_shardin
   return set_local(c, i, name);
 }
 
+// Whether every user of instruction i is a concatenate the roll rule
+// lowers (which reads the slices' operand directly), and i is not the root.
+static bool only_feeds_rolls(spmd_ctx_t *c, int i) {
+  const hl_instruction_t *inst = c->entry->instructions[i];
+  bool used = false;
+  if (inst == c->entry->root) return false;
+  for (int j = i + 1; j < c->entry->instruction_count; j++) {
+    const hl_instruction_t *u = c->entry->instructions[j];
+    for (int k = 0; k < u->operand_count; k++) {
+      if (u->operands[k] != inst) continue;
+      if (!spmd_roll_applies(c, u)) return false;
+      used = true;
+    }
+  }
+  return used;
+}
+
 static hl_status_t lower_one(spmd_ctx_t *c, int i) {
   const hl_instruction_t *inst = c->entry->instructions[i];
   spmd_value_t *v = &c->val[i];
@@ -339,6 +366,10 @@ static hl_status_t lower_one(spmd_ctx_t *c, int i) {
   } else {
     hl_spmd_print(&v->sh, &c->explain);
     hl_strbuf_append(&c->explain, "\n");
+  }
+  if (inst->opcode == HL_OP_SLICE && only_feeds_rolls(c, i)) {  // halo.c reads their operand itself
+    hl_strbuf_append(&c->explain, "      read by rolls only: not computed\n");
+    return set_local(c, i, c->local[op0_index(inst)]);
   }
   if (inst->opcode == HL_OP_PARAMETER) {
     if (tuple) return HL_UNIMPL("%s: tuple-shaped entry parameters are not partitioned yet", hl_instruction_location(inst));
@@ -403,6 +434,10 @@ static hl_status_t lower_one(spmd_ctx_t *c, int i) {
     return set_local(c, i, name);
   }
   const hl_instruction_t *op0 = inst->operand_count ? inst->operands[0] : NULL;
+  const char *halo_name = NULL;
+  if (inst->opcode == HL_OP_SLICE || inst->opcode == HL_OP_PAD || inst->opcode == HL_OP_REDUCE_WINDOW ||
+      inst->opcode == HL_OP_CONVOLUTION || inst->opcode == HL_OP_CONCATENATE)
+    HL_RETURN_IF_ERROR(spmd_lower_halo(c, i, &target, &res, &halo_name));
   if (inst->opcode == HL_OP_GET_TUPLE_ELEMENT && c->val[op0->index].held &&
       inst->attrs.tuple_index < op0->shape.tuple_count) {
     res = c->val[op0->index].held[inst->attrs.tuple_index];
@@ -446,6 +481,8 @@ static hl_status_t lower_one(spmd_ctx_t *c, int i) {
     }
     res = target;
     HL_RETURN_IF_ERROR(lower_local(c, i, want, &res, &name));
+  } else if (halo_name) {  // halo.c: split windowed dimensions with halo exchanges
+    name = halo_name;
   } else if (spmd_is_data_movement(inst->opcode) && inst->operand_count <= 8) {
     HL_RETURN_IF_ERROR(lower_data_movement(c, i, &target, want, &res, &name));
   } else if (inst->opcode == HL_OP_BROADCAST) {

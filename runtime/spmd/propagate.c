@@ -255,6 +255,13 @@ static hl_status_t forward(spmd_ctx_t *c, int i, bool *changed) {
   if (v->known || hl_shape_is_tuple(&inst->shape)) return NULL;
   hl_spmd_sharding_t s;
   const spmd_value_t *op0 = inst->operand_count ? &c->val[inst->operands[0]->index] : NULL;
+  int roll_dim;
+  int64_t roll_k;
+  const hl_instruction_t *roll_x = spmd_roll_source(inst, &roll_dim, &roll_k);
+  if (roll_x && c->val[roll_x->index].known && (spmd_halo_dims(inst, &c->val[roll_x->index].sh) >> roll_dim & 1)) {
+    set(v, &c->val[roll_x->index].sh, changed);  // a roll keeps its source's split (halo.c)
+    return NULL;
+  }
   if (spmd_is_elementwise(inst->opcode) || spmd_is_data_movement(inst->opcode)) {
     const hl_spmd_sharding_t *best = NULL;
     for (int k = 0; k < inst->operand_count; k++) {
@@ -264,7 +271,7 @@ static hl_status_t forward(spmd_ctx_t *c, int i, bool *changed) {
     }
     if (best) {
       s = *best;
-      unsplit_mask(&s, spmd_touched_dims(inst));
+      unsplit_mask(&s, spmd_touched_dims(inst) & ~spmd_halo_dims(inst, &s));  // halo.c keeps those split
       set(v, &s, changed);
     }
     return NULL;
@@ -320,6 +327,14 @@ static hl_status_t forward(spmd_ctx_t *c, int i, bool *changed) {
       for (int d = 0; d < inst->shape.rank; d++) map[d] = -1;
       map[cd->output_batch_dimension] = (int)cd->input_batch_dimension;
       spmd_map_dims(&op0->sh, inst->shape.rank, map, &s);
+      for (int k = 0; k < cd->output_spatial_dimensions.n; k++) {  // spatial splits a halo exchange serves
+        int j = (int)cd->output_spatial_dimensions.v[k], d = spmd_halo_operand_dim(inst, j);
+        if (d < 0 || op0->sh.tiles[d] <= 1) continue;
+        hl_spmd_sharding_t sp = s;
+        sp.tiles[j] = op0->sh.tiles[d];
+        for (int p = 0; p < c->n; p++) sp.coords[p][j] = op0->sh.coords[p][d];
+        if (hl_spmd_is_valid(&sp) && (spmd_halo_dims(inst, &sp) >> j & 1)) s = sp;
+      }
       const spmd_value_t *k = &c->val[inst->operands[1]->index];
       if (k->known && k->sh.kind == HL_SPMD_TILED) {
         hl_spmd_sharding_t both = s;
@@ -366,7 +381,7 @@ static void backward(spmd_ctx_t *c, int i, bool *changed) {
     if (spmd_is_elementwise(inst->opcode) || is_sharding_call(inst) || spmd_is_data_movement(inst->opcode)) {
       if (op->shape.rank != inst->shape.rank) continue;
       s = v->sh;
-      unsplit_mask(&s, spmd_touched_dims(inst));
+      unsplit_mask(&s, spmd_touched_dims(inst) & ~spmd_halo_dims(inst, &s));
     } else if (inst->opcode == HL_OP_BROADCAST) {
       spmd_broadcast_backward(inst, &v->sh, &s);
     } else if (inst->opcode == HL_OP_TRANSPOSE) {
@@ -388,6 +403,9 @@ static void backward(spmd_ctx_t *c, int i, bool *changed) {
       for (int d = 0; d < op->shape.rank; d++) map[d] = -1;
       if (k == 0) map[cd->input_batch_dimension] = (int)cd->output_batch_dimension;
       else map[cd->kernel_output_feature_dimension] = (int)cd->output_feature_dimension;
+      uint32_t halo = k == 0 ? spmd_halo_dims(inst, &v->sh) : 0;
+      for (int j = 0; j < inst->shape.rank; j++)
+        if (halo >> j & 1) map[spmd_halo_operand_dim(inst, j)] = j;
       spmd_map_dims(&v->sh, op->shape.rank, map, &s);
     } else if (inst->opcode == HL_OP_REDUCE && k == 0 && inst->operand_count == 2) {
       int map[HL_MAX_RANK], j = 0;

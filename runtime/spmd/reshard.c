@@ -113,6 +113,8 @@ static const char *partition_lookup(spmd_ctx_t *c, const int64_t *table) {
   return o;
 }
 
+const char *spmd_partition_lookup(spmd_ctx_t *c, const int64_t *table) { return partition_lookup(c, table); }
+
 static hl_status_t all_gather(spmd_ctx_t *c, const char **v, hl_dtype_t dt, int rank, int64_t *dims,
                               const hl_spmd_sharding_t *s, int d) {
   int64_t groups[HL_SPMD_MAX_DEVICES];

@@ -160,5 +160,31 @@ hl_status_t spmd_conditional_result(spmd_ctx_t *c, int i, hl_spmd_sharding_t *R,
 
 // lower.c
 hl_status_t spmd_lower(spmd_ctx_t *c);
+// Operand k of inst moved to `want` (once per operand and sharding).
+hl_status_t spmd_operand_to(spmd_ctx_t *c, const hl_instruction_t *inst, int k, const hl_spmd_sharding_t *want,
+                            const char **out);
+// Prints inst under `name` with operand names `ops` and local result dims (NULL: global).
+hl_status_t spmd_emit_like(spmd_ctx_t *c, const hl_instruction_t *inst, const char *name, const int64_t *dims,
+                           const char *const *ops);
+
+// reshard.c: this partition's entry of table[0..n) (a constant looked up by partition-id).
+const char *spmd_partition_lookup(spmd_ctx_t *c, const int64_t *table);
+
+// halo.c: slice / pad / reduce-window / convolution along split dimensions
+// with halo exchanges (collective-permute of the neighbours' edges).
+// Result dimensions whose split (as `out` tiles them) a halo exchange serves.
+uint32_t spmd_halo_dims(const hl_instruction_t *inst, const hl_spmd_sharding_t *out);
+// The operand (lhs) dimension result dimension j reads through its window, or -1.
+int spmd_halo_operand_dim(const hl_instruction_t *inst, int j);
+// Lowers instruction i to the target's tiling with halo exchanges where they
+// apply (*res: the result's sharding); *out NULL when no split dimension
+// needs one (the caller's rule applies).
+hl_status_t spmd_lower_halo(spmd_ctx_t *c, int i, const hl_spmd_sharding_t *target, hl_spmd_sharding_t *res,
+                            const char **out);
+// A roll: concatenate(slice x[k:N], slice x[0:k]) along one dimension (*dim, *k); x, else NULL.
+const hl_instruction_t *spmd_roll_source(const hl_instruction_t *cat, int *dim, int64_t *k);
+// Whether the roll rule lowers this concatenate (its target splits the roll dimension
+// evenly, the wrap-around edge at most a shard): its slices are then not computed.
+bool spmd_roll_applies(spmd_ctx_t *c, const hl_instruction_t *cat);
 
 #endif  // HL_RUNTIME_SPMD_SPMD_INTERNAL_H_
