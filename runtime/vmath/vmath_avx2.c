@@ -38,32 +38,38 @@ static __m256d logistic_f64(__m256d x) {
 // others zeroed (0 is in the first tier and so changes no path). Cost when
 // every lane is in one tier: a compare and a movemask. No other routine vmath
 // calls has a vector-wide branch (the rest are branch-free blends).
-static inline __attribute__((always_inline)) __m256 tiers_f32(__m256 (*f)(__m256), __m256 x) {
-  __m256 first = _mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), x),
-                               _mm256_set1_ps(125.0f), _CMP_LT_OQ);
-  int m = _mm256_movemask_ps(first);
-  if (m == 0xff || m == 0) return f(x);
-  return _mm256_blendv_ps(f(_mm256_andnot_ps(first, x)), f(_mm256_and_ps(x, first)), first);
-}
-static inline __attribute__((always_inline)) __m256d tiers_f64(__m256d (*f)(__m256d),
-                                                               __m256d x) {
-  __m256d ax = _mm256_andnot_pd(_mm256_set1_pd(-0.0), x);
-  __m256d lt15 = _mm256_cmp_pd(ax, _mm256_set1_pd(15.0), _CMP_LT_OQ);
-  __m256d lt1e14 = _mm256_cmp_pd(ax, _mm256_set1_pd(1e14), _CMP_LT_OQ);
-  int m1 = _mm256_movemask_pd(lt15), m2 = _mm256_movemask_pd(lt1e14);
-  if (m1 == 0xf || m2 == 0 || (m1 == 0 && m2 == 0xf)) return f(x);  // one tier
-  __m256d mid = _mm256_andnot_pd(lt15, lt1e14);
-  __m256d y = f(_mm256_andnot_pd(lt1e14, x));  // lanes of the last tier
-  if (m1) y = _mm256_blendv_pd(y, f(_mm256_and_pd(x, lt15)), lt15);
-  if (m2 & ~m1) y = _mm256_blendv_pd(y, f(_mm256_and_pd(x, mid)), mid);
-  return y;
-}
-static __m256 sin_f32(__m256 x) { return tiers_f32(Sleef_sinf8_u10, x); }
-static __m256 cos_f32(__m256 x) { return tiers_f32(Sleef_cosf8_u10, x); }
-static __m256 tan_f32(__m256 x) { return tiers_f32(Sleef_tanf8_u10, x); }
-static __m256d sin_f64(__m256d x) { return tiers_f64(Sleef_sind4_u10, x); }
-static __m256d cos_f64(__m256d x) { return tiers_f64(Sleef_cosd4_u10, x); }
-static __m256d tan_f64(__m256d x) { return tiers_f64(Sleef_tand4_u10, x); }
+// (Macros, not a function pointer parameter: sleef.h declares the routines
+// const, which clang counts as part of their type.)
+#define HL_VM_TIERS_F32_(name, f)                                                         \
+  static __m256 name(__m256 x) {                                                          \
+    __m256 first = _mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), x),              \
+                                 _mm256_set1_ps(125.0f), _CMP_LT_OQ);                     \
+    int m = _mm256_movemask_ps(first);                                                    \
+    if (m == 0xff || m == 0) return f(x); /* one tier */                                  \
+    return _mm256_blendv_ps(f(_mm256_andnot_ps(first, x)), f(_mm256_and_ps(x, first)),   \
+                            first);                                                       \
+  }
+#define HL_VM_TIERS_F64_(name, f)                                                         \
+  static __m256d name(__m256d x) {                                                        \
+    __m256d ax = _mm256_andnot_pd(_mm256_set1_pd(-0.0), x);                               \
+    __m256d lt15 = _mm256_cmp_pd(ax, _mm256_set1_pd(15.0), _CMP_LT_OQ);                   \
+    __m256d lt1e14 = _mm256_cmp_pd(ax, _mm256_set1_pd(1e14), _CMP_LT_OQ);                 \
+    int m1 = _mm256_movemask_pd(lt15), m2 = _mm256_movemask_pd(lt1e14);                   \
+    if (m1 == 0xf || m2 == 0 || (m1 == 0 && m2 == 0xf)) return f(x); /* one tier */      \
+    __m256d mid = _mm256_andnot_pd(lt15, lt1e14);                                         \
+    __m256d y = f(_mm256_andnot_pd(lt1e14, x)); /* lanes of the last tier */              \
+    if (m1) y = _mm256_blendv_pd(y, f(_mm256_and_pd(x, lt15)), lt15);                     \
+    if (m2 & ~m1) y = _mm256_blendv_pd(y, f(_mm256_and_pd(x, mid)), mid);                 \
+    return y;                                                                             \
+  }
+HL_VM_TIERS_F32_(sin_f32, Sleef_sinf8_u10)
+HL_VM_TIERS_F32_(cos_f32, Sleef_cosf8_u10)
+HL_VM_TIERS_F32_(tan_f32, Sleef_tanf8_u10)
+HL_VM_TIERS_F64_(sin_f64, Sleef_sind4_u10)
+HL_VM_TIERS_F64_(cos_f64, Sleef_cosd4_u10)
+HL_VM_TIERS_F64_(tan_f64, Sleef_tand4_u10)
+#undef HL_VM_TIERS_F32_
+#undef HL_VM_TIERS_F64_
 
 // One loop per lane type; the tail runs on a zero-padded copy.
 #define HL_VM_UNARY_LOOP_(T, VT, L, LOAD, STORE, f)         \
