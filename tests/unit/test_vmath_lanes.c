@@ -183,7 +183,8 @@ static void test_arrays_f32(void) {
                     y[i], ref[i + s]);
       }
     }
-    if (bad) fprintf(stderr, "LANES %s f32: %d elements depend on their neighbours\n", c->name, bad);
+    if (bad)
+      fprintf(stderr, "LANES %s f32: %d elements depend on their neighbours\n", c->name, bad);
     CU_ASSERT_EQUAL(bad, 0);
   }
 }
@@ -209,7 +210,8 @@ static void test_arrays_f64(void) {
                     y[i], ref[i + s]);
       }
     }
-    if (bad) fprintf(stderr, "LANES %s f64: %d elements depend on their neighbours\n", c->name, bad);
+    if (bad)
+      fprintf(stderr, "LANES %s f64: %d elements depend on their neighbours\n", c->name, bad);
     CU_ASSERT_EQUAL(bad, 0);
   }
 }
