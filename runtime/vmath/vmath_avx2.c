@@ -25,6 +25,52 @@ static __m256d logistic_f64(__m256d x) {
   return _mm256_blendv_pd(pos, neg, _mm256_cmp_pd(x, _mm256_setzero_pd(), _CMP_LT_OQ));
 }
 
+// Lane independence. SLEEF 3.5.1's sin/cos/tan (sleefsimdsp.c,
+// sleefsimddp.c, non-DETERMINISTIC build as Debian ships it) pick one
+// argument reduction for the WHOLE vector: f32 Cody-Waite when every
+// |lane| < TRIGRANGEMAX2f = 125, else Payne-Hanek (rempif) for all lanes;
+// f64 three tiers, every |lane| < TRIGRANGEMAX2 = 15, every one < TRIGRANGEMAX
+// = 1e14, else rempi. NaN compares false, so it is in the last tier. The
+// tiers give other bits for the same lane, so a result would depend on which
+// elements share its vector (op-by-op, blocked fusions, thread splits and the
+// JIT group lanes differently). Each lane gets the bits of the routine on
+// (x, 0, 0, ...) instead: the lanes of each tier present run together, the
+// others zeroed (0 is in the first tier and so changes no path). Cost when
+// every lane is in one tier: a compare and a movemask. No other routine vmath
+// calls has a vector-wide branch (the rest are branch-free blends).
+// (Macros, not a function pointer parameter: sleef.h declares the routines
+// const, which clang counts as part of their type.)
+#define HL_VM_TIERS_F32_(name, f)                                                         \
+  static __m256 name(__m256 x) {                                                          \
+    __m256 first = _mm256_cmp_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), x),              \
+                                 _mm256_set1_ps(125.0f), _CMP_LT_OQ);                     \
+    int m = _mm256_movemask_ps(first);                                                    \
+    if (m == 0xff || m == 0) return f(x); /* one tier */                                  \
+    return _mm256_blendv_ps(f(_mm256_andnot_ps(first, x)), f(_mm256_and_ps(x, first)),   \
+                            first);                                                       \
+  }
+#define HL_VM_TIERS_F64_(name, f)                                                         \
+  static __m256d name(__m256d x) {                                                        \
+    __m256d ax = _mm256_andnot_pd(_mm256_set1_pd(-0.0), x);                               \
+    __m256d lt15 = _mm256_cmp_pd(ax, _mm256_set1_pd(15.0), _CMP_LT_OQ);                   \
+    __m256d lt1e14 = _mm256_cmp_pd(ax, _mm256_set1_pd(1e14), _CMP_LT_OQ);                 \
+    int m1 = _mm256_movemask_pd(lt15), m2 = _mm256_movemask_pd(lt1e14);                   \
+    if (m1 == 0xf || m2 == 0 || (m1 == 0 && m2 == 0xf)) return f(x); /* one tier */      \
+    __m256d mid = _mm256_andnot_pd(lt15, lt1e14);                                         \
+    __m256d y = f(_mm256_andnot_pd(lt1e14, x)); /* lanes of the last tier */              \
+    if (m1) y = _mm256_blendv_pd(y, f(_mm256_and_pd(x, lt15)), lt15);                     \
+    if (m2 & ~m1) y = _mm256_blendv_pd(y, f(_mm256_and_pd(x, mid)), mid);                 \
+    return y;                                                                             \
+  }
+HL_VM_TIERS_F32_(sin_f32, Sleef_sinf8_u10)
+HL_VM_TIERS_F32_(cos_f32, Sleef_cosf8_u10)
+HL_VM_TIERS_F32_(tan_f32, Sleef_tanf8_u10)
+HL_VM_TIERS_F64_(sin_f64, Sleef_sind4_u10)
+HL_VM_TIERS_F64_(cos_f64, Sleef_cosd4_u10)
+HL_VM_TIERS_F64_(tan_f64, Sleef_tand4_u10)
+#undef HL_VM_TIERS_F32_
+#undef HL_VM_TIERS_F64_
+
 // One loop per lane type; the tail runs on a zero-padded copy.
 #define HL_VM_UNARY_LOOP_(T, VT, L, LOAD, STORE, f)         \
   do {                                                      \
@@ -65,9 +111,9 @@ bool hl_vmath_avx2_unary_f32(hl_vmath_fn_t fn, const float *x, float *y, int64_t
     case HL_VM_LOG1P: F32_(Sleef_log1pf8_u10); return true;
     case HL_VM_TANH: F32_(Sleef_tanhf8_u35); return true;  // 2.86 ULP max: NUMERICS.md
     case HL_VM_LOGISTIC: F32_(logistic_f32); return true;
-    case HL_VM_SIN: F32_(Sleef_sinf8_u10); return true;
-    case HL_VM_COS: F32_(Sleef_cosf8_u10); return true;
-    case HL_VM_TAN: F32_(Sleef_tanf8_u10); return true;
+    case HL_VM_SIN: F32_(sin_f32); return true;
+    case HL_VM_COS: F32_(cos_f32); return true;
+    case HL_VM_TAN: F32_(tan_f32); return true;
     case HL_VM_ERF: F32_(Sleef_erff8_u10); return true;
     case HL_VM_CBRT: F32_(Sleef_cbrtf8_u10); return true;
     default: return false;
@@ -82,9 +128,9 @@ bool hl_vmath_avx2_unary_f64(hl_vmath_fn_t fn, const double *x, double *y, int64
     case HL_VM_LOG1P: F64_(Sleef_log1pd4_u10); return true;
     case HL_VM_TANH: F64_(Sleef_tanhd4_u10); return true;
     case HL_VM_LOGISTIC: F64_(logistic_f64); return true;
-    case HL_VM_SIN: F64_(Sleef_sind4_u10); return true;
-    case HL_VM_COS: F64_(Sleef_cosd4_u10); return true;
-    case HL_VM_TAN: F64_(Sleef_tand4_u10); return true;
+    case HL_VM_SIN: F64_(sin_f64); return true;
+    case HL_VM_COS: F64_(cos_f64); return true;
+    case HL_VM_TAN: F64_(tan_f64); return true;
     case HL_VM_ERF: F64_(Sleef_erfd4_u10); return true;
     case HL_VM_CBRT: F64_(Sleef_cbrtd4_u10); return true;
     default: return false;
@@ -102,9 +148,9 @@ hl_vmath_vector_fn_t hl_vmath_avx2_unary_vector_f32(hl_vmath_fn_t fn) {
     case HL_VM_LOG: VEC_(Sleef_logf8_u10);
     case HL_VM_LOG1P: VEC_(Sleef_log1pf8_u10);
     case HL_VM_TANH: VEC_(Sleef_tanhf8_u35);
-    case HL_VM_SIN: VEC_(Sleef_sinf8_u10);
-    case HL_VM_COS: VEC_(Sleef_cosf8_u10);
-    case HL_VM_TAN: VEC_(Sleef_tanf8_u10);
+    case HL_VM_SIN: VEC_(sin_f32);
+    case HL_VM_COS: VEC_(cos_f32);
+    case HL_VM_TAN: VEC_(tan_f32);
     case HL_VM_ERF: VEC_(Sleef_erff8_u10);
     case HL_VM_CBRT: VEC_(Sleef_cbrtf8_u10);
     default: return NULL;
@@ -118,9 +164,9 @@ hl_vmath_vector_fn_t hl_vmath_avx2_unary_vector_f64(hl_vmath_fn_t fn) {
     case HL_VM_LOG: VEC_(Sleef_logd4_u10);
     case HL_VM_LOG1P: VEC_(Sleef_log1pd4_u10);
     case HL_VM_TANH: VEC_(Sleef_tanhd4_u10);
-    case HL_VM_SIN: VEC_(Sleef_sind4_u10);
-    case HL_VM_COS: VEC_(Sleef_cosd4_u10);
-    case HL_VM_TAN: VEC_(Sleef_tand4_u10);
+    case HL_VM_SIN: VEC_(sin_f64);
+    case HL_VM_COS: VEC_(cos_f64);
+    case HL_VM_TAN: VEC_(tan_f64);
     case HL_VM_ERF: VEC_(Sleef_erfd4_u10);
     case HL_VM_CBRT: VEC_(Sleef_cbrtd4_u10);
     default: return NULL;
