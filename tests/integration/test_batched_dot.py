@@ -111,7 +111,10 @@ def test_against_numpy():
 def test_threads_bit_identical():
     # The attention shapes at a size where gemm blocks and BLAS threading matter.
     cases = [("qkT_big", (2, 4, 128, 64), (2, 4, 128, 64), (0, 1), (0, 1), (3,), (3,)),
-             ("pv_big", (2, 4, 128, 128), (2, 4, 128, 64), (0, 1), (0, 1), (3,), (2,))] + CASES
+             ("pv_big", (2, 4, 128, 128), (2, 4, 128, 64), (0, 1), (0, 1), (3,), (2,)),
+             # one matrix: BLAS's own two threads against one (OpenBLAS splits
+             # the result's rows and columns, never the sum over k)
+             ("plain_big", (384, 320), (320, 448), (), (), (1,), (0,))] + CASES
     for i, case in enumerate(cases):
         args = make_args(case, 100 + i)
         one = run_case(case, 1, args)
