@@ -246,6 +246,18 @@ static void gemm_task(void *arg, int64_t task, int worker) {
 
 // Below this many multiply-adds in all, waking the pool costs more than it saves.
 enum { kSplitMinMacs = 1 << 16 };
+// A gemm this small gains little from BLAS's own threads.
+#define SPLIT_SMALL_MACS (INT64_C(128) * 128 * 128)
+
+// Whether spreading `batch` gemms over `threads` beats BLAS threading each:
+// always for small matrices; for large ones only when the elements share out
+// evenly (3 large gemms on 2 threads: BLAS's threads finish sooner).
+static bool split_batch(const dot_plan_t *p, int threads) {
+  if (threads <= 1 || p->batch <= 1 || p->batch * p->m * p->n * p->k < kSplitMinMacs)
+    return false;
+  return p->m * p->n * p->k <= SPLIT_SMALL_MACS || p->batch % threads == 0 ||
+         p->batch >= 4 * (int64_t)threads;
+}
 
 // Every batch element. With a thread pool and more than one element, the
 // elements are spread over the pool's threads, each gemm single-threaded:
@@ -256,7 +268,7 @@ static void gemm_batch(hl_kernel_context_t *ctx, hl_dtype_t ct, const dot_plan_t
                        const gemm_operand_t *a, const gemm_operand_t *b, void *c) {
   const hl_exec_options_t *o = hl_kernel_options(ctx);
   int threads = hl_thread_pool_size(o ? o->pool : NULL);
-  if (threads > 1 && p->batch > 1 && p->batch * p->m * p->n * p->k >= kSplitMinMacs) {
+  if (split_batch(p, threads)) {
     gemm_batch_args_t g = {ct, p, a, b, c};
     int blas = hl_blas_threads_get();
     if (blas > 1) hl_blas_threads_set(1);

@@ -114,7 +114,9 @@ def test_threads_bit_identical():
              ("pv_big", (2, 4, 128, 128), (2, 4, 128, 64), (0, 1), (0, 1), (3,), (2,)),
              # one matrix: BLAS's own two threads against one (OpenBLAS splits
              # the result's rows and columns, never the sum over k)
-             ("plain_big", (384, 320), (320, 448), (), (), (1,), (0,))] + CASES
+             ("plain_big", (384, 320), (320, 448), (), (), (1,), (0,)),
+             # 3 large matrices on 2 threads: one at a time, BLAS-threaded
+             ("batch3_large", (3, 160, 170), (3, 170, 150), (0,), (0,), (2,), (1,))] + CASES
     for i, case in enumerate(cases):
         args = make_args(case, 100 + i)
         one = run_case(case, 1, args)
