@@ -9,6 +9,8 @@
 //   [batch.., free.., contracting..] or [batch.., contracting.., free..] is
 //   passed as is with gemm's transpose flag; any other layout or element type
 //   is first packed (permuted and converted) into the compute type.
+//   With a thread pool, a batch of gemms is spread over its threads (each
+//   gemm single-threaded: the same call, so the same bits).
 //   Integer and pred results use a plain loop, accumulating in 64 bits with
 //   wrap-around and keeping the low bits (pred: sum != 0).
 #include <cblas.h>
@@ -204,29 +206,27 @@ static void gemm_one(hl_dtype_t ct, const dot_plan_t *p, const gemm_operand_t *a
   enum CBLAS_TRANSPOSE tb = b->trans ? CblasTrans : CblasNoTrans;
   int lda = a->trans ? m : k, ldb = b->trans ? k : n;
   size_t cs = hl_dtype_size(ct);
-  {
-    const char *ai = (const char *)a->data + (size_t)(i * p->m * p->k) * cs;
-    const char *bi = (const char *)b->data + (size_t)(i * p->k * p->n) * cs;
-    char *ci = (char *)c + (size_t)(i * p->m * p->n) * cs;
-    switch (ct) {
-      case HL_F32:
-        cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, (const float *)(const void *)ai, lda,
-                    (const float *)(const void *)bi, ldb, 0.0f, (float *)(void *)ci, n);
-        break;
-      case HL_F64:
-        cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, (const double *)(const void *)ai, lda,
-                    (const double *)(const void *)bi, ldb, 0.0, (double *)(void *)ci, n);
-        break;
-      case HL_C64: {
-        const float one[2] = {1, 0}, zero[2] = {0, 0};
-        cblas_cgemm(CblasRowMajor, ta, tb, m, n, k, one, ai, lda, bi, ldb, zero, ci, n);
-        break;
-      }
-      default: {
-        const double one[2] = {1, 0}, zero[2] = {0, 0};
-        cblas_zgemm(CblasRowMajor, ta, tb, m, n, k, one, ai, lda, bi, ldb, zero, ci, n);
-        break;
-      }
+  const char *ai = (const char *)a->data + (size_t)(i * p->m * p->k) * cs;
+  const char *bi = (const char *)b->data + (size_t)(i * p->k * p->n) * cs;
+  char *ci = (char *)c + (size_t)(i * p->m * p->n) * cs;
+  switch (ct) {
+    case HL_F32:
+      cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, (const float *)(const void *)ai, lda,
+                  (const float *)(const void *)bi, ldb, 0.0f, (float *)(void *)ci, n);
+      break;
+    case HL_F64:
+      cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, (const double *)(const void *)ai, lda,
+                  (const double *)(const void *)bi, ldb, 0.0, (double *)(void *)ci, n);
+      break;
+    case HL_C64: {
+      const float one[2] = {1, 0}, zero[2] = {0, 0};
+      cblas_cgemm(CblasRowMajor, ta, tb, m, n, k, one, ai, lda, bi, ldb, zero, ci, n);
+      break;
+    }
+    default: {
+      const double one[2] = {1, 0}, zero[2] = {0, 0};
+      cblas_zgemm(CblasRowMajor, ta, tb, m, n, k, one, ai, lda, bi, ldb, zero, ci, n);
+      break;
     }
   }
 }
