@@ -190,6 +190,10 @@ static bool group_cores(hwloc_topology_t topo, hwloc_obj_type_t type, int **out_
   return true;
 }
 
+// True once limit_threads has set OMP_NUM_THREADS itself: the variable then
+// no longer means the user chose a count, so --threads may still set it.
+static bool g_set_omp_threads;
+
 static void limit_threads(hl_binding_t *b, int pus) {
   typedef void (*set_fn)(int);
   typedef int (*get_fn)(void);
@@ -202,6 +206,7 @@ static void limit_threads(hl_binding_t *b, int pus) {
     snprintf(text, sizeof(text), "%d", pus);
     // For OpenMP runtimes that start after this point.
     setenv("OMP_NUM_THREADS", text, 0);
+    g_set_omp_threads = true;
     if (set) set(pus);
   }
   b->threads = get ? get() : (user_says ? 0 : pus);
@@ -274,8 +279,19 @@ int hl_binding_set_threads(hl_binding_t *b, int requested) {
   if (requested > 0 || b->bound) {
     typedef void (*set_fn)(int);
     set_fn set = (set_fn)dlsym(RTLD_DEFAULT, "openblas_set_num_threads");
-    bool user_says = getenv("OPENBLAS_NUM_THREADS") || getenv("OMP_NUM_THREADS");
-    if (set && !user_says) set(threads);
+    // OMP_NUM_THREADS set by limit_threads is ours, not the user's: without
+    // this, --threads 1 on a bound rank left OpenBLAS at the cpuset's size,
+    // and every small gemm waited on a second BLAS thread.
+    bool user_says = getenv("OPENBLAS_NUM_THREADS") ||
+                     (getenv("OMP_NUM_THREADS") && !g_set_omp_threads);
+    if (!user_says) {
+      if (set) set(threads);
+      if (g_set_omp_threads) {
+        char text[16];
+        snprintf(text, sizeof(text), "%d", threads);
+        setenv("OMP_NUM_THREADS", text, 1);
+      }
+    }
   }
   b->threads = threads;
   return threads;
@@ -293,12 +309,18 @@ void hl_binding_report(MPI_Comm comm, const hl_binding_t *b, int rank, int64_t r
     snprintf(threads, sizeof(threads), "%d", b->threads);
   else
     snprintf(threads, sizeof(threads), "default");
+  // What OpenBLAS itself will use (asked, not assumed): shows that --threads
+  // reached it.
+  typedef int (*get_fn)(void);
+  get_fn get = (get_fn)dlsym(RTLD_DEFAULT, "openblas_get_num_threads");
+  char blas[32] = "";
+  if (get) snprintf(blas, sizeof(blas), " blas_threads=%d", get());
   snprintf(line, sizeof(line),
            "hlo-launch: binding: host=%.64s rank=%d replica=%lld partition=%lld local_rank=%d/%d "
-           "cpuset=%.200s threads=%s policy=%s%s%.200s",
+           "cpuset=%.200s threads=%s policy=%s%s%s%.200s",
            b->host, rank, (long long)replica, (long long)partition, b->local_rank, b->local_size,
-           b->cpuset, threads, hl_bind_policy_name(policy), b->warning[0] ? " warning=" : "",
-           b->warning);
+           b->cpuset, threads, hl_bind_policy_name(policy), blas,
+           b->warning[0] ? " warning=" : "", b->warning);
   char *all = rank == 0 ? hl_malloc((size_t)size * kLineBytes) : NULL;
   MPI_Gather(line, kLineBytes, MPI_CHAR, all, kLineBytes, MPI_CHAR, 0, comm);
   if (rank == 0 && all) {

@@ -9,6 +9,8 @@
 //   [batch.., free.., contracting..] or [batch.., contracting.., free..] is
 //   passed as is with gemm's transpose flag; any other layout or element type
 //   is first packed (permuted and converted) into the compute type.
+//   With a thread pool, a batch of gemms is spread over its threads (each
+//   gemm single-threaded: the same call, so the same bits).
 //   Integer and pred results use a plain loop, accumulating in 64 bits with
 //   wrap-around and keeping the low bits (pred: sum != 0).
 #include <cblas.h>
@@ -19,6 +21,8 @@
 
 #include "runtime/base/alloc.h"
 #include "runtime/base/half_arrays.h"
+#include "runtime/exec/thread_pool.h"
+#include "runtime/kernels/blas_threads.h"
 #include "runtime/kernels/element_access.h"
 #include "runtime/kernels/elementwise_arrays.h"
 #include "runtime/kernels/kernel.h"
@@ -193,38 +197,86 @@ static hl_status_t gemm_operand(const hl_literal_t *x, const int *plain, const i
   return NULL;
 }
 
-static void gemm_batch(hl_dtype_t ct, const dot_plan_t *p, const gemm_operand_t *a,
-                       const gemm_operand_t *b, void *c) {
+// Batch element i: C_i = A_i B_i, one gemm call (the same call whichever
+// thread makes it, so the bits do not depend on the thread count).
+static void gemm_one(hl_dtype_t ct, const dot_plan_t *p, const gemm_operand_t *a,
+                     const gemm_operand_t *b, void *c, int64_t i) {
   int m = (int)p->m, n = (int)p->n, k = (int)p->k;
   enum CBLAS_TRANSPOSE ta = a->trans ? CblasTrans : CblasNoTrans;
   enum CBLAS_TRANSPOSE tb = b->trans ? CblasTrans : CblasNoTrans;
   int lda = a->trans ? m : k, ldb = b->trans ? k : n;
   size_t cs = hl_dtype_size(ct);
-  for (int64_t i = 0; i < p->batch; i++) {
-    const char *ai = (const char *)a->data + (size_t)(i * p->m * p->k) * cs;
-    const char *bi = (const char *)b->data + (size_t)(i * p->k * p->n) * cs;
-    char *ci = (char *)c + (size_t)(i * p->m * p->n) * cs;
-    switch (ct) {
-      case HL_F32:
-        cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, (const float *)(const void *)ai, lda,
-                    (const float *)(const void *)bi, ldb, 0.0f, (float *)(void *)ci, n);
-        break;
-      case HL_F64:
-        cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, (const double *)(const void *)ai, lda,
-                    (const double *)(const void *)bi, ldb, 0.0, (double *)(void *)ci, n);
-        break;
-      case HL_C64: {
-        const float one[2] = {1, 0}, zero[2] = {0, 0};
-        cblas_cgemm(CblasRowMajor, ta, tb, m, n, k, one, ai, lda, bi, ldb, zero, ci, n);
-        break;
-      }
-      default: {
-        const double one[2] = {1, 0}, zero[2] = {0, 0};
-        cblas_zgemm(CblasRowMajor, ta, tb, m, n, k, one, ai, lda, bi, ldb, zero, ci, n);
-        break;
-      }
+  const char *ai = (const char *)a->data + (size_t)(i * p->m * p->k) * cs;
+  const char *bi = (const char *)b->data + (size_t)(i * p->k * p->n) * cs;
+  char *ci = (char *)c + (size_t)(i * p->m * p->n) * cs;
+  switch (ct) {
+    case HL_F32:
+      cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, (const float *)(const void *)ai, lda,
+                  (const float *)(const void *)bi, ldb, 0.0f, (float *)(void *)ci, n);
+      break;
+    case HL_F64:
+      cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, (const double *)(const void *)ai, lda,
+                  (const double *)(const void *)bi, ldb, 0.0, (double *)(void *)ci, n);
+      break;
+    case HL_C64: {
+      const float one[2] = {1, 0}, zero[2] = {0, 0};
+      cblas_cgemm(CblasRowMajor, ta, tb, m, n, k, one, ai, lda, bi, ldb, zero, ci, n);
+      break;
+    }
+    default: {
+      const double one[2] = {1, 0}, zero[2] = {0, 0};
+      cblas_zgemm(CblasRowMajor, ta, tb, m, n, k, one, ai, lda, bi, ldb, zero, ci, n);
+      break;
     }
   }
+}
+
+typedef struct gemm_batch_args {
+  hl_dtype_t ct;
+  const dot_plan_t *p;
+  const gemm_operand_t *a, *b;
+  void *c;
+} gemm_batch_args_t;
+
+static void gemm_task(void *arg, int64_t task, int worker) {
+  (void)worker;
+  const gemm_batch_args_t *g = arg;
+  gemm_one(g->ct, g->p, g->a, g->b, g->c, task);
+}
+
+// Below this many multiply-adds in all, waking the pool costs more than it saves.
+enum { kSplitMinMacs = 1 << 16 };
+// A gemm this small gains little from BLAS's own threads.
+#define SPLIT_SMALL_MACS (INT64_C(128) * 128 * 128)
+
+// Whether spreading `batch` gemms over `threads` beats BLAS threading each:
+// always for small matrices; for large ones only when the elements share out
+// evenly (3 large gemms on 2 threads: BLAS's threads finish sooner).
+static bool split_batch(const dot_plan_t *p, int threads) {
+  if (threads <= 1 || p->batch <= 1 || p->batch * p->m * p->n * p->k < kSplitMinMacs)
+    return false;
+  return p->m * p->n * p->k <= SPLIT_SMALL_MACS || p->batch % threads == 0 ||
+         p->batch >= 4 * (int64_t)threads;
+}
+
+// Every batch element. With a thread pool and more than one element, the
+// elements are spread over the pool's threads, each gemm single-threaded:
+// attention's batch x heads of small matrices keep every core busy, where
+// BLAS's own threads would split each small gemm and wait on each other.
+// One matrix (or no pool): one gemm at a time with BLAS's threads.
+static void gemm_batch(hl_kernel_context_t *ctx, hl_dtype_t ct, const dot_plan_t *p,
+                       const gemm_operand_t *a, const gemm_operand_t *b, void *c) {
+  const hl_exec_options_t *o = hl_kernel_options(ctx);
+  int threads = hl_thread_pool_size(o ? o->pool : NULL);
+  if (split_batch(p, threads)) {
+    gemm_batch_args_t g = {ct, p, a, b, c};
+    int blas = hl_blas_threads_get();
+    if (blas > 1) hl_blas_threads_set(1);
+    hl_thread_pool_run(o->pool, p->batch, gemm_task, &g);
+    if (blas > 1) hl_blas_threads_set(blas);
+    return;
+  }
+  for (int64_t i = 0; i < p->batch; i++) gemm_one(ct, p, a, b, c, i);
 }
 
 static void int_matmul(const dot_plan_t *p, const int64_t *a, const int64_t *b, int64_t *c) {
@@ -297,7 +349,7 @@ hl_status_t hl_kernel_dot(hl_kernel_context_t *ctx, const hl_instruction_t *inst
   } else {
     if (!st) st = gemm_operand(lhs, p.lhs_mk, p.lhs_km, ct, &a);
     if (!st) st = gemm_operand(rhs, p.rhs_kn, p.rhs_nk, ct, &b);
-    if (!st) gemm_batch(ct, &p, &a, &b, c);
+    if (!st) gemm_batch(ctx, ct, &p, &a, &b, c);
     if (!st && c != y->data && (ot == HL_BF16 || ot == HL_F16)) {
       // Rounded once from the f32 sums (vectorised; the bits of the
       // double loop below).
