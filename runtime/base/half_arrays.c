@@ -20,15 +20,15 @@ static inline float float_of(uint32_t u) {
   return f;
 }
 
-HL_SIMD_CLONES void hl_bf16_to_f32_array(const uint16_t *restrict x, float *restrict y,
-                                         int64_t n) {
+static HL_SIMD_CLONES void bf16_to_f32_array_loop(const uint16_t *restrict x, float *restrict y,
+                                                  int64_t n) {
   for (int64_t i = 0; i < n; i++) y[i] = float_of((uint32_t)x[i] << 16);
 }
 
 // f16: exponent 31 is inf / NaN (payload moved up 13 bits), 0 is zero or
 // subnormal (m * 2^-24, exact in f32), otherwise rebias 15 -> 127.
-HL_SIMD_CLONES void hl_f16_to_f32_array(const uint16_t *restrict x, float *restrict y,
-                                        int64_t n) {
+static HL_SIMD_CLONES void f16_to_f32_array_loop(const uint16_t *restrict x, float *restrict y,
+                                                 int64_t n) {
   for (int64_t i = 0; i < n; i++) {
     uint32_t h = x[i];
     uint32_t sign = (h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
@@ -46,8 +46,8 @@ HL_SIMD_CLONES void hl_f16_to_f32_array(const uint16_t *restrict x, float *restr
 // same way since both formats share the exponent field.
 static inline uint32_t bf16_rne(uint32_t u) { return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16; }
 
-HL_SIMD_CLONES void hl_f32_to_bf16_array_keep(const float *restrict x, uint16_t *restrict y,
-                                              int64_t n) {
+static HL_SIMD_CLONES void f32_to_bf16_array_keep_loop(const float *restrict x,
+                                                       uint16_t *restrict y, int64_t n) {
   for (int64_t i = 0; i < n; i++) {
     uint32_t u = bits_of(x[i]);
     bool nan = (u & 0x7fffffffu) > 0x7f800000u;
@@ -55,8 +55,8 @@ HL_SIMD_CLONES void hl_f32_to_bf16_array_keep(const float *restrict x, uint16_t 
   }
 }
 
-HL_SIMD_CLONES void hl_f32_to_bf16_array_canon(const float *restrict x, uint16_t *restrict y,
-                                               int64_t n) {
+static HL_SIMD_CLONES void f32_to_bf16_array_canon_loop(const float *restrict x,
+                                                        uint16_t *restrict y, int64_t n) {
   for (int64_t i = 0; i < n; i++) {
     uint32_t u = bits_of(x[i]);
     bool nan = (u & 0x7fffffffu) > 0x7f800000u;
@@ -70,8 +70,8 @@ HL_SIMD_CLONES void hl_f32_to_bf16_array_canon(const float *restrict x, uint16_t
 // place, so the float add itself rounds to nearest even and the low bits of
 // the sum are the f16 pattern (0x400 when it rounds up to the smallest
 // normal); in between, rebias and round on the bit pattern as for bf16.
-HL_SIMD_CLONES void hl_f32_to_f16_array_canon(const float *restrict x, uint16_t *restrict y,
-                                              int64_t n) {
+static HL_SIMD_CLONES void f32_to_f16_array_canon_loop(const float *restrict x,
+                                                       uint16_t *restrict y, int64_t n) {
   for (int64_t i = 0; i < n; i++) {
     uint32_t u = bits_of(x[i]);
     uint32_t a = u & 0x7fffffffu, sign = (u >> 16) & 0x8000u;
@@ -81,4 +81,23 @@ HL_SIMD_CLONES void hl_f32_to_f16_array_canon(const float *restrict x, uint16_t 
                  : a < 0x38800000u ? sub : normal;
     y[i] = (uint16_t)(sign | r);
   }
+}
+
+// The clones are static and the exported functions plain calls: clang 14
+// emits no ifunc for a target_clones function that other files call
+// through a declaration without the attribute (undefined at link time).
+void hl_bf16_to_f32_array(const uint16_t *x, float *y, int64_t n) {
+  bf16_to_f32_array_loop(x, y, n);
+}
+void hl_f16_to_f32_array(const uint16_t *x, float *y, int64_t n) {
+  f16_to_f32_array_loop(x, y, n);
+}
+void hl_f32_to_bf16_array_keep(const float *x, uint16_t *y, int64_t n) {
+  f32_to_bf16_array_keep_loop(x, y, n);
+}
+void hl_f32_to_bf16_array_canon(const float *x, uint16_t *y, int64_t n) {
+  f32_to_bf16_array_canon_loop(x, y, n);
+}
+void hl_f32_to_f16_array_canon(const float *x, uint16_t *y, int64_t n) {
+  f32_to_f16_array_canon_loop(x, y, n);
 }
