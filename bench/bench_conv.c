@@ -6,14 +6,16 @@
 // its result and packing, as a real program's would. Target: ratio >= 0.6.
 //
 //   conv_2_threads  a 3x3 NHWC convolution 8x56x56x64 -> 64 (im2col + GEMM)
-//                   with --threads 2 (a pool of 2, BLAS on 2 threads) against
-//                   1 thread (no pool, BLAS on 1), interleaved per repeat;
-//                   target >= 1.8.
+//                   with --threads 2 (a pool of 2 running the gemm tiles,
+//                   runtime/kernels/gemm_tiles.h) against 1 thread (no
+//                   pool), interleaved per repeat; target >= 1.8.
+// BLAS runs on one thread throughout: the runtime's tiles call it
+// single-threaded, and so does the GEMM baseline.
 #include <cblas.h>
-#include <dlfcn.h>
 
 #include "runtime/base/alloc.h"
 #include "runtime/exec/thread_pool.h"
+#include "runtime/kernels/blas_threads.h"
 #include "bench/bench_util.h"
 
 typedef struct conv_case {
@@ -91,14 +93,6 @@ static void run_case(const conv_case_t *c, int reps) {
   hl_module_destroy(mod);
 }
 
-// BLAS threads as hlo-launch's --threads sets them (launcher/binding.c):
-// through openblas_set_num_threads when the BLAS is OpenBLAS.
-static void set_blas_threads(int n) {
-  typedef void (*set_fn)(int);
-  set_fn set = (set_fn)dlsym(RTLD_DEFAULT, "openblas_set_num_threads");
-  if (set) set(n);
-}
-
 static double run_once(hl_executable_t *exe, hl_thread_pool_t *pool, hl_literal_t **args) {
   hl_exec_options_t o = {.pool = pool};
   hl_literal_t *out = NULL;
@@ -109,7 +103,7 @@ static double run_once(hl_executable_t *exe, hl_thread_pool_t *pool, hl_literal_
   return t;
 }
 
-// conv_2_threads: the same convolution on 2 threads (pool + BLAS) vs 1.
+// conv_2_threads: the same convolution on a pool of 2 threads vs 1.
 static void two_threads_case(bool quick) {
   int n = quick ? 1 : 8, hw = quick ? 6 : 56, c = quick ? 4 : 64, o = quick ? 4 : 64;
   char lhs[64], rhs[64], res[64], text[1024];
@@ -130,10 +124,8 @@ static void two_threads_case(bool quick) {
   double t1 = 1e30, t2 = 1e30;
   int reps = quick ? 1 : 7;
   for (int r = -1; r < reps; r++) {  // r = -1: warm-up
-    set_blas_threads(1);
     double t = run_once(exe, NULL, args);
     if (r >= 0 && t < t1) t1 = t;
-    set_blas_threads(2);
     t = run_once(exe, pool, args);
     if (r >= 0 && t < t2) t2 = t;
   }
@@ -153,6 +145,7 @@ int main(int argc, char **argv) {
   bool quick = hl_bench_quick(argc, argv);
   int reps = quick ? 1 : 3;
   hl_bench_tune_malloc();
+  hl_blas_threads_set(1);
   conv_case_t full[] = {
       // name, type, N, H, W, C, O, KH, KW, stride, pad, groups
       {"conv_f32_3x3_28x28x128", "f32", 4, 28, 28, 128, 128, 3, 3, 1, 1, 1},

@@ -17,6 +17,7 @@
 #include <cblas.h>
 
 #include "runtime/base/alloc.h"
+#include "runtime/kernels/blas_threads.h"
 #include "bench/bench_util.h"
 
 typedef struct holes_case {
@@ -130,6 +131,7 @@ int main(int argc, char **argv) {
   bool quick = hl_bench_quick(argc, argv);
   int reps = quick ? 1 : 3;
   hl_bench_tune_malloc();
+  hl_blas_threads_set(1);  // as the runtime's gemm tiles call it (gemm_tiles.h)
   enum { NCASES = 3 };
   static char text[NCASES][1024], lhs[NCASES][64], rhs[NCASES][64];
   holes_case_t cases[NCASES] = {{.name = "conv_holes_runner_f32"},

@@ -6,6 +6,7 @@
 #ifndef HL_BENCH_BENCH_UTIL_H_
 #define HL_BENCH_BENCH_UTIL_H_
 
+
 #include <malloc.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -58,25 +59,36 @@ static inline hl_literal_t *hl_bench_literal(const char *shape_text, unsigned se
   return lit;
 }
 
-// Runs `module` once and drops the result.
-static inline void hl_bench_execute(const hl_module_t *module, hl_literal_t *const *args,
-                                    int nargs) {
+// Runs `module` once (options may be NULL) and drops the result.
+static inline void hl_bench_execute_with(const hl_module_t *module, const hl_exec_options_t *o,
+                                         hl_literal_t *const *args, int nargs) {
   hl_literal_t *out = NULL;
-  hl_bench_check(hl_execute(module, NULL, args, nargs, &out), "execute");
+  hl_bench_check(hl_execute(module, o, args, nargs, &out), "execute");
   hl_literal_release(out);
 }
 
+static inline void hl_bench_execute(const hl_module_t *module, hl_literal_t *const *args,
+                                    int nargs) {
+  hl_bench_execute_with(module, NULL, args, nargs);
+}
+
 // The fastest of `reps` runs of `module`, in seconds.
-static inline double hl_bench_best_execute(const hl_module_t *module, hl_literal_t *const *args,
-                                           int nargs, int reps) {
+static inline double hl_bench_best_execute_with(const hl_module_t *module,
+                                                const hl_exec_options_t *o,
+                                                hl_literal_t *const *args, int nargs, int reps) {
   double best = 1e30;
   for (int r = 0; r < reps; r++) {
     double t0 = hl_bench_now();
-    hl_bench_execute(module, args, nargs);
+    hl_bench_execute_with(module, o, args, nargs);
     double t = hl_bench_now() - t0;
     if (t < best) best = t;
   }
   return best;
+}
+
+static inline double hl_bench_best_execute(const hl_module_t *module, hl_literal_t *const *args,
+                                           int nargs, int reps) {
+  return hl_bench_best_execute_with(module, NULL, args, nargs, reps);
 }
 
 // The settings hlo-launch's worker applies at start-up (launcher/worker.c):

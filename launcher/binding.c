@@ -276,21 +276,21 @@ void hl_binding_apply(MPI_Comm comm, hl_bind_policy_t policy, hl_binding_t *out)
 
 int hl_binding_set_threads(hl_binding_t *b, int requested) {
   int threads = requested > 0 ? requested : (b->bound && b->threads > 0 ? b->threads : 1);
-  if (requested > 0 || b->bound) {
+  // OMP_NUM_THREADS set by limit_threads is ours, not the user's.
+  bool user_says = getenv("OPENBLAS_NUM_THREADS") ||
+                   (getenv("OMP_NUM_THREADS") && !g_set_omp_threads);
+  if (!user_says) {
+    // OpenBLAS gets one thread, bound or not: the runtime cuts gemms into
+    // tiles over its own pool (runtime/kernels/gemm_tiles.h; BLAS's thread
+    // count changes its bits), and idle BLAS threads would only spin beside
+    // the pool's.
     typedef void (*set_fn)(int);
     set_fn set = (set_fn)dlsym(RTLD_DEFAULT, "openblas_set_num_threads");
-    // OMP_NUM_THREADS set by limit_threads is ours, not the user's: without
-    // this, --threads 1 on a bound rank left OpenBLAS at the cpuset's size,
-    // and every small gemm waited on a second BLAS thread.
-    bool user_says = getenv("OPENBLAS_NUM_THREADS") ||
-                     (getenv("OMP_NUM_THREADS") && !g_set_omp_threads);
-    if (!user_says) {
-      if (set) set(threads);
-      if (g_set_omp_threads) {
-        char text[16];
-        snprintf(text, sizeof(text), "%d", threads);
-        setenv("OMP_NUM_THREADS", text, 1);
-      }
+    if (set) set(1);
+    if (g_set_omp_threads && (requested > 0 || b->bound)) {
+      char text[16];
+      snprintf(text, sizeof(text), "%d", threads);
+      setenv("OMP_NUM_THREADS", text, 1);
     }
   }
   b->threads = threads;
@@ -309,8 +309,7 @@ void hl_binding_report(MPI_Comm comm, const hl_binding_t *b, int rank, int64_t r
     snprintf(threads, sizeof(threads), "%d", b->threads);
   else
     snprintf(threads, sizeof(threads), "default");
-  // What OpenBLAS itself will use (asked, not assumed): shows that --threads
-  // reached it.
+  // What OpenBLAS itself will use (asked, not assumed).
   typedef int (*get_fn)(void);
   get_fn get = (get_fn)dlsym(RTLD_DEFAULT, "openblas_get_num_threads");
   char blas[32] = "";

@@ -68,9 +68,9 @@ typedef struct hl_binding {
 void hl_binding_apply(MPI_Comm comm, hl_bind_policy_t policy, hl_binding_t *out);
 
 // The rank's thread count: `requested` (--threads) when > 0, else the
-// cpuset's size as hl_binding_apply found it (1 when unbound). BLAS
-// (OpenBLAS) is set to the same count unless OPENBLAS_NUM_THREADS /
-// OMP_NUM_THREADS say otherwise; binding->threads then reports it.
+// cpuset's size as hl_binding_apply found it (1 when unbound). OpenBLAS is
+// set to one thread (the runtime splits gemms over its own pool) unless
+// OPENBLAS_NUM_THREADS / OMP_NUM_THREADS say otherwise.
 int hl_binding_set_threads(hl_binding_t *binding, int requested);
 
 // Collective over `comm`: rank 0 prints one line per rank, in rank order, to

@@ -1,7 +1,6 @@
 // OpenBLAS's own thread count, read and set at run time (the BLAS linked may
-// not be OpenBLAS: then get returns 0 and set does nothing). Kernels that
-// split work across the runtime's thread pool run BLAS single-threaded inside
-// each task, so the pool's threads and BLAS's do not oversubscribe the cores.
+// not be OpenBLAS: then get returns 0 and set does nothing). The gemm tiles
+// (gemm_tiles.h) run BLAS single-threaded: its thread count changes its bits.
 #ifndef HL_RUNTIME_KERNELS_BLAS_THREADS_H_
 #define HL_RUNTIME_KERNELS_BLAS_THREADS_H_
 

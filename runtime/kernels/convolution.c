@@ -14,7 +14,6 @@
 // NaN in the kernel still propagates through padded positions (0 * NaN), as
 // the spec's padded dot product says. With lhs_dilate > 1 the per-phase path
 // (below) skips hole taps altogether, as XLA's HloEvaluator does.
-#include <cblas.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -23,6 +22,7 @@
 #include "runtime/base/alloc.h"
 #include "runtime/exec/thread_pool.h"
 #include "runtime/kernels/element_access.h"
+#include "runtime/kernels/gemm_tiles.h"
 #include "runtime/kernels/kernel.h"
 
 // Elements of the im2col buffer per chunk (the batch is split to stay below).
@@ -324,29 +324,18 @@ static void im2col(const im2col_args_t *a, char *col) {
 //===----------------------------------------------------------------------===//
 
 // c[m][n] = a[m][k] x b[k][n] in compute type ct, row-major with leading
-// dimensions lda / ldb / ldc.
-static void gemm(hl_dtype_t ct, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
-                 const void *b, int64_t ldb, void *c, int64_t ldc) {
-  int im = (int)m, in = (int)n, ik = (int)k, la = (int)lda, lb = (int)ldb, lc = (int)ldc;
+// dimensions lda / ldb / ldc: BLAS tiles over the pool (gemm_tiles.h, the
+// same bits for every thread count), S64 a wrap-around loop.
+static void gemm(hl_thread_pool_t *pool, hl_dtype_t ct, int64_t m, int64_t n, int64_t k,
+                 const void *a, int64_t lda, const void *b, int64_t ldb, void *c, int64_t ldc) {
   switch (ct) {
     case HL_F32:
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, im, in, ik, 1.0f, a, la, b, lb,
-                  0.0f, c, lc);
-      return;
     case HL_F64:
-      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, im, in, ik, 1.0, a, la, b, lb, 0.0,
-                  c, lc);
-      return;
-    case HL_C64: {
-      const float one[2] = {1, 0}, zero[2] = {0, 0};
-      cblas_cgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, im, in, ik, one, a, la, b, lb, zero,
-                  c, lc);
-      return;
-    }
+    case HL_C64:
     case HL_C128: {
-      const double one[2] = {1, 0}, zero[2] = {0, 0};
-      cblas_zgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, im, in, ik, one, a, la, b, lb, zero,
-                  c, lc);
+      hl_gemm_t g = {.ct = ct, .m = m, .n = n, .k = k, .a = a, .b = b, .c = c,
+                     .lda = lda, .ldb = ldb, .ldc = ldc, .batch = 1};
+      hl_gemm_run(pool, &g);
       return;
     }
     default: {  // S64: wrap-around
@@ -537,7 +526,7 @@ static hl_status_t conv_pixel_major(const conv_plan_t *p, hl_dtype_t ct, const i
       int64_t c0 = p->fgc > 1 ? g * p->ig : 0;
       const char *lhs = (const char *)in + (size_t)(b0 * p->s_b + c0) * es;
       char *c = out + (size_t)(g * p->og) * es;
-      gemm(ct, rows_total, p->og, kdim, lhs, p->c_in, b, p->o_out, c, p->o_out);
+      gemm(pool, ct, rows_total, p->og, kdim, lhs, p->c_in, b, p->o_out, c, p->o_out);
       continue;
     }
     for (int64_t r0 = 0; r0 < rows_total; r0 += mc) {
@@ -546,7 +535,7 @@ static hl_status_t conv_pixel_major(const conv_plan_t *p, hl_dtype_t ct, const i
       hl_thread_pool_run(pool, (cnt + GATHER_TASK_ROWS - 1) / GATHER_TASK_ROWS,
                          im2col_pixel_task, &a);
       char *c = out + (size_t)(r0 * p->o_out + g * p->og) * es;
-      gemm(ct, cnt, p->og, kdim, colT, kdim, b, p->o_out, c, p->o_out);
+      gemm(pool, ct, cnt, p->og, kdim, colT, kdim, b, p->o_out, c, p->o_out);
     }
   }
   hl_free(w2);
@@ -613,28 +602,17 @@ static hl_status_t build_phase_dims(const conv_plan_t *p, conv_phase_dim_t *pd) 
 }
 
 // c[m][n] = a[m][k] x b[n][k]^T (row-major), as gemm() with b transposed.
-static void gemm_nt(hl_dtype_t ct, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
-                    const void *b, int64_t ldb, void *c, int64_t ldc) {
-  int im = (int)m, in = (int)n, ik = (int)k, la = (int)lda, lb = (int)ldb, lc = (int)ldc;
+static void gemm_nt(hl_thread_pool_t *pool, hl_dtype_t ct, int64_t m, int64_t n, int64_t k,
+                    const void *a, int64_t lda, const void *b, int64_t ldb, void *c,
+                    int64_t ldc) {
   switch (ct) {
     case HL_F32:
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, im, in, ik, 1.0f, a, la, b, lb, 0.0f,
-                  c, lc);
-      return;
     case HL_F64:
-      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, im, in, ik, 1.0, a, la, b, lb, 0.0, c,
-                  lc);
-      return;
-    case HL_C64: {
-      const float one[2] = {1, 0}, zero[2] = {0, 0};
-      cblas_cgemm(CblasRowMajor, CblasNoTrans, CblasTrans, im, in, ik, one, a, la, b, lb, zero, c,
-                  lc);
-      return;
-    }
+    case HL_C64:
     case HL_C128: {
-      const double one[2] = {1, 0}, zero[2] = {0, 0};
-      cblas_zgemm(CblasRowMajor, CblasNoTrans, CblasTrans, im, in, ik, one, a, la, b, lb, zero, c,
-                  lc);
+      hl_gemm_t g = {.ct = ct, .trans_b = true, .m = m, .n = n, .k = k, .a = a, .b = b, .c = c,
+                     .lda = lda, .ldb = ldb, .ldc = ldc, .batch = 1};
+      hl_gemm_run(pool, &g);
       return;
     }
     default: {  // S64: wrap-around
@@ -679,7 +657,7 @@ static void gemm_nt(hl_dtype_t ct, int64_t m, int64_t n, int64_t k, const void *
     int64_t ncols = cnt * np;                                                               \
     phase_gather_t ga = {p, lhs, colT, es, runs, run_start, g, n0, cnt, np, ks, c0};        \
     hl_thread_pool_run_ranges(pool, ig, phase_gather_task, &ga);                            \
-    gemm(ct, p->og, ncols, kdim, wg, ldw, colT, ncols, tmp, ncols);                         \
+    gemm(pool, ct, p->og, ncols, kdim, wg, ldw, colT, ncols, tmp, ncols);                   \
     const T *tv = (const T *)(const void *)tmp;                                             \
     for (int64_t o = 0; o < p->og; o++)                                                     \
       for (int64_t n = 0; n < cnt; n++, tv += np) {                                         \
@@ -911,7 +889,7 @@ static hl_status_t conv_one_phase(const conv_plan_t *p, const conv_phase_dim_t *
             }
           }
         }
-        gemm_nt(ct, cnt * np, p->og, kdim, colT, kdim, wg, ldw, tmp, p->og);
+        gemm_nt(pool, ct, cnt * np, p->og, kdim, colT, kdim, wg, ldw, tmp, p->og);
         const char *src = tmp;
         for (int64_t n = 0; n < cnt; n++) {
           for (int64_t q = 0; q < np; q++, src += (size_t)p->og * es) {
@@ -1043,9 +1021,9 @@ static hl_status_t conv_compute(const conv_plan_t *p, hl_dtype_t ct, const void 
         im2col(&a, col);
         if (in_place) {
           char *c = out + (size_t)(n0 * p->s_ob + g * p->og * p->s_of) * es;
-          gemm(ct, p->og, p->p, kdim, wg, kdim, col, p->p, c, p->p);
+          gemm(pool, ct, p->og, p->p, kdim, wg, kdim, col, p->p, c, p->p);
         } else {
-          gemm(ct, p->og, cnt * p->p, kdim, wg, kdim, col, cnt * p->p, tmp, cnt * p->p);
+          gemm(pool, ct, p->og, cnt * p->p, kdim, wg, kdim, col, cnt * p->p, tmp, cnt * p->p);
           scatter_out(p, pofs, es, g, n0, cnt, tmp, out);
         }
       }

@@ -9,11 +9,10 @@
 //   [batch.., free.., contracting..] or [batch.., contracting.., free..] is
 //   passed as is with gemm's transpose flag; any other layout or element type
 //   is first packed (permuted and converted) into the compute type.
-//   With a thread pool, a batch of gemms is spread over its threads (each
-//   gemm single-threaded: the same call, so the same bits).
+//   The gemms run as shape-determined tiles over the thread pool, BLAS
+//   single-threaded (gemm_tiles.h), so the bits do not depend on --threads.
 //   Integer and pred results use a plain loop, accumulating in 64 bits with
 //   wrap-around and keeping the low bits (pred: sum != 0).
-#include <cblas.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -22,9 +21,9 @@
 #include "runtime/base/alloc.h"
 #include "runtime/base/half_arrays.h"
 #include "runtime/exec/thread_pool.h"
-#include "runtime/kernels/blas_threads.h"
 #include "runtime/kernels/element_access.h"
 #include "runtime/kernels/elementwise_arrays.h"
+#include "runtime/kernels/gemm_tiles.h"
 #include "runtime/kernels/kernel.h"
 
 typedef struct dot_plan {
@@ -197,86 +196,30 @@ static hl_status_t gemm_operand(const hl_literal_t *x, const int *plain, const i
   return NULL;
 }
 
-// Batch element i: C_i = A_i B_i, one gemm call (the same call whichever
-// thread makes it, so the bits do not depend on the thread count).
-static void gemm_one(hl_dtype_t ct, const dot_plan_t *p, const gemm_operand_t *a,
-                     const gemm_operand_t *b, void *c, int64_t i) {
-  int m = (int)p->m, n = (int)p->n, k = (int)p->k;
-  enum CBLAS_TRANSPOSE ta = a->trans ? CblasTrans : CblasNoTrans;
-  enum CBLAS_TRANSPOSE tb = b->trans ? CblasTrans : CblasNoTrans;
-  int lda = a->trans ? m : k, ldb = b->trans ? k : n;
-  size_t cs = hl_dtype_size(ct);
-  const char *ai = (const char *)a->data + (size_t)(i * p->m * p->k) * cs;
-  const char *bi = (const char *)b->data + (size_t)(i * p->k * p->n) * cs;
-  char *ci = (char *)c + (size_t)(i * p->m * p->n) * cs;
-  switch (ct) {
-    case HL_F32:
-      cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, (const float *)(const void *)ai, lda,
-                  (const float *)(const void *)bi, ldb, 0.0f, (float *)(void *)ci, n);
-      break;
-    case HL_F64:
-      cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, (const double *)(const void *)ai, lda,
-                  (const double *)(const void *)bi, ldb, 0.0, (double *)(void *)ci, n);
-      break;
-    case HL_C64: {
-      const float one[2] = {1, 0}, zero[2] = {0, 0};
-      cblas_cgemm(CblasRowMajor, ta, tb, m, n, k, one, ai, lda, bi, ldb, zero, ci, n);
-      break;
-    }
-    default: {
-      const double one[2] = {1, 0}, zero[2] = {0, 0};
-      cblas_zgemm(CblasRowMajor, ta, tb, m, n, k, one, ai, lda, bi, ldb, zero, ci, n);
-      break;
-    }
-  }
-}
-
-typedef struct gemm_batch_args {
-  hl_dtype_t ct;
-  const dot_plan_t *p;
-  const gemm_operand_t *a, *b;
-  void *c;
-} gemm_batch_args_t;
-
-static void gemm_task(void *arg, int64_t task, int worker) {
-  (void)worker;
-  const gemm_batch_args_t *g = arg;
-  gemm_one(g->ct, g->p, g->a, g->b, g->c, task);
-}
-
-// Below this many multiply-adds in all, waking the pool costs more than it saves.
-enum { kSplitMinMacs = 1 << 16 };
-// A gemm this small gains little from BLAS's own threads.
-#define SPLIT_SMALL_MACS (INT64_C(128) * 128 * 128)
-
-// Whether spreading `batch` gemms over `threads` beats BLAS threading each:
-// always for small matrices; for large ones only when the elements share out
-// evenly (3 large gemms on 2 threads: BLAS's threads finish sooner).
-static bool split_batch(const dot_plan_t *p, int threads) {
-  if (threads <= 1 || p->batch <= 1 || p->batch * p->m * p->n * p->k < kSplitMinMacs)
-    return false;
-  return p->m * p->n * p->k <= SPLIT_SMALL_MACS || p->batch % threads == 0 ||
-         p->batch >= 4 * (int64_t)threads;
-}
-
-// Every batch element. With a thread pool and more than one element, the
-// elements are spread over the pool's threads, each gemm single-threaded:
-// attention's batch x heads of small matrices keep every core busy, where
-// BLAS's own threads would split each small gemm and wait on each other.
-// One matrix (or no pool): one gemm at a time with BLAS's threads.
+// Every batch element C_i = A_i B_i: shape-determined tiles over the pool,
+// single-threaded BLAS each (gemm_tiles.h: the bits do not depend on the
+// thread count). Attention's batch x heads of small matrices are one tile
+// each; a large matrix is cut into row or column blocks.
 static void gemm_batch(hl_kernel_context_t *ctx, hl_dtype_t ct, const dot_plan_t *p,
                        const gemm_operand_t *a, const gemm_operand_t *b, void *c) {
   const hl_exec_options_t *o = hl_kernel_options(ctx);
-  int threads = hl_thread_pool_size(o ? o->pool : NULL);
-  if (split_batch(p, threads)) {
-    gemm_batch_args_t g = {ct, p, a, b, c};
-    int blas = hl_blas_threads_get();
-    if (blas > 1) hl_blas_threads_set(1);
-    hl_thread_pool_run(o->pool, p->batch, gemm_task, &g);
-    if (blas > 1) hl_blas_threads_set(blas);
-    return;
-  }
-  for (int64_t i = 0; i < p->batch; i++) gemm_one(ct, p, a, b, c, i);
+  hl_gemm_t g = {.ct = ct,
+                 .trans_a = a->trans,
+                 .trans_b = b->trans,
+                 .m = p->m,
+                 .n = p->n,
+                 .k = p->k,
+                 .a = a->data,
+                 .b = b->data,
+                 .c = c,
+                 .lda = a->trans ? p->m : p->k,
+                 .ldb = b->trans ? p->k : p->n,
+                 .ldc = p->n,
+                 .batch = p->batch,
+                 .stride_a = p->m * p->k,
+                 .stride_b = p->k * p->n,
+                 .stride_c = p->m * p->n};
+  hl_gemm_run(o ? o->pool : NULL, &g);
 }
 
 static void int_matmul(const dot_plan_t *p, const int64_t *a, const int64_t *b, int64_t *c) {
