@@ -1139,6 +1139,18 @@ static void check_gather(check_t *k) {
   want.rank = out_rank;
   for (int d = 0, b = 0, w = 0; d < out_rank; d++)
     want.dims[d] = is_offset[d] ? win[w++] : bdims[b++];
+  // XLA's shape check lets a collapsed (or batching) dimension's slice size
+  // be 0: every slice is then empty, yet the result (which omits that
+  // dimension) has elements, and each would read past the operand's end
+  // (start indices clamp to [0, size - 0]). Only an empty result means
+  // something.
+  for (int d = 0; d < x->rank; d++)
+    if (not_window[d] && sizes->v[d] == 0 && hl_shape_element_count(&want) > 0) {
+      report(k, "attribute slice_sizes[%d] = 0 on a collapsed or batching dimension: the slices "
+                "are empty but the result has %lld elements",
+             d, (long long)hl_shape_element_count(&want));
+      return;
+    }
   expect_result(k, &want, "gathered shape");
 }
 
