@@ -75,7 +75,7 @@ static bool run_case(const dot_case_t *c, int reps, hl_thread_pool_t *pool) {
   hl_blas_threads_set(threads);
   hl_bench_execute_with(mod, &o, args, 2);
   best_time_blas(c, args[0]->data, args[1]->data, y->data, 1);
-  if (threads > 1) usleep(300000);
+  if (threads > 1 && reps > 1) usleep(300000);
   // Paired rounds, the median round reported (bench_util.h).
   int rounds = reps > 1 ? 7 : 1;
   double t_exec[HL_BENCH_MAX_ROUNDS], t_blas[HL_BENCH_MAX_ROUNDS];
@@ -84,7 +84,7 @@ static bool run_case(const dot_case_t *c, int reps, hl_thread_pool_t *pool) {
     t_blas[round] = best_time_blas(c, args[0]->data, args[1]->data, y->data, reps);
     // OpenBLAS's own threads spin for a while after a threaded call (about
     // 2^28 cycles) and would take the pool's second core in our next run.
-    if (threads > 1) usleep(300000);
+    if (threads > 1 && reps > 1) usleep(300000);
   }
   int med = hl_bench_median_round(t_exec, t_blas, rounds);
   char name[96];

@@ -430,7 +430,7 @@ static hl_status_t check_collectives_here(const worker_t *w, const hl_module_t *
 // order to stderr.
 static void print_profile(worker_t *w) {
   double flops_per_s = 0, bytes_per_s = 0;
-  hl_profile_measure_machine(&flops_per_s, &bytes_per_s);
+  hl_profile_measure_machine(w->pool, &flops_per_s, &bytes_per_s);
   hl_strbuf_t sb;
   hl_strbuf_init(&sb);
   char who[96];

@@ -2,12 +2,12 @@
 // sorts a copy by time.
 #include "runtime/exec/profile.h"
 
-#include <cblas.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "runtime/base/alloc.h"
+#include "runtime/kernels/gemm_tiles.h"
 
 typedef struct entry {
   const hl_instruction_t *inst;
@@ -112,8 +112,24 @@ static double now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-void hl_profile_measure_machine(double *gemm_flops_per_s, double *copy_bytes_per_s) {
-  enum { N = 512 };
+typedef struct copy_parts {
+  char *dst;
+  const char *src;
+  size_t bytes;
+  int parts;
+} copy_parts_t;
+
+static void copy_part(void *arg, int64_t task, int worker) {
+  (void)worker;
+  const copy_parts_t *c = arg;
+  size_t per = c->bytes / (size_t)c->parts, lo = (size_t)task * per;
+  size_t len = task == c->parts - 1 ? c->bytes - lo : per;
+  memcpy(c->dst + lo, c->src + lo, len);
+}
+
+void hl_profile_measure_machine(hl_thread_pool_t *pool, double *gemm_flops_per_s,
+                                double *copy_bytes_per_s) {
+  enum { N = 1024 };
   size_t copy_bytes = (size_t)64 << 20;
   float *a = hl_malloc(sizeof(float) * N * N * 3);
   char *src = hl_malloc(copy_bytes), *dst = hl_malloc(copy_bytes);
@@ -122,19 +138,22 @@ void hl_profile_measure_machine(double *gemm_flops_per_s, double *copy_bytes_per
     for (int i = 0; i < 3 * N * N; i++) a[i] = (float)(i % 7) * 0.25f;
     memset(src, 1, copy_bytes);
     memset(dst, 0, copy_bytes);
+    // As the dots run: gemm tiles over the pool, BLAS single-threaded.
+    hl_gemm_t g = {.ct = HL_F32, .m = N, .n = N, .k = N, .a = a, .b = a + N * N,
+                   .c = a + 2 * N * N, .lda = N, .ldb = N, .ldc = N, .batch = 1};
     double best = 1e30;
     for (int r = 0; r < 3; r++) {
       double t0 = now();
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, N, N, 1.0f, a, N, a + N * N, N,
-                  0.0f, a + 2 * N * N, N);
+      hl_gemm_run(pool, &g);
       double t = now() - t0;
       if (t < best) best = t;
     }
     *gemm_flops_per_s = 2.0 * N * N * N / best;
+    copy_parts_t c = {dst, src, copy_bytes, hl_thread_pool_size(pool)};
     best = 1e30;
     for (int r = 0; r < 3; r++) {
       double t0 = now();
-      memcpy(dst, src, copy_bytes);
+      hl_thread_pool_run(pool, c.parts, copy_part, &c);
       double t = now() - t0;
       if (t < best) best = t;
     }

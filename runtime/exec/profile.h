@@ -18,6 +18,7 @@
 #include "runtime/base/literal.h"
 #include "runtime/base/status.h"
 #include "runtime/base/strbuf.h"
+#include "runtime/exec/thread_pool.h"
 #include "runtime/ir/module.h"
 
 typedef struct hl_profile hl_profile_t;
@@ -34,9 +35,12 @@ void hl_profile_record(hl_profile_t *profile, const hl_instruction_t *inst, doub
 double hl_profile_flops(const hl_instruction_t *inst, hl_literal_t *const *operands,
                         int operand_count, const hl_literal_t *result);
 
-// This machine's rates, measured in this process: f32 GEMM FLOP/s
-// (OpenBLAS, 512^3) and memcpy bytes/s (read + write, 64 MiB).
-void hl_profile_measure_machine(double *gemm_flops_per_s, double *copy_bytes_per_s);
+// This machine's rates, measured in this process on the pool's threads
+// (NULL: one): f32 GEMM FLOP/s (1024^3 as dots run it: gemm tiles over the
+// pool, kernels/gemm_tiles.h) and memcpy bytes/s (read + write, 64 MiB in
+// one part per thread).
+void hl_profile_measure_machine(hl_thread_pool_t *pool, double *gemm_flops_per_s,
+                                double *copy_bytes_per_s);
 
 // Appends the `top` instructions with the most time (name, opcode, calls,
 // total ms, share, MB moved, MFLOP; totals over the runs) and one roofline line for `run_seconds`
