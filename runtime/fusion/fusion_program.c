@@ -4,6 +4,8 @@
 // per-worker bump arena reset after every block).
 #include "runtime/fusion/fusion_program.h"
 
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -24,6 +26,8 @@
 // Largest arena per worker.
 #define MAX_ARENA ((size_t)256 << 20)
 #define MAX_WORKERS 64
+// Outputs of a program whose overlapping reductions run on several threads.
+#define MAX_ORDERED_OUTPUTS 16
 
 typedef enum kind {
   K_PARAM,
@@ -911,6 +915,7 @@ typedef struct run_state {
   const void **param_data;
   char **out_data;  // per output
   int64_t blocks;
+  _Atomic int64_t turn;  // ordered runs: the block whose reductions combine next
 } run_state_t;
 
 static void *arena_alloc(workspace_t *w, size_t bytes) {
@@ -1286,14 +1291,47 @@ static int64_t run_output_offset(const hl_fusion_program_t *p, int64_t r) {
   return off;
 }
 
-static void run_block(void *arg, int64_t b, int worker) {
-  run_state_t *s = arg;
+// Folds (or combines) the nr runs of output o's block values v into the
+// output, in run order.
+static void combine_runs(const hl_fusion_program_t *p, const output_t *o, const char *v,
+                         int64_t r0, int64_t nr, char *out) {
+  size_t es = p->nodes[o->node].es;
+  bool fold = p->seg[p->nseg - 1].reduced;
+  for (int64_t j = 0; j < nr; j++) {
+    int64_t off = run_output_offset(p, r0 + j);
+    (fold ? o->fold : o->combine)(v + (size_t)(j * p->run_len) * es, p->run_len,
+                                  out + (size_t)off * es);
+  }
+}
+
+// Waits until every block before b has combined its reductions. The pool
+// hands blocks out in ascending order, so the smallest block not yet
+// combined is always held by a worker that waits on no one.
+static void wait_turn(_Atomic int64_t *turn, int64_t b) {
+  for (int spins = 0; atomic_load_explicit(turn, memory_order_acquire) != b; spins++) {
+    if (spins < 64) {
+#if defined(__x86_64__)
+      __builtin_ia32_pause();
+#endif
+    } else {
+      sched_yield();  // oversubscribed cores: let the holder of block b - 1 run
+    }
+  }
+}
+
+// One block: array outputs written in place, reduce outputs folded into
+// theirs. `ordered`: the block's values are computed first and combined
+// only when every earlier block has combined, so blocks whose reductions
+// overlap can run on several threads and still combine in block order,
+// the serial order (the same bits).
+static void run_block_impl(run_state_t *s, int64_t b, int worker, bool ordered) {
   hl_fusion_program_t *p = s->p;
   workspace_t *w = p->ws[worker];
   workspace_reset(w);
   int64_t runs = p->total / p->run_len;
   int64_t r0 = b * p->block_runs, nr = runs - r0 < p->block_runs ? runs - r0 : p->block_runs;
   int64_t start = r0 * p->run_len, m = nr * p->run_len;
+  const char *vals[MAX_ORDERED_OUTPUTS];
   for (int i = 0; i < p->out_count; i++) {
     const output_t *o = &p->outs[i];
     const node_t *n = &p->nodes[o->node];
@@ -1304,13 +1342,22 @@ static void run_block(void *arg, int64_t b, int worker) {
       continue;
     }
     const char *v = eval(p, w, s->param_data, o->node, start, NULL, m);
-    bool fold = p->seg[p->nseg - 1].reduced;
-    for (int64_t j = 0; j < nr; j++) {
-      int64_t off = run_output_offset(p, r0 + j);
-      (fold ? o->fold : o->combine)(v + (size_t)(j * p->run_len) * n->es, p->run_len,
-                                    s->out_data[i] + (size_t)off * n->es);
-    }
+    if (ordered) vals[i] = v;
+    else combine_runs(p, o, v, r0, nr, s->out_data[i]);
   }
+  if (!ordered) return;
+  wait_turn(&s->turn, b);
+  for (int i = 0; i < p->out_count; i++)
+    if (p->outs[i].reduce) combine_runs(p, &p->outs[i], vals[i], r0, nr, s->out_data[i]);
+  atomic_store_explicit(&s->turn, b + 1, memory_order_release);
+}
+
+static void run_block(void *arg, int64_t b, int worker) {
+  run_block_impl(arg, b, worker, false);
+}
+
+static void run_block_ordered(void *arg, int64_t b, int worker) {
+  run_block_impl(arg, b, worker, true);
 }
 
 static hl_status_t ensure_workspace(hl_fusion_program_t *p, int worker) {
@@ -1358,12 +1405,17 @@ hl_status_t hl_fusion_program_run(hl_fusion_program_t *p, hl_literal_t *const *a
     if (st) break;
     out_data[i] = outs[i]->data;
   }
+  // One workspace per worker: a pool larger than MAX_WORKERS runs serially.
   int workers = hl_thread_pool_size(pool);
-  if (workers > MAX_WORKERS) workers = MAX_WORKERS;
   int64_t runs = p->total / (p->run_len ? p->run_len : 1);
   int64_t blocks = p->total ? (runs + p->block_runs - 1) / p->block_runs : 0;
-  bool parallel = p->parallel && blocks > 1 && workers > 1;
-  for (int i = 0; !st && i < (parallel ? workers : 1); i++) st = ensure_workspace(p, i);
+  bool threaded = blocks > 1 && workers > 1 && workers <= MAX_WORKERS;
+  bool parallel = threaded && p->parallel;
+  // Reductions whose blocks overlap (kept minor dimensions: column sums)
+  // combine in block order while the blocks' values are computed in
+  // parallel.
+  bool ordered = threaded && !p->parallel && p->has_reduce && p->out_count <= MAX_ORDERED_OUTPUTS;
+  for (int i = 0; !st && i < (parallel || ordered ? workers : 1); i++) st = ensure_workspace(p, i);
   if (!st) {
     // Reduce outputs start from the init value (evaluated once).
     for (int i = 0; i < p->out_count; i++) {
@@ -1374,9 +1426,11 @@ hl_status_t hl_fusion_program_run(hl_fusion_program_t *p, hl_literal_t *const *a
       const void *init = eval(p, w, params, o->init, 0, NULL, 1);
       splat(p->nodes[o->node].es, init, out_data[i], hl_literal_element_count(outs[i]));
     }
-    run_state_t s = {p, params, out_data, blocks};
+    run_state_t s = {p, params, out_data, blocks, 0};
     if (parallel)
       hl_thread_pool_run_ranges(pool, blocks, run_block, &s);
+    else if (ordered)
+      hl_thread_pool_run(pool, blocks, run_block_ordered, &s);  // one block a task, ascending
     else
       for (int64_t b = 0; b < blocks; b++) run_block(&s, b, 0);
   }

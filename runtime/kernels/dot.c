@@ -171,8 +171,49 @@ typedef struct gemm_operand {
   bool trans;
 } gemm_operand_t;
 
-static hl_status_t gemm_operand(const hl_literal_t *x, const int *plain, const int *transposed,
-                                hl_dtype_t ct, gemm_operand_t *g) {
+// The 16-bit float conversions around the gemms (operands widened to f32,
+// f32 sums rounded once), in chunks over the pool: element by element, so
+// the split does not change a bit.
+typedef enum { kWiden, kRoundBf16, kRoundF16 } half_conversion_t;
+
+typedef struct half_job {
+  half_conversion_t kind;
+  hl_dtype_t from;  // kWiden: bf16 or f16
+  const char *x;
+  char *y;
+  int64_t n;
+} half_job_t;
+
+enum { kConvertChunk = 1 << 16 };
+
+static void half_task(void *arg, int64_t task, int worker) {
+  (void)worker;
+  const half_job_t *j = arg;
+  int64_t lo = task * kConvertChunk, len = j->n - lo < kConvertChunk ? j->n - lo : kConvertChunk;
+  switch (j->kind) {
+    case kWiden:
+      hl_convert_array(j->from, HL_F32, j->x + lo * 2, j->y + lo * 4, len);
+      break;
+    case kRoundBf16:
+      hl_f32_to_bf16_array_canon((const float *)(const void *)(j->x + lo * 4),
+                                 (uint16_t *)(void *)(j->y + lo * 2), len);
+      break;
+    case kRoundF16:
+      hl_f32_to_f16_array_canon((const float *)(const void *)(j->x + lo * 4),
+                                (uint16_t *)(void *)(j->y + lo * 2), len);
+      break;
+  }
+}
+
+static void convert_half(hl_thread_pool_t *pool, half_conversion_t kind, hl_dtype_t from,
+                         const void *x, void *y, int64_t n) {
+  half_job_t j = {kind, from, x, y, n};
+  hl_thread_pool_run(n > kConvertChunk ? pool : NULL, (n + kConvertChunk - 1) / kConvertChunk,
+                     half_task, &j);
+}
+
+static hl_status_t gemm_operand(hl_thread_pool_t *pool, const hl_literal_t *x, const int *plain,
+                                const int *transposed, hl_dtype_t ct, gemm_operand_t *g) {
   *g = (gemm_operand_t){x->data, NULL, false};
   if (x->shape.dtype == ct && is_identity(plain, x->shape.rank)) return NULL;
   if (x->shape.dtype == ct && is_identity(transposed, x->shape.rank)) {
@@ -186,7 +227,7 @@ static hl_status_t gemm_operand(const hl_literal_t *x, const int *plain, const i
   // place order (one vectorised pass, O(n^2) against gemm's O(n^3)).
   bool half = (x->shape.dtype == HL_BF16 || x->shape.dtype == HL_F16) && ct == HL_F32;
   if (half && (is_identity(plain, x->shape.rank) || is_identity(transposed, x->shape.rank))) {
-    hl_convert_array(x->shape.dtype, ct, x->data, g->owned, n);
+    convert_half(pool, kWiden, x->shape.dtype, x->data, g->owned, n);
     g->trans = !is_identity(plain, x->shape.rank);
     g->data = g->owned;
     return NULL;
@@ -290,14 +331,15 @@ hl_status_t hl_kernel_dot(hl_kernel_context_t *ctx, const hl_instruction_t *inst
       hl_elem_store_int(ot, y->data, 0, n_out, c);
     }
   } else {
-    if (!st) st = gemm_operand(lhs, p.lhs_mk, p.lhs_km, ct, &a);
-    if (!st) st = gemm_operand(rhs, p.rhs_kn, p.rhs_nk, ct, &b);
+    const hl_exec_options_t *o = hl_kernel_options(ctx);
+    hl_thread_pool_t *pool = o ? o->pool : NULL;
+    if (!st) st = gemm_operand(pool, lhs, p.lhs_mk, p.lhs_km, ct, &a);
+    if (!st) st = gemm_operand(pool, rhs, p.rhs_kn, p.rhs_nk, ct, &b);
     if (!st) gemm_batch(ctx, ct, &p, &a, &b, c);
     if (!st && c != y->data && (ot == HL_BF16 || ot == HL_F16)) {
       // Rounded once from the f32 sums (vectorised; the bits of the
       // double loop below).
-      if (ot == HL_BF16) hl_f32_to_bf16_array_canon(c, y->data, n_out);
-      else hl_f32_to_f16_array_canon(c, y->data, n_out);
+      convert_half(pool, ot == HL_BF16 ? kRoundBf16 : kRoundF16, HL_F32, c, y->data, n_out);
     } else if (!st && c != y->data) {
       double v[HL_ELEM_BLOCK];
       for (int64_t base = 0; base < n_out; base += HL_ELEM_BLOCK) {

@@ -232,6 +232,82 @@ static void check_pools_agree(const char *text, int lo, int hi) {
   hl_thread_pool_destroy(p3);
 }
 
+// Blocked fusions whose reductions overlap across blocks (column sums: the
+// minor dimension kept; or outer and minor dimensions both reduced) compute
+// their blocks on several threads and combine them in block order: 1 and 3
+// threads and the op-by-op run give the same bits, with a multi-output
+// fusion (a gradient and its bias gradient, as XLA emits them) and a tanh.
+static void test_threaded_overlapping_reductions_are_bitwise_serial(void) {
+  const char *text =
+      "HloModule g\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+      "  ROOT s = f32[] add(a, b)\n}\n"
+      "grad {\n  x = f32[300,257] parameter(0)\n  y = f32[300,257] parameter(1)\n"
+      "  t = f32[300,257] tanh(x)\n  g = f32[300,257] multiply(t, y)\n"
+      "  h = bf16[300,257] convert(g)\n  hf = f32[300,257] convert(h)\n"
+      "  z = f32[] constant(0)\n  r = f32[257] reduce(hf, z), dimensions={0}, to_apply=add\n"
+      "  ROOT out = (f32[257], bf16[300,257]) tuple(r, h)\n}\n"
+      "outer {\n  x = f32[9,40,33] parameter(0)\n  e = f32[9,40,33] exponential(x)\n"
+      "  z = f32[] constant(0)\n"
+      "  ROOT r = f32[40] reduce(e, z), dimensions={0,2}, to_apply=add\n}\n"
+      "ENTRY main {\n  x = f32[300,257] parameter(0)\n  y = f32[300,257] parameter(1)\n"
+      "  w = f32[9,40,33] parameter(2)\n"
+      "  f = (f32[257], bf16[300,257]) fusion(x, y), kind=kInput, calls=grad\n"
+      "  r = f32[257] get-tuple-element(f), index=0\n"
+      "  h = bf16[300,257] get-tuple-element(f), index=1\n"
+      "  o = f32[40] fusion(w), kind=kInput, calls=outer\n"
+      "  ROOT out = (f32[257], bf16[300,257], f32[40]) tuple(r, h, o)\n}\n";
+  hl_module_t *m = NULL;
+  HL_ASSERT_OK(hl_parse_hlo_module(text, strlen(text), "g.hlo", &m));
+  HL_ASSERT_OK(hl_verify_module(m));
+  hl_literal_t *args[3];
+  uint32_t s = 5;
+  for (int k = 0; k < 3; k++) {
+    HL_ASSERT_OK(hl_literal_create_uninitialized(&m->entry->parameters[k]->shape, &args[k]));
+    int64_t count = hl_shape_element_count(&m->entry->parameters[k]->shape);
+    for (int64_t i = 0; i < count; i++) {
+      s = s * 1664525u + 1013904223u;
+      hl_literal_set_f64(args[k], i, ((int)((s >> 8) % 4001u) - 2000) / 997.0);
+    }
+  }
+  hl_thread_pool_t *p1 = NULL, *p3 = NULL;
+  HL_ASSERT_OK(hl_thread_pool_create(1, &p1));
+  HL_ASSERT_OK(hl_thread_pool_create(3, &p3));
+  hl_exec_options_t o1 = {.pool = p1}, o3 = {.pool = p3};
+  hl_exec_options_t op_by_op = {.pool = p1, .no_fusion_blocking = true};
+  hl_literal_t *ref = NULL;
+  HL_ASSERT_OK(hl_execute(m, &op_by_op, args, 3, &ref));
+  for (int round = 0; round < 20; round++) {  // many interleavings of the 3 workers
+    hl_literal_t *one = NULL, *many = NULL;
+    HL_ASSERT_OK(hl_execute(m, &o1, args, 3, &one));
+    HL_ASSERT_OK(hl_execute(m, &o3, args, 3, &many));
+    CU_ASSERT_TRUE(one && hl_literal_equal(one, ref));
+    CU_ASSERT_TRUE(many && hl_literal_equal(many, ref));
+    hl_literal_release(one);
+    hl_literal_release(many);
+  }
+  hl_literal_release(ref);
+  for (int k = 0; k < 3; k++) hl_literal_release(args[k]);
+  hl_module_destroy(m);
+  hl_thread_pool_destroy(p1);
+  hl_thread_pool_destroy(p3);
+}
+
+// bf16 / f16 dots: operands widened and results rounded in chunks over the
+// pool, the gemm in tiles: 1 and 3 threads give the same bits.
+static void test_threaded_half_dots_are_bitwise_serial(void) {
+  const char *types[] = {"bf16", "f16"};
+  for (int t = 0; t < 2; t++) {
+    char text[1024];
+    snprintf(text, sizeof text,
+             "HloModule d\nENTRY main {\n  a = %s[300,400] parameter(0)\n"
+             "  b = %s[400,350] parameter(1)\n"
+             "  ROOT d = %s[300,350] dot(a, b), lhs_contracting_dims={1}, "
+             "rhs_contracting_dims={0}\n}\n",
+             types[t], types[t], types[t]);
+    check_pools_agree(text, -40, 40);
+  }
+}
+
 // sort splits its independent slices (rows along the other dimensions) over
 // threads: one and three threads give the same bits, over key types, sort
 // dimensions, directions and a second (payload) operand with repeated keys.
@@ -289,6 +365,9 @@ static CU_TestInfo tests[] = {
     {"threaded_kernels_are_bitwise_serial", test_threaded_kernels_are_bitwise_serial},
     {"threaded_reduce_kernel_is_bitwise_serial", test_threaded_reduce_kernel_is_bitwise_serial},
     {"threaded_long_rows_are_bitwise_serial", test_threaded_long_rows_are_bitwise_serial},
+    {"threaded_overlapping_reductions_are_bitwise_serial",
+     test_threaded_overlapping_reductions_are_bitwise_serial},
+    {"threaded_half_dots_are_bitwise_serial", test_threaded_half_dots_are_bitwise_serial},
     {"every_task_once", test_every_task_once},
     {"ranges_every_item_once", test_ranges_every_item_once},
     {"null_pool_runs_in_order", test_null_pool_runs_in_order},
