@@ -308,6 +308,37 @@ static void test_threaded_half_dots_are_bitwise_serial(void) {
   }
 }
 
+// A pool larger than the fusion programs' per-worker workspaces (64) runs
+// fusion blocks on the caller instead of indexing past them; the result is
+// the one-thread result.
+static void test_pool_past_fusion_workspaces(void) {
+  const char *text =
+      "HloModule w\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+      "  ROOT s = f32[] add(a, b)\n}\n"
+      "rows {\n  x = f32[512,300] parameter(0)\n  e = f32[512,300] exponential(x)\n"
+      "  z = f32[] constant(0)\n  ROOT r = f32[512] reduce(e, z), dimensions={1}, to_apply=add\n}\n"
+      "ENTRY main {\n  x = f32[512,300] parameter(0)\n"
+      "  ROOT o = f32[512] fusion(x), kind=kInput, calls=rows\n}\n";
+  hl_module_t *m = NULL;
+  HL_ASSERT_OK(hl_parse_hlo_module(text, strlen(text), "w.hlo", &m));
+  HL_ASSERT_OK(hl_verify_module(m));
+  hl_literal_t *x = NULL;
+  HL_ASSERT_OK(hl_literal_create_uninitialized(&m->entry->parameters[0]->shape, &x));
+  for (int64_t i = 0; i < 512 * 300; i++) hl_literal_set_f64(x, i, (double)(i % 17) / 16.0);
+  hl_thread_pool_t *big = NULL;
+  HL_ASSERT_OK(hl_thread_pool_create(70, &big));
+  hl_exec_options_t o1 = {0}, o70 = {.pool = big};
+  hl_literal_t *one = NULL, *many = NULL;
+  HL_ASSERT_OK(hl_execute(m, &o1, &x, 1, &one));
+  HL_ASSERT_OK(hl_execute(m, &o70, &x, 1, &many));
+  CU_ASSERT_TRUE(one && many && hl_literal_equal(one, many));
+  hl_literal_release(one);
+  hl_literal_release(many);
+  hl_literal_release(x);
+  hl_module_destroy(m);
+  hl_thread_pool_destroy(big);
+}
+
 // sort splits its independent slices (rows along the other dimensions) over
 // threads: one and three threads give the same bits, over key types, sort
 // dimensions, directions and a second (payload) operand with repeated keys.
@@ -368,6 +399,7 @@ static CU_TestInfo tests[] = {
     {"threaded_overlapping_reductions_are_bitwise_serial",
      test_threaded_overlapping_reductions_are_bitwise_serial},
     {"threaded_half_dots_are_bitwise_serial", test_threaded_half_dots_are_bitwise_serial},
+    {"pool_past_fusion_workspaces", test_pool_past_fusion_workspaces},
     {"every_task_once", test_every_task_once},
     {"ranges_every_item_once", test_ranges_every_item_once},
     {"null_pool_runs_in_order", test_null_pool_runs_in_order},
