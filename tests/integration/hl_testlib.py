@@ -16,6 +16,9 @@ import time
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mpi_session  # noqa: E402,F401  (a private Open MPI session directory)
+
 SOURCE_DIR = os.environ.get(
     "HL_SOURCE_DIR",
     os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))

@@ -9,6 +9,9 @@ import os
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mpi_session  # noqa: E402,F401  (a private Open MPI session directory)
+
 binary_dir = os.environ.get("HL_BINARY_DIR", "")
 test = os.path.join(binary_dir, "tests", "test_mpi_collectives")
 if not os.access(test, os.X_OK):
