@@ -170,64 +170,43 @@ HL_SIMD_CLONES static void scale_c(const float *x, float *y, long n) {
   for (long i = 0; i < n; i++) y[i] = 2.0f * x[i];
 }
 
-typedef struct bw_state {
-  const float *x;
-  float *y;  // NULL: read only
-  long n;
-  int parts;
-  float sums[2];
-} bw_state_t;
+// One pass over x, split in `parts` halves: a sum (read only), a scale
+// into y (read + write), or the GELU C loop into y.
+typedef enum { PASS_SUM, PASS_SCALE, PASS_GELU } pass_t;
 
-static void bw_task(void *arg, int64_t task, int worker) {
-  bw_state_t *s = arg;
-  long per = s->n / s->parts, lo = task * per, hi = task == s->parts - 1 ? s->n : lo + per;
-  if (s->y) scale_c(s->x + lo, s->y + lo, hi - lo);
-  else s->sums[task] = sum_c(s->x + lo, hi - lo);
-}
-
-// Best times of the pass on 1 thread and on the pool's 2, interleaved.
-static void bandwidth_2_threads(hl_thread_pool_t *pool, const float *x, float *y, long n,
-                                int reps, double *t1, double *t2) {
-  *t1 = *t2 = 1e30;
-  for (int r = -1; r < reps; r++) {  // r = -1: warm-up
-    bw_state_t one = {x, y, n, 1, {0}}, two = {x, y, n, 2, {0}};
-    double t0 = hl_bench_now();
-    hl_thread_pool_run(NULL, 1, bw_task, &one);
-    double t = hl_bench_now() - t0;
-    if (r >= 0 && t < *t1) *t1 = t;
-    t0 = hl_bench_now();
-    hl_thread_pool_run(pool, 2, bw_task, &two);
-    t = hl_bench_now() - t0;
-    if (r >= 0 && t < *t2) *t2 = t;
-  }
-}
-
-typedef struct gelu_halves {
+typedef struct pass_state {
+  pass_t pass;
   const float *x;
   float *y;
   long n;
   int parts;
-} gelu_halves_t;
+  float sums[2];
+} pass_state_t;
 
-static void gelu_task(void *arg, int64_t task, int worker) {
-  const gelu_halves_t *g = arg;
-  long per = g->n / g->parts, lo = task * per, hi = task == g->parts - 1 ? g->n : lo + per;
-  gelu_c(g->x + lo, g->y + lo, hi - lo);
+static void pass_task(void *arg, int64_t task, int worker) {
+  pass_state_t *s = arg;
+  long per = s->n / s->parts, lo = task * per, hi = task == s->parts - 1 ? s->n : lo + per;
+  switch (s->pass) {
+    case PASS_SUM: s->sums[task] = sum_c(s->x + lo, hi - lo); break;
+    case PASS_SCALE: scale_c(s->x + lo, s->y + lo, hi - lo); break;
+    case PASS_GELU: gelu_c(s->x + lo, s->y + lo, hi - lo); break;
+  }
 }
 
-// The GELU C loop on 1 thread and on the pool's 2 (halves), interleaved:
-// what this machine gives two threads for this computation.
-static void gelu_c_2_threads(hl_thread_pool_t *pool, const float *x, float *y, long n, int reps,
-                             double *t1, double *t2) {
+// Best times of the pass on 1 thread and on the pool's 2, interleaved: what
+// this machine gives a second thread for it (memory bandwidth for the sum
+// and the scale, the GELU computation for the last).
+static void pass_2_threads(hl_thread_pool_t *pool, pass_t pass, const float *x, float *y, long n,
+                           int reps, double *t1, double *t2) {
   *t1 = *t2 = 1e30;
   for (int r = -1; r < reps; r++) {  // r = -1: warm-up
-    gelu_halves_t one = {x, y, n, 1}, two = {x, y, n, 2};
+    pass_state_t one = {pass, x, y, n, 1, {0}}, two = {pass, x, y, n, 2, {0}};
     double t0 = hl_bench_now();
-    hl_thread_pool_run(NULL, 1, gelu_task, &one);
+    hl_thread_pool_run(NULL, 1, pass_task, &one);
     double t = hl_bench_now() - t0;
     if (r >= 0 && t < *t1) *t1 = t;
     t0 = hl_bench_now();
-    hl_thread_pool_run(pool, 2, gelu_task, &two);
+    hl_thread_pool_run(pool, 2, pass_task, &two);
     t = hl_bench_now() - t0;
     if (r >= 0 && t < *t2) *t2 = t;
   }
@@ -408,7 +387,7 @@ int main(int argc, char **argv) {
   hl_bench_report("gelu_2_threads", 1 / t_two, "runs/s", "1_thread", 1 / t_ours, true,
                   quick ? 0.0 : 1.8);
   double tc1, tc2;
-  gelu_c_2_threads(pool, x->data, z->data, n, reps, &tc1, &tc2);
+  pass_2_threads(pool, PASS_GELU, x->data, z->data, n, reps, &tc1, &tc2);
   printf("# gelu C loop: 1 thread %.2f ms, 2 threads %.2f ms; the fusion reaches %.0f%% of its "
          "2-thread gain\n",
          1e3 * tc1, 1e3 * tc2, 100.0 * (t_ours / t_two) / (tc1 / tc2));
@@ -467,8 +446,9 @@ int main(int argc, char **argv) {
                   quick ? 0.0 : 1.8);
   long bw_n = rows * cols;
   double t_rd1, t_rd2, t_cp1, t_cp2;
-  bandwidth_2_threads(pool, sx->data, NULL, bw_n, quick ? 1 : 2 * reps, &t_rd1, &t_rd2);
-  bandwidth_2_threads(pool, sx->data, sy->data, bw_n, quick ? 1 : 2 * reps, &t_cp1, &t_cp2);
+  pass_2_threads(pool, PASS_SUM, sx->data, NULL, bw_n, quick ? 1 : 2 * reps, &t_rd1, &t_rd2);
+  pass_2_threads(pool, PASS_SCALE, sx->data, sy->data, bw_n, quick ? 1 : 2 * reps,
+                 &t_cp1, &t_cp2);
   double mib = (double)bw_n * 4 / (1 << 20);
   printf("# memory: read %.0f MiB 1 thread %.2f ms (%.1f GB/s), 2 threads %.2f ms (%.1f GB/s); "
          "read+write 1 thread %.2f ms (%.1f GB/s), 2 threads %.2f ms (%.1f GB/s)\n",

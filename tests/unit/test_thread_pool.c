@@ -195,9 +195,12 @@ static void test_threaded_kernels_are_bitwise_serial(void) {
 }
 
 
-// Runs `text` on pools of 1 and of 3 threads over pseudo-random arguments
-// (integers in [lo, hi)) and checks the results are the same bits.
-static void check_pools_agree(const char *text, int lo, int hi) {
+// Runs `text` on a pool of 1 thread and on one of `threads` (`rounds`
+// times, for many interleavings) over pseudo-random arguments (integers in
+// [lo, hi), eighths for floats) and checks every result has the bits of the
+// first; with `op_by_op`, also the run with --no-fusion-blocking.
+static void check_threads_agree(const char *text, int lo, int hi, int threads, int rounds,
+                                bool op_by_op) {
   hl_module_t *m = NULL;
   HL_ASSERT_OK(hl_parse_hlo_module(text, strlen(text), "k.hlo", &m));
   HL_ASSERT_OK(hl_verify_module(m));
@@ -215,21 +218,29 @@ static void check_pools_agree(const char *text, int lo, int hi) {
       hl_literal_set_f64(args[k], i, is_index ? v : v / 8.0);
     }
   }
-  hl_thread_pool_t *p1 = NULL, *p3 = NULL;
+  hl_thread_pool_t *p1 = NULL, *pn = NULL;
   HL_ASSERT_OK(hl_thread_pool_create(1, &p1));
-  HL_ASSERT_OK(hl_thread_pool_create(3, &p3));
-  hl_literal_t *one = NULL, *many = NULL;
-  hl_exec_options_t o1 = {.pool = p1}, o3 = {.pool = p3};
+  HL_ASSERT_OK(hl_thread_pool_create(threads, &pn));
+  hl_literal_t *one = NULL;
+  hl_exec_options_t o1 = {.pool = p1}, on = {.pool = pn};
+  hl_exec_options_t unfused = {.pool = p1, .no_fusion_blocking = true};
   HL_ASSERT_OK(hl_execute(m, &o1, args, nargs, &one));
-  HL_ASSERT_OK(hl_execute(m, &o3, args, nargs, &many));
-  CU_ASSERT_TRUE(one && many && one->byte_size == many->byte_size &&
-                 hl_literal_equal(one, many));
+  for (int r = 0; r < rounds + (op_by_op ? 1 : 0); r++) {
+    hl_literal_t *other = NULL;
+    HL_ASSERT_OK(hl_execute(m, r < rounds ? &on : &unfused, args, nargs, &other));
+    CU_ASSERT_TRUE(one && other && one->byte_size == other->byte_size &&
+                   hl_literal_equal(one, other));
+    hl_literal_release(other);
+  }
   hl_literal_release(one);
-  hl_literal_release(many);
   for (int k = 0; k < nargs; k++) hl_literal_release(args[k]);
   hl_module_destroy(m);
   hl_thread_pool_destroy(p1);
-  hl_thread_pool_destroy(p3);
+  hl_thread_pool_destroy(pn);
+}
+
+static void check_pools_agree(const char *text, int lo, int hi) {
+  check_threads_agree(text, lo, hi, 3, 1, false);
 }
 
 // Blocked fusions whose reductions overlap across blocks (column sums: the
@@ -256,40 +267,8 @@ static void test_threaded_overlapping_reductions_are_bitwise_serial(void) {
       "  h = bf16[300,257] get-tuple-element(f), index=1\n"
       "  o = f32[40] fusion(w), kind=kInput, calls=outer\n"
       "  ROOT out = (f32[257], bf16[300,257], f32[40]) tuple(r, h, o)\n}\n";
-  hl_module_t *m = NULL;
-  HL_ASSERT_OK(hl_parse_hlo_module(text, strlen(text), "g.hlo", &m));
-  HL_ASSERT_OK(hl_verify_module(m));
-  hl_literal_t *args[3];
-  uint32_t s = 5;
-  for (int k = 0; k < 3; k++) {
-    HL_ASSERT_OK(hl_literal_create_uninitialized(&m->entry->parameters[k]->shape, &args[k]));
-    int64_t count = hl_shape_element_count(&m->entry->parameters[k]->shape);
-    for (int64_t i = 0; i < count; i++) {
-      s = s * 1664525u + 1013904223u;
-      hl_literal_set_f64(args[k], i, ((int)((s >> 8) % 4001u) - 2000) / 997.0);
-    }
-  }
-  hl_thread_pool_t *p1 = NULL, *p3 = NULL;
-  HL_ASSERT_OK(hl_thread_pool_create(1, &p1));
-  HL_ASSERT_OK(hl_thread_pool_create(3, &p3));
-  hl_exec_options_t o1 = {.pool = p1}, o3 = {.pool = p3};
-  hl_exec_options_t op_by_op = {.pool = p1, .no_fusion_blocking = true};
-  hl_literal_t *ref = NULL;
-  HL_ASSERT_OK(hl_execute(m, &op_by_op, args, 3, &ref));
-  for (int round = 0; round < 20; round++) {  // many interleavings of the 3 workers
-    hl_literal_t *one = NULL, *many = NULL;
-    HL_ASSERT_OK(hl_execute(m, &o1, args, 3, &one));
-    HL_ASSERT_OK(hl_execute(m, &o3, args, 3, &many));
-    CU_ASSERT_TRUE(one && hl_literal_equal(one, ref));
-    CU_ASSERT_TRUE(many && hl_literal_equal(many, ref));
-    hl_literal_release(one);
-    hl_literal_release(many);
-  }
-  hl_literal_release(ref);
-  for (int k = 0; k < 3; k++) hl_literal_release(args[k]);
-  hl_module_destroy(m);
-  hl_thread_pool_destroy(p1);
-  hl_thread_pool_destroy(p3);
+  // Values in [-2, 2): tanh and exp stay in their interesting range.
+  check_threads_agree(text, -16, 16, 3, 20, true);
 }
 
 // bf16 / f16 dots: operands widened and results rounded in chunks over the
@@ -319,24 +298,7 @@ static void test_pool_past_fusion_workspaces(void) {
       "  z = f32[] constant(0)\n  ROOT r = f32[512] reduce(e, z), dimensions={1}, to_apply=add\n}\n"
       "ENTRY main {\n  x = f32[512,300] parameter(0)\n"
       "  ROOT o = f32[512] fusion(x), kind=kInput, calls=rows\n}\n";
-  hl_module_t *m = NULL;
-  HL_ASSERT_OK(hl_parse_hlo_module(text, strlen(text), "w.hlo", &m));
-  HL_ASSERT_OK(hl_verify_module(m));
-  hl_literal_t *x = NULL;
-  HL_ASSERT_OK(hl_literal_create_uninitialized(&m->entry->parameters[0]->shape, &x));
-  for (int64_t i = 0; i < 512 * 300; i++) hl_literal_set_f64(x, i, (double)(i % 17) / 16.0);
-  hl_thread_pool_t *big = NULL;
-  HL_ASSERT_OK(hl_thread_pool_create(70, &big));
-  hl_exec_options_t o1 = {0}, o70 = {.pool = big};
-  hl_literal_t *one = NULL, *many = NULL;
-  HL_ASSERT_OK(hl_execute(m, &o1, &x, 1, &one));
-  HL_ASSERT_OK(hl_execute(m, &o70, &x, 1, &many));
-  CU_ASSERT_TRUE(one && many && hl_literal_equal(one, many));
-  hl_literal_release(one);
-  hl_literal_release(many);
-  hl_literal_release(x);
-  hl_module_destroy(m);
-  hl_thread_pool_destroy(big);
+  check_threads_agree(text, -16, 16, 70, 1, false);
 }
 
 // sort splits its independent slices (rows along the other dimensions) over
