@@ -112,19 +112,15 @@ static double now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-typedef struct copy_parts {
+typedef struct copy_job {
   char *dst;
   const char *src;
-  size_t bytes;
-  int parts;
-} copy_parts_t;
+} copy_job_t;
 
-static void copy_part(void *arg, int64_t task, int worker) {
+static void copy_chunk(void *arg, int64_t lo, int64_t len, int worker) {
   (void)worker;
-  const copy_parts_t *c = arg;
-  size_t per = c->bytes / (size_t)c->parts, lo = (size_t)task * per;
-  size_t len = task == c->parts - 1 ? c->bytes - lo : per;
-  memcpy(c->dst + lo, c->src + lo, len);
+  const copy_job_t *c = arg;
+  memcpy(c->dst + lo, c->src + lo, (size_t)len);
 }
 
 void hl_profile_measure_machine(hl_thread_pool_t *pool, double *gemm_flops_per_s,
@@ -149,11 +145,11 @@ void hl_profile_measure_machine(hl_thread_pool_t *pool, double *gemm_flops_per_s
       if (t < best) best = t;
     }
     *gemm_flops_per_s = 2.0 * N * N * N / best;
-    copy_parts_t c = {dst, src, copy_bytes, hl_thread_pool_size(pool)};
+    copy_job_t c = {dst, src};
     best = 1e30;
     for (int r = 0; r < 3; r++) {
       double t0 = now();
-      hl_thread_pool_run(pool, c.parts, copy_part, &c);
+      hl_thread_pool_run_chunks(pool, (int64_t)copy_bytes, copy_chunk, &c);
       double t = now() - t0;
       if (t < best) best = t;
     }

@@ -38,7 +38,7 @@ double hl_profile_flops(const hl_instruction_t *inst, hl_literal_t *const *opera
 // This machine's rates, measured in this process on the pool's threads
 // (NULL: one): f32 GEMM FLOP/s (1024^3 as dots run it: gemm tiles over the
 // pool, kernels/gemm_tiles.h) and memcpy bytes/s (read + write, 64 MiB in
-// one part per thread).
+// chunks over the pool).
 void hl_profile_measure_machine(hl_thread_pool_t *pool, double *gemm_flops_per_s,
                                 double *copy_bytes_per_s);
 

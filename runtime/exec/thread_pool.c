@@ -147,3 +147,28 @@ void hl_thread_pool_run_ranges(hl_thread_pool_t *p, int64_t items, hl_task_fn_t 
   ranges_t r = {fn, arg, items, per};
   hl_thread_pool_run(p, (items + per - 1) / per, range_task, &r);
 }
+
+typedef struct chunks {
+  hl_chunk_fn_t fn;
+  void *arg;
+  int64_t n, chunk;
+} chunks_t;
+
+static void chunk_task(void *raw, int64_t task, int worker) {
+  const chunks_t *c = raw;
+  int64_t lo = task * c->chunk, len = c->n - lo < c->chunk ? c->n - lo : c->chunk;
+  c->fn(c->arg, lo, len, worker);
+}
+
+void hl_thread_pool_run_chunks(hl_thread_pool_t *p, int64_t n, hl_chunk_fn_t fn, void *arg) {
+  if (n <= 0) return;
+  int threads = hl_thread_pool_size(p);
+  if (threads <= 1 || n < HL_POOL_CHUNK_MIN_ITEMS) {
+    fn(arg, 0, n, 0);
+    return;
+  }
+  int64_t chunk = (n + 4 * (int64_t)threads - 1) / (4 * (int64_t)threads);
+  chunk = (chunk + 63) & ~INT64_C(63);
+  chunks_t c = {fn, arg, n, chunk};
+  hl_thread_pool_run(p, (n + chunk - 1) / chunk, chunk_task, &c);
+}

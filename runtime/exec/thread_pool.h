@@ -35,4 +35,13 @@ void hl_thread_pool_run(hl_thread_pool_t *pool, int64_t tasks, hl_task_fn_t fn, 
 void hl_thread_pool_run_ranges(hl_thread_pool_t *pool, int64_t items, hl_task_fn_t fn,
                                void *arg);
 
+// An array of n items cut into contiguous chunks (about 4 per thread, each a
+// multiple of 64 items), fn(arg, lo, len, worker) per chunk; below
+// HL_POOL_CHUNK_MIN_ITEMS items, or without a pool, one call on the caller
+// with the whole array. For element-wise array loops: any cut gives the
+// same bits.
+#define HL_POOL_CHUNK_MIN_ITEMS (INT64_C(1) << 16)
+typedef void (*hl_chunk_fn_t)(void *arg, int64_t lo, int64_t len, int worker);
+void hl_thread_pool_run_chunks(hl_thread_pool_t *pool, int64_t n, hl_chunk_fn_t fn, void *arg);
+
 #endif  // HL_RUNTIME_EXEC_THREAD_POOL_H_

@@ -181,15 +181,11 @@ typedef struct half_job {
   hl_dtype_t from;  // kWiden: bf16 or f16
   const char *x;
   char *y;
-  int64_t n;
 } half_job_t;
 
-enum { kConvertChunk = 1 << 16 };
-
-static void half_task(void *arg, int64_t task, int worker) {
+static void half_chunk(void *arg, int64_t lo, int64_t len, int worker) {
   (void)worker;
   const half_job_t *j = arg;
-  int64_t lo = task * kConvertChunk, len = j->n - lo < kConvertChunk ? j->n - lo : kConvertChunk;
   switch (j->kind) {
     case kWiden:
       hl_convert_array(j->from, HL_F32, j->x + lo * 2, j->y + lo * 4, len);
@@ -207,9 +203,8 @@ static void half_task(void *arg, int64_t task, int worker) {
 
 static void convert_half(hl_thread_pool_t *pool, half_conversion_t kind, hl_dtype_t from,
                          const void *x, void *y, int64_t n) {
-  half_job_t j = {kind, from, x, y, n};
-  hl_thread_pool_run(n > kConvertChunk ? pool : NULL, (n + kConvertChunk - 1) / kConvertChunk,
-                     half_task, &j);
+  half_job_t j = {kind, from, x, y};
+  hl_thread_pool_run_chunks(pool, n, half_chunk, &j);
 }
 
 static hl_status_t gemm_operand(hl_thread_pool_t *pool, const hl_literal_t *x, const int *plain,

@@ -762,19 +762,15 @@ static hl_status_t check_result_type(const hl_instruction_t *inst, hl_dtype_t in
 
 // Large arrays split into chunks over the thread pool (--threads): every
 // element is computed by the same loop whichever chunk it falls in.
-#define SPLIT_MIN_ELEMS (INT64_C(1) << 16)
-
 typedef struct split_args {
   hl_opcode_t op;
   hl_dtype_t in, out;
   const char *a, *b;
   char *y;
-  int64_t n, chunk;
 } split_args_t;
 
-static void split_task(void *arg, int64_t task, int worker) {
+static void split_chunk(void *arg, int64_t i0, int64_t m, int worker) {
   const split_args_t *s = arg;
-  int64_t i0 = task * s->chunk, m = s->n - i0 < s->chunk ? s->n - i0 : s->chunk;
   size_t ei = hl_dtype_size(s->in), eo = hl_dtype_size(s->out);
   if (s->b)
     hl_ew_binary_array(s->op, s->in, s->out, s->a + (size_t)i0 * ei, s->b + (size_t)i0 * ei,
@@ -787,17 +783,8 @@ static void split_task(void *arg, int64_t task, int worker) {
 static void run_split(hl_kernel_context_t *ctx, hl_opcode_t op, hl_dtype_t in, hl_dtype_t out,
                       const void *a, const void *b, void *y, int64_t n) {
   const hl_exec_options_t *o = hl_kernel_options(ctx);
-  int threads = hl_thread_pool_size(o ? o->pool : NULL);
-  split_args_t s = {op, in, out, a, b, y, n, n};
-  if (threads > 1 && n >= SPLIT_MIN_ELEMS) {
-    s.chunk = (n + 4 * threads - 1) / (4 * threads);
-    s.chunk = (s.chunk + 63) & ~INT64_C(63);
-    hl_thread_pool_run(o->pool, (n + s.chunk - 1) / s.chunk, split_task, &s);
-  } else if (b) {
-    hl_ew_binary_array(op, in, out, a, b, y, n);
-  } else {
-    hl_ew_unary_array(op, in, out, a, y, n);
-  }
+  split_args_t s = {op, in, out, a, b, y};
+  hl_thread_pool_run_chunks(o ? o->pool : NULL, n, split_chunk, &s);
 }
 
 //===----------------------------------------------------------------------===//
