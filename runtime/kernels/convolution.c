@@ -324,33 +324,35 @@ static void im2col(const im2col_args_t *a, char *col) {
 //===----------------------------------------------------------------------===//
 
 // c[m][n] = a[m][k] x b[k][n] in compute type ct, row-major with leading
-// dimensions lda / ldb / ldc: BLAS tiles over the pool (gemm_tiles.h, the
-// same bits for every thread count), S64 a wrap-around loop.
-static void gemm(hl_thread_pool_t *pool, hl_dtype_t ct, int64_t m, int64_t n, int64_t k,
-                 const void *a, int64_t lda, const void *b, int64_t ldb, void *c, int64_t ldc) {
-  switch (ct) {
-    case HL_F32:
-    case HL_F64:
-    case HL_C64:
-    case HL_C128: {
-      hl_gemm_t g = {.ct = ct, .m = m, .n = n, .k = k, .a = a, .b = b, .c = c,
-                     .lda = lda, .ldb = ldb, .ldc = ldc, .batch = 1};
-      hl_gemm_run(pool, &g);
-      return;
-    }
-    default: {  // S64: wrap-around
-      const uint64_t *ai = a, *bi = b;
-      uint64_t *ci = c;
-      for (int64_t r = 0; r < m; r++) {
-        uint64_t *crow = ci + r * ldc;
-        for (int64_t j = 0; j < n; j++) crow[j] = 0;
-        for (int64_t q = 0; q < k; q++) {
-          uint64_t av = ai[r * lda + q];
-          const uint64_t *brow = bi + q * ldb;
-          for (int64_t j = 0; j < n; j++) crow[j] += av * brow[j];
-        }
+// dimensions lda / ldb / ldc; with trans_b, b is stored [n][k]. Floats: BLAS
+// tiles over the pool (gemm_tiles.h, the same bits for every thread count);
+// S64: a wrap-around loop.
+static void gemm(hl_thread_pool_t *pool, hl_dtype_t ct, bool trans_b, int64_t m, int64_t n,
+                 int64_t k, const void *a, int64_t lda, const void *b, int64_t ldb, void *c,
+                 int64_t ldc) {
+  if (ct != HL_S64) {
+    hl_gemm_t g = {.ct = ct, .trans_b = trans_b, .m = m, .n = n, .k = k, .a = a, .b = b,
+                   .c = c, .lda = lda, .ldb = ldb, .ldc = ldc, .batch = 1};
+    hl_gemm_run(pool, &g);
+    return;
+  }
+  const uint64_t *ai = a, *bi = b;
+  uint64_t *ci = c;
+  for (int64_t r = 0; r < m; r++) {
+    uint64_t *crow = ci + r * ldc;
+    if (trans_b) {  // a dot product per result element
+      for (int64_t j = 0; j < n; j++) {
+        uint64_t s = 0;
+        for (int64_t q = 0; q < k; q++) s += ai[r * lda + q] * bi[j * ldb + q];
+        crow[j] = s;
       }
-      return;
+      continue;
+    }
+    for (int64_t j = 0; j < n; j++) crow[j] = 0;
+    for (int64_t q = 0; q < k; q++) {
+      uint64_t av = ai[r * lda + q];
+      const uint64_t *brow = bi + q * ldb;
+      for (int64_t j = 0; j < n; j++) crow[j] += av * brow[j];
     }
   }
 }
@@ -526,7 +528,7 @@ static hl_status_t conv_pixel_major(const conv_plan_t *p, hl_dtype_t ct, const i
       int64_t c0 = p->fgc > 1 ? g * p->ig : 0;
       const char *lhs = (const char *)in + (size_t)(b0 * p->s_b + c0) * es;
       char *c = out + (size_t)(g * p->og) * es;
-      gemm(pool, ct, rows_total, p->og, kdim, lhs, p->c_in, b, p->o_out, c, p->o_out);
+      gemm(pool, ct, false, rows_total, p->og, kdim, lhs, p->c_in, b, p->o_out, c, p->o_out);
       continue;
     }
     for (int64_t r0 = 0; r0 < rows_total; r0 += mc) {
@@ -535,7 +537,7 @@ static hl_status_t conv_pixel_major(const conv_plan_t *p, hl_dtype_t ct, const i
       hl_thread_pool_run(pool, (cnt + GATHER_TASK_ROWS - 1) / GATHER_TASK_ROWS,
                          im2col_pixel_task, &a);
       char *c = out + (size_t)(r0 * p->o_out + g * p->og) * es;
-      gemm(pool, ct, cnt, p->og, kdim, colT, kdim, b, p->o_out, c, p->o_out);
+      gemm(pool, ct, false, cnt, p->og, kdim, colT, kdim, b, p->o_out, c, p->o_out);
     }
   }
   hl_free(w2);
@@ -601,34 +603,6 @@ static hl_status_t build_phase_dims(const conv_plan_t *p, conv_phase_dim_t *pd) 
   return NULL;
 }
 
-// c[m][n] = a[m][k] x b[n][k]^T (row-major), as gemm() with b transposed.
-static void gemm_nt(hl_thread_pool_t *pool, hl_dtype_t ct, int64_t m, int64_t n, int64_t k,
-                    const void *a, int64_t lda, const void *b, int64_t ldb, void *c,
-                    int64_t ldc) {
-  switch (ct) {
-    case HL_F32:
-    case HL_F64:
-    case HL_C64:
-    case HL_C128: {
-      hl_gemm_t g = {.ct = ct, .trans_b = true, .m = m, .n = n, .k = k, .a = a, .b = b, .c = c,
-                     .lda = lda, .ldb = ldb, .ldc = ldc, .batch = 1};
-      hl_gemm_run(pool, &g);
-      return;
-    }
-    default: {  // S64: wrap-around
-      const uint64_t *ai = a, *bi = b;
-      uint64_t *ci = c;
-      for (int64_t r = 0; r < m; r++)
-        for (int64_t j = 0; j < n; j++) {
-          uint64_t s = 0;
-          for (int64_t q = 0; q < k; q++) s += ai[r * lda + q] * bi[j * ldb + q];
-          ci[r * ldc + j] = s;
-        }
-      return;
-    }
-  }
-}
-
 // Feature-major colT row: row[c * ks + k] = lhs[base + qo[k] + c * s_f], 0
 // where qo[k] < 0 (padding).
 #define GATHER_FM_(T)                                                            \
@@ -657,7 +631,7 @@ static void gemm_nt(hl_thread_pool_t *pool, hl_dtype_t ct, int64_t m, int64_t n,
     int64_t ncols = cnt * np;                                                               \
     phase_gather_t ga = {p, lhs, colT, es, runs, run_start, g, n0, cnt, np, ks, c0};        \
     hl_thread_pool_run_ranges(pool, ig, phase_gather_task, &ga);                            \
-    gemm(pool, ct, p->og, ncols, kdim, wg, ldw, colT, ncols, tmp, ncols);                   \
+    gemm(pool, ct, false, p->og, ncols, kdim, wg, ldw, colT, ncols, tmp, ncols);            \
     const T *tv = (const T *)(const void *)tmp;                                             \
     for (int64_t o = 0; o < p->og; o++)                                                     \
       for (int64_t n = 0; n < cnt; n++, tv += np) {                                         \
@@ -889,7 +863,7 @@ static hl_status_t conv_one_phase(const conv_plan_t *p, const conv_phase_dim_t *
             }
           }
         }
-        gemm_nt(pool, ct, cnt * np, p->og, kdim, colT, kdim, wg, ldw, tmp, p->og);
+        gemm(pool, ct, true, cnt * np, p->og, kdim, colT, kdim, wg, ldw, tmp, p->og);
         const char *src = tmp;
         for (int64_t n = 0; n < cnt; n++) {
           for (int64_t q = 0; q < np; q++, src += (size_t)p->og * es) {
@@ -1021,9 +995,10 @@ static hl_status_t conv_compute(const conv_plan_t *p, hl_dtype_t ct, const void 
         im2col(&a, col);
         if (in_place) {
           char *c = out + (size_t)(n0 * p->s_ob + g * p->og * p->s_of) * es;
-          gemm(pool, ct, p->og, p->p, kdim, wg, kdim, col, p->p, c, p->p);
+          gemm(pool, ct, false, p->og, p->p, kdim, wg, kdim, col, p->p, c, p->p);
         } else {
-          gemm(pool, ct, p->og, cnt * p->p, kdim, wg, kdim, col, cnt * p->p, tmp, cnt * p->p);
+          gemm(pool, ct, false, p->og, cnt * p->p, kdim, wg, kdim, col, cnt * p->p, tmp,
+               cnt * p->p);
           scatter_out(p, pofs, es, g, n0, cnt, tmp, out);
         }
       }
