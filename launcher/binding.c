@@ -1,8 +1,6 @@
-#define _GNU_SOURCE  // RTLD_DEFAULT
-
+#define _GNU_SOURCE  // sched_getaffinity, CPU_COUNT
 #include "launcher/binding.h"
 
-#include <dlfcn.h>
 #include <hwloc.h>
 #include <sched.h>
 #include <stdio.h>
@@ -11,6 +9,7 @@
 #include <unistd.h>
 
 #include "runtime/base/alloc.h"
+#include "runtime/kernels/blas_threads.h"
 
 hl_status_t hl_bind_policy_parse(const char *text, hl_bind_policy_t *out) {
   if (strcmp(text, "core") == 0 || strcmp(text, "cores") == 0)
@@ -195,11 +194,6 @@ static bool group_cores(hwloc_topology_t topo, hwloc_obj_type_t type, int **out_
 static bool g_set_omp_threads;
 
 static void limit_threads(hl_binding_t *b, int pus) {
-  typedef void (*set_fn)(int);
-  typedef int (*get_fn)(void);
-  // Found at run time: the BLAS behind libblas.so may not be OpenBLAS.
-  set_fn set = (set_fn)dlsym(RTLD_DEFAULT, "openblas_set_num_threads");
-  get_fn get = (get_fn)dlsym(RTLD_DEFAULT, "openblas_get_num_threads");
   bool user_says = getenv("OPENBLAS_NUM_THREADS") || getenv("OMP_NUM_THREADS");
   if (!user_says && pus > 0) {
     char text[16];
@@ -207,9 +201,13 @@ static void limit_threads(hl_binding_t *b, int pus) {
     // For OpenMP runtimes that start after this point.
     setenv("OMP_NUM_THREADS", text, 0);
     g_set_omp_threads = true;
-    if (set) set(pus);
+    b->threads = pus;
+    return;
   }
-  b->threads = get ? get() : (user_says ? 0 : pus);
+  // The user's count as OpenBLAS read it (0 when the BLAS behind libblas.so
+  // is another). OpenBLAS itself is set by hl_binding_set_threads.
+  int blas = hl_blas_threads_get();
+  b->threads = blas > 0 ? blas : (user_says ? 0 : pus);
 }
 
 void hl_binding_apply(MPI_Comm comm, hl_bind_policy_t policy, hl_binding_t *out) {
@@ -284,9 +282,7 @@ int hl_binding_set_threads(hl_binding_t *b, int requested) {
     // tiles over its own pool (runtime/kernels/gemm_tiles.h; BLAS's thread
     // count changes its bits), and idle BLAS threads would only spin beside
     // the pool's.
-    typedef void (*set_fn)(int);
-    set_fn set = (set_fn)dlsym(RTLD_DEFAULT, "openblas_set_num_threads");
-    if (set) set(1);
+    hl_blas_threads_set(1);
     if (g_set_omp_threads && (requested > 0 || b->bound)) {
       char text[16];
       snprintf(text, sizeof(text), "%d", threads);
@@ -310,10 +306,9 @@ void hl_binding_report(MPI_Comm comm, const hl_binding_t *b, int rank, int64_t r
   else
     snprintf(threads, sizeof(threads), "default");
   // What OpenBLAS itself will use (asked, not assumed).
-  typedef int (*get_fn)(void);
-  get_fn get = (get_fn)dlsym(RTLD_DEFAULT, "openblas_get_num_threads");
+  int blas_count = hl_blas_threads_get();
   char blas[32] = "";
-  if (get) snprintf(blas, sizeof(blas), " blas_threads=%d", get());
+  if (blas_count > 0) snprintf(blas, sizeof(blas), " blas_threads=%d", blas_count);
   snprintf(line, sizeof(line),
            "hlo-launch: binding: host=%.64s rank=%d replica=%lld partition=%lld local_rank=%d/%d "
            "cpuset=%.200s threads=%s policy=%s%s%s%.200s",

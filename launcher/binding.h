@@ -62,8 +62,9 @@ typedef struct hl_binding {
 } hl_binding_t;
 
 // Collective over `comm`: learns the local rank from MPI, binds this process
-// (every thread) to its share and limits BLAS/OpenMP threads to the size of
-// the cpuset unless OPENBLAS_NUM_THREADS / OMP_NUM_THREADS say otherwise.
+// (every thread) to its share and limits OpenMP threads to the size of the
+// cpuset (out->threads, the default thread count) unless
+// OPENBLAS_NUM_THREADS / OMP_NUM_THREADS say otherwise.
 // A failure to bind is not an error: out->warning says why.
 void hl_binding_apply(MPI_Comm comm, hl_bind_policy_t policy, hl_binding_t *out);
 

@@ -590,8 +590,9 @@ int hl_worker_main(const hl_launch_options_t *options) {
   // from the rank's own cores (and NUMA node).
   hl_binding_apply(MPI_COMM_WORLD, (hl_bind_policy_t)options->bind_to, &w.binding);
   if (options->no_fusion_jit) hl_jit_set_enabled(false);  // before any fusion is compiled
-  // Threads of this rank: --threads, else its cpuset's size; BLAS gets the
-  // same count. Started after binding, so they inherit the rank's cpuset.
+  // Threads of this rank: --threads, else its cpuset's size; BLAS runs on
+  // one (the gemm tiles use the pool). Started after binding, so they
+  // inherit the rank's cpuset.
   int threads = hl_binding_set_threads(&w.binding, (int)options->threads);
   hl_status_t pool_st = threads > 1 ? hl_thread_pool_create(threads, &w.pool) : NULL;
   if (pool_st) {  // no threads: the rank still runs, on one
