@@ -110,12 +110,6 @@ static hl_literal_t *f32_array(int rank, const int64_t *dims, const float *value
   return l;
 }
 
-static int count_occurrences(const char *hay, const char *needle) {
-  int n = 0;
-  for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle)) n++;
-  return n;
-}
-
 //===----------------------------------------------------------------------===//
 // Plans
 //===----------------------------------------------------------------------===//
@@ -411,7 +405,7 @@ static void test_nested_error_context(void) {
                          "mode here); in call from "
                          "instruction 'call.1' (call) in computation 'mid'; in call from "
                          "instruction 'call.2' (call) in computation 'main'");
-  CU_ASSERT_EQUAL(count_occurrences(msg, "bad.1"), 1);
+  CU_ASSERT_EQUAL(hl_test_count(msg, "bad.1"), 1);
   CU_ASSERT_EQUAL(hl_status_code(st), HL_UNIMPLEMENTED);
   hl_status_free(st);
   hl_literal_release(x);
@@ -429,7 +423,7 @@ static void test_kernel_located_error_not_repeated(void) {
   hl_literal_t *x = s32_scalar(1), *out = NULL;
   hl_status_t st = hl_execute(m, NULL, &x, 1, &out);
   CU_ASSERT_PTR_NOT_NULL(st);
-  CU_ASSERT_EQUAL(count_occurrences(hl_status_message(st), "instruction 'lt.3' (compare)"), 1);
+  CU_ASSERT_EQUAL(hl_test_count(hl_status_message(st), "instruction 'lt.3' (compare)"), 1);
   hl_status_free(st);
   hl_literal_release(x);
   hl_module_destroy(m);

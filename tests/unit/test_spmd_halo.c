@@ -11,21 +11,8 @@
 #include "runtime/spmd/partitioner.h"
 #include "runtime/spmd/spmd_internal.h"
 #include "runtime/text/hlo_parser.h"
+#include "tests/unit/spmd_test_util.h"
 #include "tests/unit/test_util.h"
-
-static hl_status_t partition(const char *text, int n, hl_spmd_result_t *r) {
-  hl_module_t *m = NULL;
-  hl_status_t st = hl_parse_hlo_module(text, strlen(text), "test", &m);
-  if (!st) st = hl_spmd_partition(m, n, r);
-  hl_module_destroy(m);
-  return st;
-}
-
-static int count(const char *hay, const char *needle) {
-  int k = 0;
-  for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle)) k++;
-  return k;
-}
 
 // x[1:] - x[:-1] over rows split by `sharding` on n partitions.
 static void stencil(const char *sharding, int n, hl_spmd_result_t *r) {
@@ -37,7 +24,7 @@ static void stencil(const char *sharding, int n, hl_spmd_result_t *r) {
            "  b = s32[15,6] slice(x), slice={[0:15], [0:6]}\n"
            "  ROOT d = s32[15,6] subtract(a, b), sharding=%s\n}\n",
            sharding, sharding);
-  HL_ASSERT_OK(partition(text, n, r));
+  HL_ASSERT_OK(spmd_test_partition(text, n, r));
 }
 
 static void test_shift_by_one_row(void) {
@@ -45,8 +32,8 @@ static void test_shift_by_one_row(void) {
   // from the right neighbour (tile i+1 -> i), the window a static slice [1:5].
   hl_spmd_result_t r;
   stencil("{devices=[4,1]<=[4]}", 4, &r);
-  CU_ASSERT_EQUAL(count(r.text, " collective-permute("), 1);
-  CU_ASSERT_EQUAL(count(r.text, " all-gather("), 0);
+  CU_ASSERT_EQUAL(hl_test_count(r.text, " collective-permute("), 1);
+  CU_ASSERT_EQUAL(hl_test_count(r.text, " all-gather("), 0);
   CU_ASSERT_PTR_NOT_NULL(strstr(r.text, "source_target_pairs={{1,0},{2,1},{3,2}}"));
   CU_ASSERT_PTR_NOT_NULL(strstr(r.text, "s32[1,6] collective-permute("));
   CU_ASSERT_PTR_NOT_NULL(strstr(r.text, "slice={[1:5], [0:6]}"));
@@ -64,7 +51,7 @@ static void test_pairs_follow_the_tiling(void) {
   // pair per group member.
   stencil("{devices=[2,1,2]<=[4] last_tile_dim_replicate}", 4, &r);
   CU_ASSERT_PTR_NOT_NULL(strstr(r.text, "source_target_pairs={{2,0},{3,1}}"));
-  CU_ASSERT_EQUAL(count(r.text, " all-gather("), 0);
+  CU_ASSERT_EQUAL(hl_test_count(r.text, " all-gather("), 0);
   hl_spmd_result_deinit(&r);
 }
 
@@ -76,9 +63,9 @@ static void test_wider_than_a_shard_gathers(void) {
       "  c = s32[13,6] slice(x), slice={[3:16], [0:6]}\n"
       "  ROOT d = s32[13,6] negate(c), sharding={devices=[8,1]<=[8]}\n}\n";
   hl_spmd_result_t r;
-  HL_ASSERT_OK(partition(text, 8, &r));
-  CU_ASSERT_EQUAL(count(r.text, " collective-permute("), 0);
-  CU_ASSERT_EQUAL(count(r.text, " all-gather("), 1);
+  HL_ASSERT_OK(spmd_test_partition(text, 8, &r));
+  CU_ASSERT_EQUAL(hl_test_count(r.text, " collective-permute("), 0);
+  CU_ASSERT_EQUAL(hl_test_count(r.text, " all-gather("), 1);
   hl_spmd_result_deinit(&r);
 }
 
@@ -94,9 +81,9 @@ static void test_pad_windows_differ_per_partition(void) {
       "  v = s32[] constant(7)\n"
       "  ROOT p = s32[19,6] pad(x, v), padding=2_1x0_0, sharding={devices=[2,1]<=[2]}\n}\n";
   hl_spmd_result_t r;
-  HL_ASSERT_OK(partition(text, 2, &r));
-  CU_ASSERT_EQUAL(count(r.text, " collective-permute("), 2);
-  CU_ASSERT_EQUAL(count(r.text, "s32[2,6] collective-permute("), 2);
+  HL_ASSERT_OK(spmd_test_partition(text, 2, &r));
+  CU_ASSERT_EQUAL(hl_test_count(r.text, " collective-permute("), 2);
+  CU_ASSERT_EQUAL(hl_test_count(r.text, "s32[2,6] collective-permute("), 2);
   CU_ASSERT_PTR_NOT_NULL(strstr(r.text, "s32[12,6] concatenate("));
   CU_ASSERT_PTR_NOT_NULL(strstr(r.text, "constant({0, 2})"));
   CU_ASSERT_PTR_NOT_NULL(strstr(r.text, "s32[10,6] dynamic-slice("));
@@ -115,11 +102,12 @@ static void test_roll_is_cyclic(void) {
       "  b = s32[1,6] slice(x), slice={[0:1], [0:6]}\n"
       "  ROOT r = s32[16,6] concatenate(a, b), dimensions={0}, sharding={devices=[4,1]<=[4]}\n}\n";
   hl_spmd_result_t r;
-  HL_ASSERT_OK(partition(text, 4, &r));
-  CU_ASSERT_EQUAL(count(r.text, " collective-permute("), 1);
+  HL_ASSERT_OK(spmd_test_partition(text, 4, &r));
+  CU_ASSERT_EQUAL(hl_test_count(r.text, " collective-permute("), 1);
   CU_ASSERT_PTR_NOT_NULL(strstr(r.text, "source_target_pairs={{1,0},{2,1},{3,2},{0,3}}"));
-  CU_ASSERT_EQUAL(count(r.text, " all-gather("), 0);
-  CU_ASSERT_EQUAL(count(r.text, " slice(x)"), 1);  // the edge row only: a and b are not computed
+  CU_ASSERT_EQUAL(hl_test_count(r.text, " all-gather("), 0);
+  // The edge row only: a and b are not computed.
+  CU_ASSERT_EQUAL(hl_test_count(r.text, " slice(x)"), 1);
   CU_ASSERT_PTR_NULL(strstr(r.text, "  a.spmd"));
   CU_ASSERT_PTR_NULL(strstr(r.text, "  b.spmd"));
   CU_ASSERT_EQUAL(r.bytes_per_partition, 6 * 4);
@@ -137,12 +125,12 @@ static void test_strided_conv_needs_left_halo_only(void) {
       "  ROOT y = f32[1,4,4,2] convolution(x, k), window={size=3x3 stride=2x2 pad=1_1x1_1}, "
       "dim_labels=b01f_01io->b01f, sharding={devices=[1,2,1,1]<=[2]}\n}\n";
   hl_spmd_result_t r;
-  HL_ASSERT_OK(partition(text, 2, &r));
-  CU_ASSERT_EQUAL(count(r.text, " collective-permute("), 1);
+  HL_ASSERT_OK(spmd_test_partition(text, 2, &r));
+  CU_ASSERT_EQUAL(hl_test_count(r.text, " collective-permute("), 1);
   CU_ASSERT_PTR_NOT_NULL(strstr(r.text, "f32[1,1,8,2] collective-permute("));
   CU_ASSERT_PTR_NOT_NULL(strstr(r.text, "source_target_pairs={{0,1}}"));
   CU_ASSERT_PTR_NOT_NULL(strstr(r.text, "f32[1,2,4,2] convolution("));
-  CU_ASSERT_EQUAL(count(r.text, " all-gather("), 0);
+  CU_ASSERT_EQUAL(hl_test_count(r.text, " all-gather("), 0);
   hl_spmd_result_deinit(&r);
 }
 

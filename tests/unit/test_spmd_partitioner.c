@@ -7,6 +7,7 @@
 #include "runtime/spmd/partitioner.h"
 #include "runtime/spmd/spmd_internal.h"
 #include "runtime/text/hlo_parser.h"
+#include "tests/unit/spmd_test_util.h"
 #include "tests/unit/test_util.h"
 
 static void expect_map(int rin, const int64_t *in, int rout, const int64_t *out, const int *want) {
@@ -28,20 +29,6 @@ static void test_reshape_groups(void) {
   CU_ASSERT_FALSE(spmd_reshape_split_ok(&a, &b, 0, 0, 2));  // 3 rows cannot split 2 ways
 }
 
-static hl_status_t partition(const char *text, int n, hl_spmd_result_t *r) {
-  hl_module_t *m = NULL;
-  hl_status_t st = hl_parse_hlo_module(text, strlen(text), "test", &m);
-  if (!st) st = hl_spmd_partition(m, n, r);
-  hl_module_destroy(m);
-  return st;
-}
-
-static int count(const char *hay, const char *needle) {
-  int k = 0;
-  for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle)) k++;
-  return k;
-}
-
 static void test_contracting_split_is_one_all_reduce(void) {
   // Both operands split along the contracting dim the same way: local dots
   // and one all-reduce of the [4,6] result, nothing gathered.
@@ -51,9 +38,9 @@ static void test_contracting_split_is_one_all_reduce(void) {
       "  b = f32[8,6] parameter(1), sharding={devices=[2,1]<=[2]}\n"
       "  ROOT d = f32[4,6] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n";
   hl_spmd_result_t r;
-  HL_ASSERT_OK(partition(text, 2, &r));
-  CU_ASSERT_EQUAL(count(r.text, " all-reduce("), 1);
-  CU_ASSERT_EQUAL(count(r.text, " all-gather("), 0);
+  HL_ASSERT_OK(spmd_test_partition(text, 2, &r));
+  CU_ASSERT_EQUAL(hl_test_count(r.text, " all-reduce("), 1);
+  CU_ASSERT_EQUAL(hl_test_count(r.text, " all-gather("), 0);
   CU_ASSERT_EQUAL(r.bytes_per_partition, 4 * 6 * 4);
   CU_ASSERT_PTR_NOT_NULL(strstr(r.text, "a = f32[4,4] parameter(0)"));  // local [4,4] x [4,6] dots
   CU_ASSERT_PTR_NOT_NULL(strstr(r.text, "= f32[4,6] dot(a, b)"));
@@ -68,7 +55,7 @@ static void test_batch_split_moves_nothing(void) {
       "  ROOT d = f32[4,8,2] dot(a, b), lhs_batch_dims={0}, rhs_batch_dims={0}, "
       "lhs_contracting_dims={2}, rhs_contracting_dims={1}\n}\n";
   hl_spmd_result_t r;
-  HL_ASSERT_OK(partition(text, 4, &r));
+  HL_ASSERT_OK(spmd_test_partition(text, 4, &r));
   CU_ASSERT_EQUAL(r.bytes_per_partition, 0);
   CU_ASSERT_PTR_NOT_NULL(strstr(r.text, "= f32[1,8,2] dot(a, b)"));
   hl_spmd_result_deinit(&r);
@@ -76,13 +63,17 @@ static void test_batch_split_moves_nothing(void) {
 
 static void test_refusals(void) {
   hl_spmd_result_t r;
-  HL_ASSERT_ERROR_CONTAINS(partition("HloModule m\n\nENTRY e {\n"
-                                     "  ROOT a = f32[4] parameter(0), sharding={manual}\n}\n", 2, &r),
-                           "manual sharding");
-  HL_ASSERT_ERROR_CONTAINS(partition("HloModule m\n\nENTRY e {\n"
-                                     "  a = f32[4] parameter(0), sharding={devices=[2]<=[2]}\n"
-                                     "  ROOT p = u32[] partition-id()\n}\n", 2, &r),
-                           "partition-id in a global program");
+  HL_ASSERT_ERROR_CONTAINS(
+      spmd_test_partition("HloModule m\n\nENTRY e {\n"
+                          "  ROOT a = f32[4] parameter(0), sharding={manual}\n}\n",
+                          2, &r),
+      "manual sharding");
+  HL_ASSERT_ERROR_CONTAINS(
+      spmd_test_partition("HloModule m\n\nENTRY e {\n"
+                          "  a = f32[4] parameter(0), sharding={devices=[2]<=[2]}\n"
+                          "  ROOT p = u32[] partition-id()\n}\n",
+                          2, &r),
+      "partition-id in a global program");
 }
 
 static CU_TestInfo tests[] = {

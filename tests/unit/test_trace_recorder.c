@@ -19,13 +19,6 @@
 #include "runtime/verifier/verifier.h"
 #include "tests/unit/test_util.h"
 
-// Counts occurrences of `needle` in `s`.
-static int count_of(const char *s, const char *needle) {
-  int n = 0;
-  for (const char *p = strstr(s, needle); p; p = strstr(p + 1, needle)) n++;
-  return n;
-}
-
 static void test_overlapping_progress_spans_get_rows(void) {
   hl_trace_recorder_t *t = NULL;
   CU_ASSERT_PTR_NULL_FATAL(hl_trace_recorder_create(1000, &t));
@@ -51,8 +44,8 @@ static void test_overlapping_progress_spans_get_rows(void) {
   CU_ASSERT_PTR_NOT_NULL(strstr(json, "\"tid\":2,\"args\":{\"name\":\"progress thread\"}"));
   CU_ASSERT_PTR_NOT_NULL(strstr(json, "\"tid\":3,\"args\":{\"name\":\"progress thread (2)\"}"));
   CU_ASSERT_PTR_NOT_NULL(strstr(json, "\"tid\":4,\"args\":{\"name\":\"progress thread (3)\"}"));
-  CU_ASSERT_EQUAL(count_of(json, "\"cat\":\"progress\""), 4);
-  CU_ASSERT_EQUAL(count_of(json, "progress thread ("), 2);
+  CU_ASSERT_EQUAL(hl_test_count(json, "\"cat\":\"progress\""), 4);
+  CU_ASSERT_EQUAL(hl_test_count(json, "progress thread ("), 2);
   CU_ASSERT_PTR_NULL(strstr(json, "not recorded"));
   hl_strbuf_deinit(&sb);
   hl_trace_recorder_destroy(t);

@@ -62,6 +62,13 @@
     return (failed || run == 0) ? 1 : 0;                                    \
   }
 
+// How many times `needle` occurs in `hay` (overlapping occurrences count).
+static inline int hl_test_count(const char *hay, const char *needle) {
+  int n = 0;
+  for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle)) n++;
+  return n;
+}
+
 // The whole file at `path` (malloc'd, the caller frees), or NULL.
 static inline uint8_t *hl_test_read_file(const char *path, size_t *out_size) {
   FILE *f = fopen(path, "rb");
