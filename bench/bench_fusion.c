@@ -345,6 +345,9 @@ int main(int argc, char **argv) {
   gelu_text(text, sizeof text, n);
   // Interleaved: each repeat times the two C loops and ours back to back.
   double t_c = 1e30, t_poly = 1e30, t_ours = 1e30, t_nojit = 1e30;
+  double t_gelu1 = 1e30, t_gelu2 = 1e30, t_gelu_c1 = 1e30, t_gelu_c2 = 1e30;
+  hl_thread_pool_t *pool = NULL;
+  hl_bench_check(hl_thread_pool_create(2, &pool), "pool");
   {
     hl_module_t *gm = hl_bench_module(text);
     hl_executable_t *ge = NULL, *gi = NULL;
@@ -366,6 +369,20 @@ int main(int argc, char **argv) {
       t = run_best(ge, &go, &x, 1, 1);
       t_ours = t < t_ours ? t : t_ours;
     }
+    // GELU on 2 threads against 1, and the C loop in two halves against
+    // one, interleaved per repeat (min of each): on a shared machine the
+    // four see the same moments, so the fusion's gain is judged against the
+    // machine's own gain for the same computation.
+    hl_exec_options_t go2 = {.pool = pool};
+    run_best(ge, &go2, &x, 1, 1);
+    for (int r = 0; r < (quick ? 1 : 2 * reps); r++) {
+      t_gelu1 = fmin(t_gelu1, run_best(ge, &go, &x, 1, 1));
+      t_gelu2 = fmin(t_gelu2, run_best(ge, &go2, &x, 1, 1));
+      double c1, c2;
+      pass_2_threads(pool, PASS_GELU, x->data, z->data, n, 1, &c1, &c2);
+      t_gelu_c1 = fmin(t_gelu_c1, c1);
+      t_gelu_c2 = fmin(t_gelu_c2, c2);
+    }
     hl_executable_destroy(ge);
     hl_executable_destroy(gi);
     hl_module_destroy(gm);
@@ -379,18 +396,13 @@ int main(int argc, char **argv) {
   hl_bench_report("gelu_vs_poly_tanh_16M", 1 / t_ours, "runs/s", "poly_C_loop", 1 / t_poly, true,
                   quick ? 0.0 : 1.0 / 3);
 
-  // GELU on 2 threads against 1.
-  hl_thread_pool_t *pool = NULL;
-  hl_bench_check(hl_thread_pool_create(2, &pool), "pool");
-  double t_two = time_module(text, &x, 1, reps, false, pool);
-  printf("# gelu: 1 thread %.2f ms, 2 threads %.2f ms\n", 1e3 * t_ours, 1e3 * t_two);
-  hl_bench_report("gelu_2_threads", 1 / t_two, "runs/s", "1_thread", 1 / t_ours, true,
+  printf("# gelu: 1 thread %.2f ms, 2 threads %.2f ms\n", 1e3 * t_gelu1, 1e3 * t_gelu2);
+  hl_bench_report("gelu_2_threads", 1 / t_gelu2, "runs/s", "1_thread", 1 / t_gelu1, true,
                   quick ? 0.0 : 1.8);
-  double tc1, tc2;
-  pass_2_threads(pool, PASS_GELU, x->data, z->data, n, reps, &tc1, &tc2);
+  double tc1 = t_gelu_c1, tc2 = t_gelu_c2;
   printf("# gelu C loop: 1 thread %.2f ms, 2 threads %.2f ms; the fusion reaches %.0f%% of its "
          "2-thread gain\n",
-         1e3 * tc1, 1e3 * tc2, 100.0 * (t_ours / t_two) / (tc1 / tc2));
+         1e3 * tc1, 1e3 * tc2, 100.0 * (t_gelu1 / t_gelu2) / (tc1 / tc2));
   hl_bench_report("gelu_c_loop_2_threads", 1 / tc2, "runs/s", "1_thread", 1 / tc1, true, 1.0);
 
   // a*x + y.

@@ -1,22 +1,35 @@
-// Thread pool: workers sleep on a condition variable until a run is posted
-// (a new generation), take task numbers from an atomic counter, and report
-// back when the counter is exhausted.
+// Thread pool: a run is posted by bumping a generation counter; workers
+// take task numbers from an atomic counter and report back through an
+// atomic count of busy workers. Between runs a worker spins for a short
+// while before it sleeps on a condition variable, and the caller spins
+// before it sleeps waiting for the workers: the executor posts one run per
+// instruction (fusion blocks, gemm tiles, conversions), microseconds apart,
+// and a condition-variable round trip costs 30-50 us on a VM (wake-up IPIs),
+// as much as a small fusion's whole work.
 #include "runtime/exec/thread_pool.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <time.h>
 
 #include "runtime/base/alloc.h"
+
+// How long a waiting thread spins before it sleeps: longer than the gaps
+// between one instruction's pool run and the next, short enough that an
+// oversubscribed core loses little to it.
+#define SPIN_NS 200000
 
 struct hl_thread_pool {
   int size;                 // threads including the caller
   pthread_t *threads;       // size - 1 workers
   pthread_mutex_t mu;
   pthread_cond_t wake, done;
-  uint64_t generation;      // bumped per run (under mu)
-  bool stop;
-  int busy;                 // workers still inside the current run
+  int sleepers;             // workers inside pthread_cond_wait(wake) (under mu)
+  bool caller_sleeps;       // the caller is inside pthread_cond_wait(done) (under mu)
+  _Atomic bool stop;
+  _Atomic uint64_t generation;  // bumped per run, after the run's fields are set
+  _Atomic int busy;             // workers still inside the current run
   // The current run.
   hl_task_fn_t fn;
   void *arg;
@@ -28,6 +41,48 @@ struct worker_start {
   hl_thread_pool_t *pool;
   int index;
 };
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+// Spin up to SPIN_NS for a new generation (or stop) / for the workers to
+// finish; false when the time ran out first.
+static bool spin_for_generation(hl_thread_pool_t *p, uint64_t seen) {
+  int64_t deadline = 0;
+  for (int i = 0;; i++) {
+    if (atomic_load_explicit(&p->generation, memory_order_acquire) != seen ||
+        atomic_load_explicit(&p->stop, memory_order_relaxed))
+      return true;
+    cpu_relax();
+    if ((i & 63) == 63) {
+      int64_t t = now_ns();
+      if (!deadline) deadline = t + SPIN_NS;
+      else if (t > deadline) return false;
+    }
+  }
+}
+
+static bool spin_until_idle(hl_thread_pool_t *p) {
+  int64_t deadline = 0;
+  for (int i = 0;; i++) {
+    if (atomic_load_explicit(&p->busy, memory_order_acquire) == 0) return true;
+    cpu_relax();
+    if ((i & 63) == 63) {
+      int64_t t = now_ns();
+      if (!deadline) deadline = t + SPIN_NS;
+      else if (t > deadline) return false;
+    }
+  }
+}
 
 static void take_tasks(hl_thread_pool_t *p, int worker) {
   for (;;) {
@@ -43,17 +98,25 @@ static void *worker_main(void *raw) {
   int index = ws->index;
   hl_free(ws);
   uint64_t seen = 0;
-  pthread_mutex_lock(&p->mu);
   for (;;) {
-    while (!p->stop && p->generation == seen) pthread_cond_wait(&p->wake, &p->mu);
-    if (p->stop) break;
-    seen = p->generation;
-    pthread_mutex_unlock(&p->mu);
+    if (!spin_for_generation(p, seen)) {
+      pthread_mutex_lock(&p->mu);
+      p->sleepers++;
+      while (!atomic_load(&p->stop) && atomic_load(&p->generation) == seen)
+        pthread_cond_wait(&p->wake, &p->mu);
+      p->sleepers--;
+      pthread_mutex_unlock(&p->mu);
+    }
+    if (atomic_load(&p->stop)) break;
+    seen = atomic_load_explicit(&p->generation, memory_order_acquire);
     take_tasks(p, index);
-    pthread_mutex_lock(&p->mu);
-    if (--p->busy == 0) pthread_cond_signal(&p->done);
+    if (atomic_fetch_sub_explicit(&p->busy, 1, memory_order_acq_rel) == 1) {
+      // The last worker out wakes a caller that stopped spinning.
+      pthread_mutex_lock(&p->mu);
+      if (p->caller_sleeps) pthread_cond_signal(&p->done);
+      pthread_mutex_unlock(&p->mu);
+    }
   }
-  pthread_mutex_unlock(&p->mu);
   return NULL;
 }
 
@@ -94,7 +157,7 @@ hl_status_t hl_thread_pool_create(int threads, hl_thread_pool_t **out_pool) {
 void hl_thread_pool_destroy(hl_thread_pool_t *p) {
   if (!p) return;
   pthread_mutex_lock(&p->mu);
-  p->stop = true;
+  atomic_store(&p->stop, true);
   pthread_cond_broadcast(&p->wake);
   pthread_mutex_unlock(&p->mu);
   for (int i = 0; i < p->size - 1; i++) pthread_join(p->threads[i], NULL);
@@ -113,51 +176,82 @@ void hl_thread_pool_run(hl_thread_pool_t *p, int64_t tasks, hl_task_fn_t fn, voi
     for (int64_t t = 0; t < tasks; t++) fn(arg, t, 0);
     return;
   }
-  pthread_mutex_lock(&p->mu);
+  // Every worker is idle here (the previous run waited for them): the run's
+  // fields are published by the generation's release store.
   p->fn = fn;
   p->arg = arg;
   p->tasks = tasks;
   atomic_store_explicit(&p->next, 0, memory_order_relaxed);
-  p->busy = p->size - 1;
-  p->generation++;
-  pthread_cond_broadcast(&p->wake);
+  atomic_store_explicit(&p->busy, p->size - 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&p->generation, 1, memory_order_release);
+  // A worker that saw the old generation under mu is counted in sleepers
+  // before it waits, so it cannot miss this broadcast.
+  pthread_mutex_lock(&p->mu);
+  if (p->sleepers) pthread_cond_broadcast(&p->wake);
   pthread_mutex_unlock(&p->mu);
   take_tasks(p, 0);
-  pthread_mutex_lock(&p->mu);
-  while (p->busy > 0) pthread_cond_wait(&p->done, &p->mu);
-  pthread_mutex_unlock(&p->mu);
+  if (!spin_until_idle(p)) {
+    pthread_mutex_lock(&p->mu);
+    p->caller_sleeps = true;
+    while (atomic_load(&p->busy) > 0) pthread_cond_wait(&p->done, &p->mu);
+    p->caller_sleeps = false;
+    pthread_mutex_unlock(&p->mu);
+  }
 }
 
-typedef struct ranges {
-  hl_task_fn_t fn;
+// Guided self-scheduling for ranges and chunks: every thread takes the next
+// piece of the remaining items from one shared counter, a piece being a
+// 1/(2 x threads) share of what remains (at least `min_take`, a multiple of
+// `align`). Pieces shrink as the work runs out, so the threads finish within
+// about one small piece of each other (fixed-size pieces left a tail of up
+// to one piece, 1/8 of the run, on a single thread), while the counter is
+// touched only O(threads x log items) times.
+typedef struct guided {
+  hl_task_fn_t item_fn;   // ranges: fn(arg, item, worker) per item
+  hl_chunk_fn_t chunk_fn; // chunks: fn(arg, lo, len, worker) per piece
   void *arg;
-  int64_t items, per_task;
-} ranges_t;
+  int64_t n, min_take, align;
+  int threads;
+  _Atomic int64_t next;
+} guided_t;
 
-static void range_task(void *raw, int64_t task, int worker) {
-  const ranges_t *r = raw;
-  int64_t i0 = task * r->per_task, i1 = i0 + r->per_task < r->items ? i0 + r->per_task : r->items;
-  for (int64_t i = i0; i < i1; i++) r->fn(r->arg, i, worker);
+static bool guided_take(guided_t *g, int64_t *lo, int64_t *len) {
+  int64_t cur = atomic_load_explicit(&g->next, memory_order_relaxed);
+  for (;;) {
+    if (cur >= g->n) return false;
+    int64_t rest = g->n - cur;
+    int64_t take = rest / (2 * (int64_t)g->threads);
+    if (take < g->min_take) take = g->min_take;
+    take = (take + g->align - 1) / g->align * g->align;
+    if (take > rest) take = rest;
+    if (atomic_compare_exchange_weak_explicit(&g->next, &cur, cur + take, memory_order_relaxed,
+                                              memory_order_relaxed)) {
+      *lo = cur;
+      *len = take;
+      return true;
+    }
+  }
+}
+
+// One task per thread; each takes pieces until none are left.
+static void guided_task(void *raw, int64_t task, int worker) {
+  (void)task;
+  guided_t *g = raw;
+  int64_t lo, len;
+  while (guided_take(g, &lo, &len)) {
+    if (g->chunk_fn)
+      g->chunk_fn(g->arg, lo, len, worker);
+    else
+      for (int64_t i = lo; i < lo + len; i++) g->item_fn(g->arg, i, worker);
+  }
 }
 
 void hl_thread_pool_run_ranges(hl_thread_pool_t *p, int64_t items, hl_task_fn_t fn, void *arg) {
   if (items <= 0) return;
-  int64_t tasks_wanted = 8 * (int64_t)hl_thread_pool_size(p);
-  int64_t per = items / tasks_wanted > 1 ? items / tasks_wanted : 1;
-  ranges_t r = {fn, arg, items, per};
-  hl_thread_pool_run(p, (items + per - 1) / per, range_task, &r);
-}
-
-typedef struct chunks {
-  hl_chunk_fn_t fn;
-  void *arg;
-  int64_t n, chunk;
-} chunks_t;
-
-static void chunk_task(void *raw, int64_t task, int worker) {
-  const chunks_t *c = raw;
-  int64_t lo = task * c->chunk, len = c->n - lo < c->chunk ? c->n - lo : c->chunk;
-  c->fn(c->arg, lo, len, worker);
+  guided_t g = {.item_fn = fn, .arg = arg, .n = items, .min_take = 1, .align = 1,
+                .threads = hl_thread_pool_size(p)};
+  atomic_init(&g.next, 0);
+  hl_thread_pool_run(p, g.threads, guided_task, &g);
 }
 
 void hl_thread_pool_run_chunks(hl_thread_pool_t *p, int64_t n, hl_chunk_fn_t fn, void *arg) {
@@ -167,8 +261,8 @@ void hl_thread_pool_run_chunks(hl_thread_pool_t *p, int64_t n, hl_chunk_fn_t fn,
     fn(arg, 0, n, 0);
     return;
   }
-  int64_t chunk = (n + 4 * (int64_t)threads - 1) / (4 * (int64_t)threads);
-  chunk = (chunk + 63) & ~INT64_C(63);
-  chunks_t c = {fn, arg, n, chunk};
-  hl_thread_pool_run(p, (n + chunk - 1) / chunk, chunk_task, &c);
+  guided_t g = {.chunk_fn = fn, .arg = arg, .n = n, .min_take = HL_POOL_CHUNK_MIN_ITEMS / 16,
+                .align = 64, .threads = threads};
+  atomic_init(&g.next, 0);
+  hl_thread_pool_run(p, threads, guided_task, &g);
 }

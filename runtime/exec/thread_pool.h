@@ -28,15 +28,18 @@ int hl_thread_pool_size(const hl_thread_pool_t *pool);  // 1 for NULL
 typedef void (*hl_task_fn_t)(void *arg, int64_t task, int worker);
 void hl_thread_pool_run(hl_thread_pool_t *pool, int64_t tasks, hl_task_fn_t fn, void *arg);
 
-// The same for many small items (blocks of a fusion, rows): each task is a
-// contiguous range of items (about 8 per thread), so a thread streams
-// through neighbouring memory and the shared counter and the cache lines at
-// range edges move between cores rarely. fn(arg, item, worker) per item.
+// The same for many small items (blocks of a fusion, rows): threads take
+// contiguous ranges of items that shrink as the work runs out (guided
+// self-scheduling: each a 1/(2 x threads) share of what is left), so a
+// thread streams through neighbouring memory, the shared counter moves
+// between cores rarely, and the threads finish together. fn(arg, item,
+// worker) per item; on a NULL pool or one thread, ascending on the caller.
 void hl_thread_pool_run_ranges(hl_thread_pool_t *pool, int64_t items, hl_task_fn_t fn,
                                void *arg);
 
-// An array of n items cut into contiguous chunks (about 4 per thread, each a
-// multiple of 64 items), fn(arg, lo, len, worker) per chunk; below
+// An array of n items cut into contiguous chunks, shrinking as for ranges
+// (each a multiple of 64 items, at least HL_POOL_CHUNK_MIN_ITEMS / 16),
+// fn(arg, lo, len, worker) per chunk; below
 // HL_POOL_CHUNK_MIN_ITEMS items, or without a pool, one call on the caller
 // with the whole array. For element-wise array loops: any cut gives the
 // same bits.

@@ -4,7 +4,9 @@
 // their work over it give the bits of one thread.
 #include <CUnit/CUnit.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "runtime/base/literal.h"
 #include "runtime/exec/executor.h"
@@ -65,6 +67,78 @@ static void test_ranges_every_item_once(void) {
     hl_thread_pool_destroy(pool);
   }
   hl_thread_pool_run_ranges(NULL, 0, count_task, &c);  // nothing to do
+}
+
+// Chunks of an array: every item in exactly one chunk, chunks start on a
+// multiple of 64 items, below HL_POOL_CHUNK_MIN_ITEMS one call with all.
+typedef struct chunk_marks {
+  _Atomic uint8_t *hits;
+  _Atomic int calls, misaligned;
+} chunk_marks_t;
+
+static void mark_chunk(void *arg, int64_t lo, int64_t len, int worker) {
+  (void)worker;
+  chunk_marks_t *m = arg;
+  atomic_fetch_add(&m->calls, 1);
+  if (lo % 64) atomic_fetch_add(&m->misaligned, 1);
+  for (int64_t i = lo; i < lo + len; i++) atomic_fetch_add(&m->hits[i], 1);
+}
+
+static void test_chunks_every_item_once(void) {
+  const int64_t sizes[] = {1, HL_POOL_CHUNK_MIN_ITEMS - 1, HL_POOL_CHUNK_MIN_ITEMS,
+                           HL_POOL_CHUNK_MIN_ITEMS + 1, 1000003};
+  _Atomic uint8_t *hits = calloc(1000003, 1);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(hits);
+  for (int threads = 1; threads <= 3; threads++) {
+    hl_thread_pool_t *pool = NULL;
+    HL_ASSERT_OK(hl_thread_pool_create(threads, &pool));
+    for (int k = 0; k < 5; k++) {
+      memset((void *)hits, 0, 1000003);
+      chunk_marks_t m = {.hits = hits};
+      hl_thread_pool_run_chunks(pool, sizes[k], mark_chunk, &m);
+      int64_t bad = 0;
+      for (int64_t i = 0; i < sizes[k]; i++) bad += atomic_load(&hits[i]) != 1;
+      CU_ASSERT_EQUAL(bad, 0);
+      CU_ASSERT_EQUAL(atomic_load(&m.misaligned), 0);
+      if (threads == 1 || sizes[k] < HL_POOL_CHUNK_MIN_ITEMS) {
+        CU_ASSERT_EQUAL(atomic_load(&m.calls), 1);
+      } else {
+        CU_ASSERT(atomic_load(&m.calls) > threads);  // shrinking pieces, not halves
+      }
+    }
+    hl_thread_pool_destroy(pool);
+  }
+  free((void *)hits);
+}
+
+// Runs far enough apart that the workers stop spinning and sleep, and a
+// worker task that outlasts the caller's spin: the condition-variable paths
+// (wake-up of sleeping workers, a sleeping caller woken by the last worker)
+// lose no task and no wake-up.
+static void slow_on_workers(void *arg, int64_t task, int worker) {
+  if (worker != 0) {
+    struct timespec pause = {0, 1000000};  // 1 ms: past the caller's spin
+    nanosleep(&pause, NULL);
+  }
+  count_task(arg, task, worker);
+}
+
+static void test_sleeping_workers_and_caller(void) {
+  static counts_t c;
+  for (int threads = 2; threads <= 3; threads++) {
+    hl_thread_pool_t *pool = NULL;
+    HL_ASSERT_OK(hl_thread_pool_create(threads, &pool));
+    for (int round = 0; round < 12; round++) {
+      memset(&c, 0, sizeof c);
+      struct timespec gap = {0, 2000000};  // 2 ms: the workers go to sleep
+      if (round % 2 == 0) nanosleep(&gap, NULL);
+      hl_thread_pool_run(pool, 8, round % 3 == 0 ? slow_on_workers : count_task, &c);
+      int bad = 0;
+      for (int t = 0; t < kTasks; t++) bad += atomic_load(&c.hits[t]) != (t < 8);
+      CU_ASSERT_EQUAL(bad, 0);
+    }
+    hl_thread_pool_destroy(pool);
+  }
 }
 
 static void record_order(void *arg, int64_t task, int worker) {
@@ -364,6 +438,8 @@ static CU_TestInfo tests[] = {
     {"pool_past_fusion_workspaces", test_pool_past_fusion_workspaces},
     {"every_task_once", test_every_task_once},
     {"ranges_every_item_once", test_ranges_every_item_once},
+    {"chunks_every_item_once", test_chunks_every_item_once},
+    {"sleeping_workers_and_caller", test_sleeping_workers_and_caller},
     {"null_pool_runs_in_order", test_null_pool_runs_in_order},
     CU_TEST_INFO_NULL,
 };
