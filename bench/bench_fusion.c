@@ -22,6 +22,8 @@
 //                         thread: the machine's own 2-thread gain for it
 //   softmax_2_threads     the softmax fusions on 2 threads vs 1
 //   reduce_rows_2_threads a plain (unfused) row-sum reduce on 2 threads vs 1
+//   reduce_exp_rows_2_threads the row sum of exp(x) as one kInput fusion,
+//                         2 threads vs 1 (a reduction that is not memory bound)
 //   sort_2_threads        sorting 1024 rows of 1024 f32 on 2 threads vs 1
 //   gather_2_threads      gathering 4096 rows of a 4096x4096 table, 2 threads vs 1
 //   read_bw_2_threads     the machine's limit for memory-bound work: summing
@@ -80,6 +82,26 @@ static double time_module(const char *text, hl_literal_t **args, int nargs, int 
   hl_executable_destroy(exe);
   hl_module_destroy(m);
   return t;
+}
+
+// Best times of `text` on one thread and on `pool`, one executable, the two
+// alternating `rounds` times after a warm-up of each: both see the same
+// moments of a shared machine.
+static void time_threads(const char *text, hl_literal_t **args, int nargs, hl_thread_pool_t *pool,
+                         int rounds, double *t1, double *t2) {
+  hl_module_t *m = hl_bench_module(text);
+  hl_executable_t *exe = NULL;
+  hl_bench_check(hl_executable_create(m, &exe), "executable");
+  hl_exec_options_t one = {0}, two = {.pool = pool};
+  run_best(exe, &one, args, nargs, 1);
+  run_best(exe, &two, args, nargs, 1);
+  *t1 = *t2 = 1e30;
+  for (int r = 0; r < rounds; r++) {
+    *t1 = fmin(*t1, run_best(exe, &one, args, nargs, 1));
+    *t2 = fmin(*t2, run_best(exe, &two, args, nargs, 1));
+  }
+  hl_executable_destroy(exe);
+  hl_module_destroy(m);
 }
 
 #define BEST_OF_(reps, stmt)                       \
@@ -434,11 +456,8 @@ int main(int argc, char **argv) {
 
   // Softmax and a plain row reduction on 2 threads against 1, interleaved
   // per repeat (min of each), next to the memory system's own 2-thread gain.
-  double t_soft1 = 1e30, t_soft2 = 1e30;
-  for (int r = 0; r < reps; r++) {
-    t_soft1 = fmin(t_soft1, time_module(text, &sx, 1, 1, false, NULL));
-    t_soft2 = fmin(t_soft2, time_module(text, &sx, 1, 1, false, pool));
-  }
+  double t_soft1, t_soft2;
+  time_threads(text, &sx, 1, pool, quick ? 1 : 2 * reps, &t_soft1, &t_soft2);
   printf("# softmax: 1 thread %.2f ms, 2 threads %.2f ms\n", 1e3 * t_soft1, 1e3 * t_soft2);
   hl_bench_report("softmax_2_threads", 1 / t_soft2, "runs/s", "1_thread", 1 / t_soft1, true,
                   quick ? 0.0 : 1.8);
@@ -448,14 +467,29 @@ int main(int argc, char **argv) {
            "  z = f32[] constant(0)\n  ROOT r = f32[%ld] reduce(x, z), dimensions={1}, "
            "to_apply=add\n}\n",
            rows, cols, rows);
-  double t_red1 = 1e30, t_red2 = 1e30;
-  for (int r = 0; r < reps; r++) {
-    t_red1 = fmin(t_red1, time_module(text, &sx, 1, 2, false, NULL));
-    t_red2 = fmin(t_red2, time_module(text, &sx, 1, 2, false, pool));
-  }
+  double t_red1, t_red2;
+  time_threads(text, &sx, 1, pool, quick ? 1 : 4 * reps, &t_red1, &t_red2);
   printf("# reduce rows: 1 thread %.2f ms, 2 threads %.2f ms\n", 1e3 * t_red1, 1e3 * t_red2);
   hl_bench_report("reduce_rows_2_threads", 1 / t_red2, "runs/s", "1_thread", 1 / t_red1, true,
                   quick ? 0.0 : 1.8);
+  // The same row sum over exp(x), one kInput fusion as XLA forms it (the
+  // sum of a log-sum-exp): a reduction that computes more per byte than the
+  // memory system delivers to one core, so threads pay off as in a loop
+  // fusion.
+  snprintf(text, sizeof text,
+           "HloModule rows_exp\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+           "  ROOT s = f32[] add(a, b)\n}\nfused_sum_exp {\n  x = f32[%ld,%ld] parameter(0)\n"
+           "  e = f32[%ld,%ld] exponential(x)\n  z = f32[] constant(0)\n"
+           "  ROOT r = f32[%ld] reduce(e, z), dimensions={1}, to_apply=add\n}\n"
+           "ENTRY main {\n  x = f32[%ld,%ld] parameter(0)\n"
+           "  ROOT f = f32[%ld] fusion(x), kind=kInput, calls=fused_sum_exp\n}\n",
+           rows, cols, rows, cols, rows, rows, cols, rows);
+  double t_rex1, t_rex2;
+  time_threads(text, &sx, 1, pool, quick ? 1 : 2 * reps, &t_rex1, &t_rex2);
+  printf("# reduce rows of exp: 1 thread %.2f ms, 2 threads %.2f ms\n", 1e3 * t_rex1,
+         1e3 * t_rex2);
+  hl_bench_report("reduce_exp_rows_2_threads", 1 / t_rex2, "runs/s", "1_thread", 1 / t_rex1,
+                  true, quick ? 0.0 : 1.8);
   long bw_n = rows * cols;
   double t_rd1, t_rd2, t_cp1, t_cp2;
   pass_2_threads(pool, PASS_SUM, sx->data, NULL, bw_n, quick ? 1 : 2 * reps, &t_rd1, &t_rd2);
@@ -495,13 +529,9 @@ int main(int argc, char **argv) {
            "slice_sizes={1,%ld}\n}\n",
            rows, cols, grows, grows, cols, cols);
   hl_literal_t *gargs[2] = {sx, gidx};
-  double t_sort1 = 1e30, t_sort2 = 1e30, t_g1 = 1e30, t_g2 = 1e30;
-  for (int r = 0; r < reps; r++) {
-    t_sort1 = fmin(t_sort1, time_module(sort_text, &keys, 1, 1, false, NULL));
-    t_sort2 = fmin(t_sort2, time_module(sort_text, &keys, 1, 1, false, pool));
-    t_g1 = fmin(t_g1, time_module(gather_text, gargs, 2, 1, false, NULL));
-    t_g2 = fmin(t_g2, time_module(gather_text, gargs, 2, 1, false, pool));
-  }
+  double t_sort1, t_sort2, t_g1, t_g2;
+  time_threads(sort_text, &keys, 1, pool, quick ? 1 : 2 * reps, &t_sort1, &t_sort2);
+  time_threads(gather_text, gargs, 2, pool, quick ? 1 : 4 * reps, &t_g1, &t_g2);
   printf("# sort %ldx1024: 1 thread %.2f ms, 2 threads %.2f ms\n", srows, 1e3 * t_sort1,
          1e3 * t_sort2);
   printf("# gather %ld rows of %ld: 1 thread %.2f ms, 2 threads %.2f ms\n", grows, cols,
