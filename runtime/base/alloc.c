@@ -19,6 +19,12 @@ void *hl_malloc(size_t size) {
   return malloc(size ? size : 1);
 }
 
+void *hl_malloc_aligned(size_t size, size_t alignment) {
+  if (should_fail()) return NULL;
+  void *p = NULL;
+  return posix_memalign(&p, alignment, size ? size : 1) == 0 ? p : NULL;
+}
+
 void *hl_calloc(size_t count, size_t size) {
   if (should_fail()) return NULL;
   if (count == 0 || size == 0) return calloc(1, 1);

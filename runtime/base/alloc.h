@@ -9,6 +9,9 @@
 void *hl_malloc(size_t size);
 void *hl_calloc(size_t count, size_t size);
 void *hl_realloc(void *ptr, size_t size);
+// `alignment` a power of two >= sizeof(void *); freed with hl_free (never
+// hl_realloc).
+void *hl_malloc_aligned(size_t size, size_t alignment);
 void hl_free(void *ptr);
 char *hl_strdup(const char *s);
 char *hl_strndup(const char *s, size_t n);

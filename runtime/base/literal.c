@@ -37,7 +37,14 @@ static hl_status_t literal_alloc(const hl_shape_t *shape, bool zero, hl_literal_
                           hl_shape_debug_string(shape));
       }
     lit->byte_size = (size_t)hl_shape_byte_size(shape);
-    lit->data = zero ? hl_calloc(1, lit->byte_size) : hl_malloc(lit->byte_size);
+    // Large arrays start on a cache line: whole vectors of every block then
+    // fall on the same alignment, as the fusion JIT's streaming stores need.
+    if (zero)
+      lit->data = hl_calloc(1, lit->byte_size);
+    else if (lit->byte_size >= 4096)
+      lit->data = hl_malloc_aligned(lit->byte_size, 64);
+    else
+      lit->data = hl_malloc(lit->byte_size);
     if (!lit->data) {
       hl_literal_release(lit);
       return HL_OOM();

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "runtime/base/alloc.h"
@@ -99,6 +100,7 @@ typedef struct workspace {
     size_t bytes;
   } free_list[32];
   int free_count;
+  bool stream;  // this run's array outputs are written with streaming stores
 } workspace_t;
 
 struct hl_fusion_program {
@@ -677,12 +679,16 @@ static void release(const hl_fusion_program_t *p, workspace_t *w, int k, const v
 
 // The region's leaves over the block, then its loop into y.
 static void jit_region_run(const hl_fusion_program_t *p, workspace_t *w, const void **params,
-                           const jit_region_t *r, int64_t start, int64_t m, void *y) {
+                           const jit_region_t *r, int64_t start, int64_t m, void *y,
+                           bool stream) {
   const void *in[HL_JIT_MAX_INPUTS];
   for (int i = 0; i < r->leaf_count; i++)
     in[i] = r->scalar[i] ? eval(p, w, params, r->leaf[i], 0, NULL, 1)
                          : eval(p, w, params, r->leaf[i], start, NULL, m);
-  hl_jit_kernel_run(r->kernel, in, y, m);
+  if (stream)
+    hl_jit_kernel_run_streaming(r->kernel, in, y, m);
+  else
+    hl_jit_kernel_run(r->kernel, in, y, m);
   for (int i = 0; i < r->leaf_count; i++)
     if (!r->scalar[i]) release(p, w, r->leaf[i], in[i], m);
 }
@@ -1151,7 +1157,7 @@ static const void *eval_to(const hl_fusion_program_t *p, workspace_t *w, const v
   void *y = NULL;
   if (n->jit && !idx) {
     r = y = result_buffer(w, dst, (size_t)m * n->es);
-    jit_region_run(p, w, params, n->jit, start, m, y);
+    jit_region_run(p, w, params, n->jit, start, m, y, dst && w->stream);
   } else switch (n->kind) {
     case K_PARAM:
     case K_CONST: {
@@ -1360,6 +1366,38 @@ static void run_block_ordered(void *arg, int64_t b, int worker) {
   run_block_impl(arg, b, worker, true);
 }
 
+// The L3 size in bytes as Linux reports it for cpu0 (what lscpu shows), 0
+// when unknown. Not sysconf(_SC_LEVEL3_CACHE_SIZE): under KVM glibc's CPUID
+// reading gave 320 MiB for a 32 MiB L3.
+static size_t l3_bytes(void) {
+  FILE *f = fopen("/sys/devices/system/cpu/cpu0/cache/index3/size", "r");
+  if (!f) return 0;
+  unsigned long v = 0;
+  char unit = 0;
+  int got = fscanf(f, "%lu%c", &v, &unit);
+  fclose(f);
+  if (got < 1) return 0;
+  return (size_t)v << (unit == 'K' ? 10 : unit == 'M' ? 20 : 0);
+}
+
+// Bytes of array outputs from which a run streams them: the last-level
+// cache's size (32 MiB when the system does not say), or
+// HL_FUSION_STREAM_BYTES from the environment (tests force it low).
+static size_t streaming_threshold(void) {
+  static _Atomic size_t bytes;
+  size_t b = atomic_load_explicit(&bytes, memory_order_relaxed);
+  if (!b) {
+    const char *env = getenv("HL_FUSION_STREAM_BYTES");
+    char *end = NULL;
+    unsigned long long v = env ? strtoull(env, &end, 10) : 0;
+    if (env && end != env && !*end && v > 0) b = (size_t)v;
+    if (!b) b = l3_bytes();
+    if (!b) b = (size_t)32 << 20;
+    atomic_store_explicit(&bytes, b, memory_order_relaxed);
+  }
+  return b;
+}
+
 static hl_status_t ensure_workspace(hl_fusion_program_t *p, int worker) {
   if (p->ws[worker]) return NULL;
   workspace_t *w = hl_calloc(1, sizeof(*w));
@@ -1417,6 +1455,15 @@ hl_status_t hl_fusion_program_run(hl_fusion_program_t *p, hl_literal_t *const *a
   bool ordered = threaded && !p->parallel && p->has_reduce && p->out_count <= MAX_ORDERED_OUTPUTS;
   for (int i = 0; !st && i < (parallel || ordered ? workers : 1); i++) st = ensure_workspace(p, i);
   if (!st) {
+    // Array outputs larger than the last-level cache would be evicted before
+    // anything reads them: written around the caches (no read for ownership
+    // of every line, and the inputs stay cached). Same values either way.
+    size_t array_bytes = 0;
+    for (int i = 0; i < p->out_count; i++)
+      if (!p->outs[i].reduce) array_bytes += outs[i]->byte_size;
+    bool stream = array_bytes >= streaming_threshold();
+    for (int i = 0; i < MAX_WORKERS; i++)
+      if (p->ws[i]) p->ws[i]->stream = stream;
     // Reduce outputs start from the init value (evaluated once).
     for (int i = 0; i < p->out_count; i++) {
       const output_t *o = &p->outs[i];

@@ -89,7 +89,8 @@ def convert(src, dst, *options):
     return run([HLO_CONVERT] + list(options) + [src, dst])
 
 
-def launch(program, replicas=1, partitions=1, args_dir=None, output_dir=None, extra=()):
+def launch(program, replicas=1, partitions=1, args_dir=None, output_dir=None, extra=(),
+           env=None):
     argv = [HLO_LAUNCH, "-np", str(replicas * partitions),
             "--replicas", str(replicas), "--partitions", str(partitions),
             "--timeout", str(LAUNCH_TIMEOUT_S - 15)]
@@ -98,7 +99,7 @@ def launch(program, replicas=1, partitions=1, args_dir=None, output_dir=None, ex
     if output_dir:
         argv += ["--output-dir", output_dir, "--quiet"]
     argv += list(extra) + [program]
-    return run(argv)
+    return run(argv, env=env)
 
 
 # --- hlo-launch's file layout (see hlo-launch --help) ----------------------------

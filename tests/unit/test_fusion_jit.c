@@ -248,6 +248,17 @@ static bool check_body(const hl_jit_body_t *b, int64_t n) {
   free(want);
   CU_ASSERT_EQUAL(bad, 0);
   for (size_t i = (size_t)n * es; i < (size_t)(n + 8) * es; i++) CU_ASSERT_EQUAL(out[i], 0xAB);
+  // Streaming stores (aligned output) and the fallback for an unaligned one
+  // write the same bits, and nothing past n.
+  unsigned char *aligned = NULL;
+  CU_ASSERT_EQUAL_FATAL(posix_memalign((void **)&aligned, 64, (size_t)(n + 16) * es), 0);
+  for (int shift = 0; shift <= 1; shift++) {
+    unsigned char *o = aligned + (size_t)shift * es;
+    memset(o, 0xAB, (size_t)(n + 8) * es);
+    hl_jit_kernel_run_streaming(k, (const void *const *)in, o, n);
+    CU_ASSERT_EQUAL(memcmp(o, out, (size_t)(n + 8) * es), 0);
+  }
+  free(aligned);
   hl_jit_kernel_destroy(k);
   for (int i = 0; i < b->input_count; i++) free(in[i]);
   free(out);

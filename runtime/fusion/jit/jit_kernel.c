@@ -14,7 +14,7 @@ static const _Alignas(32) uint32_t kAllLanes[8] = {~0u, ~0u, ~0u, ~0u, ~0u, ~0u,
 
 struct hl_jit_kernel {
   hl_exec_memory_t mem;
-  loop_fn_t main_fn, single_fn;
+  loop_fn_t main_fn, single_fn, stream_fn;
   int lanes, unroll;
   size_t es;
   int input_count;
@@ -67,6 +67,7 @@ hl_status_t hl_jit_kernel_create(const hl_jit_body_t *body, hl_jit_kernel_t **ou
   }
   k->main_fn = entry(k->mem.code, code.main_entry);
   k->single_fn = entry(k->mem.code, code.single_entry);
+  k->stream_fn = entry(k->mem.code, code.stream_entry);
   k->es = body->type == HL_JIT_F64 ? 8 : 4;
   k->lanes = (int)(32 / k->es);
   k->unroll = code.unroll;
@@ -82,10 +83,12 @@ void hl_jit_kernel_destroy(hl_jit_kernel_t *k) {
   hl_free(k);
 }
 
-void hl_jit_kernel_run(const hl_jit_kernel_t *k, const void *const *inputs, void *out, int64_t n) {
+static void run(const hl_jit_kernel_t *k, const void *const *inputs, void *out, int64_t n,
+                bool stream) {
   int64_t step = (int64_t)k->lanes * k->unroll;
   int64_t n_main = n / step * step;
-  if (n_main > 0) k->main_fn(inputs, out, n_main * (int64_t)k->es, kAllLanes);
+  if (n_main > 0)
+    (stream ? k->stream_fn : k->main_fn)(inputs, out, n_main * (int64_t)k->es, kAllLanes);
   int64_t n_single = (n - n_main) / k->lanes * k->lanes;
   const void *moved[HL_JIT_MAX_INPUTS];
   if (n_single > 0) {
@@ -114,4 +117,14 @@ void hl_jit_kernel_run(const hl_jit_kernel_t *k, const void *const *inputs, void
   memset(lanes, 0xFF, bytes);
   k->single_fn(moved, result, 32, lanes);
   memcpy((char *)out + (size_t)done * k->es, result, bytes);
+}
+
+void hl_jit_kernel_run(const hl_jit_kernel_t *k, const void *const *inputs, void *out, int64_t n) {
+  run(k, inputs, out, n, false);
+}
+
+void hl_jit_kernel_run_streaming(const hl_jit_kernel_t *k, const void *const *inputs, void *out,
+                                 int64_t n) {
+  // Non-temporal vector stores need 32-byte aligned addresses.
+  run(k, inputs, out, n, ((uintptr_t)out & 31) == 0);
 }

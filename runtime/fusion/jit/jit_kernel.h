@@ -29,5 +29,10 @@ void hl_jit_kernel_destroy(hl_jit_kernel_t *k);  // NULL-safe
 
 // out[0..n) from inputs (vector inputs n elements each, scalar inputs one).
 void hl_jit_kernel_run(const hl_jit_kernel_t *k, const void *const *inputs, void *out, int64_t n);
+// The same with non-temporal stores for the whole vectors when out is 32-byte
+// aligned (else as hl_jit_kernel_run): the same values, written around the
+// caches, for outputs too large to stay in them.
+void hl_jit_kernel_run_streaming(const hl_jit_kernel_t *k, const void *const *inputs, void *out,
+                                 int64_t n);
 
 #endif  // HL_RUNTIME_FUSION_JIT_JIT_KERNEL_H_

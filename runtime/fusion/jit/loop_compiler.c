@@ -1,7 +1,8 @@
 // Body -> loop: check the list, pick the unroll whose registers suffice
 // (linear scan over the list, a register freed at its value's last use),
 // then emit prologue, the interleaved copies of every value, the stores and
-// the counted branch, twice (main and single), and the constant pool.
+// the counted branch, three times (main, single, and main with streaming
+// stores), and the constant pool.
 #include "runtime/fusion/jit/loop_compiler.h"
 
 #include <stdlib.h>
@@ -97,11 +98,12 @@ typedef struct emitter {
   bool save_gprs;
   int pp;     // 66 for f64
   int bytes;  // per vector: 32
+  bool stream;  // results stored non-temporally (vmovntps / vmovntpd), then sfence
   // RIP-relative uses of the sign / abs masks, patched once the pool is placed.
   struct {
     size_t disp, end;
     int which;
-  } fix[2 * HL_JIT_MAX_VALUES * 4];
+  } fix[HL_JIT_MAX_VALUES * 9];  // one per NEG / ABS copy: main (4), single (1), stream (4)
   int nfix;
 } emitter_t;
 
@@ -308,12 +310,21 @@ static void emit_function(emitter_t *e) {
   size_t top = buf->len;
   for (int i = 0; i < b->count; i++)
     for (int u = 0; u < e->unroll; u++) emit_value(e, i, u);
+  // vmovups / vmovupd, or vmovntps / vmovntpd (aligned) when streaming.
   for (int u = 0; u < e->unroll; u++)
-    hl_x86_vex(buf, HL_X86_MAP_0F, e->pp, 0, 1, 0x11, reg_of(e, b->count - 1, u), HL_X86_NONE,
+    hl_x86_vex(buf, HL_X86_MAP_0F, e->pp, 0, 1, e->stream ? 0x2B : 0x11,
+               reg_of(e, b->count - 1, u), HL_X86_NONE,
                hl_x86_mem(e->out, e->idx, u * e->bytes), -1);
   hl_x86_add_imm64(buf, e->idx, e->unroll * e->bytes);
   hl_x86_cmp64(buf, e->idx, e->end);
   hl_x86_jb(buf, top);
+  if (e->stream) {
+    // sfence: the weakly ordered stores are visible before the caller
+    // reports the block done.
+    hl_x86_byte(buf, 0x0F);
+    hl_x86_byte(buf, 0xAE);
+    hl_x86_byte(buf, 0xF8);
+  }
   hl_x86_vzeroupper(buf);
   if (frame) hl_x86_add_imm64(buf, HL_X86_RSP, frame);
   if (kept) {
@@ -364,6 +375,15 @@ const char *hl_jit_compile_loop(const hl_jit_body_t *b, hl_jit_code_t *out) {
   e->pl = &pl_single;
   e->unroll = 1;
   emit_function(e);
+  // Loops that call out store one vector between calls: half lines, which
+  // streaming stores would send to memory piecemeal; they have no stream.
+  out->stream_entry = calls ? out->main_entry : out->bytes.len;
+  if (!calls) {
+    e->pl = &pl_main;
+    e->unroll = unroll;
+    e->stream = true;
+    emit_function(e);
+  }
   // Constant pool: sign mask, then abs mask, 32 bytes each.
   while (out->bytes.len % 32) hl_x86_byte(&out->bytes, 0xCC);
   size_t pool = out->bytes.len;

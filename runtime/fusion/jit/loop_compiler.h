@@ -6,12 +6,17 @@
 // (a multiply feeding an add stays two roundings), so results are bitwise
 // those of the op-by-op loops.
 //
-// The code holds two functions of the same loop, both
+// The code holds three functions of the same loop, all
 //   void fn(const void *const *inputs, void *out, int64_t bytes,
 //           const void *lane_mask)
 // over `bytes` of output (a positive multiple of their step): `main` handles
 // `unroll` vectors per iteration (independent copies interleaved, for the
-// out-of-order core), `single` one vector per iteration. lane_mask (32
+// out-of-order core), `single` one vector per iteration, `stream` is main
+// with non-temporal stores (out 32-byte aligned; for outputs larger than the
+// last-level cache, which skip the read-for-ownership of every line and do
+// not evict the inputs) and an sfence before it returns; a loop with calls
+// has no stream (its stores, one vector between calls, would leave the
+// write-combining buffers half full), `stream` is `main`. lane_mask (32
 // bytes: all ones, or ones for the lanes of a partial last vector) is ANDed
 // into the argument of every CALL.
 #ifndef HL_RUNTIME_FUSION_JIT_LOOP_COMPILER_H_
@@ -74,6 +79,9 @@ typedef struct hl_jit_body {
 typedef struct hl_jit_code {
   hl_x86_buf_t bytes;
   size_t main_entry, single_entry;
+  // main with non-temporal stores (32-byte aligned out), then sfence; main
+  // itself for loops with calls
+  size_t stream_entry;
   int unroll;  // vectors per iteration of main
 } hl_jit_code_t;
 
