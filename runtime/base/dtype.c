@@ -113,7 +113,29 @@ static uint16_t pack_ieee16(double d, int man_bits, int exp_bits) {
   return (uint16_t)(sign | ((uint16_t)(exp + bias) << man_bits) | m);
 }
 
-uint16_t hl_f64_to_f16(double d) { return pack_ieee16(d, 10, 5); }
+// The same rounding on the double's bits for results that are normal
+// numbers of the 16-bit format (the common case; input generation converts
+// millions of values): round the 52-bit mantissa to `man_bits` (ties to
+// even; a carry moves into the exponent), then rebias. Subnormal results,
+// NaN and infinity take pack_ieee16; an overflow gives infinity.
+static uint16_t pack_ieee16_fast(double d, int man_bits, int exp_bits) {
+  uint64_t u;
+  memcpy(&u, &d, 8);
+  uint16_t sign = (uint16_t)((u >> 48) & 0x8000);
+  uint64_t mag = u & ~(UINT64_C(1) << 63);
+  int bias = (1 << (exp_bits - 1)) - 1;
+  int64_t e = (int64_t)(mag >> 52) - 1023;  // unbiased exponent of d
+  if (e < 1 - bias || e > 1023 - 1) return pack_ieee16(d, man_bits, exp_bits);
+  int drop = 52 - man_bits;
+  mag += (UINT64_C(1) << (drop - 1)) - 1 + ((mag >> drop) & 1);
+  mag >>= drop;  // exponent and kept mantissa, possibly carried
+  int64_t re = (int64_t)(mag >> man_bits) - 1023;
+  if (re > bias) return (uint16_t)(sign | (((1u << exp_bits) - 1) << man_bits));
+  uint64_t m = mag & ((UINT64_C(1) << man_bits) - 1);
+  return (uint16_t)(sign | ((uint64_t)(re + bias) << man_bits) | m);
+}
+
+uint16_t hl_f64_to_f16(double d) { return pack_ieee16_fast(d, 10, 5); }
 uint16_t hl_f32_to_f16(float f) { return pack_ieee16((double)f, 10, 5); }
 
 float hl_bf16_to_f32(uint16_t b) { return bits_f32((uint32_t)b << 16); }
@@ -126,4 +148,4 @@ uint16_t hl_f32_to_bf16(float f) {
   return (uint16_t)(u >> 16);
 }
 
-uint16_t hl_f64_to_bf16(double d) { return pack_ieee16(d, 7, 8); }
+uint16_t hl_f64_to_bf16(double d) { return pack_ieee16_fast(d, 7, 8); }
