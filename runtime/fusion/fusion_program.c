@@ -699,10 +699,30 @@ int hl_fusion_program_jit_regions(const hl_fusion_program_t *p) {
   return n;
 }
 
+// A fusion that is one transpose of a parameter (XLA's layout-copy fusions
+// in front of dots): the transpose kernel copies it in cache tiles with
+// register transposes, several times faster than blocks of the output that
+// gather a strided column each.
+static bool lone_transpose(const hl_computation_t *c) {
+  const hl_instruction_t *root = c->root;
+  if (!root || root->opcode != HL_OP_TRANSPOSE || root->operand_count != 1 ||
+      root->operands[0]->opcode != HL_OP_PARAMETER)
+    return false;
+  for (int i = 0; i < c->instruction_count; i++) {
+    const hl_instruction_t *inst = c->instructions[i];
+    if (inst != root && inst->opcode != HL_OP_PARAMETER) return false;
+  }
+  return true;
+}
+
 hl_status_t hl_fusion_program_compile(const hl_computation_t *c, hl_fusion_program_t **out,
                                       const char **why) {
   *out = NULL;
   *why = NULL;
+  if (lone_transpose(c)) {
+    *why = "a lone transpose (the transpose kernel tiles it)";
+    return NULL;
+  }
   int n = c->instruction_count;
   hl_fusion_program_t *p = hl_calloc(1, sizeof(*p));
   int *index_of = hl_malloc(sizeof(int) * (size_t)(n ? n : 1));

@@ -22,6 +22,10 @@
 
 #include "runtime/base/shape.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 // Writes n copies of the es-byte element `elem` to dst: typed stores for
 // the common sizes, otherwise doubling the copied span with each memcpy.
 #define HL_SC_FILL_(T)                                    \
@@ -104,6 +108,79 @@ static inline void hl_sc_run(char *dst, int64_t ds, const char *src, int64_t ss,
 
 enum { kHlScTile = 32 };
 
+#if defined(__SSE2__)
+// 8x8 / 4x4 / 2x2 register transposes of 2-, 4- and 8-byte elements (SSE2,
+// baseline on x86-64; integer shuffles, so every bit pattern, NaN payloads
+// included, moves unchanged): dst row a (stride dst_a) gets src column a,
+// src row b at stride src_b.
+static inline void hl_sc_t8x8_u16(uint16_t *d, int64_t dst_a, const uint16_t *s, int64_t src_b) {
+  __m128i r0 = _mm_loadu_si128((const __m128i *)(const void *)(s + 0 * src_b));
+  __m128i r1 = _mm_loadu_si128((const __m128i *)(const void *)(s + 1 * src_b));
+  __m128i r2 = _mm_loadu_si128((const __m128i *)(const void *)(s + 2 * src_b));
+  __m128i r3 = _mm_loadu_si128((const __m128i *)(const void *)(s + 3 * src_b));
+  __m128i r4 = _mm_loadu_si128((const __m128i *)(const void *)(s + 4 * src_b));
+  __m128i r5 = _mm_loadu_si128((const __m128i *)(const void *)(s + 5 * src_b));
+  __m128i r6 = _mm_loadu_si128((const __m128i *)(const void *)(s + 6 * src_b));
+  __m128i r7 = _mm_loadu_si128((const __m128i *)(const void *)(s + 7 * src_b));
+  __m128i t0 = _mm_unpacklo_epi16(r0, r1), t1 = _mm_unpackhi_epi16(r0, r1);
+  __m128i t2 = _mm_unpacklo_epi16(r2, r3), t3 = _mm_unpackhi_epi16(r2, r3);
+  __m128i t4 = _mm_unpacklo_epi16(r4, r5), t5 = _mm_unpackhi_epi16(r4, r5);
+  __m128i t6 = _mm_unpacklo_epi16(r6, r7), t7 = _mm_unpackhi_epi16(r6, r7);
+  __m128i u0 = _mm_unpacklo_epi32(t0, t2), u1 = _mm_unpackhi_epi32(t0, t2);
+  __m128i u2 = _mm_unpacklo_epi32(t1, t3), u3 = _mm_unpackhi_epi32(t1, t3);
+  __m128i u4 = _mm_unpacklo_epi32(t4, t6), u5 = _mm_unpackhi_epi32(t4, t6);
+  __m128i u6 = _mm_unpacklo_epi32(t5, t7), u7 = _mm_unpackhi_epi32(t5, t7);
+  _mm_storeu_si128((__m128i *)(void *)(d + 0 * dst_a), _mm_unpacklo_epi64(u0, u4));
+  _mm_storeu_si128((__m128i *)(void *)(d + 1 * dst_a), _mm_unpackhi_epi64(u0, u4));
+  _mm_storeu_si128((__m128i *)(void *)(d + 2 * dst_a), _mm_unpacklo_epi64(u1, u5));
+  _mm_storeu_si128((__m128i *)(void *)(d + 3 * dst_a), _mm_unpackhi_epi64(u1, u5));
+  _mm_storeu_si128((__m128i *)(void *)(d + 4 * dst_a), _mm_unpacklo_epi64(u2, u6));
+  _mm_storeu_si128((__m128i *)(void *)(d + 5 * dst_a), _mm_unpackhi_epi64(u2, u6));
+  _mm_storeu_si128((__m128i *)(void *)(d + 6 * dst_a), _mm_unpacklo_epi64(u3, u7));
+  _mm_storeu_si128((__m128i *)(void *)(d + 7 * dst_a), _mm_unpackhi_epi64(u3, u7));
+}
+
+static inline void hl_sc_t4x4_u32(uint32_t *d, int64_t dst_a, const uint32_t *s, int64_t src_b) {
+  __m128i r0 = _mm_loadu_si128((const __m128i *)(const void *)(s + 0 * src_b));
+  __m128i r1 = _mm_loadu_si128((const __m128i *)(const void *)(s + 1 * src_b));
+  __m128i r2 = _mm_loadu_si128((const __m128i *)(const void *)(s + 2 * src_b));
+  __m128i r3 = _mm_loadu_si128((const __m128i *)(const void *)(s + 3 * src_b));
+  __m128i t0 = _mm_unpacklo_epi32(r0, r1), t1 = _mm_unpackhi_epi32(r0, r1);
+  __m128i t2 = _mm_unpacklo_epi32(r2, r3), t3 = _mm_unpackhi_epi32(r2, r3);
+  _mm_storeu_si128((__m128i *)(void *)(d + 0 * dst_a), _mm_unpacklo_epi64(t0, t2));
+  _mm_storeu_si128((__m128i *)(void *)(d + 1 * dst_a), _mm_unpackhi_epi64(t0, t2));
+  _mm_storeu_si128((__m128i *)(void *)(d + 2 * dst_a), _mm_unpacklo_epi64(t1, t3));
+  _mm_storeu_si128((__m128i *)(void *)(d + 3 * dst_a), _mm_unpackhi_epi64(t1, t3));
+}
+
+static inline void hl_sc_t2x2_u64(uint64_t *d, int64_t dst_a, const uint64_t *s, int64_t src_b) {
+  __m128i r0 = _mm_loadu_si128((const __m128i *)(const void *)s);
+  __m128i r1 = _mm_loadu_si128((const __m128i *)(const void *)(s + src_b));
+  _mm_storeu_si128((__m128i *)(void *)d, _mm_unpacklo_epi64(r0, r1));
+  _mm_storeu_si128((__m128i *)(void *)(d + dst_a), _mm_unpackhi_epi64(r0, r1));
+}
+
+// One tile: register transposes of K x K squares where they fit, element by
+// element at the tile's ragged edges.
+#define HL_SC_TILE_SIMD_(T, K, kernel)                                                   \
+  do {                                                                                   \
+    T *d_ = (T *)(void *)dst;                                                            \
+    const T *s_ = (const T *)(const void *)src;                                          \
+    for (int64_t a0 = 0; a0 < A; a0 += kHlScTile)                                        \
+      for (int64_t b0 = 0; b0 < B; b0 += kHlScTile) {                                    \
+        int64_t ae = a0 + kHlScTile < A ? a0 + kHlScTile : A;                            \
+        int64_t be = b0 + kHlScTile < B ? b0 + kHlScTile : B;                            \
+        int64_t ak = a0 + (ae - a0) / (K) * (K), bk = b0 + (be - b0) / (K) * (K);        \
+        for (int64_t a = a0; a < ak; a += (K))                                           \
+          for (int64_t b = b0; b < bk; b += (K))                                         \
+            kernel(d_ + a * dst_a + b, dst_a, s_ + a + b * src_b, src_b);                \
+        for (int64_t a = a0; a < ae; a++)                                                \
+          for (int64_t b = a < ak ? bk : b0; b < be; b++)                                \
+            d_[a * dst_a + b] = s_[a + b * src_b];                                       \
+      }                                                                                  \
+  } while (0)
+#endif
+
 #define HL_SC_TILE_(T)                                                                    \
   do {                                                                                    \
     T *d_ = (T *)(void *)dst;                                                             \
@@ -123,15 +200,22 @@ static inline void hl_sc_tile(char *dst, const char *src, size_t es, int64_t A, 
                               int64_t dst_a, int64_t src_b) {
   switch (es) {
     case 1: HL_SC_TILE_(uint8_t); break;
+#if defined(__SSE2__)
+    case 2: HL_SC_TILE_SIMD_(uint16_t, 8, hl_sc_t8x8_u16); break;
+    case 4: HL_SC_TILE_SIMD_(uint32_t, 4, hl_sc_t4x4_u32); break;
+    case 8: HL_SC_TILE_SIMD_(uint64_t, 2, hl_sc_t2x2_u64); break;
+#else
     case 2: HL_SC_TILE_(uint16_t); break;
     case 4: HL_SC_TILE_(uint32_t); break;
     case 8: HL_SC_TILE_(uint64_t); break;
+#endif
     default:
       for (int64_t a = 0; a < A; a++)
         for (int64_t b = 0; b < B; b++)
           memcpy(dst + (a * dst_a + b) * (int64_t)es, src + (a + b * src_b) * (int64_t)es, es);
   }
 }
+#undef HL_SC_TILE_SIMD_
 #undef HL_SC_TILE_
 
 // For every index I of `dims` (rank dimensions):

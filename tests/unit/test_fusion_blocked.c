@@ -340,7 +340,8 @@ static void test_generated_shapes(void) {
 
 // What the blocked path does not cover falls back to op by op (same result,
 // no error): a dot inside the fusion, a reduce used by another op, a bitcast
-// between layouts.
+// between layouts; and a lone transpose of a parameter, which the transpose
+// kernel runs in tiles.
 static void test_uncovered_falls_back(void) {
   const char *texts[] = {
       "HloModule m\nfused {\n  a = f32[4,4] parameter(0)\n  d = f32[4,4] dot(a, a), "
@@ -355,6 +356,9 @@ static void test_uncovered_falls_back(void) {
       "HloModule m\nfused {\n  a = f32[4,8]{1,0} parameter(0)\n  ROOT b = f32[8,4]{0,1} "
       "bitcast(a)\n}\nENTRY main {\n  p = f32[4,8]{1,0} parameter(0)\n  ROOT f = f32[8,4]{0,1} "
       "fusion(p), kind=kLoop, calls=fused\n}\n",
+      "HloModule m\nfused {\n  a = bf16[40,24] parameter(0)\n  ROOT t = bf16[24,40] "
+      "transpose(a), dimensions={1,0}\n}\nENTRY main {\n  p = bf16[40,24] parameter(0)\n"
+      "  ROOT f = bf16[24,40] fusion(p), kind=kLoop, calls=fused\n}\n",
   };
   for (int i = 0; i < N_(texts); i++) {
     hl_module_t *m = NULL;
