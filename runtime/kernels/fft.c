@@ -8,8 +8,13 @@
 // FFTW's c2r, takes the spectrum as Hermitian (the imaginary parts that a
 // real signal cannot have are ignored).
 //
-// Single-threaded on purpose: FFTW's threaded plans give other bits at
-// other thread counts (docs/ARCHITECTURE.md, "Blocked fusions, vector math,
+// Threads: the batch is cut into chunks of transforms whose size depends
+// only on the shape (about 64 Ki elements, a multiple of 4 transforms so
+// every chunk has the first one's alignment), each chunk one FFTW
+// new-array execute of one plan (FFTW's execute calls are thread-safe), the
+// chunks spread over the rank's pool. Every transform sees the same plan on
+// any thread count, so results keep their bits; FFTW's own threaded plans
+// would not (docs/ARCHITECTURE.md, "Blocked fusions, vector math,
 // threads").
 #include <fftw3.h>
 #include <limits.h>
@@ -18,6 +23,7 @@
 #include <string.h>
 
 #include "runtime/base/alloc.h"
+#include "runtime/exec/thread_pool.h"
 #include "runtime/kernels/element_access.h"
 #include "runtime/kernels/kernel.h"
 
@@ -81,6 +87,115 @@ static hl_status_t fft_check(const hl_instruction_t *inst, const hl_shape_t *xs,
   return NULL;
 }
 
+// One fft instruction's transforms: `per` to a chunk, the last chunk
+// possibly shorter (plan_rest), each chunk's input and output at its
+// transforms' offsets.
+typedef struct fft_job {
+  bool dp;
+  int type;
+  const char *x;
+  char *y, *scratch;           // scratch: c2r's copy of the input
+  size_t in_bytes, out_bytes;  // per transform
+  int64_t per, howmany, total, out_scalars;
+  void *plan_full, *plan_rest;  // fftw_plan / fftwf_plan
+} fft_job_t;
+
+// The buffers chunk c reads and writes.
+static void fft_buffers(const fft_job_t *j, int64_t c, void **in, void **out) {
+  size_t t0 = (size_t)(c * j->per);
+  *out = j->y + t0 * j->out_bytes;
+  switch (j->type) {
+    case FFT_C2C: case FFT_INVERSE: *in = *out; break;  // in place
+    case FFT_R2C: *in = (void *)(j->x + t0 * j->in_bytes); break;
+    default: *in = j->scratch + t0 * j->in_bytes; break;
+  }
+}
+
+// Plans `count` transforms on chunk c's buffers (FFTW_ESTIMATE leaves them
+// untouched). False when FFTW cannot.
+static bool fft_plan(const fft_job_t *j, int count, int64_t c, void **plan, int rank,
+                     const int *n, int64_t idist, int64_t odist) {
+  void *in, *out;
+  fft_buffers(j, c, &in, &out);
+  int id = (int)idist, od = (int)odist;
+  unsigned flags = FFTW_ESTIMATE;
+  int sign = j->type == FFT_C2C ? FFTW_FORWARD : FFTW_BACKWARD;
+  if (j->dp) {
+    switch (j->type) {
+      case FFT_C2C: case FFT_INVERSE:
+        *plan = fftw_plan_many_dft(rank, n, count, in, NULL, 1, id, out, NULL, 1, od, sign,
+                                   flags);
+        break;
+      case FFT_R2C:
+        *plan = fftw_plan_many_dft_r2c(rank, n, count, in, NULL, 1, id, out, NULL, 1, od,
+                                       flags | FFTW_PRESERVE_INPUT);
+        break;
+      default:
+        *plan = fftw_plan_many_dft_c2r(rank, n, count, in, NULL, 1, id, out, NULL, 1, od, flags);
+        break;
+    }
+  } else {
+    switch (j->type) {
+      case FFT_C2C: case FFT_INVERSE:
+        *plan = fftwf_plan_many_dft(rank, n, count, in, NULL, 1, id, out, NULL, 1, od, sign,
+                                    flags);
+        break;
+      case FFT_R2C:
+        *plan = fftwf_plan_many_dft_r2c(rank, n, count, in, NULL, 1, id, out, NULL, 1, od,
+                                        flags | FFTW_PRESERVE_INPUT);
+        break;
+      default:
+        *plan = fftwf_plan_many_dft_c2r(rank, n, count, in, NULL, 1, id, out, NULL, 1, od,
+                                        flags);
+        break;
+    }
+  }
+  return *plan != NULL;
+}
+
+static void fft_destroy(const fft_job_t *j, void *plan) {
+  if (!plan) return;
+  if (j->dp)
+    fftw_destroy_plan(plan);
+  else
+    fftwf_destroy_plan(plan);
+}
+
+// Chunk c: copy its input where the plan wants it, transform, scale inverses
+// by 1 / prod(fft_length).
+static void fft_chunk(void *arg, int64_t c, int worker) {
+  (void)worker;
+  const fft_job_t *j = arg;
+  int64_t t0 = c * j->per, count = j->howmany - t0 < j->per ? j->howmany - t0 : j->per;
+  void *plan = count == j->per ? j->plan_full : j->plan_rest;
+  void *in, *out;
+  fft_buffers(j, c, &in, &out);
+  if (j->type == FFT_C2C || j->type == FFT_INVERSE || j->type == FFT_C2R)
+    memcpy(in, j->x + (size_t)t0 * j->in_bytes, (size_t)count * j->in_bytes);
+  if (j->dp) {
+    switch (j->type) {
+      case FFT_C2C: case FFT_INVERSE: fftw_execute_dft(plan, in, out); break;
+      case FFT_R2C: fftw_execute_dft_r2c(plan, in, out); break;
+      default: fftw_execute_dft_c2r(plan, in, out); break;
+    }
+  } else {
+    switch (j->type) {
+      case FFT_C2C: case FFT_INVERSE: fftwf_execute_dft(plan, in, out); break;
+      case FFT_R2C: fftwf_execute_dft_r2c(plan, in, out); break;
+      default: fftwf_execute_dft_c2r(plan, in, out); break;
+    }
+  }
+  if (j->type != FFT_INVERSE && j->type != FFT_C2R) return;
+  int64_t scalars = count * j->out_scalars;
+  if (j->dp) {
+    double *d = out, s = (double)j->total;
+    for (int64_t i = 0; i < scalars; i++) d[i] /= s;
+  } else {
+    float *f = out, s = (float)j->total;
+    for (int64_t i = 0; i < scalars; i++) f[i] /= s;
+  }
+}
+
 hl_status_t hl_kernel_fft(hl_kernel_context_t *ctx, const hl_instruction_t *inst,
                           hl_literal_t *const *operands, hl_literal_t **out) {
   *out = NULL;
@@ -92,8 +207,8 @@ hl_status_t hl_kernel_fft(hl_kernel_context_t *ctx, const hl_instruction_t *inst
   int n[3];
   int64_t total = 1;
   for (int i = 0; i < rank; i++) n[i] = (int)inst->attrs.fft_length.v[i], total *= n[i];
-  hl_literal_t *y;
-  HL_RETURN_IF_ERROR(hl_literal_create(&inst->shape, &y));
+  hl_literal_t *y;  // every element is written below (or there are none)
+  HL_RETURN_IF_ERROR(hl_literal_create_uninitialized(&inst->shape, &y));
   int64_t n_in = hl_literal_element_count(x), n_out = hl_literal_element_count(y);
   if (n_in == 0 || n_out == 0 || total == 0) {
     *out = y;
@@ -107,79 +222,32 @@ hl_status_t hl_kernel_fft(hl_kernel_context_t *ctx, const hl_instruction_t *inst
     hl_literal_release(y);
     return HL_UNIMPL("%s: fft batch too large for FFTW", loc);
   }
-  // c2c runs in place on the result; c2r destroys its input, so it gets a copy.
+  // c2c runs in place on the result; c2r destroys its input, so it gets a
+  // scratch copy. Each chunk copies its own part (in parallel, while hot).
   void *scratch = NULL;
-  if (type == FFT_C2C || type == FFT_INVERSE) {
-    memcpy(y->data, x->data, x->byte_size);
-  } else if (type == FFT_C2R) {
-    scratch = hl_malloc(x->byte_size);
-    if (!scratch) {
-      hl_literal_release(y);
-      return HL_OOM();
-    }
-    memcpy(scratch, x->data, x->byte_size);
+  if (type == FFT_C2R && !(scratch = hl_malloc(x->byte_size))) {
+    hl_literal_release(y);
+    return HL_OOM();
   }
-  unsigned flags = FFTW_ESTIMATE;
-  int hm = (int)howmany, id = (int)idist, od = (int)odist;
-  bool planned = false;
-  if (dp) {
-    fftw_plan plan = NULL;
-    switch (type) {
-      case FFT_C2C: case FFT_INVERSE:
-        plan = fftw_plan_many_dft(rank, n, hm, y->data, NULL, 1, id, y->data, NULL, 1, od,
-                                  type == FFT_C2C ? FFTW_FORWARD : FFTW_BACKWARD, flags);
-        break;
-      case FFT_R2C:
-        plan = fftw_plan_many_dft_r2c(rank, n, hm, x->data, NULL, 1, id, y->data, NULL, 1, od,
-                                      flags | FFTW_PRESERVE_INPUT);
-        break;
-      default:
-        plan = fftw_plan_many_dft_c2r(rank, n, hm, scratch, NULL, 1, id, y->data, NULL, 1, od,
-                                      flags);
-        break;
-    }
-    if (plan) {
-      fftw_execute(plan);
-      fftw_destroy_plan(plan);
-      planned = true;
-    }
-  } else {
-    fftwf_plan plan = NULL;
-    switch (type) {
-      case FFT_C2C: case FFT_INVERSE:
-        plan = fftwf_plan_many_dft(rank, n, hm, y->data, NULL, 1, id, y->data, NULL, 1, od,
-                                   type == FFT_C2C ? FFTW_FORWARD : FFTW_BACKWARD, flags);
-        break;
-      case FFT_R2C:
-        plan = fftwf_plan_many_dft_r2c(rank, n, hm, x->data, NULL, 1, id, y->data, NULL, 1, od,
-                                       flags | FFTW_PRESERVE_INPUT);
-        break;
-      default:
-        plan = fftwf_plan_many_dft_c2r(rank, n, hm, scratch, NULL, 1, id, y->data, NULL, 1, od,
-                                       flags);
-        break;
-    }
-    if (plan) {
-      fftwf_execute(plan);
-      fftwf_destroy_plan(plan);
-      planned = true;
-    }
-  }
+  size_t in_es = x->byte_size / (size_t)n_in, out_es = y->byte_size / (size_t)n_out;
+  fft_job_t job = {.dp = dp, .type = type, .x = x->data, .y = y->data, .scratch = scratch,
+                   .in_bytes = (size_t)idist * in_es, .out_bytes = (size_t)odist * out_es,
+                   .howmany = howmany, .total = total,
+                   .out_scalars = odist * (type == FFT_INVERSE ? 2 : 1)};
+  int64_t per = ((65536 / idist > 1 ? 65536 / idist : 1) + 3) / 4 * 4;
+  job.per = per < howmany ? per : howmany;
+  int64_t chunks = (howmany + job.per - 1) / job.per, rest = howmany - (chunks - 1) * job.per;
+  bool planned = fft_plan(&job, (int)job.per, 0, &job.plan_full, rank, n, idist, odist);
+  if (planned && rest != job.per)
+    planned = fft_plan(&job, (int)rest, chunks - 1, &job.plan_rest, rank, n, idist, odist);
+  if (planned) hl_thread_pool_run(hl_kernel_options(ctx)->pool, chunks, fft_chunk, &job);
+  fft_destroy(&job, job.plan_full);
+  fft_destroy(&job, job.plan_rest);
   hl_free(scratch);
   if (!planned) {
     hl_literal_release(y);
     return HL_INTERNAL_ERROR("%s: FFTW could not plan %s of %s", loc, fft_type_name(type),
                              HL_SHAPE_STR(&x->shape));
-  }
-  if (type == FFT_INVERSE || type == FFT_C2R) {
-    int64_t scalars = n_out * (type == FFT_INVERSE ? 2 : 1);
-    if (dp) {
-      double *d = y->data, s = (double)total;
-      for (int64_t i = 0; i < scalars; i++) d[i] /= s;
-    } else {
-      float *f = y->data, s = (float)total;
-      for (int64_t i = 0; i < scalars; i++) f[i] /= s;
-    }
   }
   *out = y;
   return NULL;
