@@ -26,6 +26,7 @@
 //                         2 threads vs 1 (a reduction that is not memory bound)
 //   sort_2_threads        sorting 1024 rows of 1024 f32 on 2 threads vs 1
 //   gather_2_threads      gathering 4096 rows of a 4096x4096 table, 2 threads vs 1
+//   fft_2_threads         a c64[512,4096] FFT (chunks of rows over the pool), 2 vs 1
 //   read_bw_2_threads     the machine's limit for memory-bound work: summing
 //                         the 64 MiB softmax input (a vectorized C loop) with
 //                         its halves on the pool's 2 threads vs 1 thread
@@ -542,6 +543,23 @@ int main(int argc, char **argv) {
                   quick ? 0.0 : 1.5);
   hl_literal_release(keys);
   hl_literal_release(gidx);
+
+  // FFT: the batch in chunks of transforms over the pool (runtime/kernels/fft.c).
+  long frows = quick ? 8 : 512, flen = quick ? 64 : 4096;
+  snprintf(shape, sizeof shape, "c64[%ld,%ld]", frows, flen);
+  hl_literal_t *fx = hl_bench_literal(shape, 9);
+  char fft_text[512];
+  snprintf(fft_text, sizeof fft_text,
+           "HloModule f\nENTRY main {\n  x = c64[%ld,%ld] parameter(0)\n"
+           "  ROOT r = c64[%ld,%ld] fft(x), fft_type=FFT, fft_length={%ld}\n}\n",
+           frows, flen, frows, flen, flen);
+  double t_f1, t_f2;
+  time_threads(fft_text, &fx, 1, pool, quick ? 1 : 2 * reps, &t_f1, &t_f2);
+  printf("# fft c64[%ld,%ld]: 1 thread %.2f ms, 2 threads %.2f ms\n", frows, flen, 1e3 * t_f1,
+         1e3 * t_f2);
+  hl_bench_report("fft_2_threads", 1 / t_f2, "runs/s", "1_thread", 1 / t_f1, true,
+                  quick ? 0.0 : 1.5);
+  hl_literal_release(fx);
 
   // Curve: 2..20 ops over the same two inputs, the op counts interleaved
   // within each repeat (min per count), so load changes hit all alike.
