@@ -322,17 +322,24 @@ static void check_pools_agree(const char *text, int lo, int hi) {
 // their blocks on several threads and combine them in block order: 1 and 3
 // threads and the op-by-op run give the same bits, with a multi-output
 // fusion (a gradient and its bias gradient, as XLA emits them) and a tanh.
+// Both fusions have the 8 arithmetic nodes from which such programs take
+// threads (fewer run on one: MIN_ORDERED_NODES in fusion_program.c).
 static void test_threaded_overlapping_reductions_are_bitwise_serial(void) {
   const char *text =
       "HloModule g\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
       "  ROOT s = f32[] add(a, b)\n}\n"
       "grad {\n  x = f32[300,257] parameter(0)\n  y = f32[300,257] parameter(1)\n"
-      "  t = f32[300,257] tanh(x)\n  g = f32[300,257] multiply(t, y)\n"
+      "  t = f32[300,257] tanh(x)\n  g0 = f32[300,257] multiply(t, y)\n"
+      "  g1 = f32[300,257] add(g0, x)\n  g2 = f32[300,257] multiply(g1, t)\n"
+      "  g3 = f32[300,257] subtract(g2, y)\n  g = f32[300,257] negate(g3)\n"
       "  h = bf16[300,257] convert(g)\n  hf = f32[300,257] convert(h)\n"
       "  z = f32[] constant(0)\n  r = f32[257] reduce(hf, z), dimensions={0}, to_apply=add\n"
       "  ROOT out = (f32[257], bf16[300,257]) tuple(r, h)\n}\n"
-      "outer {\n  x = f32[9,40,33] parameter(0)\n  e = f32[9,40,33] exponential(x)\n"
-      "  z = f32[] constant(0)\n"
+      "outer {\n  x = f32[9,40,33] parameter(0)\n  e0 = f32[9,40,33] exponential(x)\n"
+      "  e1 = f32[9,40,33] multiply(e0, x)\n  e2 = f32[9,40,33] add(e1, x)\n"
+      "  e3 = f32[9,40,33] tanh(e2)\n  e4 = f32[9,40,33] multiply(e3, e0)\n"
+      "  e5 = f32[9,40,33] subtract(e4, x)\n  e6 = f32[9,40,33] abs(e5)\n"
+      "  e = f32[9,40,33] sqrt(e6)\n  z = f32[] constant(0)\n"
       "  ROOT r = f32[40] reduce(e, z), dimensions={0,2}, to_apply=add\n}\n"
       "ENTRY main {\n  x = f32[300,257] parameter(0)\n  y = f32[300,257] parameter(1)\n"
       "  w = f32[9,40,33] parameter(2)\n"
