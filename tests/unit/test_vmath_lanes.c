@@ -242,18 +242,21 @@ static void test_jit_vector_routines(void) {
 #endif
 }
 
-// f32 tanh clamps |x| to 9 before SLEEF's routine (vmath_avx2.c: large
-// arguments take it twice as long): every 4099th f32 bit pattern from 8.5 up
-// through inf and the NaNs, both signs, in whole vectors of such values,
-// through the array loop and the JIT's vector routine, equals SLEEF on the
-// unclamped value.
-static void test_tanh_clamp_keeps_bits(void) {
+// f32 tanh and exp clamp their argument before SLEEF's routine
+// (vmath_avx2.c: tanh to +-9, exp to [-105, 101]; arguments far out take the
+// routines 2-2.5x as long): every 4099th f32 bit pattern from the clamp's
+// neighbourhood up through inf and the NaNs, both signs, in whole vectors
+// of such values, through the array loop and the JIT's vector routine,
+// equals SLEEF on the unclamped value.
+static void check_clamp_keeps_bits(hl_vmath_fn_t fn, uint32_t from, const char *name) {
 #if HAVE_RAW_AVX2
   if (!avx2()) return;
-  hl_vmath_vector_fn_t vec = hl_vmath_unary_vector_f32(HL_VM_TANH);
+  hl_vmath_vector_fn_t vec = hl_vmath_unary_vector_f32(fn);
+  raw8_t raw = raw_f32(fn);
   CU_ASSERT_PTR_NOT_NULL_FATAL(vec);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(raw);
   int bad = 0;
-  for (uint64_t u = 0x41080000u; u <= 0x7fffffffu && bad < 3; u += 8 * 4099) {
+  for (uint64_t u = from; u <= 0x7fffffffu && bad < 3; u += 8 * 4099) {
     float x[8], y[8], v[8];
     for (int k = 0; k < 8; k++) {
       uint32_t m = (uint32_t)(u + (uint64_t)k * 511);
@@ -262,22 +265,31 @@ static void test_tanh_clamp_keeps_bits(void) {
       memcpy(&x[k], &m, 4);
     }
     memcpy(v, x, sizeof v);
-    CU_ASSERT_TRUE_FATAL(hl_vmath_unary_f32(HL_VM_TANH, x, y, 8));
+    CU_ASSERT_TRUE_FATAL(hl_vmath_unary_f32(fn, x, y, 8));
     jit_vec_f32(vec, v);
     for (int k = 0; k < 8; k++) {
-      float want = raw_alone_f32(Sleef_tanhf8_u35, x[k]);
+      float want = raw_alone_f32(raw, x[k]);
       if ((bits32(y[k]) != bits32(want) || bits32(v[k]) != bits32(want)) && bad++ < 3)
-        fprintf(stderr, "  tanh x=%08x: array %08x vector %08x, SLEEF %08x\n", bits32(x[k]),
+        fprintf(stderr, "  %s x=%08x: array %08x vector %08x, SLEEF %08x\n", name, bits32(x[k]),
                 bits32(y[k]), bits32(v[k]), bits32(want));
     }
   }
   CU_ASSERT_EQUAL(bad, 0);
+#else
+  (void)fn;
+  (void)from;
+  (void)name;
 #endif
+}
+
+static void test_clamps_keep_bits(void) {
+  check_clamp_keeps_bits(HL_VM_TANH, 0x41080000u, "tanh");  // from 8.5
+  check_clamp_keeps_bits(HL_VM_EXP, 0x42c60000u, "exp");    // from 99
 }
 
 static CU_TestInfo tests[] = {
     {"arrays_f32", test_arrays_f32},
-    {"tanh_clamp_keeps_bits", test_tanh_clamp_keeps_bits},
+    {"clamps_keep_bits", test_clamps_keep_bits},
     {"arrays_f64", test_arrays_f64},
     {"jit_vector_routines", test_jit_vector_routines},
     CU_TEST_INFO_NULL,
