@@ -11,6 +11,8 @@
 // from a shared counter, so any task may run on any worker: fn must write
 // disjoint memory per task. One run at a time per pool (the executor is
 // single-threaded above it); a NULL pool runs every task on the caller.
+// Between runs the workers spin for up to 200 us before they sleep, so runs
+// posted instruction after instruction start without a wake-up.
 #ifndef HL_RUNTIME_EXEC_THREAD_POOL_H_
 #define HL_RUNTIME_EXEC_THREAD_POOL_H_
 
