@@ -160,9 +160,15 @@ static inline void hl_sc_t2x2_u64(uint64_t *d, int64_t dst_a, const uint64_t *s,
   _mm_storeu_si128((__m128i *)(void *)(d + dst_a), _mm_unpackhi_epi64(r0, r1));
 }
 
-// One tile: register transposes of K x K squares where they fit, element by
-// element at the tile's ragged edges.
-#define HL_SC_TILE_SIMD_(T, K, kernel)                                                   \
+#endif
+
+// One element: the 1 x 1 "square" of the element sizes without a register
+// transpose (and of every size without SSE2).
+#define HL_SC_T1X1_(d, dst_a, s, src_b) (*(d) = *(s))
+
+// One 32 x 32 tile at a time: K x K squares through `kernel` where they fit,
+// element by element at the tile's ragged edges (none when K is 1).
+#define HL_SC_TILE_(T, K, kernel)                                                        \
   do {                                                                                   \
     T *d_ = (T *)(void *)dst;                                                            \
     const T *s_ = (const T *)(const void *)src;                                          \
@@ -179,35 +185,21 @@ static inline void hl_sc_t2x2_u64(uint64_t *d, int64_t dst_a, const uint64_t *s,
             d_[a * dst_a + b] = s_[a + b * src_b];                                       \
       }                                                                                  \
   } while (0)
-#endif
-
-#define HL_SC_TILE_(T)                                                                    \
-  do {                                                                                    \
-    T *d_ = (T *)(void *)dst;                                                             \
-    const T *s_ = (const T *)(const void *)src;                                           \
-    for (int64_t a0 = 0; a0 < A; a0 += kHlScTile)                                         \
-      for (int64_t b0 = 0; b0 < B; b0 += kHlScTile) {                                     \
-        int64_t ae = a0 + kHlScTile < A ? a0 + kHlScTile : A;                             \
-        int64_t be = b0 + kHlScTile < B ? b0 + kHlScTile : B;                             \
-        for (int64_t a = a0; a < ae; a++)                                                 \
-          for (int64_t b = b0; b < be; b++) d_[a * dst_a + b] = s_[a + b * src_b];        \
-      }                                                                                   \
-  } while (0)
 
 // A 2-d transpose block: dst[a * dst_a + b] = src[a + b * src_b], tiled so
 // both sides stay in cache.
 static inline void hl_sc_tile(char *dst, const char *src, size_t es, int64_t A, int64_t B,
                               int64_t dst_a, int64_t src_b) {
   switch (es) {
-    case 1: HL_SC_TILE_(uint8_t); break;
+    case 1: HL_SC_TILE_(uint8_t, 1, HL_SC_T1X1_); break;
 #if defined(__SSE2__)
-    case 2: HL_SC_TILE_SIMD_(uint16_t, 8, hl_sc_t8x8_u16); break;
-    case 4: HL_SC_TILE_SIMD_(uint32_t, 4, hl_sc_t4x4_u32); break;
-    case 8: HL_SC_TILE_SIMD_(uint64_t, 2, hl_sc_t2x2_u64); break;
+    case 2: HL_SC_TILE_(uint16_t, 8, hl_sc_t8x8_u16); break;
+    case 4: HL_SC_TILE_(uint32_t, 4, hl_sc_t4x4_u32); break;
+    case 8: HL_SC_TILE_(uint64_t, 2, hl_sc_t2x2_u64); break;
 #else
-    case 2: HL_SC_TILE_(uint16_t); break;
-    case 4: HL_SC_TILE_(uint32_t); break;
-    case 8: HL_SC_TILE_(uint64_t); break;
+    case 2: HL_SC_TILE_(uint16_t, 1, HL_SC_T1X1_); break;
+    case 4: HL_SC_TILE_(uint32_t, 1, HL_SC_T1X1_); break;
+    case 8: HL_SC_TILE_(uint64_t, 1, HL_SC_T1X1_); break;
 #endif
     default:
       for (int64_t a = 0; a < A; a++)
@@ -215,8 +207,8 @@ static inline void hl_sc_tile(char *dst, const char *src, size_t es, int64_t A, 
           memcpy(dst + (a * dst_a + b) * (int64_t)es, src + (a + b * src_b) * (int64_t)es, es);
   }
 }
-#undef HL_SC_TILE_SIMD_
 #undef HL_SC_TILE_
+#undef HL_SC_T1X1_
 
 // For every index I of `dims` (rank dimensions):
 //   dst[sum I[d] * dst_strides[d]] = src[sum I[d] * src_strides[d]]
