@@ -120,36 +120,27 @@ static bool fft_plan(const fft_job_t *j, int count, int64_t c, void **plan, int 
   int id = (int)idist, od = (int)odist;
   unsigned flags = FFTW_ESTIMATE;
   int sign = j->type == FFT_C2C ? FFTW_FORWARD : FFTW_BACKWARD;
-  if (j->dp) {
-    switch (j->type) {
-      case FFT_C2C: case FFT_INVERSE:
-        *plan = fftw_plan_many_dft(rank, n, count, in, NULL, 1, id, out, NULL, 1, od, sign,
-                                   flags);
-        break;
-      case FFT_R2C:
-        *plan = fftw_plan_many_dft_r2c(rank, n, count, in, NULL, 1, id, out, NULL, 1, od,
-                                       flags | FFTW_PRESERVE_INPUT);
-        break;
-      default:
-        *plan = fftw_plan_many_dft_c2r(rank, n, count, in, NULL, 1, id, out, NULL, 1, od, flags);
-        break;
-    }
-  } else {
-    switch (j->type) {
-      case FFT_C2C: case FFT_INVERSE:
-        *plan = fftwf_plan_many_dft(rank, n, count, in, NULL, 1, id, out, NULL, 1, od, sign,
-                                    flags);
-        break;
-      case FFT_R2C:
-        *plan = fftwf_plan_many_dft_r2c(rank, n, count, in, NULL, 1, id, out, NULL, 1, od,
-                                        flags | FFTW_PRESERVE_INPUT);
-        break;
-      default:
-        *plan = fftwf_plan_many_dft_c2r(rank, n, count, in, NULL, 1, id, out, NULL, 1, od,
-                                        flags);
-        break;
-    }
+  // The same calls through fftw_ (double) or fftwf_ (single precision).
+#define FFT_PLAN_(P)                                                                         \
+  switch (j->type) {                                                                         \
+    case FFT_C2C: case FFT_INVERSE:                                                          \
+      *plan = P##plan_many_dft(rank, n, count, in, NULL, 1, id, out, NULL, 1, od, sign,      \
+                               flags);                                                       \
+      break;                                                                                 \
+    case FFT_R2C:                                                                            \
+      *plan = P##plan_many_dft_r2c(rank, n, count, in, NULL, 1, id, out, NULL, 1, od,        \
+                                   flags | FFTW_PRESERVE_INPUT);                             \
+      break;                                                                                 \
+    default:                                                                                 \
+      *plan = P##plan_many_dft_c2r(rank, n, count, in, NULL, 1, id, out, NULL, 1, od, flags); \
+      break;                                                                                 \
   }
+  if (j->dp) {
+    FFT_PLAN_(fftw_)
+  } else {
+    FFT_PLAN_(fftwf_)
+  }
+#undef FFT_PLAN_
   return *plan != NULL;
 }
 
@@ -172,19 +163,18 @@ static void fft_chunk(void *arg, int64_t c, int worker) {
   fft_buffers(j, c, &in, &out);
   if (j->type == FFT_C2C || j->type == FFT_INVERSE || j->type == FFT_C2R)
     memcpy(in, j->x + (size_t)t0 * j->in_bytes, (size_t)count * j->in_bytes);
-  if (j->dp) {
-    switch (j->type) {
-      case FFT_C2C: case FFT_INVERSE: fftw_execute_dft(plan, in, out); break;
-      case FFT_R2C: fftw_execute_dft_r2c(plan, in, out); break;
-      default: fftw_execute_dft_c2r(plan, in, out); break;
-    }
-  } else {
-    switch (j->type) {
-      case FFT_C2C: case FFT_INVERSE: fftwf_execute_dft(plan, in, out); break;
-      case FFT_R2C: fftwf_execute_dft_r2c(plan, in, out); break;
-      default: fftwf_execute_dft_c2r(plan, in, out); break;
-    }
+#define FFT_EXECUTE_(P)                                              \
+  switch (j->type) {                                                 \
+    case FFT_C2C: case FFT_INVERSE: P##execute_dft(plan, in, out); break; \
+    case FFT_R2C: P##execute_dft_r2c(plan, in, out); break;          \
+    default: P##execute_dft_c2r(plan, in, out); break;               \
   }
+  if (j->dp) {
+    FFT_EXECUTE_(fftw_)
+  } else {
+    FFT_EXECUTE_(fftwf_)
+  }
+#undef FFT_EXECUTE_
   if (j->type != FFT_INVERSE && j->type != FFT_C2R) return;
   int64_t scalars = count * j->out_scalars;
   if (j->dp) {
