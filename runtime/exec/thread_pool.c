@@ -42,46 +42,37 @@ struct worker_start {
   int index;
 };
 
-static inline void cpu_relax(void) {
+// One step of a bounded spin: a pause, and every 64 steps a look at the
+// clock; false once SPIN_NS have passed since the first look (*deadline
+// starts at 0).
+static bool spin_on(int step, int64_t *deadline) {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
 #endif
-}
-
-static int64_t now_ns(void) {
+  if ((step & 63) != 63) return true;
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+  int64_t t = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+  if (!*deadline) *deadline = t + SPIN_NS;
+  return t <= *deadline;
 }
 
 // Spin up to SPIN_NS for a new generation (or stop) / for the workers to
 // finish; false when the time ran out first.
 static bool spin_for_generation(hl_thread_pool_t *p, uint64_t seen) {
   int64_t deadline = 0;
-  for (int i = 0;; i++) {
+  for (int i = 0; spin_on(i, &deadline); i++)
     if (atomic_load_explicit(&p->generation, memory_order_acquire) != seen ||
         atomic_load_explicit(&p->stop, memory_order_relaxed))
       return true;
-    cpu_relax();
-    if ((i & 63) == 63) {
-      int64_t t = now_ns();
-      if (!deadline) deadline = t + SPIN_NS;
-      else if (t > deadline) return false;
-    }
-  }
+  return false;
 }
 
 static bool spin_until_idle(hl_thread_pool_t *p) {
   int64_t deadline = 0;
-  for (int i = 0;; i++) {
+  for (int i = 0; spin_on(i, &deadline); i++)
     if (atomic_load_explicit(&p->busy, memory_order_acquire) == 0) return true;
-    cpu_relax();
-    if ((i & 63) == 63) {
-      int64_t t = now_ns();
-      if (!deadline) deadline = t + SPIN_NS;
-      else if (t > deadline) return false;
-    }
-  }
+  return false;
 }
 
 static void take_tasks(hl_thread_pool_t *p, int worker) {
