@@ -136,7 +136,7 @@ static uint16_t pack_ieee16_fast(double d, int man_bits, int exp_bits) {
 }
 
 uint16_t hl_f64_to_f16(double d) { return pack_ieee16_fast(d, 10, 5); }
-uint16_t hl_f32_to_f16(float f) { return pack_ieee16((double)f, 10, 5); }
+uint16_t hl_f32_to_f16(float f) { return pack_ieee16_fast((double)f, 10, 5); }
 
 float hl_bf16_to_f32(uint16_t b) { return bits_f32((uint32_t)b << 16); }
 
