@@ -26,6 +26,7 @@ typedef struct parser {
   int alias_count, alias_cap;
   int nesting;  // types / attributes being parsed inside each other (and alias uses)
   int last_quant;  // quantization id of the type parse_type parsed last (0: none)
+  bool seen_module;  // a top-level `module` was parsed: a file holds one
 } parser_t;
 
 // Deeper nesting of types, attribute values and alias uses is refused, so a
@@ -1425,6 +1426,8 @@ static hl_status_t parse_module_body(parser_t *p, bool braced) {
     }
     if (at_ident(p, "module") && !braced) {
       if (f->op_count) return ERR("a module after top-level operations");
+      if (p->seen_module) return ERR("a second module (a file holds one)");
+      p->seen_module = true;
       advance(p);
       if (TOK->kind == HL_MTOK_SYMBOL) {
         f->module_name = tok_strdup(TOK, 1);

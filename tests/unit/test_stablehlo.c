@@ -222,6 +222,12 @@ static void test_diagnostics(void) {
   HL_ASSERT_ERROR_CONTAINS(hl_stablehlo_load(src2, strlen(src2), "d.mlir", 10, &m),
                            "d.mlir:11:");
   CU_ASSERT_PTR_NULL(m);
+  // Two top-level modules (a fuzz finding: the second's name replaced the
+  // first's, which leaked).
+  const char *src3 = "module @a {}\nmodule @b {\n  func.func @main() {\n    func.return\n  }\n}\n";
+  HL_ASSERT_ERROR_CONTAINS(hl_stablehlo_load(src3, strlen(src3), "d.mlir", 1, &m),
+                           "d.mlir:2:1: error: a second module");
+  CU_ASSERT_PTR_NULL(m);
 }
 
 static void test_split_and_detect(void) {
