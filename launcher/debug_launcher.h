@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "launcher/grid.h"
+#include "runtime/spmd/grid.h"
 #include "launcher/options.h"
 
 // The directory to pass to the ranks as --debug-dir: --debug-dir itself, or

@@ -1,7 +1,7 @@
 #include "launcher/explain_groups.h"
 
 #include "collectives/groups.h"
-#include "launcher/grid.h"
+#include "runtime/spmd/grid.h"
 #include "runtime/proto/program_loader.h"
 #include "runtime/verifier/verifier.h"
 

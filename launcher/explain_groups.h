@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "launcher/grid.h"
+#include "runtime/spmd/grid.h"
 #include "launcher/options.h"
 #include "runtime/base/strbuf.h"
 #include "runtime/ir/module.h"

@@ -7,7 +7,7 @@
 #include <mpi.h>
 #include <stdint.h>
 
-#include "launcher/grid.h"
+#include "runtime/spmd/grid.h"
 #include "launcher/inputs.h"
 #include "launcher/options.h"
 #include "runtime/base/literal.h"

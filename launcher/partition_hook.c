@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "launcher/explain_groups.h"
-#include "launcher/grid.h"
+#include "runtime/spmd/grid.h"
 #include "runtime/base/npy.h"
 #include "runtime/spmd/partitioner.h"
 #include "runtime/verifier/verifier.h"

@@ -21,7 +21,7 @@
 #include "launcher/global_io.h"
 #include "launcher/debug_launcher.h"
 #include "runtime/debug/collective_check.h"
-#include "launcher/grid.h"
+#include "runtime/spmd/grid.h"
 #include "launcher/outputs.h"
 #include "runtime/base/alloc.h"
 #include "runtime/base/strbuf.h"

@@ -12,13 +12,14 @@
 
 #include "channels/host_feeds.h"
 #include "channels/mpi_channels.h"
+#include "collectives/agree.h"
 #include "collectives/mpi_comm.h"
 #include "collectives/shm/shm_layer.h"
 #include "launcher/binding.h"
 #include "launcher/checked_results.h"
 #include "launcher/debug_session.h"
 #include "launcher/global_io.h"
-#include "launcher/grid.h"
+#include "runtime/spmd/grid.h"
 #include "launcher/inputs.h"
 #include "launcher/outputs.h"
 #include "launcher/partition_hook.h"
@@ -55,12 +56,6 @@ typedef struct worker {
   int64_t profile_runs;
 } worker_t;
 
-static double now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 // "rank 3 (replica 1, partition 1)", or "rank 3" before the grid is known.
 static void describe_rank(const worker_t *w, int rank, char *buf, size_t n) {
   if (w->grid_known)
@@ -71,111 +66,26 @@ static void describe_rank(const worker_t *w, int rank, char *buf, size_t n) {
     snprintf(buf, n, "rank %d", rank);
 }
 
-static void report_and_abort(const worker_t *w, hl_status_t st) {
-  char who[96];
-  describe_rank(w, w->rank, who, sizeof(who));
-  fprintf(stderr, "hlo-launch: %s: %s\n", who, hl_status_message(st));
-  fflush(stderr);
-  fflush(stdout);
-  MPI_Abort(MPI_COMM_WORLD, 1);
-}
-
-// "0-3,6": ascending ranks as ranges.
-static void format_ranks(const int *ranks, int n, char *buf, size_t cap) {
-  size_t used = 0;
-  buf[0] = '\0';
-  for (int i = 0; i < n && used < cap; i++) {
-    int j = i;
-    while (j + 1 < n && ranks[j + 1] == ranks[j] + 1) j++;
-    used += (size_t)snprintf(buf + used, cap - used, j > i ? "%s%d-%d" : "%s%d",
-                             i ? "," : "", ranks[i], ranks[j]);
-    i = j;
-  }
-}
-
-// Rank 0 prints the failed ranks' messages, merging ranks whose messages are
-// identical into one line ("all 8 ranks: ...", "ranks 0-3,6: ...").
-static void print_failures(const worker_t *w, const int *lengths, const char *texts,
-                           const int *offsets) {
-  bool *printed = hl_calloc((size_t)w->size, sizeof(bool));
-  int *same = hl_calloc((size_t)w->size, sizeof(int));
-  for (int r = 0; r < w->size; r++) {
-    if (lengths[r] < 0 || (printed && printed[r])) continue;
-    const char *msg = texts + offsets[r];
-    int count = 0;
-    for (int k = r; k < w->size && printed && same; k++) {
-      if (lengths[k] != lengths[r] || memcmp(texts + offsets[k], msg, (size_t)lengths[r]) != 0)
-        continue;
-      printed[k] = true;
-      same[count++] = k;
-    }
-    char who[320];
-    if (count <= 1) {
-      describe_rank(w, r, who, sizeof(who));
-    } else if (count == w->size) {
-      snprintf(who, sizeof(who), "all %d ranks", w->size);
-    } else {
-      char list[256];
-      format_ranks(same, count, list, sizeof(list));
-      snprintf(who, sizeof(who), "ranks %s", list);
-    }
-    fprintf(stderr, "hlo-launch: %s: %.*s\n", who, lengths[r], msg);
-  }
-  hl_free(printed);
-  hl_free(same);
-  fflush(stderr);
+static void name_rank(void *ctx, int rank, char *buf, size_t n) {
+  describe_rank(ctx, rank, buf, n);
 }
 
 // Every rank calls this at the same point with its status (NULL = ok); it
 // returns true when every rank succeeded. Otherwise rank 0 has printed the
-// failures and every rank returns false. `others_may_block`: the other ranks
-// may be stuck in a collective that needs this one (during execution), so a
-// failed rank that cannot reach agreement in time aborts the job instead.
+// failures (collectives/agree.h merges identical ones) and every rank
+// returns false. `others_may_block`: the other ranks may be stuck in a
+// collective that needs this one (during execution), so a failed rank that
+// cannot reach agreement in time aborts the job instead.
 static bool agree(const worker_t *w, hl_status_t st, bool others_may_block) {
-  int mine = st ? 1 : 0, any = 0;
-  MPI_Request req;
-  MPI_Iallreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &req);
-  if (mine && others_may_block) {
-    double deadline = now_seconds() + kAgreeWaitSeconds;
-    for (int done = 0;;) {
-      MPI_Test(&req, &done, MPI_STATUS_IGNORE);
-      if (done) break;
-      if (now_seconds() > deadline) report_and_abort(w, st);
-      struct timespec pause = {0, 1000000};
-      nanosleep(&pause, NULL);
-    }
-  } else {
-    MPI_Wait(&req, MPI_STATUS_IGNORE);
-  }
-  if (!any) return true;
-
-  const char *msg = st ? hl_status_message(st) : "";
-  // Capped so the gathered total fits Gatherv's int displacements.
-  int cap = INT_MAX / w->size < (1 << 16) ? INT_MAX / w->size : (1 << 16);
-  int len = st ? (int)strnlen(msg, (size_t)cap) : -1;
-  int *lengths = w->rank == 0 ? hl_calloc((size_t)w->size, sizeof(int)) : NULL;
-  MPI_Gather(&len, 1, MPI_INT, lengths, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  int *counts = NULL, *offsets = NULL;
-  char *texts = NULL;
+  hl_agree_style_t style = {"hlo-launch: ", name_rank, (void *)w};
+  hl_status_t all =
+      hl_mpi_agree(MPI_COMM_WORLD, st, others_may_block ? kAgreeWaitSeconds : -1, &style);
+  if (!all) return true;
   if (w->rank == 0) {
-    counts = hl_calloc((size_t)w->size, sizeof(int));
-    offsets = hl_calloc((size_t)w->size, sizeof(int));
-    int total = 0;
-    for (int r = 0; r < w->size; r++) {
-      counts[r] = lengths[r] > 0 ? lengths[r] : 0;
-      offsets[r] = total;
-      total += counts[r];
-    }
-    texts = hl_malloc((size_t)total + 1);
+    fprintf(stderr, "%s\n", hl_status_message(all));
+    fflush(stderr);
   }
-  MPI_Gatherv(msg, len > 0 ? len : 0, MPI_CHAR, texts, counts, offsets, MPI_CHAR, 0,
-              MPI_COMM_WORLD);
-  if (w->rank == 0) print_failures(w, lengths, texts, offsets);
-  hl_free(lengths);
-  hl_free(counts);
-  hl_free(offsets);
-  hl_free(texts);
-  hl_status_free(st);
+  hl_status_free(all);
   return false;
 }
 

@@ -1,5 +1,5 @@
-// Grid resolution: the rule in launcher/grid.h and --help, case by case.
-#include "launcher/grid.h"
+// Grid resolution: the rule in runtime/spmd/grid.h and --help, case by case.
+#include "runtime/spmd/grid.h"
 
 #include "tests/unit/test_util.h"
 

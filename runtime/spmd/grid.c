@@ -1,4 +1,4 @@
-#include "launcher/grid.h"
+#include "runtime/spmd/grid.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -8,15 +8,15 @@ static const char *plural(int64_t n, const char *one, const char *many) {
 }
 
 // The other count of the grid when only one is known.
-static hl_status_t divide(int64_t np, int64_t known, const char *known_name,
-                          int64_t *out_other) {
+static hl_status_t divide(const hl_grid_words_t *words, int64_t np, int64_t known,
+                          const char *known_name, int64_t *out_other) {
   if (!np) {
     *out_other = 1;
     return NULL;
   }
   if (np % known != 0)
-    return HL_INVALID("-np %lld is not a multiple of %lld %s", (long long)np, (long long)known,
-                      known_name);
+    return HL_INVALID("%s %lld is not a multiple of %lld %s", words->np, (long long)np,
+                      (long long)known, known_name);
   *out_other = np / known;
   return NULL;
 }
@@ -24,6 +24,14 @@ static hl_status_t divide(int64_t np, int64_t known, const char *known_name,
 hl_status_t hl_grid_resolve(int64_t np, int64_t replicas, int64_t partitions,
                             int64_t program_replicas, int64_t program_partitions,
                             hl_grid_t *out) {
+  static const hl_grid_words_t launcher = {"-np", "--replicas and --partitions"};
+  return hl_grid_resolve_worded(&launcher, np, replicas, partitions, program_replicas,
+                                program_partitions, out);
+}
+
+hl_status_t hl_grid_resolve_worded(const hl_grid_words_t *words, int64_t np, int64_t replicas,
+                                   int64_t partitions, int64_t program_replicas,
+                                   int64_t program_partitions, hl_grid_t *out) {
   if (program_replicas < 0 || program_partitions < 0)
     return HL_INVALID("the program has a negative replica_count or num_partitions");
   bool program_says = program_replicas > 0 || program_partitions > 0;
@@ -34,9 +42,9 @@ hl_status_t hl_grid_resolve(int64_t np, int64_t replicas, int64_t partitions,
     p = 1;
     r = np ? np : 1;
   } else if (!r) {
-    HL_RETURN_IF_ERROR(divide(np, p, plural(p, "partition", "partitions"), &r));
+    HL_RETURN_IF_ERROR(divide(words, np, p, plural(p, "partition", "partitions"), &r));
   } else if (!p) {
-    HL_RETURN_IF_ERROR(divide(np, r, plural(r, "replica", "replicas"), &p));
+    HL_RETURN_IF_ERROR(divide(words, np, r, plural(r, "replica", "replicas"), &p));
   }
   if (r > (1 << 24) / p) return HL_INVALID("the grid %lld x %lld is too large", (long long)r,
                                            (long long)p);
@@ -53,12 +61,12 @@ hl_status_t hl_grid_resolve(int64_t np, int64_t replicas, int64_t partitions,
       else
         snprintf(said, sizeof(said), "num_partitions=%lld", (long long)program_partitions);
       snprintf(origin, sizeof(origin),
-               " (the program says %s; --replicas and --partitions override it)", said);
+               " (the program says %s; %s override it)", said, words->overrides);
     }
-    return HL_INVALID("the grid %lld %s x %lld %s needs %lld %s, but -np is %lld%s",
+    return HL_INVALID("the grid %lld %s x %lld %s needs %lld %s, but %s is %lld%s",
                       (long long)r, plural(r, "replica", "replicas"), (long long)p,
                       plural(p, "partition", "partitions"), (long long)(r * p),
-                      plural(r * p, "process", "processes"), (long long)np, origin);
+                      plural(r * p, "process", "processes"), words->np, (long long)np, origin);
   }
   out->replicas = r;
   out->partitions = p;

@@ -1,7 +1,7 @@
 // The process grid: num_replicas x num_partitions processes, one MPI rank
 // each, rank = replica * num_partitions + partition (the spec's flattened id).
-#ifndef HL_LAUNCHER_GRID_H_
-#define HL_LAUNCHER_GRID_H_
+#ifndef HL_RUNTIME_SPMD_GRID_H_
+#define HL_RUNTIME_SPMD_GRID_H_
 
 #include <stdint.h>
 
@@ -23,6 +23,16 @@ hl_status_t hl_grid_resolve(int64_t np, int64_t replicas, int64_t partitions,
                             int64_t program_replicas, int64_t program_partitions,
                             hl_grid_t *out_grid);
 
+// The same rule in another caller's words: `np` names the process count
+// ("-np", "the communicator size"), `overrides` what overrides the
+// program's counts ("--replicas and --partitions").
+typedef struct hl_grid_words {
+  const char *np, *overrides;
+} hl_grid_words_t;
+hl_status_t hl_grid_resolve_worded(const hl_grid_words_t *words, int64_t np, int64_t replicas,
+                                   int64_t partitions, int64_t program_replicas,
+                                   int64_t program_partitions, hl_grid_t *out_grid);
+
 static inline int64_t hl_grid_rank(const hl_grid_t *g, int64_t replica, int64_t partition) {
   return replica * g->partitions + partition;
 }
@@ -33,4 +43,4 @@ static inline int64_t hl_grid_partition(const hl_grid_t *g, int64_t rank) {
   return rank % g->partitions;
 }
 
-#endif  // HL_LAUNCHER_GRID_H_
+#endif  // HL_RUNTIME_SPMD_GRID_H_

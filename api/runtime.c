@@ -1,0 +1,446 @@
+// The embedding API (api/hlo_runtime.h) over the runtime's pieces: the
+// program loader, the SPMD partitioner, the executor, and the MPI
+// communicator of collectives/ made over the caller's communicator. The
+// steps and their order are the worker's (launcher/worker.c); every step
+// that others depend on ends with an agreement (collectives/agree.h), so a
+// failure on one process is an error on all of them and none waits in a
+// collective the others never reach.
+#include "api/hlo_runtime.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/buffers.h"
+#include "channels/mpi_channels.h"
+#include "collectives/agree.h"
+#include "collectives/mpi_comm.h"
+#include "collectives/shm/shm_layer.h"
+#include "runtime/base/alloc.h"
+#include "runtime/debug/collective_check.h"
+#include "runtime/exec/executor.h"
+#include "runtime/exec/thread_pool.h"
+#include "runtime/proto/program_loader.h"
+#include "runtime/spmd/grid.h"
+#include "runtime/spmd/partitioner.h"
+#include "runtime/verifier/verifier.h"
+
+#ifndef HL_VERSION
+#define HL_VERSION "unknown"
+#endif
+
+// hlo_status_t is the runtime's status under another name.
+static hlo_status_t to_api(hl_status_t st) { return (hlo_status_t)st; }
+static hl_status_t from_api(hlo_status_t st) { return (hl_status_t)st; }
+
+HLO_API hlo_status_code_t hlo_status_code(hlo_status_t status) {
+  return (hlo_status_code_t)hl_status_code(from_api(status));
+}
+HLO_API const char *hlo_status_message(hlo_status_t status) {
+  return hl_status_message(from_api(status));
+}
+HLO_API void hlo_status_free(hlo_status_t status) { hl_status_free(from_api(status)); }
+HLO_API const char *hlo_version(void) { return HL_VERSION; }
+
+HLO_API int32_t hlo_dtype_size(hlo_dtype_t dtype) {
+  return hl_api_dtype_supported((hl_dtype_t)dtype) ? (int32_t)hl_dtype_size((hl_dtype_t)dtype)
+                                                    : 0;
+}
+
+HLO_API void hlo_buffer_free(hlo_buffer_t *buffer) {
+  if (!buffer) return;
+  free(buffer->data);
+  free((void *)buffer->dims);
+  memset(buffer, 0, sizeof(*buffer));
+}
+
+//--- Programs -------------------------------------------------------------
+
+struct hlo_program {
+  hl_program_t program;
+};
+
+HLO_API hlo_status_t hlo_program_load(const char *path, hlo_program_t **out_program) {
+  if (!out_program) return to_api(HL_INVALID("hlo_program_load: out_program is NULL"));
+  *out_program = NULL;
+  if (!path) return to_api(HL_INVALID("hlo_program_load: path is NULL"));
+  hlo_program_t *p = hl_calloc(1, sizeof(*p));
+  if (!p) return to_api(HL_OOM());
+  hl_status_t st = hl_program_load_file(path, &p->program);
+  if (!st) st = hl_verify_module(p->program.module);
+  if (st) {
+    hl_program_deinit(&p->program);
+    hl_free(p);
+    return to_api(st);
+  }
+  *out_program = p;
+  return NULL;
+}
+
+HLO_API void hlo_program_free(hlo_program_t *program) {
+  if (!program) return;
+  hl_program_deinit(&program->program);
+  hl_free(program);
+}
+
+//--- Runners --------------------------------------------------------------
+
+struct hlo_runner {
+  MPI_Comm comm;  // the runner's duplicate of the caller's communicator
+  int rank, size;
+  bool grid_known;
+  hl_grid_t grid;
+  int64_t replica, partition;
+  double stuck_seconds;
+  const hl_module_t *module;  // the program's, or owned_module
+  hl_module_t *owned_module;  // the per-partition module of a global program
+  const hl_shape_t **params;  // the entry's parameter shapes
+  int param_count;
+  const hl_shape_t **outs;    // its result shapes (tuple elements, or the root)
+  int out_count;
+  bool tuple_result;
+  hl_executable_t *exe;
+  hl_comm_t *hl_comm;
+  hl_channel_env_t channels;
+  hl_thread_pool_t *pool;
+  // Per run: one literal header per argument (pointing at the caller's
+  // data, or at scratch for a column-major argument) and the scratch.
+  hl_literal_t *arg_headers;
+  hl_literal_t **arg_ptrs;
+  void **scratch;
+  size_t *scratch_bytes;
+};
+
+HLO_API void hlo_runner_options_init(hlo_runner_options_t *o) {
+  if (!o) return;
+  memset(o, 0, sizeof(*o));
+  o->collectives = HLO_COLLECTIVES_AUTO;
+  o->stuck_seconds = 30.0;
+}
+
+static void name_rank(void *ctx, int rank, char *buf, size_t n) {
+  const hlo_runner_t *r = ctx;
+  if (r->grid_known)
+    snprintf(buf, n, "rank %d (replica %lld, partition %lld)", rank,
+             (long long)hl_grid_replica(&r->grid, rank),
+             (long long)hl_grid_partition(&r->grid, rank));
+  else
+    snprintf(buf, n, "rank %d", rank);
+}
+
+// NULL when every process passed NULL; otherwise the same error on all.
+static hl_status_t agree(hlo_runner_t *r, hl_status_t st, double stuck_seconds) {
+  hl_agree_style_t style = {NULL, name_rank, r};
+  return hl_mpi_agree(r->comm, st, stuck_seconds, &style);
+}
+
+static hl_status_t resolve_grid(hlo_runner_t *r, const hlo_runner_options_t *o,
+                                const hl_module_t *m) {
+  static const hl_grid_words_t words = {
+      "the communicator size", "hlo_runner_options_t's replicas and partitions"};
+  if (o->replicas < 0 || o->partitions < 0)
+    return HL_INVALID("hlo_runner_options_t: negative replicas or partitions");
+  HL_RETURN_IF_ERROR(hl_grid_resolve_worded(&words, r->size, o->replicas, o->partitions,
+                                            m->replica_count, m->num_partitions, &r->grid));
+  r->grid_known = true;
+  r->replica = hl_grid_replica(&r->grid, r->rank);
+  r->partition = hl_grid_partition(&r->grid, r->rank);
+  return NULL;
+}
+
+// A global program (shardings, no collectives of its own) becomes the
+// per-partition program, as hlo-launch decides (launcher/partition_hook.h)
+// minus its file-based rule (--global-args shapes).
+static hl_status_t partition_if_global(hlo_runner_t *r, const hlo_runner_options_t *o) {
+  const hl_module_t *m = r->module;
+  if (r->grid.partitions <= 1 || !hl_spmd_module_may_be_global(m)) return NULL;
+  if (!o->global_program && !hl_spmd_module_has_sharding_constraint(m)) return NULL;
+  hl_spmd_result_t res;
+  HL_RETURN_IF_ERROR_CTX(
+      hl_spmd_partition_grid(m, (int)r->grid.replicas, (int)r->grid.partitions, &res),
+      "partitioning %s", m->source_path ? m->source_path : "the program");
+  r->owned_module = res.module;
+  r->module = res.module;
+  res.module = NULL;
+  hl_spmd_result_deinit(&res);
+  return NULL;
+}
+
+// The entry's parameter and result shapes, each an array hlo_buffer_t can
+// carry.
+static hl_status_t describe_entry(hlo_runner_t *r) {
+  const hl_computation_t *e = r->module->entry;
+  r->param_count = e->parameter_count;
+  r->params = hl_calloc((size_t)(r->param_count ? r->param_count : 1), sizeof(*r->params));
+  if (!r->params) return HL_OOM();
+  for (int i = 0; i < r->param_count; i++) {
+    const hl_shape_t *s = &e->parameters[i]->shape;
+    if (!hl_shape_is_array(s) || !hl_api_dtype_supported(s->dtype))
+      return HL_UNIMPL("parameter %d of the entry is %s, which hlo_buffer_t does not carry", i,
+                       hl_shape_is_array(s) ? hl_dtype_name(s->dtype) : "not an array");
+    if (s->dynamic_mask)
+      return HL_UNIMPL("parameter %d of the entry has a dynamic dimension", i);
+    r->params[i] = s;
+  }
+  const hl_shape_t *root = &e->root->shape;
+  r->tuple_result = hl_shape_is_tuple(root);
+  r->out_count = r->tuple_result ? root->tuple_count : 1;
+  r->outs = hl_calloc((size_t)(r->out_count ? r->out_count : 1), sizeof(*r->outs));
+  if (!r->outs) return HL_OOM();
+  for (int i = 0; i < r->out_count; i++) {
+    const hl_shape_t *s = r->tuple_result ? &root->tuple[i] : root;
+    if (!hl_shape_is_array(s) || !hl_api_dtype_supported(s->dtype))
+      return HL_UNIMPL("result %d of the entry is %s, which hlo_buffer_t does not carry", i,
+                       hl_shape_is_array(s) ? hl_dtype_name(s->dtype) : "not an array");
+    if (s->dynamic_mask) return HL_UNIMPL("result %d of the entry has a dynamic dimension", i);
+    r->outs[i] = s;
+  }
+  size_t n = (size_t)(r->param_count ? r->param_count : 1);
+  r->arg_headers = hl_calloc(n, sizeof(*r->arg_headers));
+  r->arg_ptrs = hl_calloc(n, sizeof(*r->arg_ptrs));
+  r->scratch = hl_calloc(n, sizeof(*r->scratch));
+  r->scratch_bytes = hl_calloc(n, sizeof(*r->scratch_bytes));
+  if (!r->arg_headers || !r->arg_ptrs || !r->scratch || !r->scratch_bytes) return HL_OOM();
+  return NULL;
+}
+
+// The collective part of the set-up, over the runner's communicator.
+static hl_status_t setup_channels(hlo_runner_t *r) {
+  hl_channel_grid_t grid = {r->grid.replicas, r->grid.partitions, r->rank};
+  hl_channel_endpoint_t *mine = NULL;
+  int count = 0;
+  hl_status_t local = hl_channel_collect(r->module, &grid, &mine, &count);
+  hl_status_t st = hl_mpi_channels_setup(r->hl_comm, r->comm, mine, count, &r->channels);
+  hl_free(mine);
+  if (local) {
+    hl_status_free(st);
+    return local;
+  }
+  return st;
+}
+
+HLO_API void hlo_runner_free(hlo_runner_t *r) {
+  if (!r) return;
+  hl_mpi_channels_release_routes(&r->channels);
+  hl_comm_destroy(r->hl_comm);
+  hl_executable_destroy(r->exe);
+  hl_thread_pool_destroy(r->pool);
+  for (int i = 0; r->scratch && i < r->param_count; i++) hl_free(r->scratch[i]);
+  hl_free(r->scratch);
+  hl_free(r->scratch_bytes);
+  hl_free(r->arg_headers);
+  hl_free(r->arg_ptrs);
+  hl_free(r->params);
+  hl_free(r->outs);
+  if (r->owned_module) hl_module_destroy(r->owned_module);
+  if (r->comm != MPI_COMM_NULL) MPI_Comm_free(&r->comm);
+  hl_free(r);
+}
+
+// One set-up step: every process runs it and they agree on the outcome.
+#define STEP(expr)                                      \
+  do {                                                  \
+    st = agree(r, (expr), -1);                          \
+    if (st) goto fail;                                  \
+  } while (0)
+
+HLO_API hlo_status_t hlo_runner_create(const hlo_program_t *program, MPI_Comm comm,
+                                       const hlo_runner_options_t *options,
+                                       hlo_runner_t **out_runner) {
+  if (!out_runner) return to_api(HL_INVALID("hlo_runner_create: out_runner is NULL"));
+  *out_runner = NULL;
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (!initialized || finalized)
+    return to_api(HL_INVALID("hlo_runner_create: MPI is %s",
+                             finalized ? "finalized" : "not initialized (call MPI_Init first)"));
+  if (comm == MPI_COMM_NULL) return to_api(HL_INVALID("hlo_runner_create: comm is MPI_COMM_NULL"));
+  hlo_runner_options_t defaults;
+  hlo_runner_options_init(&defaults);
+  const hlo_runner_options_t *o = options ? options : &defaults;
+  hlo_runner_t *r = hl_calloc(1, sizeof(*r));
+  // A process without memory for its runner cannot take part in the
+  // agreements, so the others would wait for it: this is the one error
+  // that is not collective (it never happens short of a dying process).
+  if (!r) return to_api(HL_OOM());
+  r->comm = MPI_COMM_NULL;
+  r->stuck_seconds = o->stuck_seconds;
+  int err = MPI_Comm_dup(comm, &r->comm);
+  if (err != MPI_SUCCESS) {
+    hl_free(r);
+    return to_api(hl_mpi_status(err, "hlo_runner_create: duplicating the communicator"));
+  }
+  MPI_Comm_set_errhandler(r->comm, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(r->comm, &r->rank);
+  MPI_Comm_size(r->comm, &r->size);
+
+  hl_status_t st = NULL;
+  STEP(program && program->program.module
+           ? NULL
+           : HL_INVALID("hlo_runner_create: program is NULL"));
+  r->module = program->program.module;
+  STEP(o->collectives < HLO_COLLECTIVES_AUTO || o->collectives > HLO_COLLECTIVES_SHM
+           ? HL_INVALID("hlo_runner_options_t: collectives %d is not an hlo_collectives_t",
+                        (int)o->collectives)
+           : NULL);
+  STEP(resolve_grid(r, o, r->module));
+  STEP(partition_if_global(r, o));
+  STEP(o->no_collective_check
+           ? NULL
+           : hl_collective_check(r->module, r->grid.replicas, r->grid.partitions));
+  STEP(describe_entry(r));
+  STEP(o->threads > 1 ? hl_thread_pool_create(o->threads, &r->pool) : NULL);
+  STEP(hl_executable_create(r->module, &r->exe));
+  // The communicator (collective: created once every process got here).
+  STEP(hl_mpi_comm_create(r->comm, &r->hl_comm));
+  STEP(hl_shm_layer_install(r->hl_comm, (hl_collectives_mode_t)o->collectives));
+  STEP(r->hl_comm->vtable->prepare(r->hl_comm, r->module, r->grid.replicas,
+                                   r->grid.partitions));
+  STEP(setup_channels(r));
+  *out_runner = r;
+  return NULL;
+
+fail:
+  hlo_runner_free(r);
+  return to_api(st);
+}
+#undef STEP
+
+HLO_API int32_t hlo_runner_arg_count(const hlo_runner_t *r) { return r ? r->param_count : 0; }
+HLO_API int32_t hlo_runner_result_count(const hlo_runner_t *r) { return r ? r->out_count : 0; }
+
+static hlo_status_t shape_of(const hl_shape_t *const *shapes, int count, int32_t index,
+                             const char *what, hlo_dtype_t *dtype, int32_t *rank,
+                             int64_t *dims) {
+  if (index < 0 || index >= count)
+    return to_api(HL_INVALID("%s %d out of range (the entry has %d)", what, (int)index, count));
+  const hl_shape_t *s = shapes[index];
+  if (dtype) *dtype = (hlo_dtype_t)s->dtype;
+  if (rank) *rank = s->rank;
+  if (dims) memcpy(dims, s->dims, (size_t)s->rank * sizeof(int64_t));
+  return NULL;
+}
+
+HLO_API hlo_status_t hlo_runner_arg_shape(const hlo_runner_t *r, int32_t index,
+                                          hlo_dtype_t *dtype, int32_t *rank, int64_t *dims) {
+  if (!r) return to_api(HL_INVALID("hlo_runner_arg_shape: runner is NULL"));
+  return shape_of(r->params, r->param_count, index, "argument", dtype, rank, dims);
+}
+
+HLO_API hlo_status_t hlo_runner_result_shape(const hlo_runner_t *r, int32_t index,
+                                             hlo_dtype_t *dtype, int32_t *rank,
+                                             int64_t *dims) {
+  if (!r) return to_api(HL_INVALID("hlo_runner_result_shape: runner is NULL"));
+  return shape_of(r->outs, r->out_count, index, "result", dtype, rank, dims);
+}
+
+// This process's part of a run before anything collective: the counts and
+// shapes of its buffers, the arguments' literal headers, and the results it
+// is to allocate (recorded in `allocated`, so a failed run frees them).
+static hl_status_t prepare_run(hlo_runner_t *r, const hlo_buffer_t *args, int32_t nargs,
+                               hlo_buffer_t *results, int32_t nresults, bool *allocated) {
+  if (nargs != r->param_count || (nargs > 0 && !args))
+    return HL_INVALID("hlo_runner_run: %d argument%s given, the program takes %d", (int)nargs,
+                      nargs == 1 ? "" : "s", r->param_count);
+  if (nresults != r->out_count || (nresults > 0 && !results))
+    return HL_INVALID("hlo_runner_run: %d result%s given, the program gives %d",
+                      (int)nresults, nresults == 1 ? "" : "s", r->out_count);
+  char what[48];
+  for (int i = 0; i < nargs; i++) {
+    const hl_shape_t *want = r->params[i];
+    snprintf(what, sizeof(what), "argument %d", i);
+    HL_RETURN_IF_ERROR(hl_api_check_buffer(&args[i], want, what));
+    size_t bytes = (size_t)hl_shape_byte_size(want);
+    if (bytes && !args[i].data) return HL_INVALID("argument %d: data is NULL", i);
+    void *data = args[i].data;
+    if (args[i].order == HLO_COLUMN_MAJOR && want->rank > 1) {
+      if (r->scratch_bytes[i] < bytes) {
+        hl_free(r->scratch[i]);
+        r->scratch[i] = hl_malloc_aligned(bytes, 64);
+        r->scratch_bytes[i] = r->scratch[i] ? bytes : 0;
+        if (!r->scratch[i]) return HL_OOM();
+      }
+      hl_api_reorder(args[i].data, r->scratch[i], want->rank, want->dims,
+                     hl_dtype_size(want->dtype), true);
+      data = r->scratch[i];
+    }
+    hl_api_wrap(want, data, &r->arg_headers[i]);
+    r->arg_ptrs[i] = &r->arg_headers[i];
+  }
+  for (int i = 0; i < nresults; i++) {
+    const hl_shape_t *want = r->outs[i];
+    hlo_buffer_t *b = &results[i];
+    if (b->data) {
+      snprintf(what, sizeof(what), "result %d", i);
+      HL_RETURN_IF_ERROR(hl_api_check_buffer(b, want, what));
+      continue;
+    }
+    size_t bytes = (size_t)hl_shape_byte_size(want);
+    void *data = NULL;
+    int64_t *dims = malloc((size_t)(want->rank ? want->rank : 1) * sizeof(int64_t));
+    if (!dims || posix_memalign(&data, 64, bytes ? bytes : 1) != 0) {
+      free(dims);
+      return HL_OOM();
+    }
+    memcpy(dims, want->dims, (size_t)want->rank * sizeof(int64_t));
+    hlo_order_t order = b->order == HLO_COLUMN_MAJOR ? HLO_COLUMN_MAJOR : HLO_ROW_MAJOR;
+    *b = (hlo_buffer_t){(hlo_dtype_t)want->dtype, want->rank, dims, data, order};
+    allocated[i] = true;
+  }
+  return NULL;
+}
+
+static void copy_result(const hl_literal_t *lit, hlo_buffer_t *b) {
+  const hl_shape_t *s = &lit->shape;
+  if (b->order == HLO_COLUMN_MAJOR && s->rank > 1)
+    hl_api_reorder(lit->data, b->data, s->rank, s->dims, hl_dtype_size(s->dtype), false);
+  else if (lit->byte_size)
+    memcpy(b->data, lit->data, lit->byte_size);
+}
+
+HLO_API hlo_status_t hlo_runner_run(hlo_runner_t *r, const hlo_buffer_t *args, int32_t nargs,
+                                    hlo_buffer_t *results, int32_t nresults) {
+  // A NULL runner cannot reach the others: a local error (the caller's bug).
+  if (!r) return to_api(HL_INVALID("hlo_runner_run: runner is NULL"));
+  bool *allocated = hl_calloc((size_t)(nresults > 0 ? nresults : 1), sizeof(bool));
+  hl_status_t st = allocated ? prepare_run(r, args, nargs, results, nresults, allocated)
+                             : HL_OOM();
+  st = agree(r, st, -1);
+  hl_literal_t *out = NULL;
+  if (!st) {
+    hl_exec_options_t opts = {
+        .replica_id = r->replica,
+        .partition_id = r->partition,
+        .num_replicas = r->grid.replicas,
+        .num_partitions = r->grid.partitions,
+        .comm = r->hl_comm,
+        .channels = &r->channels,
+        .pool = r->pool,
+    };
+    // The argument headers keep a second reference during the run: the
+    // executor treats them as shared and never writes into them.
+    for (int i = 0; i < nargs; i++) hl_literal_retain(r->arg_ptrs[i]);
+    hl_status_t run_st = hl_executable_run(r->exe, &opts, r->arg_ptrs, nargs, &out);
+    for (int i = 0; i < nargs; i++) r->arg_ptrs[i]->refcount--;
+    if (!run_st && !out) run_st = HL_INTERNAL_ERROR("the executor returned no result");
+    if (!run_st && r->tuple_result && out->shape.tuple_count != nresults)
+      run_st = HL_INTERNAL_ERROR("the result has %d elements, the entry %d",
+                                 out->shape.tuple_count, nresults);
+    st = agree(r, run_st, r->stuck_seconds);
+  }
+  if (!st) {
+    for (int i = 0; i < nresults; i++)
+      copy_result(r->tuple_result ? out->elements[i] : out, &results[i]);
+  } else {
+    for (int i = 0; allocated && i < nresults; i++)
+      if (allocated[i]) hlo_buffer_free(&results[i]);
+  }
+  // Something that outlives the run holding an argument's header (the
+  // result is released first) would point into the caller's memory.
+  hl_literal_release(out);
+  for (int i = 0; !st && i < nargs; i++)
+    if (r->arg_ptrs[i]->refcount != 1)
+      st = HL_INTERNAL_ERROR("argument %d is still referenced after the run", i);
+  hl_free(allocated);
+  return to_api(st);
+}
