@@ -4,10 +4,11 @@
  * The one public header of libhlo_runtime; docs/EMBEDDING.md is the guide.
  *
  *   hlo_program_t *program;  hlo_runner_t *runner;
- *   HLO_CHECK(hlo_program_load("model.mlir", &program));
- *   HLO_CHECK(hlo_runner_create(program, MPI_COMM_WORLD, NULL, &runner));
- *   for (step = 0; step < n; step++)
- *     HLO_CHECK(hlo_runner_run(runner, args, 2, results, 1));
+ *   hlo_status_t st = hlo_program_load("model.mlir", &program);
+ *   if (!st) st = hlo_runner_create(program, MPI_COMM_WORLD, NULL, &runner);
+ *   for (step = 0; !st && step < n; step++)
+ *     st = hlo_runner_run(runner, args, 2, results, 1);
+ *   if (st) { puts(hlo_status_message(st)); hlo_status_free(st); }
  *   hlo_runner_free(runner);   // collective over the communicator
  *   hlo_program_free(program);
  *
@@ -175,6 +176,11 @@ typedef struct hlo_runner hlo_runner_t;
 HLO_API hlo_status_t hlo_runner_create(const hlo_program_t *program, MPI_Comm comm,
                                        const hlo_runner_options_t *options,
                                        hlo_runner_t **out_runner);
+/* hlo_runner_create for a Fortran MPI handle (MPI_Comm_f2c); for language
+ * bindings (the Fortran module hlo_runtime). */
+HLO_API hlo_status_t hlo_runner_create_f(const hlo_program_t *program, MPI_Fint comm,
+                                         const hlo_runner_options_t *options,
+                                         hlo_runner_t **out_runner);
 /* Collective (frees MPI communicators). NULL-safe. */
 HLO_API void hlo_runner_free(hlo_runner_t *runner);
 

@@ -306,6 +306,12 @@ fail:
 }
 #undef STEP
 
+HLO_API hlo_status_t hlo_runner_create_f(const hlo_program_t *program, MPI_Fint comm,
+                                         const hlo_runner_options_t *options,
+                                         hlo_runner_t **out_runner) {
+  return hlo_runner_create(program, MPI_Comm_f2c(comm), options, out_runner);
+}
+
 HLO_API int32_t hlo_runner_arg_count(const hlo_runner_t *r) { return r ? r->param_count : 0; }
 HLO_API int32_t hlo_runner_result_count(const hlo_runner_t *r) { return r ? r->out_count : 0; }
 

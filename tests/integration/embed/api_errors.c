@@ -1,0 +1,100 @@
+// The embedding API's error paths on a real 4-rank job, built against the
+// installed library (tests/integration/test_embedding.py): an error on one
+// rank is an error on every rank (no hang), names that rank, leaves the
+// runner usable, and a result allocated for a failed run is not left behind.
+// Prints "ok <what>" per check; exits non-zero on the first failure.
+#include <mpi.h>
+#include <stdio.h>
+#include <math.h>
+#include <string.h>
+
+#include <hlo_runtime.h>
+
+static int rank;
+
+static void expect(int cond, const char *what, hlo_status_t st) {
+  if (!cond) {
+    fprintf(stderr, "api_errors: rank %d: FAILED %s (status: %s)\n", rank, what,
+            hlo_status_message(st));
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  if (rank == 0) printf("ok %s\n", what);
+  fflush(stdout);
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  hlo_program_t *program = NULL;
+  hlo_runner_t *runner = NULL;
+
+  hlo_status_t st = hlo_program_load("/nonexistent/model.mlir", &program);
+  expect(st && program == NULL && strstr(hlo_status_message(st), "/nonexistent/model.mlir"),
+         "a missing file is an error naming it", st);
+  hlo_status_free(st);
+
+  st = hlo_program_load(argv[1], &program);
+  expect(!st, "the model loads", st);
+  hlo_runner_options_t options;
+  hlo_runner_options_init(&options);
+  options.replicas = 2;  // 2 x 1 on 4 processes
+  st = hlo_runner_create(program, MPI_COMM_WORLD, &options, &runner);
+  expect(st && !runner && strstr(hlo_status_message(st), "all 4 ranks") &&
+             strstr(hlo_status_message(st), "the communicator size is 4"),
+         "a grid that does not fit the communicator is an error on every rank", st);
+  hlo_status_free(st);
+
+  st = hlo_runner_create(program, MPI_COMM_WORLD, NULL, &runner);
+  expect(!st && hlo_runner_arg_count(runner) == 2 && hlo_runner_result_count(runner) == 2,
+         "the runner is created", st);
+
+  float u[8] = {1, 2, 3, 4, 5, 6, 7, 8}, k = 0.5f, u_next[8];
+  int64_t n8[1] = {8}, n7[1] = {7};
+  // Rank 2 alone passes 7 elements: every rank must fail, the message
+  // names rank 2.
+  hlo_buffer_t args[2] = {{HLO_F32, 1, rank == 2 ? n7 : n8, u, HLO_ROW_MAJOR},
+                          {HLO_F32, 0, NULL, &k, HLO_ROW_MAJOR}};
+  hlo_buffer_t results[2] = {{HLO_F32, 1, n8, u_next, HLO_ROW_MAJOR}, {0}};
+  st = hlo_runner_run(runner, args, 2, results, 2);
+  expect(st && hlo_status_code(st) == HLO_STATUS_INVALID_ARGUMENT &&
+             strstr(hlo_status_message(st), "rank 2 (replica 2, partition 0): argument 0 is f32[7]"),
+         "a bad argument on one rank is an error on every rank, naming it", st);
+  expect(results[1].data == NULL && results[1].dims == NULL,
+         "a failed run leaves no allocated result", st);
+  hlo_status_free(st);
+
+  // Wrong result type on rank 0 only.
+  double wrong[8];
+  hlo_buffer_t bad_results[2] = {{rank == 0 ? HLO_F64 : HLO_F32, 1, n8,
+                                  rank == 0 ? (void *)wrong : (void *)u_next, HLO_ROW_MAJOR},
+                                 {0}};
+  args[0].dims = n8;
+  st = hlo_runner_run(runner, args, 2, bad_results, 2);
+  expect(st && strstr(hlo_status_message(st), "result 0 is f64[8], but the program's is f32[8]"),
+         "a result buffer of the wrong type is an error on every rank", st);
+  hlo_status_free(st);
+
+  st = hlo_runner_run(runner, args, 1, results, 2);
+  expect(st && strstr(hlo_status_message(st), "1 argument given, the program takes 2"),
+         "a wrong argument count is an error", st);
+  hlo_status_free(st);
+
+  // After the errors the runner still runs, and gets the right numbers:
+  // every rank has u = 1..8, sum over 4 ranks = 144, mean 4.5.
+  st = hlo_runner_run(runner, args, 2, results, 2);
+  int right = !st && results[1].dtype == HLO_F32 && results[1].rank == 0 &&
+              *(float *)results[1].data == 144.0f;
+  for (int i = 0; i < 8 && right; i++) {
+    float x = u[i] + 0.5f * (4.5f - u[i]);
+    right = u_next[i] - tanhf(x) < 1e-6f && tanhf(x) - u_next[i] < 1e-6f;
+  }
+  expect(right, "the runner runs correctly after failed runs", st);
+  hlo_buffer_free(&results[1]);
+  expect(results[1].data == NULL, "hlo_buffer_free clears the buffer", NULL);
+
+  hlo_runner_free(runner);
+  hlo_program_free(program);
+  expect(strlen(hlo_version()) > 0, "hlo_version", NULL);
+  MPI_Finalize();
+  return 0;
+}

@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""libhlo_runtime as an application sees it: `cmake --install` into a
+temporary prefix, then the examples (examples/embed) and the API's error
+test (tests/integration/embed/api_errors.c) are built against that prefix
+with pkg-config (mpicc, mpif90) and with find_package(HloRuntime) (the
+static library too), and run as real 4- and 6-rank MPI jobs. NumPy computes
+the expected numbers."""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mpi_session  # noqa: E402,F401  (a private Open MPI session directory)
+
+SOURCE_DIR = os.environ["HL_SOURCE_DIR"]
+BINARY_DIR = os.environ["HL_BINARY_DIR"]
+EMBED = os.path.join(SOURCE_DIR, "examples", "embed")
+TIMEOUT = 180
+
+
+def run(argv, env=None, cwd=None):
+    try:
+        res = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                             timeout=TIMEOUT, env=env, cwd=cwd)
+    except subprocess.TimeoutExpired:
+        sys.exit("FAIL: timed out: %s" % " ".join(argv))
+    if res.returncode != 0:
+        sys.exit("FAIL: exit %d: %s\n--- stdout ---\n%s\n--- stderr ---\n%s" % (
+            res.returncode, " ".join(argv), res.stdout[-4000:], res.stderr[-4000:]))
+    return res
+
+
+def mpiexec(n, argv, env):
+    cmd = ["mpiexec", "--oversubscribe", "--bind-to", "none", "-n", str(n)]
+    if os.geteuid() == 0:
+        cmd.append("--allow-run-as-root")
+    return run(cmd + argv, env=env)
+
+
+def check_relax(out, ranks, steps):
+    """relax_step.mlir in NumPy (float32): u <- tanh(u + k (mean - u))."""
+    u = np.array([[0.25 * (8 * r + i) - 3 for i in range(8)] for r in range(ranks)],
+                 dtype=np.float32)
+    k = np.float32(0.3)
+    sums = []
+    for _ in range(steps):
+        total = u.sum(dtype=np.float32)
+        sums.append(total)
+        u = np.tanh(u + k * (total / np.float32(32) - u)).astype(np.float32)
+    for r in range(ranks):
+        lines = open("%s.%d.txt" % (out, r)).read().split("\n")
+        got_sums = np.array([float(x) for x in lines[:steps]], dtype=np.float32)
+        got_u = np.array([float(x) for x in lines[steps].split()], dtype=np.float32)
+        np.testing.assert_allclose(got_sums, sums, rtol=1e-5, atol=1e-5,
+                                   err_msg="%s rank %d: sums" % (out, r))
+        np.testing.assert_allclose(got_u, u[r], rtol=1e-5, atol=1e-6,
+                                   err_msg="%s rank %d: u" % (out, r))
+
+
+def check_jacobi(out, steps):
+    """jacobi.f90 + jacobi_step.mlir in NumPy: U[i, j] is Fortran's u(i, j)."""
+    nx, ny, ranks = 16, 16, 4
+    g = np.zeros((nx + 2, ny + 2))
+    for i in range(1, nx + 1):
+        for j in range(1, ny + 1):
+            g[i, j] = 0.01 * (i + 2 * j)
+    g[0, :] = 1
+    changes = []
+    for _ in range(steps):
+        new = 0.25 * (g[:-2, 1:-1] + g[2:, 1:-1] + g[1:-1, :-2] + g[1:-1, 2:])
+        changes.append(((new - g[1:-1, 1:-1]) ** 2).sum())
+        g[1:-1, 1:-1] = new
+    nyl = ny // ranks
+    for r in range(ranks):
+        lines = open("%s.%d.txt" % (out, r)).read().split("\n")
+        got_changes = [float(x) for x in lines[:steps]]
+        block = np.array([[float(x) for x in lines[steps + j].split()] for j in range(nyl)]).T
+        np.testing.assert_allclose(got_changes, changes, rtol=1e-12,
+                                   err_msg="%s rank %d: changes" % (out, r))
+        np.testing.assert_allclose(block, g[1:nx + 1, r * nyl + 1:(r + 1) * nyl + 1],
+                                   rtol=1e-12, atol=1e-15, err_msg="%s rank %d: block" % (out, r))
+
+
+def main():
+    for tool in ("mpicc", "pkg-config", "cmake", "mpiexec"):
+        if not shutil.which(tool):
+            sys.exit("FAIL: %s not found" % tool)
+    tmp = tempfile.mkdtemp(prefix="hl_embed_")
+    try:
+        prefix = os.path.join(tmp, "prefix")
+        run(["cmake", "--install", BINARY_DIR, "--prefix", prefix])
+        for f in ("include/hlo_runtime.h", "lib/libhlo_runtime.a", "lib/pkgconfig/hlo-runtime.pc",
+                  "lib/cmake/HloRuntime/HloRuntimeConfig.cmake", "share/man/man1/hlo-launch.1",
+                  "share/man/man1/hlo-convert.1", "bin/hlo-launch", "bin/hlo-convert",
+                  "share/bash-completion/completions/hlo-launch"):
+            if not os.path.exists(os.path.join(prefix, f)):
+                sys.exit("FAIL: %s not installed" % f)
+        # Only the hlo_ functions are exported.
+        syms = run(["nm", "-D", "--defined-only", os.path.join(prefix, "lib",
+                                                               "libhlo_runtime.so")]).stdout
+        names = [line.split()[-1].split("@")[0] for line in syms.splitlines() if line.strip()]
+        leaked = [s for s in names if not s.startswith("hlo_") and s != "HLO_RUNTIME_0"]
+        if leaked:
+            sys.exit("FAIL: libhlo_runtime.so exports %s" % leaked[:10])
+        print("ok   installed; libhlo_runtime.so exports %d hlo_ symbols only" % len(names))
+
+        env = dict(os.environ)
+        env["PKG_CONFIG_PATH"] = os.path.join(prefix, "lib", "pkgconfig")
+        env["LD_LIBRARY_PATH"] = os.path.join(prefix, "lib") + ":" + env.get("LD_LIBRARY_PATH", "")
+        flags = run(["pkg-config", "--cflags", "--libs", "hlo-runtime"], env=env).stdout.split()
+        bin_dir = os.path.join(tmp, "bin")
+        os.makedirs(bin_dir)
+        relax = os.path.join(bin_dir, "relax_loop")
+        errors = os.path.join(bin_dir, "api_errors")
+        run(["mpicc", "-Wall", "-Werror", os.path.join(EMBED, "c", "relax_loop.c"), "-o", relax]
+            + flags, env=env)
+        run(["mpicc", "-Wall", "-Werror",
+             os.path.join(SOURCE_DIR, "tests", "integration", "embed", "api_errors.c"),
+             "-o", errors] + flags + ["-lm"], env=env)
+        fortran = shutil.which("mpif90") and os.path.exists(
+            os.path.join(prefix, "lib", "pkgconfig", "hlo-runtime-fortran.pc"))
+        if fortran:
+            fflags = run(["pkg-config", "--cflags", "--libs", "hlo-runtime-fortran"],
+                         env=env).stdout.split()
+            jacobi = os.path.join(bin_dir, "jacobi")
+            run(["mpif90", os.path.join(EMBED, "fortran", "jacobi.f90"), "-o", jacobi] + fflags,
+                env=env)
+        print("ok   built with pkg-config (C%s)" % (", Fortran" if fortran else ""))
+
+        cm = os.path.join(tmp, "cmake")
+        run(["cmake", "-S", EMBED, "-B", cm, "-DCMAKE_PREFIX_PATH=" + prefix,
+             "-DCMAKE_BUILD_TYPE=Release"], env=env)
+        run(["cmake", "--build", cm, "-j2"], env=env)
+        print("ok   built with find_package(HloRuntime)")
+
+        model = os.path.join(EMBED, "relax_step.mlir")
+        out = os.path.join(tmp, "world")
+        mpiexec(4, [relax, model, "6", out], env)
+        check_relax(out, 4, 6)
+        print("ok   C loop on MPI_COMM_WORLD, 4 ranks, 6 steps (pkg-config, shared)")
+
+        out = os.path.join(tmp, "split")
+        res = mpiexec(6, [os.path.join(cm, "relax_loop_static"), model, "5", out, "--split"], env)
+        check_relax(out, 4, 5)
+        want = ("all 2 ranks: the grid 4 replicas x 1 partition needs 4 processes, "
+                "but the communicator size is 2")
+        if res.stdout.count(want) != 2:
+            sys.exit("FAIL: ranks 4 and 5 did not both report %r:\n%s" % (want, res.stdout))
+        print("ok   C loop on a 4-rank sub-communicator of 6 (find_package, static); "
+              "the other 2 get the size error")
+
+        res = mpiexec(4, [errors, model], env)
+        print(res.stdout.rstrip())
+
+        if fortran:
+            jmodel = os.path.join(EMBED, "jacobi_step.mlir")
+            out = os.path.join(tmp, "jacobi")
+            mpiexec(4, [jacobi, jmodel, "12", out], env)
+            check_jacobi(out, 12)
+            out = os.path.join(tmp, "jacobi_cmake")
+            mpiexec(4, [os.path.join(cm, "jacobi"), jmodel, "3", out], env)
+            check_jacobi(out, 3)
+            print("ok   Fortran Jacobi stencil, 4 ranks (pkg-config 12 sweeps, find_package 3)")
+        else:
+            print("note: no mpif90 or Fortran module: the Fortran example was not run")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+main()
