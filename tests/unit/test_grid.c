@@ -46,6 +46,20 @@ static void test_mismatch(void) {
                            "-np 6 is not a multiple of 4 partitions");
 }
 
+// The embedding API's words (api/runtime.c): the communicator, not -np.
+static void test_worded(void) {
+  hl_grid_t g;
+  const hl_grid_words_t words = {"the communicator size", "the options"};
+  HL_ASSERT_ERROR_CONTAINS(hl_grid_resolve_worded(&words, 2, 0, 0, 4, 0, &g),
+                           "needs 4 processes, but the communicator size is 2 "
+                           "(the program says replica_count=4; the options override it)");
+  HL_ASSERT_ERROR_CONTAINS(hl_grid_resolve_worded(&words, 6, 0, 4, 0, 0, &g),
+                           "the communicator size 6 is not a multiple of 4 partitions");
+  HL_ASSERT_OK(hl_grid_resolve_worded(&words, 4, 0, 2, 0, 0, &g));
+  CU_ASSERT_EQUAL(g.replicas, 2);
+  CU_ASSERT_EQUAL(g.partitions, 2);
+}
+
 static void test_rank_mapping(void) {
   hl_grid_t g = {2, 4, 8};
   CU_ASSERT_EQUAL(hl_grid_rank(&g, 1, 2), 6);  // replica * num_partitions + partition
@@ -59,6 +73,7 @@ static CU_TestInfo tests[] = {
     {"defaults", test_defaults},
     {"options_override", test_options_override},
     {"mismatch", test_mismatch},
+    {"worded", test_worded},
     {"rank_mapping", test_rank_mapping},
     CU_TEST_INFO_NULL,
 };
