@@ -129,7 +129,10 @@ static void name_rank(void *ctx, int rank, char *buf, size_t n) {
 
 // NULL when every process passed NULL; otherwise the same error on all.
 static hl_status_t agree(hlo_runner_t *r, hl_status_t st, double stuck_seconds) {
-  hl_agree_style_t style = {NULL, name_rank, r};
+  hl_agree_style_t style = {
+      NULL, name_rank, r,
+      "hlo_runtime: the other processes wait in a collective that needs this one, and MPI "
+      "cannot cancel it: ending the job (MPI_Abort; hlo_runner_options_t.stuck_seconds)"};
   return hl_mpi_agree(r->comm, st, stuck_seconds, &style);
 }
 

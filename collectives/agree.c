@@ -78,6 +78,7 @@ static void abort_stuck(MPI_Comm comm, hl_status_t mine, const hl_agree_style_t 
   char who[320];
   name_rank(style, rank, who, sizeof(who));
   fprintf(stderr, "%s%s: %s\n", line_prefix(style), who, hl_status_message(mine));
+  if (style && style->abort_note) fprintf(stderr, "%s\n", style->abort_note);
   fflush(stderr);
   fflush(stdout);
   MPI_Abort(comm, 1);

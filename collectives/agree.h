@@ -17,6 +17,8 @@ typedef struct hl_agree_style {
   // NULL: "rank 3".
   void (*name_rank)(void *ctx, int rank, char *buf, size_t size);
   void *ctx;
+  // Printed as a second line when a stuck process aborts (below); NULL: none.
+  const char *abort_note;
 } hl_agree_style_t;
 
 // Consumes `mine` (NULL: this process succeeded). Returns NULL on every

@@ -77,7 +77,7 @@ static void name_rank(void *ctx, int rank, char *buf, size_t n) {
 // collective that needs this one (during execution), so a failed rank that
 // cannot reach agreement in time aborts the job instead.
 static bool agree(const worker_t *w, hl_status_t st, bool others_may_block) {
-  hl_agree_style_t style = {"hlo-launch: ", name_rank, (void *)w};
+  hl_agree_style_t style = {"hlo-launch: ", name_rank, (void *)w, NULL};
   hl_status_t all =
       hl_mpi_agree(MPI_COMM_WORLD, st, others_may_block ? kAgreeWaitSeconds : -1, &style);
   if (!all) return true;

@@ -35,11 +35,30 @@ def run(argv, env=None, cwd=None):
     return res
 
 
-def mpiexec(n, argv, env):
+def mpiexec_argv(n, argv):
     cmd = ["mpiexec", "--oversubscribe", "--bind-to", "none", "-n", str(n)]
     if os.geteuid() == 0:
         cmd.append("--allow-run-as-root")
-    return run(cmd + argv, env=env)
+    return cmd + argv
+
+
+def mpiexec(n, argv, env):
+    return run(mpiexec_argv(n, argv), env=env)
+
+
+def check_stuck(errors, model, env):
+    """Rank 2 fails while the others wait in a collective for it: the job
+    must end (MPI_Abort after stuck_seconds = 2) with its message, not hang."""
+    argv = mpiexec_argv(4, [errors, "--stuck", model])
+    try:
+        res = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                             timeout=60, env=env)
+    except subprocess.TimeoutExpired:
+        sys.exit("FAIL: the stuck run hung: %s" % " ".join(argv))
+    want = ["rank 2 (replica 2, partition 0): check.expect_eq failed",
+            "hlo_runtime: the other processes wait in a collective that needs this one"]
+    if res.returncode == 0 or any(w not in res.stderr for w in want) or "FAILED" in res.stderr:
+        sys.exit("FAIL: stuck run: exit %d\n%s" % (res.returncode, res.stderr[-3000:]))
 
 
 def check_relax(out, ranks, steps):
@@ -107,7 +126,8 @@ def main():
         leaked = [s for s in names if not s.startswith("hlo_") and s != "HLO_RUNTIME_0"]
         if leaked:
             sys.exit("FAIL: libhlo_runtime.so exports %s" % leaked[:10])
-        print("ok   installed; libhlo_runtime.so exports %d hlo_ symbols only" % len(names))
+        print("ok   installed; libhlo_runtime.so exports %d hlo_ functions and nothing else"
+              % len([s for s in names if s.startswith("hlo_")]))
 
         env = dict(os.environ)
         env["PKG_CONFIG_PATH"] = os.path.join(prefix, "lib", "pkgconfig")
@@ -154,8 +174,12 @@ def main():
         print("ok   C loop on a 4-rank sub-communicator of 6 (find_package, static); "
               "the other 2 get the size error")
 
-        res = mpiexec(4, [errors, model], env)
+        embed_tests = os.path.join(SOURCE_DIR, "tests", "integration", "embed")
+        res = mpiexec(4, [errors, model, os.path.join(embed_tests, "check_after_sum.mlir")], env)
         print(res.stdout.rstrip())
+        check_stuck(errors, os.path.join(embed_tests, "check_before_sum.mlir"), env)
+        print("ok   a rank failing while the others wait in a collective ends the job "
+              "(MPI_Abort after stuck_seconds) instead of hanging")
 
         if fortran:
             jmodel = os.path.join(EMBED, "jacobi_step.mlir")

@@ -3,6 +3,11 @@
 // rank is an error on every rank (no hang), names that rank, leaves the
 // runner usable, and a result allocated for a failed run is not left behind.
 // Prints "ok <what>" per check; exits non-zero on the first failure.
+//
+//   api_errors RELAX_MODEL CHECK_AFTER_MODEL
+//   api_errors --stuck CHECK_BEFORE_MODEL   rank 2 fails while the others wait
+//       in a collective for it: it must end the job (MPI_Abort) after
+//       stuck_seconds = 2 instead of hanging; the test expects that.
 #include <mpi.h>
 #include <stdio.h>
 #include <math.h>
@@ -22,11 +27,48 @@ static void expect(int cond, const char *what, hlo_status_t st) {
   fflush(stdout);
 }
 
+// A model whose check fails on rank 2 alone during execution (its argument
+// is not all ones).
+// *sum_ok: the result is the global sum (3 + rank 2's value per element).
+static hlo_status_t run_check_model(hlo_runner_t *runner, float value_on_rank2, int *sum_ok) {
+  float x[4] = {1, 1, 1, 1}, y[4];
+  if (rank == 2)
+    for (int i = 0; i < 4; i++) x[i] = value_on_rank2;
+  int64_t n4[1] = {4};
+  hlo_buffer_t arg = {HLO_F32, 1, n4, x, HLO_ROW_MAJOR};
+  hlo_buffer_t res = {HLO_F32, 1, n4, y, HLO_ROW_MAJOR};
+  hlo_status_t st = hlo_runner_run(runner, &arg, 1, &res, 1);
+  *sum_ok = !st && y[0] == 3 + value_on_rank2 && y[3] == 3 + value_on_rank2;
+  return st;
+}
+
+static hlo_runner_t *make_runner(const char *path, hlo_program_t **program, double stuck) {
+  hlo_runner_t *runner = NULL;
+  hlo_runner_options_t options;
+  hlo_runner_options_init(&options);
+  options.stuck_seconds = stuck;
+  hlo_status_t st = hlo_program_load(path, program);
+  if (!st) st = hlo_runner_create(*program, MPI_COMM_WORLD, &options, &runner);
+  expect(!st, "the check model's runner is created", st);
+  return runner;
+}
+
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   hlo_program_t *program = NULL;
   hlo_runner_t *runner = NULL;
+
+  if (argc > 2 && strcmp(argv[1], "--stuck") == 0) {
+    runner = make_runner(argv[2], &program, 2.0);
+    int sum_ok;
+    hlo_status_t st = run_check_model(runner, 5.0f, &sum_ok);
+    // Only rank 2 could get here (the others wait in the all_reduce until
+    // it aborts the job): reaching this line is the failure.
+    fprintf(stderr, "api_errors: rank %d: FAILED: the stuck run returned (%s)\n", rank,
+            hlo_status_message(st));
+    return 1;
+  }
 
   hlo_status_t st = hlo_program_load("/nonexistent/model.mlir", &program);
   expect(st && program == NULL && strstr(hlo_status_message(st), "/nonexistent/model.mlir"),
@@ -92,6 +134,21 @@ int main(int argc, char **argv) {
   hlo_buffer_free(&results[1]);
   expect(results[1].data == NULL, "hlo_buffer_free clears the buffer", NULL);
 
+  hlo_runner_free(runner);
+  hlo_program_free(program);
+
+  // An execution error on rank 2 alone, after the collective: every rank
+  // gets it, naming rank 2, and the runner still runs.
+  runner = make_runner(argv[2], &program, 30.0);
+  int sum_ok;
+  st = run_check_model(runner, 5.0f, &sum_ok);
+  expect(st && strstr(hlo_status_message(st), "rank 2 (replica 2, partition 0): check.expect_eq "
+                                              "failed") &&
+             !strstr(hlo_status_message(st), "rank 1"),
+         "an execution error on one rank is an error on every rank, naming it", st);
+  hlo_status_free(st);
+  st = run_check_model(runner, 1.0f, &sum_ok);
+  expect(!st && sum_ok, "the runner runs (and sums) after a failed execution", st);
   hlo_runner_free(runner);
   hlo_program_free(program);
   expect(strlen(hlo_version()) > 0, "hlo_version", NULL);
