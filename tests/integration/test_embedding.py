@@ -105,6 +105,23 @@ def check_jacobi(out, steps):
                                    rtol=1e-12, atol=1e-15, err_msg="%s rank %d: block" % (out, r))
 
 
+def check_global(out):
+    """api_global.c on global_matmul.mlir: rows of x @ w and the global sum."""
+    x = np.array([[0.5 * i - 0.25 * j for j in range(4)] for i in range(8)], dtype=np.float32)
+    w = np.array([[i + 2 * j for j in range(4)] for i in range(4)], dtype=np.float32)
+    y = x @ w
+    for r in range(4):
+        lines = open("%s.%d.txt" % (out, r)).read().split("\n")
+        if lines[0].split() != ["11", "2", "2", "4"]:
+            sys.exit("FAIL: rank %d: the runner says argument 0 is %r, want f32 (11) [2,4]"
+                     % (r, lines[0]))
+        got = np.array([[float(v) for v in lines[1 + i].split()] for i in range(2)])
+        np.testing.assert_allclose(got, y[2 * r:2 * r + 2], rtol=1e-6,
+                                   err_msg="global_matmul rank %d" % r)
+        np.testing.assert_allclose(float(lines[3]), y.sum(), rtol=1e-6,
+                                   err_msg="global_matmul sum, rank %d" % r)
+
+
 def main():
     for tool in ("mpicc", "pkg-config", "cmake", "mpiexec"):
         if not shutil.which(tool):
@@ -139,9 +156,16 @@ def main():
         errors = os.path.join(bin_dir, "api_errors")
         run(["mpicc", "-Wall", "-Werror", os.path.join(EMBED, "c", "relax_loop.c"), "-o", relax]
             + flags, env=env)
-        run(["mpicc", "-Wall", "-Werror",
-             os.path.join(SOURCE_DIR, "tests", "integration", "embed", "api_errors.c"),
+        embed_tests = os.path.join(SOURCE_DIR, "tests", "integration", "embed")
+        run(["mpicc", "-Wall", "-Werror", os.path.join(embed_tests, "api_errors.c"),
              "-o", errors] + flags + ["-lm"], env=env)
+        global_test = os.path.join(bin_dir, "api_global")
+        run(["mpicc", "-Wall", "-Werror", os.path.join(embed_tests, "api_global.c"),
+             "-o", global_test] + flags, env=env)
+        # The header is C++ too.
+        if shutil.which("mpicxx"):
+            run(["mpicxx", "-x", "c++", "-Wall", "-Werror", "-pedantic", "-fsyntax-only",
+                 os.path.join(embed_tests, "api_global.c")] + flags, env=env)
         fortran = shutil.which("mpif90") and os.path.exists(
             os.path.join(prefix, "lib", "pkgconfig", "hlo-runtime-fortran.pc"))
         if fortran:
@@ -174,12 +198,16 @@ def main():
         print("ok   C loop on a 4-rank sub-communicator of 6 (find_package, static); "
               "the other 2 get the size error")
 
-        embed_tests = os.path.join(SOURCE_DIR, "tests", "integration", "embed")
         res = mpiexec(4, [errors, model, os.path.join(embed_tests, "check_after_sum.mlir")], env)
         print(res.stdout.rstrip())
         check_stuck(errors, os.path.join(embed_tests, "check_before_sum.mlir"), env)
         print("ok   a rank failing while the others wait in a collective ends the job "
               "(MPI_Abort after stuck_seconds) instead of hanging")
+
+        out = os.path.join(tmp, "global")
+        mpiexec(4, [global_test, os.path.join(embed_tests, "global_matmul.mlir"), out], env)
+        check_global(out)
+        print("ok   a global program with GSPMD shardings, partitioned by the runner, 4 ranks")
 
         if fortran:
             jmodel = os.path.join(EMBED, "jacobi_step.mlir")
