@@ -14,6 +14,7 @@ HL_PACKAGES=(
   libprotobuf-c-dev protobuf-c-compiler
   libcunit1-dev libopenblas-dev zlib1g-dev
   libfftw3-dev liblapacke-dev libsleef-dev
+  gfortran g++
   slurm-wlm munge hwloc iproute2
   python3 python3-numpy
   clang libclang-rt-14-dev

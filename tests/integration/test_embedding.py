@@ -162,8 +162,8 @@ def main():
         global_test = os.path.join(bin_dir, "api_global")
         run(["mpicc", "-Wall", "-Werror", os.path.join(embed_tests, "api_global.c"),
              "-o", global_test] + flags, env=env)
-        # The header is C++ too.
-        if shutil.which("mpicxx"):
+        # The header is C++ too (where mpicxx has its C++ compiler).
+        if shutil.which("mpicxx") and shutil.which("g++"):
             run(["mpicxx", "-x", "c++", "-Wall", "-Werror", "-pedantic", "-fsyntax-only",
                  os.path.join(embed_tests, "api_global.c")] + flags, env=env)
         fortran = shutil.which("mpif90") and os.path.exists(
