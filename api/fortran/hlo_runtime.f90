@@ -204,6 +204,12 @@ contains
     type(c_buffer), allocatable, target :: cargs(:), cresults(:)
     integer(c_int64_t), allocatable, target :: dims(:, :)
     integer :: i, n
+    logical :: scattered
+    ! A non-contiguous array is not refused here: that would be an error on
+    ! this process alone while the others wait in the run. It goes to the
+    ! runtime in a form it refuses (no data; a result also with no type, so
+    ! nothing is allocated), which makes the run fail on every process.
+    scattered = .false.
     n = size(args) + size(results)
     allocate(cargs(max(size(args), 1)), cresults(max(size(results), 1)))
     allocate(dims(HLO_MAX_RANK, max(n, 1)))
@@ -211,19 +217,28 @@ contains
       dims(:, i) = args(i)%dims
       cargs(i) = c_buffer(args(i)%dtype, args(i)%rank, c_loc(dims(1, i)), args(i)%data, &
                           HLO_COLUMN_MAJOR)
+      if (.not. c_associated(args(i)%data) .and. product(args(i)%dims(1:args(i)%rank)) > 0) &
+        scattered = .true.
     end do
     do i = 1, size(results)
       dims(:, size(args) + i) = results(i)%dims
       cresults(i) = c_buffer(results(i)%dtype, results(i)%rank, c_loc(dims(1, size(args) + i)), &
                              results(i)%data, HLO_COLUMN_MAJOR)
       if (.not. c_associated(results(i)%data)) then
-        ierr = 1
-        if (present(errmsg)) errmsg = 'hlo_run: a result array has no data (use hlo_array_of)'
-        return
+        ! Empty: any address (nothing is written), so the runtime does not
+        ! allocate a result Fortran would never free. Not contiguous: also
+        ! no type, which the runtime's check refuses.
+        cresults(i)%data = c_loc(dims(1, size(args) + i))
+        if (product(results(i)%dims(1:results(i)%rank)) > 0) then
+          cresults(i)%dtype = 0
+          scattered = .true.
+        end if
       end if
     end do
     call take_status(c_runner_run(runner%handle, c_loc(cargs), int(size(args), c_int32_t), &
                                   c_loc(cresults), int(size(results), c_int32_t)), ierr, errmsg)
+    if (ierr /= 0 .and. scattered .and. present(errmsg)) &
+      errmsg = trim(errmsg) // ' (on this process an array given to hlo_run is not contiguous)'
   end subroutine
 
   subroutine free_program(program)

@@ -174,6 +174,10 @@ def main():
             jacobi = os.path.join(bin_dir, "jacobi")
             run(["mpif90", os.path.join(EMBED, "fortran", "jacobi.f90"), "-o", jacobi] + fflags,
                 env=env)
+            ferrors = os.path.join(bin_dir, "fortran_errors")
+            run(["mpif90", "-O2", os.path.join(SOURCE_DIR, "tests", "integration", "embed",
+                                               "fortran_errors.f90"), "-o", ferrors] + fflags,
+                env=env)
         print("ok   built with pkg-config (C%s)" % (", Fortran" if fortran else ""))
 
         cm = os.path.join(tmp, "cmake")
@@ -218,6 +222,8 @@ def main():
             mpiexec(4, [os.path.join(cm, "jacobi"), jmodel, "3", out], env)
             check_jacobi(out, 3)
             print("ok   Fortran Jacobi stencil, 4 ranks (pkg-config 12 sweeps, find_package 3)")
+            res = mpiexec(4, [ferrors, jmodel], env)
+            print(res.stdout.rstrip())
         else:
             print("note: no mpif90 or Fortran module: the Fortran example was not run")
     finally:
