@@ -153,6 +153,10 @@ typedef struct hlo_runner_options {
   /* Nonzero: skip the static check that every process reaches the same
    * collectives (hlo-launch --no-collective-check). */
   int32_t no_collective_check;
+  /* Nonzero: a run stops with an error at the first instruction that
+   * produces a NaN (check_nans) or an infinity (check_infs), naming it and
+   * describing its operands (hlo-launch --check-nans / --check-infs). */
+  int32_t check_nans, check_infs;
   /* How long a process whose run failed waits for the others to learn it
    * (seconds; default 30). A process that fails alone while the others
    * are blocked in a collective that needs it leaves the communicator

@@ -17,6 +17,7 @@
 #include "collectives/shm/shm_layer.h"
 #include "runtime/base/alloc.h"
 #include "runtime/debug/collective_check.h"
+#include "runtime/debug/debug_observer.h"
 #include "runtime/exec/executor.h"
 #include "runtime/exec/thread_pool.h"
 #include "runtime/proto/program_loader.h"
@@ -102,6 +103,7 @@ struct hlo_runner {
   hl_comm_t *hl_comm;
   hl_channel_env_t channels;
   hl_thread_pool_t *pool;
+  hl_debug_observer_t *checks;  // check_nans / check_infs (NULL: none)
   // Per run: one literal header per argument (pointing at the caller's
   // data, or at scratch for a column-major argument) and the scratch.
   hl_literal_t *arg_headers;
@@ -227,6 +229,7 @@ HLO_API void hlo_runner_free(hlo_runner_t *r) {
   hl_comm_destroy(r->hl_comm);
   hl_executable_destroy(r->exe);
   hl_thread_pool_destroy(r->pool);
+  hl_debug_observer_destroy(r->checks);
   for (int i = 0; r->scratch && i < r->param_count; i++) hl_free(r->scratch[i]);
   hl_free(r->scratch);
   hl_free(r->scratch_bytes);
@@ -294,6 +297,12 @@ HLO_API hlo_status_t hlo_runner_create(const hlo_program_t *program, MPI_Comm co
   STEP(describe_entry(r));
   STEP(o->threads > 1 ? hl_thread_pool_create(o->threads, &r->pool) : NULL);
   STEP(hl_executable_create(r->module, &r->exe));
+  STEP(o->check_nans || o->check_infs
+           ? hl_debug_observer_create(
+                 &(hl_debug_observer_options_t){NULL, o->check_nans != 0, o->check_infs != 0,
+                                                NULL},
+                 &r->checks)
+           : NULL);
   // The communicator (collective: created once every process got here).
   STEP(hl_mpi_comm_create(r->comm, &r->hl_comm));
   STEP(hl_shm_layer_install(r->hl_comm, (hl_collectives_mode_t)o->collectives));
@@ -425,6 +434,7 @@ HLO_API hlo_status_t hlo_runner_run(hlo_runner_t *r, const hlo_buffer_t *args, i
         .comm = r->hl_comm,
         .channels = &r->channels,
         .pool = r->pool,
+        .observer = r->checks ? hl_debug_observer_base(r->checks) : NULL,
     };
     // The argument headers keep a second reference during the run: the
     // executor treats them as shared and never writes into them.

@@ -52,6 +52,7 @@ module hlo_runtime
     integer(c_int32_t) :: threads = 0
     integer(c_int) :: collectives = 0
     integer(c_int32_t) :: global_program = 0, no_collective_check = 0
+    integer(c_int32_t) :: check_nans = 0, check_infs = 0
     real(c_double) :: stuck_seconds = 30.0d0
   end type
 

@@ -135,6 +135,25 @@ int main(int argc, char **argv) {
   expect(results[1].data == NULL, "hlo_buffer_free clears the buffer", NULL);
 
   hlo_runner_free(runner);
+
+  // check_nans: a NaN in the arguments (on every rank) stops the run at the
+  // first instruction that produces one, on every rank, before the collective.
+  hlo_runner_options_init(&options);
+  options.check_nans = 1;
+  st = hlo_runner_create(program, MPI_COMM_WORLD, &options, &runner);
+  expect(!st, "a runner with check_nans is created", st);
+  float saved = u[3];
+  u[3] = nanf("");
+  st = hlo_runner_run(runner, args, 2, results, 2);
+  expect(st && strstr(hlo_status_message(st), "all 4 ranks: ") &&
+             strstr(hlo_status_message(st), "NaN"),
+         "check_nans stops a run at the first NaN, on every rank", st);
+  hlo_status_free(st);
+  u[3] = saved;
+  st = hlo_runner_run(runner, args, 2, results, 2);
+  expect(!st, "and runs without NaNs", st);
+  hlo_buffer_free(&results[1]);
+  hlo_runner_free(runner);
   hlo_program_free(program);
 
   // An execution error on rank 2 alone, after the collective: every rank
