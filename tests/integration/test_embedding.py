@@ -136,6 +136,18 @@ def main():
                   "share/bash-completion/completions/hlo-launch"):
             if not os.path.exists(os.path.join(prefix, f)):
                 sys.exit("FAIL: %s not installed" % f)
+        # The man pages carry the tools' --help; the completion offers its options.
+        page = open(os.path.join(prefix, "share", "man", "man1", "hlo-launch.1")).read()
+        if not page.startswith(".TH HLO-LAUNCH 1") or "--check-nans" not in page:
+            sys.exit("FAIL: hlo-launch.1 lacks its header or the --help text:\n" + page[:500])
+        completion = run(["bash", "-c",
+                          'source "$1"; COMP_WORDS=("$2" --check-n); COMP_CWORD=1; '
+                          '_hlo_launch_complete; echo "${COMPREPLY[@]}"', "-",
+                          os.path.join(prefix, "share", "bash-completion", "completions",
+                                       "hlo-launch"),
+                          os.path.join(prefix, "bin", "hlo-launch")]).stdout.split()
+        if completion != ["--check-nans"]:
+            sys.exit("FAIL: bash completion of --check-n gave %r" % completion)
         # Only the hlo_ functions are exported.
         syms = run(["nm", "-D", "--defined-only", os.path.join(prefix, "lib",
                                                                "libhlo_runtime.so")]).stdout
