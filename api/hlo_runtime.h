@@ -27,6 +27,7 @@
 #define HLO_RUNTIME_H_
 
 #include <mpi.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -126,6 +127,11 @@ typedef struct hlo_program hlo_program_t;
  * gzipped or not) and verifies it. Not collective: every process that
  * makes a runner loads the file itself. */
 HLO_API hlo_status_t hlo_program_load(const char *path, hlo_program_t **out_program);
+/* The same for a program in memory (e.g. linked into the application):
+ * `size` bytes at `data`, read during the call; `name` stands for the file
+ * in messages. */
+HLO_API hlo_status_t hlo_program_load_memory(const void *data, size_t size, const char *name,
+                                             hlo_program_t **out_program);
 /* The program must outlive every runner made from it. */
 HLO_API void hlo_program_free(hlo_program_t *program); /* NULL-safe */
 

@@ -60,13 +60,13 @@ struct hlo_program {
   hl_program_t program;
 };
 
-HLO_API hlo_status_t hlo_program_load(const char *path, hlo_program_t **out_program) {
-  if (!out_program) return to_api(HL_INVALID("hlo_program_load: out_program is NULL"));
-  *out_program = NULL;
-  if (!path) return to_api(HL_INVALID("hlo_program_load: path is NULL"));
+// Loads from a file (data NULL) or from memory, then verifies.
+static hlo_status_t load(const char *path, const void *data, size_t size,
+                         hlo_program_t **out_program) {
   hlo_program_t *p = hl_calloc(1, sizeof(*p));
   if (!p) return to_api(HL_OOM());
-  hl_status_t st = hl_program_load_file(path, &p->program);
+  hl_status_t st = data ? hl_program_load_bytes(data, size, path, &p->program)
+                        : hl_program_load_file(path, &p->program);
   if (!st) st = hl_verify_module(p->program.module);
   if (st) {
     hl_program_deinit(&p->program);
@@ -75,6 +75,21 @@ HLO_API hlo_status_t hlo_program_load(const char *path, hlo_program_t **out_prog
   }
   *out_program = p;
   return NULL;
+}
+
+HLO_API hlo_status_t hlo_program_load(const char *path, hlo_program_t **out_program) {
+  if (!out_program) return to_api(HL_INVALID("hlo_program_load: out_program is NULL"));
+  *out_program = NULL;
+  if (!path) return to_api(HL_INVALID("hlo_program_load: path is NULL"));
+  return load(path, NULL, 0, out_program);
+}
+
+HLO_API hlo_status_t hlo_program_load_memory(const void *data, size_t size, const char *name,
+                                             hlo_program_t **out_program) {
+  if (!out_program) return to_api(HL_INVALID("hlo_program_load_memory: out_program is NULL"));
+  *out_program = NULL;
+  if (!data) return to_api(HL_INVALID("hlo_program_load_memory: data is NULL"));
+  return load(name ? name : "(memory)", data, size, out_program);
 }
 
 HLO_API void hlo_program_free(hlo_program_t *program) {
@@ -261,6 +276,11 @@ HLO_API hlo_status_t hlo_runner_create(const hlo_program_t *program, MPI_Comm co
     return to_api(HL_INVALID("hlo_runner_create: MPI is %s",
                              finalized ? "finalized" : "not initialized (call MPI_Init first)"));
   if (comm == MPI_COMM_NULL) return to_api(HL_INVALID("hlo_runner_create: comm is MPI_COMM_NULL"));
+  int inter = 0;
+  MPI_Comm_test_inter(comm, &inter);
+  if (inter)  // every process of it gets here and says the same
+    return to_api(HL_INVALID("hlo_runner_create: comm is an intercommunicator; pass an "
+                             "intracommunicator (MPI_Intercomm_merge)"));
   hlo_runner_options_t defaults;
   hlo_runner_options_init(&defaults);
   const hlo_runner_options_t *o = options ? options : &defaults;

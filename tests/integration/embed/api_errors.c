@@ -75,6 +75,19 @@ int main(int argc, char **argv) {
          "a missing file is an error naming it", st);
   hlo_status_free(st);
 
+  // From memory: the file's bytes, loaded and freed again.
+  FILE *f = fopen(argv[1], "rb");
+  static char bytes[1 << 16];
+  size_t size = f ? fread(bytes, 1, sizeof(bytes), f) : 0;
+  if (f) fclose(f);
+  st = hlo_program_load_memory(bytes, size, "relax in memory", &program);
+  expect(!st && program, "a model loads from memory", st);
+  hlo_program_free(program);
+  st = hlo_program_load_memory(bytes, size / 2, "half a model", &program);
+  expect(st && !program && strstr(hlo_status_message(st), "half a model"),
+         "a truncated model in memory is an error naming it", st);
+  hlo_status_free(st);
+
   st = hlo_program_load(argv[1], &program);
   expect(!st, "the model loads", st);
   hlo_runner_options_t options;
@@ -85,6 +98,17 @@ int main(int argc, char **argv) {
              strstr(hlo_status_message(st), "the communicator size is 4"),
          "a grid that does not fit the communicator is an error on every rank", st);
   hlo_status_free(st);
+
+  // An intercommunicator (ranks 0-1 <-> 2-3) is refused on both sides.
+  MPI_Comm half, inter;
+  MPI_Comm_split(MPI_COMM_WORLD, rank / 2, rank, &half);
+  MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, rank < 2 ? 2 : 0, 7, &inter);
+  st = hlo_runner_create(program, inter, NULL, &runner);
+  expect(st && !runner && strstr(hlo_status_message(st), "intercommunicator"),
+         "an intercommunicator is an error", st);
+  hlo_status_free(st);
+  MPI_Comm_free(&inter);
+  MPI_Comm_free(&half);
 
   st = hlo_runner_create(program, MPI_COMM_WORLD, NULL, &runner);
   expect(!st && hlo_runner_arg_count(runner) == 2 && hlo_runner_result_count(runner) == 2,
