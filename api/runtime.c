@@ -223,21 +223,6 @@ static hl_status_t describe_entry(hlo_runner_t *r) {
   return NULL;
 }
 
-// The collective part of the set-up, over the runner's communicator.
-static hl_status_t setup_channels(hlo_runner_t *r) {
-  hl_channel_grid_t grid = {r->grid.replicas, r->grid.partitions, r->rank};
-  hl_channel_endpoint_t *mine = NULL;
-  int count = 0;
-  hl_status_t local = hl_channel_collect(r->module, &grid, &mine, &count);
-  hl_status_t st = hl_mpi_channels_setup(r->hl_comm, r->comm, mine, count, &r->channels);
-  hl_free(mine);
-  if (local) {
-    hl_status_free(st);
-    return local;
-  }
-  return st;
-}
-
 HLO_API void hlo_runner_free(hlo_runner_t *r) {
   if (!r) return;
   hl_mpi_channels_release_routes(&r->channels);
@@ -328,7 +313,8 @@ HLO_API hlo_status_t hlo_runner_create(const hlo_program_t *program, MPI_Comm co
   STEP(hl_shm_layer_install(r->hl_comm, (hl_collectives_mode_t)o->collectives));
   STEP(r->hl_comm->vtable->prepare(r->hl_comm, r->module, r->grid.replicas,
                                    r->grid.partitions));
-  STEP(setup_channels(r));
+  STEP(hl_mpi_channels_connect(r->hl_comm, r->comm, r->module, r->grid.replicas,
+                               r->grid.partitions, r->rank, &r->channels));
   *out_runner = r;
   return NULL;
 

@@ -220,3 +220,19 @@ void hl_mpi_channels_release_routes(hl_channel_env_t *env) {
   env->routes = NULL;
   env->route_count = 0;
 }
+
+hl_status_t hl_mpi_channels_connect(hl_comm_t *comm, MPI_Comm world, const hl_module_t *module,
+                                    int64_t replicas, int64_t partitions, int rank,
+                                    hl_channel_env_t *env) {
+  hl_channel_grid_t grid = {replicas, partitions, rank};
+  hl_channel_endpoint_t *mine = NULL;
+  int count = 0;
+  hl_status_t local = hl_channel_collect(module, &grid, &mine, &count);
+  hl_status_t st = hl_mpi_channels_setup(comm, world, mine, count, env);
+  hl_free(mine);
+  if (local) {
+    hl_status_free(st);
+    return local;
+  }
+  return st;
+}

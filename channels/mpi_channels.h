@@ -22,6 +22,15 @@ hl_status_t hl_mpi_channels_setup(hl_comm_t *comm, MPI_Comm world,
                                   const hl_channel_endpoint_t *mine, int mine_count,
                                   hl_channel_env_t *env);
 
+// Both steps for a program: this process's endpoints (hl_channel_collect on
+// `module`, process `rank` of the replicas x partitions grid), then the
+// rendezvous above. Collective over `world`: a process whose collection
+// fails still takes part (with no endpoints), so the others do not hang, and
+// returns its own error. What hlo-launch's worker and the embedding API do.
+hl_status_t hl_mpi_channels_connect(hl_comm_t *comm, MPI_Comm world, const hl_module_t *module,
+                                    int64_t replicas, int64_t partitions, int rank,
+                                    hl_channel_env_t *env);
+
 void hl_mpi_channels_release_routes(hl_channel_env_t *env);
 
 #endif  // HL_CHANNELS_MPI_CHANNELS_H_

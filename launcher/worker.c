@@ -241,17 +241,9 @@ static bool execute_runs(worker_t *w, hl_comm_t *comm, const hl_program_t *progr
 // feeds. Every rank reaches the same verdict on the pairing.
 static hl_status_t setup_channels(worker_t *w, hl_comm_t *comm, const hl_program_t *program) {
   const hl_launch_options_t *o = w->options;
-  hl_channel_grid_t grid = {w->grid.replicas, w->grid.partitions, w->rank};
-  hl_channel_endpoint_t *mine = NULL;
-  int count = 0;
-  hl_status_t local = hl_channel_collect(program->module, &grid, &mine, &count);
-  hl_status_t st = hl_mpi_channels_setup(comm, MPI_COMM_WORLD, mine, count, &w->channels);
-  hl_free(mine);
-  if (local) {
-    hl_status_free(st);
-    return local;
-  }
-  if (st) return st;
+  HL_RETURN_IF_ERROR(hl_mpi_channels_connect(comm, MPI_COMM_WORLD, program->module,
+                                             w->grid.replicas, w->grid.partitions, w->rank,
+                                             &w->channels));
   return hl_host_feeds_open(o->infeed_files, o->infeed_file_count, o->infeed_dir, o->outfeed_dir,
                             w->replica, w->partition, &w->channels);
 }
