@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "runtime/base/strbuf.h"
+#include "runtime/kernels/array_copy.h"
 
 // hlo_dtype_t is numbered as XLA's PrimitiveType, as hl_dtype_t is.
 _Static_assert((int)HLO_PRED == (int)HL_PRED && (int)HLO_S32 == (int)HL_S32 &&
@@ -63,47 +64,32 @@ void hl_api_wrap(const hl_shape_t *shape, void *data, hl_literal_t *out) {
   out->byte_size = (size_t)hl_shape_byte_size(&out->shape);
 }
 
-// Element moves by size, so the compiler emits one load and store each.
-#define HL_REORDER_LOOP(T)                                                   \
-  do {                                                                       \
-    const T *s = src;                                                        \
-    T *d = dst;                                                              \
-    for (int64_t n = 0; n < total; n += inner) {                             \
-      int64_t off = 0;                                                       \
-      for (int i = 0; i < rank - 1; i++) off += idx[i] * cstride[i];         \
-      if (from_column_major)                                                 \
-        for (int64_t k = 0; k < inner; k++) d[n + k] = s[off + k * cstride[rank - 1]]; \
-      else                                                                   \
-        for (int64_t k = 0; k < inner; k++) d[off + k * cstride[rank - 1]] = s[n + k]; \
-      for (int i = rank - 2; i >= 0; i--) {                                  \
-        if (++idx[i] < dims[i]) break;                                       \
-        idx[i] = 0;                                                          \
-      }                                                                      \
-    }                                                                        \
-  } while (0)
-
-typedef struct { uint64_t lo, hi; } hl_u128_t;
-
 void hl_api_reorder(const void *src, void *dst, int rank, const int64_t *dims, size_t size,
                     bool from_column_major) {
-  int64_t total = 1;
-  for (int i = 0; i < rank; i++) total *= dims[i];
-  if (total == 0) return;
-  if (rank <= 1) {
-    memcpy(dst, src, (size_t)total * size);
+  // Strides in elements of the row-major and the column-major layouts; the
+  // kernels' strided copy tiles the transpose.
+  int64_t row[HL_MAX_RANK], col[HL_MAX_RANK];
+  int64_t stride = 1;
+  for (int i = rank - 1; i >= 0; i--) {
+    row[i] = stride;
+    stride *= dims[i];
+  }
+  stride = 1;
+  for (int i = 0; i < rank; i++) {
+    col[i] = stride;
+    stride *= dims[i];
+  }
+  if (from_column_major) {
+    hl_array_copy_strided(dst, row, src, col, rank, dims, size);
     return;
   }
-  // Walk the row-major order; cstride[i] is dimension i's stride in the
-  // column-major array (the first dimension varies fastest there).
-  int64_t cstride[HL_MAX_RANK], idx[HL_MAX_RANK] = {0};
-  cstride[0] = 1;
-  for (int i = 1; i < rank; i++) cstride[i] = cstride[i - 1] * dims[i - 1];
-  int64_t inner = dims[rank - 1];
-  switch (size) {
-    case 1: HL_REORDER_LOOP(uint8_t); break;
-    case 2: HL_REORDER_LOOP(uint16_t); break;
-    case 4: HL_REORDER_LOOP(uint32_t); break;
-    case 8: HL_REORDER_LOOP(uint64_t); break;
-    default: HL_REORDER_LOOP(hl_u128_t); break;  // 16: c128
+  // Walked in reversed dimension order, so the destination is the dense
+  // side again (the engine's tiled transpose is for a dense destination).
+  int64_t rdims[HL_MAX_RANK], rrow[HL_MAX_RANK], rcol[HL_MAX_RANK];
+  for (int i = 0; i < rank; i++) {
+    rdims[i] = dims[rank - 1 - i];
+    rrow[i] = row[rank - 1 - i];
+    rcol[i] = col[rank - 1 - i];
   }
+  hl_array_copy_strided(dst, rcol, src, rrow, rank, rdims, size);
 }
