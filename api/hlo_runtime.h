@@ -157,7 +157,9 @@ typedef struct hlo_runner_options {
    * custom-call (hlo-launch --global-program). */
   int32_t global_program;
   /* Nonzero: skip the static check that every process reaches the same
-   * collectives (hlo-launch --no-collective-check). */
+   * collectives (hlo-launch --no-collective-check). It runs only when every
+   * process loaded a program of the same file name (or memory name):
+   * processes of an MPMD application with different programs skip it. */
   int32_t no_collective_check;
   /* Nonzero: a run stops with an error at the first instruction that
    * produces a NaN (check_nans) or an infinity (check_infs), naming it and

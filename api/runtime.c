@@ -185,6 +185,22 @@ static hl_status_t partition_if_global(hlo_runner_t *r, const hlo_runner_options
   return NULL;
 }
 
+// The static collective check (runtime/debug/collective_check.h) applies
+// when every process runs the same program, as in hlo-launch: judged, as
+// there, by the program's file name (or hlo_program_load_memory's name);
+// processes of an MPMD application with different programs skip it.
+// Collective: every process reaches the same verdict.
+static hl_status_t check_collectives(hlo_runner_t *r, const hlo_runner_options_t *o) {
+  if (o->no_collective_check) return NULL;
+  const char *name = r->module->source_path ? r->module->source_path : "";
+  unsigned long long hash = 14695981039346656037ull, low = 0, high = 0;  // FNV-1a
+  for (const char *p = name; *p; p++) hash = (hash ^ (unsigned char)*p) * 1099511628211ull;
+  MPI_Allreduce(&hash, &low, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, r->comm);
+  MPI_Allreduce(&hash, &high, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, r->comm);
+  if (low != high) return NULL;
+  return hl_collective_check(r->module, r->grid.replicas, r->grid.partitions);
+}
+
 // The entry's parameter and result shapes, each an array hlo_buffer_t can
 // carry.
 static hl_status_t describe_entry(hlo_runner_t *r) {
@@ -296,9 +312,7 @@ HLO_API hlo_status_t hlo_runner_create(const hlo_program_t *program, MPI_Comm co
            : NULL);
   STEP(resolve_grid(r, o, r->module));
   STEP(partition_if_global(r, o));
-  STEP(o->no_collective_check
-           ? NULL
-           : hl_collective_check(r->module, r->grid.replicas, r->grid.partitions));
+  STEP(check_collectives(r, o));
   STEP(describe_entry(r));
   STEP(o->threads > 1 ? hl_thread_pool_create(o->threads, &r->pool) : NULL);
   STEP(hl_executable_create(r->module, &r->exe));
