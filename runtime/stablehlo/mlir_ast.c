@@ -15,6 +15,7 @@ void hl_mlir_attr_deinit(hl_mlir_attr_t *a) {
   }
   hl_free(a->items);
   hl_free(a->keys);
+  if (a->blob_owned) hl_free((void *)a->blob);
   memset(a, 0, sizeof(*a));
 }
 

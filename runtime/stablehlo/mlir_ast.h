@@ -72,6 +72,12 @@ struct hl_mlir_attr {
   int n;
   const char *raw;     // DENSE: body text between '<' and '>'; RAW: the text (both point into the source)
   size_t raw_len;
+  // DENSE read from bytecode: the elements' raw little-endian bytes (as
+  // MLIR's DenseElementsAttr keeps them; one element's worth is a splat),
+  // instead of a text body. Points into the input unless blob_owned.
+  const uint8_t *blob;
+  size_t blob_len;
+  bool blob_owned;
 };
 
 typedef struct hl_mlir_value_ref {

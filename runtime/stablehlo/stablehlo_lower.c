@@ -1010,16 +1010,13 @@ static hl_status_t lower_file(hl_lower_t *L) {
   return order_computations(L->module);
 }
 
-hl_status_t hl_stablehlo_load(const char *text, size_t length, const char *path, int first_line,
-                              hl_module_t **out_module) {
+hl_status_t hl_stablehlo_lower_file(const hl_mlir_file_t *file, const char *path,
+                                    hl_module_t **out_module) {
   *out_module = NULL;
-  if (!path) path = "<mlir>";
-  hl_mlir_file_t file;
-  HL_RETURN_IF_ERROR(hl_mlir_parse(text, length, path, first_line, &file));
   hl_lower_t L;
   memset(&L, 0, sizeof(L));
-  L.file = &file;
-  hl_status_t st = hl_module_create(file.module_name ? file.module_name : "stablehlo", &L.module);
+  L.file = file;
+  hl_status_t st = hl_module_create(file->module_name ? file->module_name : "stablehlo", &L.module);
   if (!st) {
     L.module->source_path = hl_strdup(path);
     if (!L.module->source_path) st = HL_OOM();
@@ -1027,13 +1024,23 @@ hl_status_t hl_stablehlo_load(const char *text, size_t length, const char *path,
   if (!st) st = lower_file(&L);
   hl_free(L.funcs);
   hl_free(L.quant_by_id);
-  hl_mlir_file_deinit(&file);
   if (st) {
     hl_module_destroy(L.module);
     return st;
   }
   *out_module = L.module;
   return NULL;
+}
+
+hl_status_t hl_stablehlo_load(const char *text, size_t length, const char *path, int first_line,
+                              hl_module_t **out_module) {
+  *out_module = NULL;
+  if (!path) path = "<mlir>";
+  hl_mlir_file_t file;
+  HL_RETURN_IF_ERROR(hl_mlir_parse(text, length, path, first_line, &file));
+  hl_status_t st = hl_stablehlo_lower_file(&file, path, out_module);
+  hl_mlir_file_deinit(&file);
+  return st;
 }
 
 //===----------------------------------------------------------------------===//
