@@ -1,5 +1,6 @@
 // Loads a program file whatever its format, detected by content, not name:
-// gzip is inflated first; then StableHLO (MLIR) text, HLO text, or a binary HloProto /
+// gzip is inflated first; then a StableHLO portable artifact (MLIR bytecode),
+// StableHLO (MLIR) text, HLO text, or a binary HloProto /
 // HloModuleProto / HloSnapshot.
 #ifndef HL_RUNTIME_PROTO_PROGRAM_LOADER_H_
 #define HL_RUNTIME_PROTO_PROGRAM_LOADER_H_
@@ -17,6 +18,7 @@ typedef enum hl_program_format {
   HL_FORMAT_MODULE_PROTO,
   HL_FORMAT_SNAPSHOT,
   HL_FORMAT_STABLEHLO,  // MLIR text (runtime/stablehlo/)
+  HL_FORMAT_STABLEHLO_BYTECODE,  // portable artifact: MLIR bytecode of VHLO (runtime/bytecode/)
 } hl_program_format_t;
 
 typedef struct hl_program {
