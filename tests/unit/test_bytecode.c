@@ -14,7 +14,9 @@
 #include "runtime/bytecode/mlir_bytecode.h"
 #include "runtime/bytecode/vhlo.h"
 #include "runtime/stablehlo/mlir_parser.h"
+#include "runtime/base/strbuf.h"
 #include "runtime/stablehlo/stablehlo.h"
+#include "runtime/text/hlo_printer.h"
 #include "test_util.h"
 
 #define VHLO_DIR HL_SOURCE_DIR "/../../shared/conformance/stablehlo-vhlo"
@@ -248,7 +250,32 @@ static bool same_op(const hl_mlir_op_t *t, const hl_mlir_op_t *b, char *why, siz
 
 typedef struct counts {
   int functions, matched, text_unparsed, bc_skipped, differ;
+  int lowered_same, lowered_differ;  // of the matched: lowered alone as the entry
 } counts_t;
+
+// The HLO text of `fn` lowered alone as a module's entry; NULL when it does
+// not lower (it calls other functions, an op the lowering refuses, ...).
+static char *lower_alone(const hl_mlir_file_t *f, const hl_mlir_op_t *fn) {
+  hl_mlir_file_t one = *f;
+  one.ops = (hl_mlir_op_t *)fn;
+  one.op_count = 1;
+  one.module_name = NULL;
+  one.module_attr_count = 0;
+  hl_module_t *m = NULL;
+  hl_status_t st = hl_stablehlo_lower_file(&one, f->path, &m);
+  if (st) {
+    hl_status_free(st);
+    return NULL;
+  }
+  hl_strbuf_t out;
+  hl_strbuf_init(&out);
+  st = hl_print_hlo_module(m, &out);
+  char *text = st ? NULL : hl_strdup(hl_strbuf_cstr(&out));
+  hl_status_free(st);
+  hl_strbuf_deinit(&out);
+  hl_module_destroy(m);
+  return text;
+}
 
 // Each top-level `func.func` of the twin parsed alone, compared with the
 // same-named function decoded from the bytecode.
@@ -281,6 +308,17 @@ static void compare_twin(const char *text_path, const hl_mlir_file_t *bc, counts
         } else if (same_op(tfn, bfn, why, sizeof(why)) &&
                    tfn->operand_type_count == bfn->operand_type_count) {
           c->matched++;
+          char *a = lower_alone(&tf, tfn), *b = a ? lower_alone(bc, bfn) : NULL;
+          if (a && b && strcmp(a, b) == 0) {
+            c->lowered_same++;
+          } else if (a) {
+            c->lowered_differ++;
+            if (g_mismatch_reported++ < 60)
+              fprintf(stderr, "  %s:%d @%s: lowers from text but %s from bytecode\n", text_path,
+                      start_line, tfn->symbol, b ? "differently" : "not");
+          }
+          hl_free(a);
+          hl_free(b);
         } else {
           c->differ++;
           if (g_mismatch_reported++ < 60)
@@ -344,11 +382,15 @@ static void test_vhlo_suite(void) {
   closedir(d);
   fprintf(stderr, "\n  stablehlo-vhlo: %d/%d artifacts read; of %d functions in the text twins "
           "%d match op by op, %d differ, %d are not decoded from bytecode (unsupported "
-          "construct), %d the text parser refuses\n",
-          read_ok, artifacts, c.functions, c.matched, c.differ, c.bc_skipped, c.text_unparsed);
+          "construct), %d the text parser refuses; of the matching, %d lower alone to the same "
+          "HLO module from both, %d differently\n",
+          read_ok, artifacts, c.functions, c.matched, c.differ, c.bc_skipped, c.text_unparsed,
+          c.lowered_same, c.lowered_differ);
+  CU_ASSERT_EQUAL(c.lowered_differ, 0);
   CU_ASSERT_EQUAL(read_ok, artifacts);
   CU_ASSERT_TRUE(artifacts >= 32);
   CU_ASSERT_TRUE(c.matched > 0);
+  CU_ASSERT_EQUAL(c.differ, 0);
 }
 
 static void test_future_refused(void) {
