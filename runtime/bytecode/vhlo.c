@@ -98,14 +98,49 @@ static hl_status_t entry_reader(const vctx_t *v, const hl_bc_entry_t *e, const c
   return NULL;
 }
 
+static hl_status_t decode_element(const vctx_t *v, uint64_t idx, hl_dtype_t *out, int depth);
+
+// A builtin element type (BuiltinDialectBytecode.td): mixed artifacts
+// (StableHLO 1.11+) keep attributes of other dialects in builtin form.
+static hl_status_t builtin_element(const vctx_t *v, uint64_t code, hl_bc_reader_t *r,
+                                   hl_dtype_t *out, int depth) {
+  static const char *const kFloats[] = {"bf16", "f16", "f32", "f64"};  // codes 3..6
+  char name[32];
+  uint64_t ws, el;
+  hl_dtype_t inner;
+  switch (code) {
+    case 0:  // IntegerType { width << 2 | signedness (0 signless, 1 signed, 2 unsigned) }
+      if (!hl_bc_read_varint(r, &ws) || (ws >> 2) > 64) return verr(v, "bad builtin integer type");
+      snprintf(name, sizeof(name), "%s%llu", (ws & 3) == 2 ? "ui" : (ws & 3) == 1 ? "si" : "i",
+               (unsigned long long)(ws >> 2));
+      break;
+    case 1: snprintf(name, sizeof(name), "index"); break;
+    case 3: case 4: case 5: case 6: snprintf(name, sizeof(name), "%s", kFloats[code - 3]); break;
+    case 9:  // ComplexType { element }
+      if (!hl_bc_read_varint(r, &el)) return verr(v, "truncated complex type");
+      HL_RETURN_IF_ERROR(decode_element(v, el, &inner, depth + 1));
+      *out = inner == HL_F32 ? HL_C64 : inner == HL_F64 ? HL_C128 : HL_INVALID;
+      if (*out == HL_INVALID) return verr(v, "complex of %s is not supported", hl_dtype_name(inner));
+      return NULL;
+    default:
+      return verr(v, "builtin type code %llu is not an element type this reader supports",
+                  (unsigned long long)code);
+  }
+  *out = hl_mlir_element_type(name, strlen(name));
+  if (*out == HL_INVALID) return verr(v, "builtin element type %s is not supported", name);
+  return NULL;
+}
+
 // The element type a type index names (for IntegerV1 / FloatV1 attributes and tensors).
 static hl_status_t decode_element(const vctx_t *v, uint64_t idx, hl_dtype_t *out, int depth) {
   if (idx >= v->bc->type_count || depth > 4) return verr(v, "bad element type %llu", (unsigned long long)idx);
   const hl_bc_entry_t *e = &v->bc->types[idx];
-  if (e->dialect != v->vhlo) return verr(v, "type %llu is not a VHLO type", (unsigned long long)idx);
+  if (e->dialect != v->vhlo && e->dialect != v->builtin)
+    return verr(v, "type %llu is neither a VHLO nor a builtin type", (unsigned long long)idx);
   hl_bc_reader_t r;
   uint64_t code;
   HL_RETURN_IF_ERROR(entry_reader(v, e, "type", idx, &r, &code));
+  if (e->dialect == v->builtin) return builtin_element(v, code, &r, out, depth);
   hl_dtype_t inner = HL_INVALID;
   if (code == 1) {  // complex<elem>
     uint64_t el;
@@ -148,12 +183,18 @@ static hl_status_t decode_type(const vctx_t *v, uint64_t idx, hl_shape_t *out, i
   if (idx >= v->bc->type_count) return verr(v, "type index %llu out of range", (unsigned long long)idx);
   if (depth > kMaxAttrDepth) return verr(v, "types nest too deeply");
   const hl_bc_entry_t *e = &v->bc->types[idx];
-  if (e->dialect != v->vhlo)
+  if (e->dialect != v->vhlo && e->dialect != v->builtin)
     return verr(v, "type %llu of dialect '%s' is not a VHLO type", (unsigned long long)idx,
                 v->bc->dialects[e->dialect]);
   hl_bc_reader_t r;
   uint64_t code;
   HL_RETURN_IF_ERROR(entry_reader(v, e, "type", idx, &r, &code));
+  if (e->dialect == v->builtin) {  // builtin RankedTensorType (13) / TupleType (15)
+    if (code == 13) code = 20;
+    else if (code == 15) code = 23;
+    else return verr(v, "builtin type code %llu is not a value type this reader supports",
+                     (unsigned long long)code);
+  }
   switch (code) {
     case 20:    // RankedTensorV1Type { shape: svarint[], element: Type }
     case 21: {  // ... with a leading encoding attribute
@@ -512,10 +553,55 @@ static hl_status_t decode_builtin_attr(const vctx_t *v, uint64_t code, hl_bc_rea
       HL_RETURN_IF_ERROR(set_string(a, HL_MATTR_STRING, bc_string(v, u)));
       a->s_len = v->bc->string_lengths[u];
       return NULL;
+    case 3: return verr(v, "typed builtin string attributes are not supported");
+    case 4:  // FlatSymbolRefAttr { StringAttr }
+      if (!hl_bc_read_varint(r, &u)) return verr(v, "truncated symbol reference");
+      HL_RETURN_IF_ERROR(decode_attr(v, u, a, depth + 1));
+      if (a->kind != HL_MATTR_STRING) return verr(v, "symbol reference without a name");
+      a->kind = HL_MATTR_SYMBOL;
+      return NULL;
+    case 6:  // TypeAttr
+      if (!hl_bc_read_varint(r, &u)) return verr(v, "truncated type attribute");
+      a->kind = HL_MATTR_TYPE;
+      a->has_type = true;
+      return decode_type(v, u, &a->type, depth + 1);
     case 7: a->kind = HL_MATTR_UNIT; return NULL;  // UnitAttr
+    case 8: case 9: {  // IntegerAttr / FloatAttr { type, value }: as VHLO's
+      HL_RETURN_IF_ERROR(scalar_type(v, r, a));
+      hl_dtype_t dt = a->type.dtype;
+      int bits = dt == HL_PRED ? 1 : hl_dtype_bit_width(dt);
+      HL_RETURN_IF_ERROR(read_apint(v, r, bits, &a->u));
+      if (code == 9) {
+        a->kind = HL_MATTR_FLOAT;
+        return float_value(v, dt, a->u, &a->f);
+      }
+      a->kind = HL_MATTR_INT;
+      a->i = (int64_t)a->u;
+      if (bits < 64 && !hl_dtype_is_unsigned_int(dt) && (a->u >> (bits - 1)) & 1)
+        a->i = (int64_t)(a->u | ~((UINT64_C(1) << bits) - 1));
+      return NULL;
+    }
+    case 18:  // DenseIntOrFPElementsAttr { type, blob }: as VHLO's tensor
+      return tensor_attr(v, r, a);
     default:
       return verr(v, "builtin attribute code %llu is not supported here", (unsigned long long)code);
   }
+}
+
+// A Shardy attribute in its text form ("#sdy.sharding_rule<...>", NUL-
+// terminated): kept raw, as the text parser keeps sdy.* syntax.
+static hl_status_t shardy_text(const vctx_t *v, const hl_bc_entry_t *e, hl_mlir_attr_t *a) {
+  const char *t = (const char *)e->bytes.data;
+  size_t n = e->bytes.size;
+  const char *lt = n ? memchr(t, '<', n) : NULL;
+  if (!n || t[n - 1] != 0 || t[0] != '#' || !lt || n < 3 || t[n - 2] != '>')
+    return verr(v, "malformed Shardy attribute text");
+  a->kind = HL_MATTR_RAW;
+  a->s = hl_strndup(t + 1, (size_t)(lt - t - 1));
+  if (!a->s) return HL_OOM();
+  a->raw = lt + 1;
+  a->raw_len = (size_t)(t + n - 2 - (lt + 1));
+  return NULL;
 }
 
 static hl_status_t decode_attr(const vctx_t *v, uint64_t idx, hl_mlir_attr_t *out, int depth) {
@@ -523,6 +609,8 @@ static hl_status_t decode_attr(const vctx_t *v, uint64_t idx, hl_mlir_attr_t *ou
   if (idx >= v->bc->attr_count) return verr(v, "attribute index %llu out of range", (unsigned long long)idx);
   if (depth > kMaxAttrDepth) return verr(v, "attributes nest too deeply");
   const hl_bc_entry_t *e = &v->bc->attrs[idx];
+  if (!e->custom && strcmp(v->bc->dialects[e->dialect], "sdy") == 0)
+    return shardy_text(v, e, out);
   hl_bc_reader_t r;
   uint64_t code;
   hl_status_t st = entry_reader(v, e, "attribute", idx, &r, &code);
@@ -893,6 +981,14 @@ static hl_status_t convert_module(vctx_t *v, hl_mlir_file_t *f, hl_vhlo_skipped_
   }
   hl_mlir_op_t holder = {0};
   HL_RETURN_IF_ERROR(read_attr_dict(v, m, &holder));
+  hl_mlir_attr_t name;
+  if (take(&holder, "sym_name", &name)) {  // the module's name, when kept as an attribute
+    if (name.kind == HL_MATTR_STRING && !f->module_name) {
+      f->module_name = name.s;
+      name.s = NULL;
+    }
+    hl_mlir_attr_deinit(&name);
+  }
   f->module_attr_names = holder.attr_names;
   f->module_attrs = holder.attrs;
   f->module_attr_count = holder.attr_count;
@@ -941,10 +1037,13 @@ hl_status_t hl_vhlo_to_mlir_partial(const hl_bc_module_t *bc, hl_mlir_file_t *ou
     if (strcmp(bc->dialects[i], "vhlo") == 0) v.vhlo = i;
     if (strcmp(bc->dialects[i], "builtin") == 0) v.builtin = i;
   }
-  if (sscanf(bc->producer, "StableHLO_v%d.%d.%d", &v.major, &v.minor, &v.patch) != 3)
-    return HL_INVALID("%s: MLIR bytecode from '%s' is not a StableHLO portable artifact "
-                      "(the producer must be StableHLO_vX.Y.Z)", bc->path, bc->producer);
-  if (v.major == 0 && v.minor < 9)
+  // Before StableHLO named itself in the producer (JAX's early exports say
+  // "MLIRxxx-trunk"), the VHLO dialect alone identifies the artifact.
+  bool named = sscanf(bc->producer, "StableHLO_v%d.%d.%d", &v.major, &v.minor, &v.patch) == 3;
+  if (!named && v.vhlo == UINT32_MAX)
+    return HL_INVALID("%s: MLIR bytecode from '%s' is not a StableHLO portable artifact (no "
+                      "VHLO dialect, producer not StableHLO_vX.Y.Z)", bc->path, bc->producer);
+  if (named && v.major == 0 && v.minor < 9)
     return HL_INVALID("%s: portable artifact of StableHLO %d.%d.%d is older than 0.9.0, the "
                       "oldest with compatibility guarantees", bc->path, v.major, v.minor, v.patch);
   if (v.vhlo == UINT32_MAX) return verr(&v, "holds no VHLO dialect");
