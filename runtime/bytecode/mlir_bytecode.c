@@ -519,8 +519,8 @@ static hl_status_t read_ir(ctx_t *c, hl_bc_bytes_t sec) {
   return NULL;
 }
 
-hl_status_t hl_bc_read(const uint8_t *data, size_t size, const char *path, hl_bc_module_t *out) {
-  memset(out, 0, sizeof(*out));
+static hl_status_t read_module(const uint8_t *data, size_t size, const char *path,
+                               hl_bc_module_t *out) {
   out->path = path;
   ctx_t cc = {out, data, NULL, 0, 0, 0, 0}, *c = &cc;
   hl_bc_reader_t rr = {data, data + size}, *r = &rr;
@@ -558,6 +558,13 @@ hl_status_t hl_bc_read(const uint8_t *data, size_t size, const char *path, hl_bc
   if (!st) st = read_attr_type_offsets(c, sections[kAttrType], sections[kAttrTypeOffset]);
   if (!st) st = read_ir(c, sections[kIR]);
   hl_free(c->ids);
+  return st;
+}
+
+hl_status_t hl_bc_read(const uint8_t *data, size_t size, const char *path, hl_bc_module_t *out) {
+  memset(out, 0, sizeof(*out));
+  hl_status_t st = read_module(data, size, path, out);
+  if (st) hl_bc_module_deinit(out);
   return st;
 }
 
