@@ -2,7 +2,7 @@
 
 #include "collectives/groups.h"
 #include "launcher/grid.h"
-#include "runtime/proto/program_loader.h"
+#include "runtime/loader/program_loader.h"
 #include "runtime/verifier/verifier.h"
 
 // "(r,p)" of a flattened id.

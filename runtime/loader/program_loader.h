@@ -2,8 +2,8 @@
 // gzip is inflated first; then a StableHLO portable artifact (MLIR bytecode),
 // StableHLO (MLIR) text, HLO text, or a binary HloProto /
 // HloModuleProto / HloSnapshot.
-#ifndef HL_RUNTIME_PROTO_PROGRAM_LOADER_H_
-#define HL_RUNTIME_PROTO_PROGRAM_LOADER_H_
+#ifndef HL_RUNTIME_LOADER_PROGRAM_LOADER_H_
+#define HL_RUNTIME_LOADER_PROGRAM_LOADER_H_
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -53,4 +53,4 @@ hl_status_t hl_program_parse_size(const char *flag, const char *text, uint64_t *
 uint64_t hl_program_default_inflate_limit(void);
 const char *hl_program_format_name(hl_program_format_t format);
 
-#endif  // HL_RUNTIME_PROTO_PROGRAM_LOADER_H_
+#endif  // HL_RUNTIME_LOADER_PROGRAM_LOADER_H_

@@ -1,7 +1,8 @@
 // Loads a program file by content: gzip is inflated first (XLA's
-// --xla_dump_compress_protos), then the bytes are either HLO text or one of
-// the binary messages, detected by walking their wire structure.
-#include "runtime/proto/program_loader.h"
+// --xla_dump_compress_protos), then the bytes are a StableHLO portable
+// artifact (MLIR bytecode magic), StableHLO text, HLO text, or one of the
+// binary messages, detected by walking their wire structure.
+#include "runtime/loader/program_loader.h"
 
 #include <errno.h>
 #include <stdio.h>
