@@ -158,6 +158,8 @@ static hl_status_t decode_type(const vctx_t *v, uint64_t idx, hl_shape_t *out, i
 
 static hl_status_t decode_type_list(const vctx_t *v, hl_bc_reader_t *r, hl_shape_t **out,
                                     int *count, int depth) {
+  *out = NULL;
+  *count = 0;
   uint64_t n;
   if (!hl_bc_read_varint(r, &n) || n > (uint64_t)(r->end - r->p)) return verr(v, "bad type list");
   *out = hl_calloc(n + 1, sizeof(hl_shape_t));
