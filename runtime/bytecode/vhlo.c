@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "runtime/base/alloc.h"
+#include "runtime/bytecode/sdy_attrs.h"
 #include "runtime/stablehlo/mlir_generic.h"
 #include "runtime/stablehlo/mlir_parser.h"
 #include "runtime/stablehlo/stablehlo.h"
@@ -611,8 +612,8 @@ static hl_status_t decode_attr(const vctx_t *v, uint64_t idx, hl_mlir_attr_t *ou
   if (idx >= v->bc->attr_count) return verr(v, "attribute index %llu out of range", (unsigned long long)idx);
   if (depth > kMaxAttrDepth) return verr(v, "attributes nest too deeply");
   const hl_bc_entry_t *e = &v->bc->attrs[idx];
-  if (!e->custom && strcmp(v->bc->dialects[e->dialect], "sdy") == 0)
-    return shardy_text(v, e, out);
+  if (strcmp(v->bc->dialects[e->dialect], "sdy") == 0)
+    return e->custom ? hl_sdy_attr_text(v->bc, idx, out) : shardy_text(v, e, out);
   hl_bc_reader_t r;
   uint64_t code;
   hl_status_t st = entry_reader(v, e, "attribute", idx, &r, &code);

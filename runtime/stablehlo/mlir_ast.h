@@ -74,7 +74,8 @@ struct hl_mlir_attr {
   size_t raw_len;
   // DENSE read from bytecode: the elements' raw little-endian bytes (as
   // MLIR's DenseElementsAttr keeps them; one element's worth is a splat),
-  // instead of a text body. Points into the input unless blob_owned.
+  // instead of a text body. Points into the input unless blob_owned. (A RAW
+  // attribute printed from bytecode keeps its text here too: raw == blob.)
   const uint8_t *blob;
   size_t blob_len;
   bool blob_owned;
