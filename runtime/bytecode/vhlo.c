@@ -293,8 +293,10 @@ static hl_status_t attr_list(const vctx_t *v, hl_bc_reader_t *r, hl_mlir_attr_t 
       hl_mlir_attr_t k_attr = {0};
       hl_status_t st = decode_attr(v, key, &k_attr, depth + 1);
       if (!st && k_attr.kind != HL_MATTR_STRING) st = verr(v, "dictionary key is not a string");
-      name = st ? NULL : k_attr.s;
-      k_attr.s = NULL;
+      if (!st) {
+        name = k_attr.s;
+        k_attr.s = NULL;
+      }
       hl_mlir_attr_deinit(&k_attr);
       HL_RETURN_IF_ERROR(st);
     }
