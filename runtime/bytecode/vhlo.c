@@ -40,6 +40,7 @@ typedef struct vctx {
   uint32_t vhlo, builtin;  // dialect indices (UINT32_MAX when absent)
   uint64_t *value_type;    // type index of each value number
   int major, minor, patch; // the producer's StableHLO version
+  int *last_quant;         // quantization id of the tensor type decoded last (0: none)
 } vctx_t;
 
 static hl_status_t verr(const vctx_t *v, const char *fmt, ...) {
@@ -132,6 +133,92 @@ static hl_status_t builtin_element(const vctx_t *v, uint64_t code, hl_bc_reader_
   return NULL;
 }
 
+static hl_status_t read_f64(const vctx_t *v, hl_bc_reader_t *r, double *out) {
+  int64_t s;
+  if (!hl_bc_read_svarint(r, &s)) return verr(v, "truncated float");
+  union { uint64_t u; double d; } bits = {(uint64_t)s};
+  *out = bits.d;
+  return NULL;
+}
+
+// UniformQuantized(PerAxis)V1Type -> an entry of the file's quantization table
+// (as the text parser fills it for `!quant.uniform<...>`); *out = its storage type.
+static hl_status_t quant_element(const vctx_t *v, uint64_t code, hl_bc_reader_t *r,
+                                 hl_dtype_t *out, int depth) {
+  uint64_t flags, storage, expressed, dim = 0, n = 1;
+  hl_mlir_quant_type_t q;
+  memset(&q, 0, sizeof(q));
+  q.axis = -1;
+  hl_dtype_t st_type, ex_type;
+  if (!hl_bc_read_varint(r, &flags) || !hl_bc_read_varint(r, &storage) ||
+      !hl_bc_read_varint(r, &expressed))
+    return verr(v, "truncated quantized type");
+  HL_RETURN_IF_ERROR(decode_element(v, storage, &st_type, depth + 1));
+  HL_RETURN_IF_ERROR(decode_element(v, expressed, &ex_type, depth + 1));
+  int bits = hl_dtype_bit_width(st_type);
+  char name[16];
+  snprintf(name, sizeof(name), "%s%d", (flags & 1) ? "i" : "ui", bits);
+  q.storage = hl_dtype_is_integer(st_type) ? hl_mlir_element_type(name, strlen(name)) : HL_INVALID;
+  q.expressed = ex_type;
+  if (q.storage == HL_INVALID || !hl_dtype_is_float(ex_type))
+    return verr(v, "quantized type with storage %s / expressed %s is not supported",
+                hl_dtype_name(st_type), hl_dtype_name(ex_type));
+  double scale = 0;
+  int64_t zp = 0;
+  if (code == 24) {  // { flags, storage, expressed, scale, zero_point, min, max }
+    HL_RETURN_IF_ERROR(read_f64(v, r, &scale));
+    if (!hl_bc_read_svarint(r, &zp)) return verr(v, "truncated quantized type");
+  } else {           // { flags, storage, expressed, dim, min, max, scales[], zero_points[] }
+    if (!hl_bc_read_varint(r, &dim) || dim > 64) return verr(v, "bad quantization dimension");
+    q.axis = (int)dim;
+  }
+  if (!hl_bc_read_svarint(r, &q.storage_min) || !hl_bc_read_svarint(r, &q.storage_max))
+    return verr(v, "truncated quantized type");
+  if (code == 30 && (!hl_bc_read_varint(r, &n) || n == 0 || n > (uint64_t)(r->end - r->p)))
+    return verr(v, "bad quantization scales");
+  q.scales = hl_calloc(n, sizeof(double));
+  q.zero_points = hl_calloc(n, sizeof(int64_t));
+  if (!q.scales || !q.zero_points) {
+    hl_free(q.scales);
+    hl_free(q.zero_points);
+    return HL_OOM();
+  }
+  q.count = (int)n;
+  hl_status_t st = NULL;
+  if (code == 24) {
+    q.scales[0] = scale;
+    q.zero_points[0] = zp;
+  } else {
+    for (uint64_t k = 0; !st && k < n; k++) st = read_f64(v, r, &q.scales[k]);
+    uint64_t nz;
+    if (!st && (!hl_bc_read_varint(r, &nz) || nz != n)) st = verr(v, "zero points and scales differ in count");
+    for (uint64_t k = 0; !st && k < n; k++)
+      if (!hl_bc_read_svarint(r, &q.zero_points[k])) st = verr(v, "truncated zero points");
+  }
+  int64_t lo = hl_dtype_is_signed_int(q.storage) ? -((int64_t)1 << (bits - 1)) : 0;
+  int64_t hi = hl_dtype_is_signed_int(q.storage) ? ((int64_t)1 << (bits - 1)) - 1
+                                                 : (int64_t)((UINT64_C(1) << bits) - 1);
+  if (!st && (q.storage_min < lo || q.storage_max > hi || q.storage_min > q.storage_max))
+    st = verr(v, "quantized storage range outside its storage type");
+  for (int k = 0; !st && k < q.count; k++)
+    if (q.zero_points[k] < q.storage_min || q.zero_points[k] > q.storage_max)
+      st = verr(v, "zero point outside [storage_min, storage_max]");
+  hl_mlir_file_t *f = v->file;
+  hl_mlir_quant_type_t *grown = st ? NULL : hl_realloc(f->quant_types,
+                                                       ((size_t)f->quant_type_count + 1) * sizeof(q));
+  if (!st && !grown) st = HL_OOM();
+  if (st) {
+    hl_free(q.scales);
+    hl_free(q.zero_points);
+    return st;
+  }
+  f->quant_types = grown;
+  f->quant_types[f->quant_type_count++] = q;
+  *v->last_quant = f->quant_type_count;
+  *out = q.storage;
+  return NULL;
+}
+
 // The element type a type index names (for IntegerV1 / FloatV1 attributes and tensors).
 static hl_status_t decode_element(const vctx_t *v, uint64_t idx, hl_dtype_t *out, int depth) {
   if (idx >= v->bc->type_count || depth > 4) return verr(v, "bad element type %llu", (unsigned long long)idx);
@@ -142,6 +229,7 @@ static hl_status_t decode_element(const vctx_t *v, uint64_t idx, hl_dtype_t *out
   uint64_t code;
   HL_RETURN_IF_ERROR(entry_reader(v, e, "type", idx, &r, &code));
   if (e->dialect == v->builtin) return builtin_element(v, code, &r, out, depth);
+  if (code == 24 || code == 30) return quant_element(v, code, &r, out, depth);
   hl_dtype_t inner = HL_INVALID;
   if (code == 1) {  // complex<elem>
     uint64_t el;
@@ -157,19 +245,22 @@ static hl_status_t decode_element(const vctx_t *v, uint64_t idx, hl_dtype_t *out
 
 static hl_status_t decode_type(const vctx_t *v, uint64_t idx, hl_shape_t *out, int depth);
 
+// quant (optional): each type's quantization id, allocated like *out.
 static hl_status_t decode_type_list(const vctx_t *v, hl_bc_reader_t *r, hl_shape_t **out,
-                                    int *count, int depth) {
+                                    int *count, int **quant, int depth) {
   *out = NULL;
   *count = 0;
+  if (quant) *quant = NULL;
   uint64_t n;
   if (!hl_bc_read_varint(r, &n) || n > (uint64_t)(r->end - r->p)) return verr(v, "bad type list");
   *out = hl_calloc(n + 1, sizeof(hl_shape_t));
-  if (!*out) return HL_OOM();
+  if (!*out || (quant && !(*quant = hl_calloc(n + 1, sizeof(int))))) return HL_OOM();
   *count = 0;
   for (uint64_t k = 0; k < n; k++) {
     uint64_t t;
     if (!hl_bc_read_varint(r, &t)) return verr(v, "truncated type list");
     HL_RETURN_IF_ERROR(decode_type(v, t, &(*out)[k], depth + 1));
+    if (quant) (*quant)[k] = *v->last_quant;
     *count = (int)k + 1;
   }
   return NULL;
@@ -183,6 +274,7 @@ static void free_types(hl_shape_t *t, int n) {
 // A value type: tensor, token or tuple.
 static hl_status_t decode_type(const vctx_t *v, uint64_t idx, hl_shape_t *out, int depth) {
   memset(out, 0, sizeof(*out));
+  *v->last_quant = 0;
   if (idx >= v->bc->type_count) return verr(v, "type index %llu out of range", (unsigned long long)idx);
   if (depth > kMaxAttrDepth) return verr(v, "types nest too deeply");
   const hl_bc_entry_t *e = &v->bc->types[idx];
@@ -214,6 +306,7 @@ static hl_status_t decode_type(const vctx_t *v, uint64_t idx, hl_shape_t *out, i
       }
       if (!hl_bc_read_varint(&r, &el)) return verr(v, "truncated tensor type");
       hl_dtype_t dt;
+      *v->last_quant = 0;
       HL_RETURN_IF_ERROR(decode_element(v, el, &dt, depth + 1));
       *out = hl_shape_array(dt, (int)n, dims);
       if (!hl_shape_size_fits(out)) return verr(v, "tensor type too large");
@@ -224,14 +317,17 @@ static hl_status_t decode_type(const vctx_t *v, uint64_t idx, hl_shape_t *out, i
       return NULL;
     case 23: {  // TupleV1Type { elements: Type[] }
       hl_shape_t *el;
-      int n;
-      hl_status_t st = decode_type_list(v, &r, &el, &n, depth);
+      int n, *q;
+      hl_status_t st = decode_type_list(v, &r, &el, &n, &q, depth);
+      for (int k = 0; !st && k < n; k++)
+        if (q[k]) st = verr(v, "tuples of quantized tensors are not supported");
       if (!st) st = hl_shape_tuple(el, n, out);
       free_types(el, n);
+      hl_free(q);
+      *v->last_quant = 0;
       return st;
     }
     case 25: return verr(v, "unranked tensor types are not supported");
-    case 24: case 30: return verr(v, "quantized element types are not supported from bytecode yet");
     default:
       return verr(v, "VHLO type code %llu is not a value type this reader supports",
                   (unsigned long long)code);
@@ -358,6 +454,7 @@ static hl_status_t tensor_attr(const vctx_t *v, hl_bc_reader_t *r, hl_mlir_attr_
   const uint8_t *data;
   if (!hl_bc_read_varint(r, &t)) return verr(v, "truncated tensor attribute");
   HL_RETURN_IF_ERROR(decode_type(v, t, &a->type, 1));
+  a->type_quant = *v->last_quant;
   a->has_type = true;
   a->kind = HL_MATTR_DENSE;
   if (!hl_shape_is_array(&a->type)) return verr(v, "tensor attribute of a non-tensor type");
@@ -489,8 +586,8 @@ static hl_status_t decode_vhlo_attr(const vctx_t *v, uint64_t code, hl_bc_reader
         a->n = 2;
         for (int k = 0; k < 2; k++) {
           hl_shape_t *types;
-          int n;
-          hl_status_t st = decode_type_list(v, &tr, &types, &n, depth);
+          int n, *q;
+          hl_status_t st = decode_type_list(v, &tr, &types, &n, &q, depth);
           hl_mlir_attr_t *list = &a->items[k];
           list->kind = HL_MATTR_ARRAY;
           list->items = hl_calloc((size_t)n + 1, sizeof(hl_mlir_attr_t));
@@ -500,12 +597,14 @@ static hl_status_t decode_vhlo_attr(const vctx_t *v, uint64_t code, hl_bc_reader
               list->items[i].kind = HL_MATTR_TYPE;
               list->items[i].has_type = true;
               list->items[i].type = types[i];
+              list->items[i].type_quant = q[i];
               list->n = i + 1;
             } else {
               hl_shape_deinit(&types[i]);
             }
           }
           hl_free(types);
+          hl_free(q);
           HL_RETURN_IF_ERROR(st);
         }
         return NULL;
@@ -849,6 +948,18 @@ static hl_status_t read_attr_dict(const vctx_t *v, const hl_bc_op_t *bop, hl_mli
   return st;
 }
 
+// Quantization id `id` of entry k of a list of n types (ids allocated on the first one).
+static hl_status_t note_quant(hl_mlir_quant_ids_t *q, int k, int n, int id) {
+  if (!id) return NULL;
+  if (!q->ids) {
+    q->ids = hl_calloc((size_t)n + 1, sizeof(int));
+    if (!q->ids) return HL_OOM();
+    q->n = n;
+  }
+  if (k < q->n) q->ids[k] = id;
+  return NULL;
+}
+
 static char *value_name(uint32_t group) {
   char buf[24];
   snprintf(buf, sizeof(buf), "v%u", group);
@@ -895,6 +1006,7 @@ static hl_status_t convert_op(const vctx_t *v, const hl_bc_op_t *bop, bool func_
     for (int k = 0; k < bop->result_count; k++) {
       op->result_type_count = k + 1;
       HL_RETURN_IF_ERROR(decode_type(v, bop->result_types[k], &op->result_types[k], 0));
+      HL_RETURN_IF_ERROR(note_quant(&op->result_type_quant, k, bop->result_count, *v->last_quant));
     }
   }
   if (bop->operand_count) {
@@ -907,6 +1019,7 @@ static hl_status_t convert_op(const vctx_t *v, const hl_bc_op_t *bop, bool func_
       if (!(op->operands[k].name = value_name(val->group))) return HL_OOM();
       op->operands[k].index = (int)val->index;
       HL_RETURN_IF_ERROR(decode_type(v, v->value_type[bop->operands[k]], &op->operand_types[k], 0));
+      HL_RETURN_IF_ERROR(note_quant(&op->operand_type_quant, k, bop->operand_count, *v->last_quant));
     }
   }
   if (bop->successor_count) return verr(v, "'%s' has block successors (unsupported)", full);
@@ -925,7 +1038,17 @@ static hl_status_t convert_op(const vctx_t *v, const hl_bc_op_t *bop, bool func_
       }
     }
   }
-  if (strcmp(info->vhlo, "func_v1") == 0) HL_RETURN_IF_ERROR(hl_mlir_generic_func(bc->path, op));
+  if (strcmp(info->vhlo, "func_v1") == 0) {
+    // The signature's quantization ids (the generic func keeps only the types).
+    const hl_mlir_attr_t *ft = op_attr(op, "function_type");
+    for (int side = 0; ft && ft->kind == HL_MATTR_FUNCTION_TYPE && side < 2; side++) {
+      const hl_mlir_attr_t *list = &ft->items[side];
+      hl_mlir_quant_ids_t *q = side ? &op->result_type_quant : &op->operand_type_quant;
+      for (int i = 0; i < list->n; i++)
+        HL_RETURN_IF_ERROR(note_quant(q, i, list->n, list->items[i].type_quant));
+    }
+    HL_RETURN_IF_ERROR(hl_mlir_generic_func(bc->path, op));
+  }
   return NULL;
 }
 
@@ -939,6 +1062,7 @@ static hl_status_t convert_block(const vctx_t *v, const hl_bc_block_t *b, bool f
       out->arg_count = k + 1;
       if (!(out->arg_names[k] = value_name(b->first_arg + (uint32_t)k))) return HL_OOM();
       HL_RETURN_IF_ERROR(decode_type(v, b->arg_types[k], &out->arg_types[k], 0));
+      HL_RETURN_IF_ERROR(note_quant(&out->arg_quant, k, b->arg_count, *v->last_quant));
     }
   }
   out->ops = hl_calloc((size_t)b->op_count + 1, sizeof(hl_mlir_op_t));
@@ -1037,7 +1161,8 @@ hl_status_t hl_vhlo_to_mlir_partial(const hl_bc_module_t *bc, hl_mlir_file_t *ou
   if (skipped) memset(skipped, 0, sizeof(*skipped));
   memset(out, 0, sizeof(*out));
   out->path = bc->path;
-  vctx_t v = {bc, out, UINT32_MAX, UINT32_MAX, NULL, 0, 0, 0};
+  int last_quant = 0;
+  vctx_t v = {bc, out, UINT32_MAX, UINT32_MAX, NULL, 0, 0, 0, &last_quant};
   for (uint32_t i = 0; i < bc->dialect_count; i++) {
     if (strcmp(bc->dialects[i], "vhlo") == 0) v.vhlo = i;
     if (strcmp(bc->dialects[i], "builtin") == 0) v.builtin = i;
