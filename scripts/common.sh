@@ -16,6 +16,7 @@ HL_PACKAGES=(
   libfftw3-dev liblapacke-dev libsleef-dev
   slurm-wlm munge hwloc iproute2
   python3 python3-numpy
+  flatbuffers-compiler
   clang libclang-rt-14-dev
   chromium
 )

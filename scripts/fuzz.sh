@@ -18,7 +18,7 @@ for a in "$@"; do
     *) seconds=$a ;;
   esac
 done
-[ ${#harnesses[@]} -gt 0 ] || harnesses=(fuzz_hlo_text fuzz_program_loader fuzz_npy fuzz_execute fuzz_bytecode)
+[ ${#harnesses[@]} -gt 0 ] || harnesses=(fuzz_hlo_text fuzz_program_loader fuzz_npy fuzz_execute fuzz_bytecode fuzz_jax_export)
 jobs=${HL_FUZZ_JOBS:-1}
 dir=${HL_FUZZ_BUILD_DIR:-$HL_ROOT/build-fuzz}
 
@@ -61,6 +61,16 @@ make_seeds() {
         [ -e "$f" ] && cp -n "$f" "$out/"
       done
       true ;;
+    fuzz_jax_export)
+      # Exports around a few of StableHLO's artifacts, encoded by flatc.
+      local arts=()
+      for f in "$HL_ROOT"/../shared/conformance/stablehlo-vhlo/*1_1_0.mlir.bc \
+               "$HL_ROOT"/../../shared/conformance/stablehlo-vhlo/*1_1_0.mlir.bc; do
+        [ -e "$f" ] && arts+=("$f")
+      done
+      if command -v flatc >/dev/null && [ ${#arts[@]} -gt 0 ]; then
+        /usr/bin/python3 "$HL_ROOT/tests/fuzz/make_jax_export_seeds.py" "$out" "${arts[@]}"
+      fi ;;
   esac
 }
 

@@ -12,6 +12,7 @@
 #include <zlib.h>
 
 #include "runtime/base/alloc.h"
+#include "runtime/bytecode/jax_export.h"
 #include "runtime/bytecode/vhlo.h"
 #include "runtime/proto/proto_io.h"
 #include "runtime/stablehlo/stablehlo.h"
@@ -28,6 +29,7 @@ const char *hl_program_format_name(hl_program_format_t f) {
     case HL_FORMAT_SNAPSHOT: return "HloSnapshot";
     case HL_FORMAT_STABLEHLO: return "StableHLO text";
     case HL_FORMAT_STABLEHLO_BYTECODE: return "StableHLO portable artifact (MLIR bytecode)";
+    case HL_FORMAT_JAX_EXPORT: return "jax.export serialized program";
   }
   return "?";
 }
@@ -247,6 +249,10 @@ static bool looks_like_text(const uint8_t *d, size_t n) {
 
 static hl_status_t load_plain(const uint8_t *data, size_t size, const char *name,
                               hl_program_t *out) {
+  if (hl_jax_export_looks_like(data, size)) {
+    out->format = HL_FORMAT_JAX_EXPORT;
+    return hl_jax_export_load(data, size, name, &out->module);
+  }
   if (hl_bc_looks_like(data, size)) {
     out->format = HL_FORMAT_STABLEHLO_BYTECODE;
     return hl_bytecode_load(data, size, name, &out->module);

@@ -19,6 +19,7 @@ typedef enum hl_program_format {
   HL_FORMAT_SNAPSHOT,
   HL_FORMAT_STABLEHLO,  // MLIR text (runtime/stablehlo/)
   HL_FORMAT_STABLEHLO_BYTECODE,  // portable artifact: MLIR bytecode of VHLO (runtime/bytecode/)
+  HL_FORMAT_JAX_EXPORT,          // jax.export's flatbuffer around a portable artifact
 } hl_program_format_t;
 
 typedef struct hl_program {

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "runtime/base/alloc.h"
+#include "runtime/bytecode/jax_export.h"
 #include "runtime/bytecode/mlir_bytecode.h"
 #include "runtime/bytecode/vhlo.h"
 #include "runtime/stablehlo/mlir_parser.h"
@@ -84,6 +85,23 @@ static void test_bad_containers(void) {
   const uint8_t longsec[] = {'M', 'L', 0xEF, 'R', 0x0D, 'x', 0, 0x00, 0x41, 1};
   HL_ASSERT_ERROR_CONTAINS(hl_bc_read(longsec, sizeof(longsec), "l.bc", &m), "past the end");
   CU_ASSERT_FALSE(hl_bc_looks_like((const uint8_t *)"HloModule", 9));
+}
+
+// jax.export flatbuffers with broken offsets are refused, never read past.
+static void test_bad_flatbuffers(void) {
+  hl_jax_export_t ex;
+  uint8_t zeros[16] = {0};
+  CU_ASSERT_FALSE(hl_jax_export_looks_like(zeros, sizeof(zeros)));
+  HL_ASSERT_ERROR_CONTAINS(hl_jax_export_read(zeros, sizeof(zeros), "z", &ex), "bad root offset");
+  // Root table at 8 whose vtable offset points before the buffer.
+  uint8_t far[16] = {8, 0, 0, 0, 0, 0, 0, 0, 0x00, 0x10, 0, 0};
+  CU_ASSERT_FALSE(hl_jax_export_looks_like(far, sizeof(far)));
+  HL_ASSERT_ERROR_CONTAINS(hl_jax_export_read(far, sizeof(far), "f", &ex), "bad root table");
+  // A valid table (vtable at 4 of no fields, table of 4 bytes) has no module.
+  uint8_t empty[12] = {8, 0, 0, 0, 4, 0, 4, 0, 4, 0, 0, 0};
+  CU_ASSERT_FALSE(hl_jax_export_looks_like(empty, sizeof(empty)));
+  HL_ASSERT_ERROR_CONTAINS(hl_jax_export_read(empty, sizeof(empty), "e", &ex),
+                           "no mlir_module_serialized");
 }
 
 // Every prefix of a real artifact is refused cleanly (no crash, no leak).
@@ -429,6 +447,7 @@ static CU_TestInfo tests[] = {
     {"varints", test_varints},
     {"bad_containers", test_bad_containers},
     {"truncations", test_truncations},
+    {"bad_flatbuffers", test_bad_flatbuffers},
     {"future_refused", test_future_refused},
     {"emit_version_loads", test_emit_version_loads},
     {"vhlo_suite", test_vhlo_suite},
