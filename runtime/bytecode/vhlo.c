@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "runtime/base/alloc.h"
+#include "runtime/base/strbuf.h"
 #include "runtime/bytecode/sdy_attrs.h"
 #include "runtime/stablehlo/mlir_generic.h"
 #include "runtime/stablehlo/mlir_parser.h"
@@ -960,6 +961,56 @@ static hl_status_t note_quant(hl_mlir_quant_ids_t *q, int k, int n, int id) {
   return NULL;
 }
 
+// The text of location attribute `idx` (BuiltinDialectBytecode.td): the
+// first file:line:col found, with the innermost name before it; "" when the
+// location holds neither.
+static void location_text(const vctx_t *v, uint64_t idx, hl_strbuf_t *out, int depth) {
+  if (depth > 16 || idx >= v->bc->attr_count) return;
+  const hl_bc_entry_t *e = &v->bc->attrs[idx];
+  if (e->dialect != v->builtin || !e->custom) return;
+  hl_bc_reader_t r = {e->bytes.data, e->bytes.data + e->bytes.size};
+  uint64_t code, a, b, c;
+  if (!hl_bc_read_varint(&r, &code)) return;
+  switch (code) {
+    case 10:  // CallSiteLoc { callee, caller }: the callee's
+      if (hl_bc_read_varint(&r, &a)) location_text(v, a, out, depth + 1);
+      return;
+    case 11: {  // FileLineColLoc { filename: StringAttr, line, column }
+      hl_mlir_attr_t name;
+      if (!hl_bc_read_varint(&r, &a) || !hl_bc_read_varint(&r, &b) || !hl_bc_read_varint(&r, &c))
+        return;
+      hl_status_t st = decode_attr(v, a, &name, depth + 1);
+      if (!st && name.kind == HL_MATTR_STRING)
+        hl_strbuf_appendf(out, "%s:%llu:%llu", name.s, (unsigned long long)b, (unsigned long long)c);
+      hl_status_free(st);
+      hl_mlir_attr_deinit(&name);
+      return;
+    }
+    case 12: case 13: {  // FusedLoc(WithMetadata) { Array<Location> }: the first that says something
+      uint64_t n;
+      if (!hl_bc_read_varint(&r, &n)) return;
+      for (uint64_t k = 0; k < n && k < 64 && !out->length; k++)
+        if (hl_bc_read_varint(&r, &a)) location_text(v, a, out, depth + 1);
+      return;
+    }
+    case 14: {  // NameLoc { name: StringAttr, child }
+      hl_mlir_attr_t name;
+      if (!hl_bc_read_varint(&r, &a) || !hl_bc_read_varint(&r, &b)) return;
+      hl_status_t st = decode_attr(v, a, &name, depth + 1);
+      if (!st && name.kind == HL_MATTR_STRING) hl_strbuf_appendf(out, "\"%s\"", name.s);
+      hl_status_free(st);
+      hl_mlir_attr_deinit(&name);
+      hl_strbuf_t child;
+      hl_strbuf_init(&child);
+      location_text(v, b, &child, depth + 1);
+      if (child.length) hl_strbuf_appendf(out, " %s", hl_strbuf_cstr(&child));
+      hl_strbuf_deinit(&child);
+      return;
+    }
+    default: return;  // UnknownLoc and kinds that name no place
+  }
+}
+
 static char *value_name(uint32_t group) {
   char buf[24];
   snprintf(buf, sizeof(buf), "v%u", group);
@@ -986,6 +1037,11 @@ static hl_status_t convert_op(const vctx_t *v, const hl_bc_op_t *bop, bool func_
   if (!op->name) return HL_OOM();
   op->generic = true;
   op->has_function_type = true;
+  hl_strbuf_t loc;
+  hl_strbuf_init(&loc);
+  location_text(v, bop->location, &loc, 0);
+  if (loc.length && !(op->location = hl_strbuf_take(&loc))) return HL_OOM();
+  hl_strbuf_deinit(&loc);
   if (bop->has_properties) {
     if (bop->properties_are_attr) return verr(v, "'%s' was written as an unregistered op", full);
     HL_RETURN_IF_ERROR(read_properties(v, bop, info, op));

@@ -138,6 +138,9 @@ struct hl_mlir_op {
   hl_mlir_attr_t *arg_attrs;  // one DICT (or UNIT when absent) per argument / result
   hl_mlir_attr_t *res_attrs;
   int arg_attr_count, res_attr_count;  // entries allocated (what deinit frees)
+  // Read from bytecode: the op's source location as text ("f.py":12:3, a
+  // name), owned, for messages (line / column stay 0); NULL otherwise.
+  char *location;
 };
 
 typedef struct hl_mlir_resource {

@@ -19,6 +19,9 @@ hl_status_t hl_lower_op_error(const hl_lower_t *L, const hl_mlir_op_t *op, const
   va_start(ap, fmt);
   vsnprintf(msg, sizeof(msg), fmt, ap);
   va_end(ap);
+  if (op && op->location)  // from bytecode: the source location the artifact kept
+    return hl_mlir_error_pos(L->file->path, 0, 0, "'%s' (at %s) %s", op->name ? op->name : "?",
+                             op->location, msg);
   return hl_mlir_error_pos(L->file->path, op ? op->line : 0, op ? op->column : 0, "'%s' %s",
                            op && op->name ? op->name : "?", msg);
 }
