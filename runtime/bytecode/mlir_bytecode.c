@@ -79,6 +79,7 @@ bool hl_bc_read_svarint(hl_bc_reader_t *r, int64_t *out) {
 typedef struct ctx {
   hl_bc_module_t *m;
   const uint8_t *base;  // start of the file, for offsets in messages
+  size_t size;          // of the file: every value takes at least a byte of it
   // Value scopes: ids[k] is the file-wide value number of slot k of the
   // innermost isolated scope; scope_starts marks where each scope begins.
   uint32_t *ids;
@@ -278,7 +279,7 @@ static hl_status_t read_properties_section(ctx_t *c, hl_bc_bytes_t sec) {
 
 static hl_status_t new_values(ctx_t *c, hl_bc_reader_t *r, uint64_t n) {
   hl_bc_module_t *m = c->m;
-  NEED(n < (1u << 28) && m->value_count + n < (1u << 30), "too many values");
+  NEED(n <= (uint64_t)(r->end - r->p) && m->value_count + n <= c->size, "more values than bytes");
   hl_bc_value_t *v = hl_realloc(m->values, (m->value_count + n + 1) * sizeof(*v));
   if (!v) return HL_OOM();
   m->values = v;
@@ -522,7 +523,7 @@ static hl_status_t read_ir(ctx_t *c, hl_bc_bytes_t sec) {
 static hl_status_t read_module(const uint8_t *data, size_t size, const char *path,
                                hl_bc_module_t *out) {
   out->path = path;
-  ctx_t cc = {out, data, NULL, 0, 0, 0, 0}, *c = &cc;
+  ctx_t cc = {out, data, size, NULL, 0, 0, 0, 0}, *c = &cc;
   hl_bc_reader_t rr = {data, data + size}, *r = &rr;
   hl_status_t st = NULL;
   NEED(hl_bc_looks_like(data, size), "missing the magic 'ML\\xEFR'");
