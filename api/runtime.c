@@ -20,7 +20,7 @@
 #include "runtime/debug/debug_observer.h"
 #include "runtime/exec/executor.h"
 #include "runtime/exec/thread_pool.h"
-#include "runtime/proto/program_loader.h"
+#include "runtime/loader/program_loader.h"
 #include "runtime/spmd/grid.h"
 #include "runtime/spmd/partitioner.h"
 #include "runtime/verifier/verifier.h"

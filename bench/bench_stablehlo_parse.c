@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "bench/bench_util.h"
-#include "runtime/proto/program_loader.h"
+#include "runtime/loader/program_loader.h"
 
 static void write_program(const char *path, int constants, size_t floats_each) {
   FILE *f = fopen(path, "wb");

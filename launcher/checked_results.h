@@ -12,7 +12,7 @@
 #include "launcher/options.h"
 #include "runtime/base/literal.h"
 #include "runtime/base/status.h"
-#include "runtime/proto/program_loader.h"
+#include "runtime/loader/program_loader.h"
 
 // Exit status of a job whose results differ from the expectation.
 enum { HL_EXIT_MISMATCH = 4 };

@@ -9,7 +9,7 @@
 
 #include "runtime/base/strbuf.h"
 #include "runtime/debug/postmortem.h"
-#include "runtime/proto/program_loader.h"
+#include "runtime/loader/program_loader.h"
 
 void hl_debug_prepare_dir(const hl_launch_options_t *o, char *dir, size_t cap, bool *out_made) {
   *out_made = false;

@@ -1,8 +1,8 @@
 #include "launcher/explain_groups.h"
 
 #include "collectives/groups.h"
+#include "runtime/loader/program_loader.h"
 #include "runtime/spmd/grid.h"
-#include "runtime/proto/program_loader.h"
 #include "runtime/verifier/verifier.h"
 
 // "(r,p)" of a flattened id.

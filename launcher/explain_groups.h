@@ -10,7 +10,7 @@
 #include "launcher/options.h"
 #include "runtime/base/strbuf.h"
 #include "runtime/ir/module.h"
-#include "runtime/proto/program_loader.h"
+#include "runtime/loader/program_loader.h"
 
 // Appends the explanation of every collective of `module` (computations in
 // module order) on a num_replicas x num_partitions grid. A collective whose

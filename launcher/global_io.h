@@ -12,7 +12,7 @@
 #include "launcher/options.h"
 #include "runtime/base/literal.h"
 #include "runtime/base/status.h"
-#include "runtime/proto/program_loader.h"
+#include "runtime/loader/program_loader.h"
 
 // The arguments of partition `partition` (of grid->partitions): entry
 // parameter i is this partition's shard of options->global_arg_files[i].

@@ -20,7 +20,7 @@
 #include "runtime/base/alloc.h"
 #include "runtime/base/status.h"
 #include "runtime/base/strbuf.h"
-#include "runtime/proto/program_loader.h"
+#include "runtime/loader/program_loader.h"
 #include "runtime/proto/proto_io.h"
 #include "runtime/spmd/partitioner.h"
 #include "runtime/text/hlo_printer.h"

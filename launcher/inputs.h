@@ -8,7 +8,7 @@
 #include "launcher/options.h"
 #include "runtime/base/literal.h"
 #include "runtime/base/status.h"
-#include "runtime/proto/program_loader.h"
+#include "runtime/loader/program_loader.h"
 
 typedef struct hl_inputs {
   hl_literal_t **args;  // one per entry parameter (owned references)

@@ -10,7 +10,7 @@
 #include "collectives/shm/shm_layer.h"
 #include "launcher/binding.h"
 #include "runtime/base/alloc.h"
-#include "runtime/proto/program_loader.h"
+#include "runtime/loader/program_loader.h"
 #include "runtime/text/hlo_parser.h"
 
 #ifndef HL_VERSION

@@ -18,7 +18,7 @@
 
 #include "launcher/options.h"
 #include "runtime/base/status.h"
-#include "runtime/proto/program_loader.h"
+#include "runtime/loader/program_loader.h"
 
 // Whether `program` is to be partitioned (rule above). *out_ambiguous is set
 // when it carries shardings but is run as a per-partition program.

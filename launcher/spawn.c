@@ -28,7 +28,7 @@
 #include "launcher/partition_hook.h"
 #include "runtime/custom_calls/check.h"
 #include "runtime/custom_calls/ffi_plugin.h"
-#include "runtime/proto/program_loader.h"
+#include "runtime/loader/program_loader.h"
 #include "runtime/verifier/verifier.h"
 
 bool hl_spawn_inside_mpi_job(void) {

@@ -31,7 +31,7 @@
 #include "runtime/exec/profile.h"
 #include "runtime/exec/thread_pool.h"
 #include "runtime/fusion/jit/jit_kernel.h"
-#include "runtime/proto/program_loader.h"
+#include "runtime/loader/program_loader.h"
 #include "runtime/verifier/verifier.h"
 
 // How long a failed rank waits for the others to reach the same agreement

@@ -17,6 +17,7 @@ HL_PACKAGES=(
   gfortran g++
   slurm-wlm munge hwloc iproute2
   python3 python3-numpy
+  flatbuffers-compiler
   clang libclang-rt-14-dev
   chromium
 )

@@ -18,7 +18,7 @@ for a in "$@"; do
     *) seconds=$a ;;
   esac
 done
-[ ${#harnesses[@]} -gt 0 ] || harnesses=(fuzz_hlo_text fuzz_program_loader fuzz_npy fuzz_execute)
+[ ${#harnesses[@]} -gt 0 ] || harnesses=(fuzz_hlo_text fuzz_program_loader fuzz_npy fuzz_execute fuzz_bytecode fuzz_jax_export)
 jobs=${HL_FUZZ_JOBS:-1}
 dir=${HL_FUZZ_BUILD_DIR:-$HL_ROOT/build-fuzz}
 
@@ -30,7 +30,7 @@ hl_log "building the harnesses and hlo-convert (for proto seeds)"
 cmake --build "$dir" -j "$(hl_jobs)" --target "${harnesses[@]}" hlo-convert
 
 # Seeds: every text program, their binary protos (plain and gzip'd), the StableHLO
-# programs of tests/stablehlo and .npy files.
+# programs of tests/stablehlo, .npy files and StableHLO portable artifacts.
 seed_text() {
   find "$HL_ROOT/tests/programs" "$HL_ROOT/tests/ops" -name '*.hlo' -size -64k
 }
@@ -54,6 +54,23 @@ make_seeds() {
       done ;;
     fuzz_npy)
       /usr/bin/python3 "$HL_ROOT/tests/fuzz/make_npy_seeds.py" "$out" ;;
+    fuzz_bytecode)
+      # StableHLO's portable artifacts, from outside the tree (third-party data).
+      for f in "$HL_ROOT"/../shared/conformance/stablehlo-vhlo/*.bc \
+               "$HL_ROOT"/../../shared/conformance/stablehlo-vhlo/*.bc; do
+        [ -e "$f" ] && cp -n "$f" "$out/"
+      done
+      true ;;
+    fuzz_jax_export)
+      # Exports around a few of StableHLO's artifacts, encoded by flatc.
+      local arts=()
+      for f in "$HL_ROOT"/../shared/conformance/stablehlo-vhlo/*1_1_0.mlir.bc \
+               "$HL_ROOT"/../../shared/conformance/stablehlo-vhlo/*1_1_0.mlir.bc; do
+        [ -e "$f" ] && arts+=("$f")
+      done
+      if command -v flatc >/dev/null && [ ${#arts[@]} -gt 0 ]; then
+        /usr/bin/python3 "$HL_ROOT/tests/fuzz/make_jax_export_seeds.py" "$out" "${arts[@]}"
+      fi ;;
   esac
 }
 

@@ -15,6 +15,7 @@ void hl_mlir_attr_deinit(hl_mlir_attr_t *a) {
   }
   hl_free(a->items);
   hl_free(a->keys);
+  if (a->blob_owned) hl_free((void *)a->blob);
   memset(a, 0, sizeof(*a));
 }
 
@@ -43,6 +44,7 @@ static void attrs_free(hl_mlir_attr_t *a, int n) {
 void hl_mlir_op_deinit(hl_mlir_op_t *op) {
   if (!op) return;
   hl_free(op->name);
+  hl_free(op->location);
   for (int i = 0; i < op->result_group_count; i++) hl_free(op->result_names[i]);
   hl_free(op->result_names);
   hl_free(op->result_counts);

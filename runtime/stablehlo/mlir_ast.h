@@ -72,6 +72,13 @@ struct hl_mlir_attr {
   int n;
   const char *raw;     // DENSE: body text between '<' and '>'; RAW: the text (both point into the source)
   size_t raw_len;
+  // DENSE read from bytecode: the elements' raw little-endian bytes (as
+  // MLIR's DenseElementsAttr keeps them; one element's worth is a splat),
+  // instead of a text body. Points into the input unless blob_owned. (A RAW
+  // attribute printed from bytecode keeps its text here too: raw == blob.)
+  const uint8_t *blob;
+  size_t blob_len;
+  bool blob_owned;
 };
 
 typedef struct hl_mlir_value_ref {
@@ -131,6 +138,9 @@ struct hl_mlir_op {
   hl_mlir_attr_t *arg_attrs;  // one DICT (or UNIT when absent) per argument / result
   hl_mlir_attr_t *res_attrs;
   int arg_attr_count, res_attr_count;  // entries allocated (what deinit frees)
+  // Read from bytecode: the op's source location as text ("f.py":12:3, a
+  // name), owned, for messages (line / column stay 0); NULL otherwise.
+  char *location;
 };
 
 typedef struct hl_mlir_resource {

@@ -269,6 +269,16 @@ hl_status_t hl_mlir_dense_literal(const hl_mlir_file_t *file, const hl_mlir_attr
       // Blobs start with a 4-byte alignment word.
       st = decode_hex(&c, r->hex, r->hex_len, lit, 4);
     }
+  } else if (a->blob) {
+    size_t elem = hl_dtype_size(shape->dtype);
+    int64_t count = hl_literal_element_count(lit);
+    if (a->blob_len == lit->byte_size) {
+      memcpy(lit->data, a->blob, a->blob_len);
+    } else if (a->blob_len == elem && count > 0) {  // splat
+      for (int64_t i = 0; i < count; i++) memcpy((uint8_t *)lit->data + (size_t)i * elem, a->blob, elem);
+    } else {
+      st = dense_error(&c, "element data size does not match the tensor shape");
+    }
   } else {
     skip_ws(&c);
     if (c.i < c.n && c.s[c.i] == '"') {

@@ -12,12 +12,18 @@
 
 #include "runtime/base/status.h"
 #include "runtime/ir/module.h"
+#include "runtime/stablehlo/mlir_ast.h"
 
 // Parses and lowers `text`. `path` names the file in messages ("file:line:col:
 // error: ..."); first_line is the file line of text's first line (a
 // --split-input-file case starts after its separator).
 hl_status_t hl_stablehlo_load(const char *text, size_t length, const char *path, int first_line,
                               hl_module_t **out_module);
+
+// Lowers an already parsed file (the text parser's, or the bytecode reader's:
+// runtime/bytecode) into a module; `file` stays the caller's.
+hl_status_t hl_stablehlo_lower_file(const hl_mlir_file_t *file, const char *path,
+                                    hl_module_t **out_module);
 
 // True when `text` starts (after comments) like MLIR: `module`, `func.func`,
 // `#alias =`, `!alias =`, or a `"builtin.module"` generic op.

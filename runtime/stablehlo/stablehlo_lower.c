@@ -19,6 +19,9 @@ hl_status_t hl_lower_op_error(const hl_lower_t *L, const hl_mlir_op_t *op, const
   va_start(ap, fmt);
   vsnprintf(msg, sizeof(msg), fmt, ap);
   va_end(ap);
+  if (op && op->location)  // from bytecode: the source location the artifact kept
+    return hl_mlir_error_pos(L->file->path, 0, 0, "'%s' (at %s) %s", op->name ? op->name : "?",
+                             op->location, msg);
   return hl_mlir_error_pos(L->file->path, op ? op->line : 0, op ? op->column : 0, "'%s' %s",
                            op && op->name ? op->name : "?", msg);
 }
@@ -1010,16 +1013,13 @@ static hl_status_t lower_file(hl_lower_t *L) {
   return order_computations(L->module);
 }
 
-hl_status_t hl_stablehlo_load(const char *text, size_t length, const char *path, int first_line,
-                              hl_module_t **out_module) {
+hl_status_t hl_stablehlo_lower_file(const hl_mlir_file_t *file, const char *path,
+                                    hl_module_t **out_module) {
   *out_module = NULL;
-  if (!path) path = "<mlir>";
-  hl_mlir_file_t file;
-  HL_RETURN_IF_ERROR(hl_mlir_parse(text, length, path, first_line, &file));
   hl_lower_t L;
   memset(&L, 0, sizeof(L));
-  L.file = &file;
-  hl_status_t st = hl_module_create(file.module_name ? file.module_name : "stablehlo", &L.module);
+  L.file = file;
+  hl_status_t st = hl_module_create(file->module_name ? file->module_name : "stablehlo", &L.module);
   if (!st) {
     L.module->source_path = hl_strdup(path);
     if (!L.module->source_path) st = HL_OOM();
@@ -1027,13 +1027,23 @@ hl_status_t hl_stablehlo_load(const char *text, size_t length, const char *path,
   if (!st) st = lower_file(&L);
   hl_free(L.funcs);
   hl_free(L.quant_by_id);
-  hl_mlir_file_deinit(&file);
   if (st) {
     hl_module_destroy(L.module);
     return st;
   }
   *out_module = L.module;
   return NULL;
+}
+
+hl_status_t hl_stablehlo_load(const char *text, size_t length, const char *path, int first_line,
+                              hl_module_t **out_module) {
+  *out_module = NULL;
+  if (!path) path = "<mlir>";
+  hl_mlir_file_t file;
+  HL_RETURN_IF_ERROR(hl_mlir_parse(text, length, path, first_line, &file));
+  hl_status_t st = hl_stablehlo_lower_file(&file, path, out_module);
+  hl_mlir_file_deinit(&file);
+  return st;
 }
 
 //===----------------------------------------------------------------------===//

@@ -1,7 +1,7 @@
 // Program files by content: gzip, HLO text, HloProto / HloModuleProto /
 // HloSnapshot; then the verifier and the printer on what loads.
 #include "runtime/base/strbuf.h"
-#include "runtime/proto/program_loader.h"
+#include "runtime/loader/program_loader.h"
 #include "runtime/text/hlo_printer.h"
 #include "runtime/verifier/verifier.h"
 #include "tests/fuzz/fuzz_util.h"

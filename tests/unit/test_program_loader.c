@@ -1,6 +1,6 @@
 // Loading a program by content (runtime/proto/program_loader.c): gzip,
 // HLO text, HloProto, HloModuleProto and HloSnapshot.
-// hl-test-libs: hl_proto hl_text
+// hl-test-libs: hl_loader hl_proto hl_text
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,7 +9,7 @@
 
 #include "hlo.pb-c.h"
 #include "runtime/base/alloc.h"
-#include "runtime/proto/program_loader.h"
+#include "runtime/loader/program_loader.h"
 #include "runtime/proto/proto_io.h"
 #include "test_util.h"
 
@@ -289,6 +289,19 @@ static void test_format_names(void) {
   CU_ASSERT_STRING_EQUAL(hl_program_format_name(HL_FORMAT_HLO_PROTO), "HloProto");
   CU_ASSERT_STRING_EQUAL(hl_program_format_name(HL_FORMAT_MODULE_PROTO), "HloModuleProto");
   CU_ASSERT_STRING_EQUAL(hl_program_format_name(HL_FORMAT_SNAPSHOT), "HloSnapshot");
+  CU_ASSERT_STRING_EQUAL(hl_program_format_name(HL_FORMAT_STABLEHLO_BYTECODE),
+                         "StableHLO portable artifact (MLIR bytecode)");
+}
+
+// The bytecode magic routes to the bytecode reader, whose errors name the file.
+static void test_bytecode_detection(void) {
+  hl_program_t p;
+  const uint8_t newer[] = {'M', 'L', 0xEF, 'R', 0x0F, 'x', 0};
+  HL_ASSERT_ERROR_CONTAINS(hl_program_load_bytes(newer, sizeof(newer), "m.mlirbc", &p),
+                           "m.mlirbc: MLIR bytecode version 7 is newer");
+  const uint8_t cut[] = {'M', 'L', 0xEF, 'R', 0x0D};
+  HL_ASSERT_ERROR_CONTAINS(hl_program_load_bytes(cut, sizeof(cut), "cut.mlirbc", &p),
+                           "cut.mlirbc: MLIR bytecode: producer string is not NUL-terminated");
 }
 
 static CU_TestInfo tests[] = {
@@ -301,6 +314,7 @@ static CU_TestInfo tests[] = {
     {"text_detection", test_text_detection},
     {"not_a_program", test_not_a_program},
     {"format_names", test_format_names},
+    {"bytecode_detection", test_bytecode_detection},
     CU_TEST_INFO_NULL,
 };
 

@@ -1,8 +1,9 @@
 // Loads a program file whatever its format, detected by content, not name:
-// gzip is inflated first; then StableHLO (MLIR) text, HLO text, or a binary HloProto /
+// gzip is inflated first; then a StableHLO portable artifact (MLIR bytecode),
+// StableHLO (MLIR) text, HLO text, or a binary HloProto /
 // HloModuleProto / HloSnapshot.
-#ifndef HL_RUNTIME_PROTO_PROGRAM_LOADER_H_
-#define HL_RUNTIME_PROTO_PROGRAM_LOADER_H_
+#ifndef HL_RUNTIME_LOADER_PROGRAM_LOADER_H_
+#define HL_RUNTIME_LOADER_PROGRAM_LOADER_H_
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -17,6 +18,8 @@ typedef enum hl_program_format {
   HL_FORMAT_MODULE_PROTO,
   HL_FORMAT_SNAPSHOT,
   HL_FORMAT_STABLEHLO,  // MLIR text (runtime/stablehlo/)
+  HL_FORMAT_STABLEHLO_BYTECODE,  // portable artifact: MLIR bytecode of VHLO (runtime/bytecode/)
+  HL_FORMAT_JAX_EXPORT,          // jax.export's flatbuffer around a portable artifact
 } hl_program_format_t;
 
 typedef struct hl_program {
@@ -51,4 +54,4 @@ hl_status_t hl_program_parse_size(const char *flag, const char *text, uint64_t *
 uint64_t hl_program_default_inflate_limit(void);
 const char *hl_program_format_name(hl_program_format_t format);
 
-#endif  // HL_RUNTIME_PROTO_PROGRAM_LOADER_H_
+#endif  // HL_RUNTIME_LOADER_PROGRAM_LOADER_H_

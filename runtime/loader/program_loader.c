@@ -1,7 +1,8 @@
 // Loads a program file by content: gzip is inflated first (XLA's
-// --xla_dump_compress_protos), then the bytes are either HLO text or one of
-// the binary messages, detected by walking their wire structure.
-#include "runtime/proto/program_loader.h"
+// --xla_dump_compress_protos), then the bytes are a StableHLO portable
+// artifact (MLIR bytecode magic), StableHLO text, HLO text, or one of the
+// binary messages, detected by walking their wire structure.
+#include "runtime/loader/program_loader.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -11,6 +12,8 @@
 #include <zlib.h>
 
 #include "runtime/base/alloc.h"
+#include "runtime/bytecode/jax_export.h"
+#include "runtime/bytecode/vhlo.h"
 #include "runtime/proto/proto_io.h"
 #include "runtime/stablehlo/stablehlo.h"
 #include "runtime/text/hlo_parser.h"
@@ -25,6 +28,8 @@ const char *hl_program_format_name(hl_program_format_t f) {
     case HL_FORMAT_MODULE_PROTO: return "HloModuleProto";
     case HL_FORMAT_SNAPSHOT: return "HloSnapshot";
     case HL_FORMAT_STABLEHLO: return "StableHLO text";
+    case HL_FORMAT_STABLEHLO_BYTECODE: return "StableHLO portable artifact (MLIR bytecode)";
+    case HL_FORMAT_JAX_EXPORT: return "jax.export serialized program";
   }
   return "?";
 }
@@ -244,6 +249,14 @@ static bool looks_like_text(const uint8_t *d, size_t n) {
 
 static hl_status_t load_plain(const uint8_t *data, size_t size, const char *name,
                               hl_program_t *out) {
+  if (hl_jax_export_looks_like(data, size)) {
+    out->format = HL_FORMAT_JAX_EXPORT;
+    return hl_jax_export_load(data, size, name, &out->module);
+  }
+  if (hl_bc_looks_like(data, size)) {
+    out->format = HL_FORMAT_STABLEHLO_BYTECODE;
+    return hl_bytecode_load(data, size, name, &out->module);
+  }
   if (hl_stablehlo_looks_like((const char *)data, size)) {
     out->format = HL_FORMAT_STABLEHLO;
     return hl_stablehlo_load((const char *)data, size, name, 1, &out->module);
