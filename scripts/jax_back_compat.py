@@ -102,6 +102,8 @@ def _eval(node, path, env):
             raise DataError("%s: '**' in a call is not supported" % _where(node, path))
         if fn == "dict":
             return dict(*args, **kwargs)
+        if fn == "bytearray" and len(args) == 1 and isinstance(args[0], bytes):
+            return bytearray(args[0])
         if fn in ("array", "np.array", "numpy.array", "np.asarray"):
             dtype = kwargs.pop("dtype", None)
             if kwargs:
@@ -308,6 +310,30 @@ def check_svd(a, run, exp, rtol, atol, **_):
     assert_all_close(np.broadcast_to(eye, (b,) + eye.shape), v, rtol=tol, atol=tol, what="V V^H")
 
 
+def check_qr(run, exp, rtol, atol, **_):
+    """The test compares Q and R with the GPU's own output (rtol only). For a
+    rank-deficient input (JAX's arange matrices) the last pivot of R is
+    roundoff, which two correct Householder QRs need not share; when the direct
+    comparison fails there, Q R = A, Q^H Q = I and R upper triangular decide,
+    within 80 eps as the test's SVD check allows."""
+    try:
+        return check_direct(run, exp, rtol=rtol, atol=atol)
+    except Mismatch as direct:
+        q, r = run[0], run[1]
+        a = np.arange(r.size, dtype=r.dtype).reshape(r.shape)
+        tol = 80 * np.finfo(r.dtype).eps
+        err = np.amax(np.linalg.norm(a - q @ r, axis=(-2, -1)) / np.linalg.norm(a, axis=(-2, -1)))
+        orth = np.amax(np.abs(np.conj(np.swapaxes(q, -1, -2)) @ q - np.eye(q.shape[-1])))
+        if err < tol and orth < tol and np.all(np.tril(r, -1) == 0):
+            raise IdentityPass("direct comparison: %s; Q R = A (%.2g), Q^H Q = I (%.2g)" % (
+                direct, err, orth))
+        raise
+
+
+class IdentityPass(Exception):
+    """Matched through the decomposition's identities, not element-wise."""
+
+
 def check_schur(a, run, exp, rtol, atol, **_):
     t, s = run[0], run[1]
     assert_all_close(a, s @ t @ np.conj(s.T), rtol=rtol, atol=atol, what="S T S^H vs A")
@@ -337,7 +363,7 @@ def checker_for(file_base, case_name, case):
                      "cuda_tridiagonal_solve"):
         return (check_direct,) + _dtype_tols(d)
     if file_base in ("cpu_qr_lapack_geqrf", "cuda_qr_cusolver_geqrf", "rocm_qr_hipsolver_geqrf"):
-        return check_direct, _dtype_tols(d)[0], None
+        return check_qr, _dtype_tols(d)[0], None
     if file_base == "tpu_Qr":
         return check_direct, 1e-3, 1e-3
     if file_base == "cpu_eig_lapack_geev":
@@ -386,7 +412,7 @@ def checker_for(file_base, case_name, case):
 # Running
 # ---------------------------------------------------------------------------
 
-_TPU_REFUSAL = re.compile(r"TPU|cannot run on a CPU", re.I)
+_CPU_REFUSAL = re.compile(r"cannot run on a CPU")
 
 
 def _module_grid(text):
@@ -465,18 +491,21 @@ def main(argv=None):
                     name, _, why = line.partition(" ")
                     known[name] = why.strip()
 
-    files = []
+    files, seen = [], set()
     for d in opts.dirs:
         if not os.path.isdir(d):
             print("jax_back_compat: %s is not a directory" % d, file=sys.stderr)
             return 2
-        files += [os.path.join(d, f) for f in sorted(os.listdir(d))
-                  if f.endswith(".py") and f != "__init__.py"]
+        for f in sorted(os.listdir(d)):
+            if f.endswith(".py") and f != "__init__.py" and f not in seen:
+                seen.add(f)  # the same file in two directories runs once
+                files.append(os.path.join(d, f))
 
     counts = {"pass": 0, "WRONG": 0, "error": 0, "expected refusal": 0}
     by_platform = {}
     unexpected = []
     refusals = []
+    identity_passes = []
     tmp = tempfile.mkdtemp(prefix="jax_back_compat_")
     try:
         for path in files:
@@ -486,6 +515,9 @@ def main(argv=None):
             except (DataError, SyntaxError, ValueError, TypeError) as e:
                 print("ERROR reading %s: %s" % (path, e))
                 unexpected.append(base)
+                continue
+            if not any(True for var, value in data.items() for _ in cases_of(value, var)):
+                print("no back-compat cases in %s (%s)" % (path, ", ".join(sorted(data))))
                 continue
             for var, value in data.items():
                 for name, case in cases_of(value, "%s.%s" % (base, var)):
@@ -501,13 +533,16 @@ def main(argv=None):
                             check(outs, [np.asarray(e) for e in case["expected_outputs"]],
                                   rtol=rtol, atol=atol)
                             outcome = "pass"
+                        except IdentityPass as e:
+                            outcome, msg = "pass", "by identity: %s" % e
+                            identity_passes.append("%s: %s" % (name, msg))
                         except Mismatch as e:
                             outcome, msg = "WRONG", str(e)
                         except Exception as e:  # a result of the wrong shape or kind
                             outcome, msg = "WRONG", "%s: %s" % (type(e).__name__, e)
                     elif rc == 0:
                         outcome = "WRONG"
-                    elif platform == "tpu" and _TPU_REFUSAL.search(msg):
+                    elif _CPU_REFUSAL.search(msg):
                         outcome = "expected refusal"
                     else:
                         outcome = "error"
@@ -533,6 +568,8 @@ def main(argv=None):
         "%s %d/%d" % (p, c[0], c[1]) for p, c in sorted(by_platform.items())))
     for r in refusals:
         print("expected refusal: %s" % r)
+    for r in identity_passes:
+        print("pass %s" % r[:400])
     if unexpected:
         print("FAILED (WRONG, or failing and not in --known-failures): %s" % ", ".join(unexpected))
         return 1

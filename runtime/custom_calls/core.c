@@ -105,6 +105,8 @@ static hl_status_t threefry(const hl_custom_call_t *call, hl_literal_t **out) {
 
 const hl_custom_call_target_t hl_custom_calls_core[] = {
     {"Sharding", identity, NULL},
+    // Shardy's export form of a function result's sharding (an annotation).
+    {"xla.sdy.FuncResultSharding", identity, NULL},
     {"SPMDFullToShardShape", identity, NULL},
     {"SPMDShardToFullShape", identity, NULL},
     {"annotate_device_placement", identity, NULL},
