@@ -219,7 +219,7 @@ _NP = dict(f32=np.float32, f64=np.float64, c64=np.complex64, c128=np.complex128)
 
 
 def _dname_of(case_name):
-    m = re.search(r"\[(f32|f64|c64|c128)\]", case_name)
+    m = re.search(r"\[(f32|f64|c64|c128)[\]_]", case_name)
     return m.group(1) if m else None
 
 
@@ -528,8 +528,8 @@ def main(argv=None):
                     rc, msg, outs = run_case(opts.hlo_launch, work, case, opts.timeout)
                     shutil.rmtree(work, ignore_errors=True)
                     if rc == 0 and not msg:
-                        check, rtol, atol = checker_for(base, name, case)
                         try:
+                            check, rtol, atol = checker_for(base, name, case)
                             check(outs, [np.asarray(e) for e in case["expected_outputs"]],
                                   rtol=rtol, atol=atol)
                             outcome = "pass"
