@@ -456,6 +456,8 @@ def run_case(launch, work, case, timeout):
         r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         return 124, "timed out after %d s" % timeout, None
+    except OSError as e:
+        return 127, "cannot run %s: %s" % (launch, e), None
     msg = (r.stderr.strip() or r.stdout.strip()).splitlines()
     msg = " / ".join(l for l in msg if "error" in l.lower())[:500] or " / ".join(msg[-3:])[:500]
     if r.returncode != 0:
