@@ -127,6 +127,24 @@ def cholesky_attribute():
     return None
 
 
+def program_file():
+    # tests/stablehlo/jax_custom_call_layouts.mlir: LU of A, Cholesky of A A^T + 4 I.
+    rng = np.random.default_rng(10)
+    a = rng.standard_normal((2, 4, 4))
+    with open(os.path.join(hl.SOURCE_DIR, "tests", "stablehlo", "jax_custom_call_layouts.mlir")) as f:
+        r, outs = run_mlir("file", f.read(), [a], 5)
+    if outs is None:
+        return r.describe()
+    lu, ipiv, info, chol, cinfo = outs
+    msg = check_lu("file getrf", a, lu, ipiv, 1e-11)
+    if msg or info.any() or cinfo.any():
+        return msg or "info %s %s" % (info, cinfo)
+    spd = a @ np.swapaxes(a, -1, -2) + 4 * np.eye(4)
+    l = np.tril(chol)
+    err = np.max(np.abs(l @ np.swapaxes(l, -1, -2) - spd)) / np.max(np.abs(spd))
+    return None if err < 1e-12 else "file potrf: |L L^T - A| / |A| = %g" % err
+
+
 def bad_attributes_are_named():
     # Attributes with no typed-FFI form, and layouts that are not permutations,
     # stop before launch with an error naming them.
@@ -159,5 +177,6 @@ if __name__ == "__main__":
         ("lu_column_major", lu_column_major),
         ("lu_row_major_layouts", lu_row_major_layouts),
         ("cholesky_attribute", cholesky_attribute),
+        ("program_file", program_file),
         ("bad_attributes_are_named", bad_attributes_are_named),
     ])
