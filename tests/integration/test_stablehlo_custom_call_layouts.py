@@ -145,6 +145,38 @@ def program_file():
     return None if err < 1e-12 else "file potrf: |L L^T - A| / |A| = %g" % err
 
 
+HLO_QR = """HloModule m
+
+ENTRY main {
+  p0 = f32[3,3]{1,0} parameter(0)
+  ROOT r = (f32[3,3]{0,1}, f32[3]{0}) custom-call(p0), custom_call_target="lapack_sgeqrf_ffi", operand_layout_constraints={f32[3,3]{0,1}}, api_version=API_VERSION_TYPED_FFI, output_to_operand_aliasing={{0}: (0, {})}
+}
+"""
+
+
+def hlo_aliasing():
+    # The HLO path's spelling of output_operand_aliases: kept through text ->
+    # proto -> text, and a nested shape index is an error naming the attribute.
+    with hl.tempdir("alias") as d:
+        src, pb, back = (os.path.join(d, n) for n in ("a.hlo", "a.pb", "b.hlo"))
+        with open(src, "w") as f:
+            f.write(HLO_QR)
+        for a, b in ((src, pb), (pb, back)):
+            r = hl.convert(a, b)
+            if r.returncode != 0:
+                return r.describe()
+        with open(back) as f:
+            text = f.read()
+        if "output_to_operand_aliasing={{0}: (0, {})}" not in text:
+            return "aliasing lost in the round trip:\n" + text
+        with open(src, "w") as f:
+            f.write(HLO_QR.replace("(0, {})}", "(0, {1})}"))
+        r = hl.launch(src, extra=["--zeros"])
+        if r.returncode == 0 or "output_to_operand_aliasing" not in r.stdout + r.stderr:
+            return "expected an error naming output_to_operand_aliasing\n" + r.describe()
+    return None
+
+
 def bad_attributes_are_named():
     # Attributes with no typed-FFI form, and layouts that are not permutations,
     # stop before launch with an error naming them.
@@ -172,11 +204,12 @@ def bad_attributes_are_named():
 
 
 if __name__ == "__main__":
-    hl.require_binaries("hlo-launch")
+    hl.require_binaries("hlo-launch", "hlo-convert")
     hl.main([
         ("lu_column_major", lu_column_major),
         ("lu_row_major_layouts", lu_row_major_layouts),
         ("cholesky_attribute", cholesky_attribute),
         ("program_file", program_file),
+        ("hlo_aliasing", hlo_aliasing),
         ("bad_attributes_are_named", bad_attributes_are_named),
     ])
