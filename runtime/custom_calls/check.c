@@ -18,6 +18,22 @@ static const struct {
     // jax-triton's older form: a compressed, serialized Triton kernel.
     {"triton_kernel_call", "it carries a Triton kernel (a serialized, compiled kernel in its "
                            "opaque field), not HLO, and hlo-launch has no Triton interpreter"},
+    // TPU-only targets in JAX's export data (jax/_src/internal_test_util/
+    // export_back_compat_test_data/tpu_*.py): libtpu kernels with no CPU meaning.
+    {"Qr", "it is a TPU (libtpu) kernel: it cannot run on a CPU"},
+    {"LuDecomposition", "it is a TPU (libtpu) kernel: it cannot run on a CPU"},
+    {"Eigh", "it is a TPU (libtpu) kernel: it cannot run on a CPU"},
+    {"ProductOfElementaryHouseholderReflectors",
+     "it is a TPU (libtpu) kernel: it cannot run on a CPU"},
+    {"tpu_custom_call", "it carries a Mosaic TPU kernel (Pallas on TPU): it cannot run on a CPU"},
+    {"mosaic_gpu", "it carries a Mosaic GPU kernel (Pallas on GPU): it cannot run on a CPU"},
+    {"mosaic_gpu_v2", "it carries a Mosaic GPU kernel (Pallas on GPU): it cannot run on a CPU"},
+    // jax.pure_callback / io_callback / debug.print: a Python function of the
+    // exporting process, which does not exist here.
+    {"xla_python_cpu_callback", "it calls back into the Python process that ran JAX"},
+    {"xla_ffi_python_cpu_callback", "it calls back into the Python process that ran JAX"},
+    {"xla_python_gpu_callback", "it calls back into the Python process that ran JAX"},
+    {"xla_ffi_python_gpu_callback", "it calls back into the Python process that ran JAX"},
 };
 
 const char *hl_custom_call_not_runnable_reason(const char *name) {

@@ -126,6 +126,19 @@ hl_status_t hl_cc_frame_init(const hl_custom_call_t *call, hl_cc_frame_t *f) {
     HL_RETURN_IF_ERROR(buffer_init(&f->rets[i], s, s));
     f->ret_count = i + 1;
   }
+  // output_operand_aliases: under XLA the result IS the operand's buffer, so
+  // a target may update it in place; it starts as the operand's values.
+  for (int k = 0; k < a->output_operand_alias_count; k++) {
+    const hl_output_operand_alias_t *al = &a->output_operand_aliases[k];
+    if (al->output < 0 || al->output >= nr || al->operand < 0 || al->operand >= n ||
+        f->rets[al->output].count != f->args[al->operand].count ||
+        f->rets[al->output].dtype != f->args[al->operand].dtype)
+      return HL_INVALID("%s: custom-call \"%s\" aliases result %d with operand %d of another "
+                        "shape", hl_instruction_location(inst), call->name, al->output,
+                        al->operand);
+    relayout(&f->rets[al->output], f->rets[al->output].data, call->operands[al->operand]->data,
+             true);
+  }
   return NULL;
 }
 

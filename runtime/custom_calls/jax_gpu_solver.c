@@ -322,6 +322,8 @@ static hl_status_t run_solver(const hl_custom_call_t *call, hl_literal_t **out) 
 const hl_custom_call_target_t hl_custom_calls_jax_gpu_solver[] = {
     {"cusolver_gesvd_ffi", run_solver, OP(OP_GESVD)},
     {"hipsolver_gesvd_ffi", run_solver, OP(OP_GESVD)},
+    // ROCm's divide-and-conquer SVD: gesvd's operands, attributes and results.
+    {"hipsolver_gesdd_ffi", run_solver, OP(OP_GESVD)},
     {"cusolver_gesvdj_ffi", run_solver, OP(OP_GESVDJ)},
     {"hipsolver_gesvdj_ffi", run_solver, OP(OP_GESVDJ)},
     {"cusolver_syrk_ffi", run_solver, OP(OP_SYRK)},

@@ -9,8 +9,10 @@
 // non-converged matrix: a result, not an error). Attributes are the ui8
 // characters / integers jaxlib declares (uplo, mode, compute_left, ...).
 #include <complex.h>
+#include <ctype.h>
 #include <lapacke.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "runtime/base/alloc.h"
@@ -718,6 +720,69 @@ static hl_status_t run_legacy(const hl_custom_call_t *call, hl_literal_t **out) 
   return st;
 }
 
+// The descriptor bytes of a pre-FFI GPU call: its backend_config, which the
+// StableHLO path keeps MLIR-escaped ("\00...") when it holds NUL bytes.
+static size_t descriptor_bytes(const char *cfg, unsigned char *out, size_t cap) {
+  size_t n = 0;
+  if (!cfg) return 0;
+  if (*cfg != '"') {
+    for (; *cfg && n < cap; cfg++) out[n++] = (unsigned char)*cfg;
+    return n;
+  }
+  for (const char *p = cfg + 1; *p && *p != '"' && n < cap; p++) {
+    if (*p == '\\' && isxdigit((unsigned char)p[1]) && isxdigit((unsigned char)p[2])) {
+      char hex[3] = {p[1], p[2], 0};
+      out[n++] = (unsigned char)strtol(hex, NULL, 16);
+      p += 2;
+    } else {
+      out[n++] = (unsigned char)*p;
+    }
+  }
+  return n;
+}
+
+// jaxlib's pre-FFI ROCm eigh (jaxlib/gpu/solver_kernels.cc, api_version 2):
+// a -> vectors, eigenvalues, info, workspace, with the opaque descriptor
+// {int32 type (0 f32, 1 f64, 2 c64, 3 c128), fill mode (hipSOLVER: 121 upper,
+// 122 lower), batch, n, lwork} in backend_config. syevj (Jacobi) and syevd
+// differ in method, not result: LAPACK's divide and conquer runs for both;
+// the workspace result is left zero.
+static hl_status_t run_legacy_gpu_eigh(const hl_custom_call_t *call, hl_literal_t **out) {
+  *out = NULL;
+  const char *loc = hl_instruction_location(call->inst);
+  unsigned char d[64];
+  size_t len = descriptor_bytes(call->inst->attrs.backend_config, d, sizeof(d));
+  int32_t v[5] = {0};
+  if (len != 20)
+    return HL_INVALID("%s: custom-call \"%s\" needs jaxlib's 20-byte descriptor {type, uplo, "
+                      "batch, n, lwork} in backend_config, got %zu bytes", loc, call->name, len);
+  memcpy(v, d, sizeof(v));
+  static const hl_dtype_t types[4] = {HL_F32, HL_F64, HL_C64, HL_C128};
+  hl_cc_frame_t f;
+  HL_RETURN_IF_ERROR(hl_cc_frame_init(call, &f));
+  hl_status_t st = NULL;
+  const hl_cc_buffer_t *a = f.arg_count == 1 ? &f.args[0] : NULL;
+  if (!a || f.ret_count != 4 || a->rank < 2)
+    st = HL_INVALID("%s: custom-call \"%s\" takes one matrix operand and has 4 results "
+                    "(jaxlib's pre-FFI signature)", loc, call->name);
+  else if (v[0] < 0 || v[0] > 3 || types[v[0]] != a->dtype || (v[1] != 121 && v[1] != 122) ||
+           v[3] != a->dims[a->rank - 1] || v[2] != hl_cc_dims_product(a, 0, a->rank - 2))
+    st = HL_INVALID("%s: custom-call \"%s\" descriptor {type %d, uplo %d, batch %d, n %d} does "
+                    "not describe its operand %s[%lld x %lld x %lld]", loc, call->name, v[0],
+                    v[1], v[2], v[3], hl_dtype_name(a->dtype),
+                    (long long)hl_cc_dims_product(a, 0, a->rank - 2),
+                    (long long)a->dims[a->rank - 2], (long long)a->dims[a->rank - 1]);
+  if (!st) {
+    legacy_attrs_t la = {2, {"lower", "algorithm"}, {v[1] == 122, 0}};
+    const lapack_target_t spec = {SYEVD, HL_INVALID, true};
+    hl_cc_frame_t view = {1, 3, f.args, f.rets};
+    st = run_routine(call, &la, &spec, &view);
+  }
+  if (!st) st = hl_cc_frame_finish(call, &f, out);
+  hl_cc_frame_deinit(&f);
+  return st;
+}
+
 #define SPEC(r, t) ((const void *)&(const lapack_target_t){r, t, false})
 #define GPU(name, r)                                                                   \
   {"cusolver_" name "_ffi", run_lapack, &(const lapack_target_t){r, HL_INVALID, true}}, \
@@ -773,5 +838,7 @@ const hl_custom_call_target_t hl_custom_calls_lapack[] = {
     LEGACY4("syevd", "heevd", SYEVD, 3, "Lbn", R(0, 1, 2), R(0, 1, 2)),
     LEGACY4("geev", "geev", GEEV, 4, "bnjJ", R(3, 4, 5, 6, 7), R(2, 3, 4, 5)),
     LEGACY4("gees", "gees", GEES, 4, "bnvs", R(0, 3, 1, 2, 4, 5), R(0, 3, 2, 4, 5)),
+    {"hipsolver_syevd", run_legacy_gpu_eigh, NULL},
+    {"hipsolver_syevj", run_legacy_gpu_eigh, NULL},
     {NULL, NULL, NULL},
 };

@@ -97,6 +97,7 @@ void hl_attrs_deinit(hl_attrs_t *a) {
   for (int i = 0; i < a->operand_shapes_with_layout_count; i++)
     hl_shape_deinit(&a->operand_shapes_with_layout[i]);
   hl_free(a->operand_shapes_with_layout);
+  hl_free(a->output_operand_aliases);
   if (a->outfeed_shape) {
     hl_shape_deinit(a->outfeed_shape);
     hl_free(a->outfeed_shape);

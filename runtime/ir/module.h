@@ -160,6 +160,10 @@ typedef enum hl_triangular_transpose {
 // Instruction attributes (decoded HloInstructionProto fields)
 //===----------------------------------------------------------------------===//
 
+typedef struct hl_output_operand_alias {
+  int output, operand;
+} hl_output_operand_alias_t;
+
 typedef struct hl_attrs {
   hl_literal_t *literal;                // 8: constant (owned reference)
   int64_t parameter_number;             // 9
@@ -226,6 +230,11 @@ typedef struct hl_attrs {
   // 57: custom-call operand_layout_constraints (owned array of shapes with layouts; 0 = none)
   hl_shape_t *operand_shapes_with_layout;
   int operand_shapes_with_layout_count;
+  // 74: custom-call output_to_operand_aliasing (owned array; 0 = none). output is
+  // the result's tuple index (0 for an array result); operand tuple indices
+  // are not supported (operands are arrays).
+  hl_output_operand_alias_t *output_operand_aliases;
+  int output_operand_alias_count;
   char *async_execution_thread;         // 79
   int64_t k;                            // 81
   bool largest;                         // 85

@@ -4,6 +4,7 @@
 // depth), then unpacked with protobuf-c, then copied field by field into the
 // IR. Ids are opaque int64 keys resolved through hash maps; every reference
 // that does not resolve is an error naming computation, instruction and field.
+#include <stdint.h>
 #include <string.h>
 
 #include "runtime/base/alloc.h"
@@ -325,6 +326,20 @@ static hl_status_t attrs_from_message(const Xla__HloInstructionProto *p, hl_inst
       HL_RETURN_IF_ERROR(shape_field(p->operand_shapes_with_layout[i],
                                      &a->operand_shapes_with_layout[i],
                                      "operand_shapes_with_layout (field 57)"));
+  }
+  if (p->n_output_operand_aliasing > 0) {
+    a->output_operand_aliases = hl_calloc(p->n_output_operand_aliasing, sizeof(*a->output_operand_aliases));
+    if (!a->output_operand_aliases) return HL_OOM();
+    for (size_t i = 0; i < p->n_output_operand_aliasing; i++) {
+      const Xla__OutputOperandAliasing *al = p->output_operand_aliasing[i];
+      int64_t k = al->n_output_shape_index == 1 ? al->output_shape_index[0] : 0;
+      if (al->n_output_shape_index > 1 || al->n_operand_shape_index > 0 || k < 0 ||
+          k > INT32_MAX || al->operand_index < 0 || al->operand_index > INT32_MAX)
+        return HL_UNIMPL("output_operand_aliasing (field 74) entry %zu: only a result at most "
+                         "one tuple level deep aliasing an array operand is supported", i);
+      a->output_operand_aliases[i] = (hl_output_operand_alias_t){(int)k, (int)al->operand_index};
+      a->output_operand_alias_count = (int)i + 1;
+    }
   }
   const Xla__DotDimensionNumbers *dot_dims = p->dot_dimension_numbers;
   if (p->ragged_dot_dimension_numbers) {

@@ -271,6 +271,25 @@ static hl_status_t instruction_msg(writer_t *w, const hl_instruction_t *inst,
       HL_RETURN_IF_ERROR(hl_proto_shape_to_message(w->arena, &a->operand_shapes_with_layout[i],
                                                    &p->operand_shapes_with_layout[i]));
   }
+  if (a->output_operand_alias_count > 0) {
+    size_t n = (size_t)a->output_operand_alias_count;
+    p->output_operand_aliasing = w_ptrs(w, n);
+    if (!p->output_operand_aliasing) return HL_OOM();
+    p->n_output_operand_aliasing = n;
+    for (size_t i = 0; i < n; i++) {
+      Xla__OutputOperandAliasing *m = w_alloc(w, sizeof(*m));
+      int64_t *k = w_alloc(w, sizeof(int64_t));
+      if (!m || !k) return HL_OOM();
+      xla__output_operand_aliasing__init(m);
+      if (inst->shape.dtype == HL_TUPLE) {
+        *k = a->output_operand_aliases[i].output;
+        m->output_shape_index = k;
+        m->n_output_shape_index = 1;
+      }
+      m->operand_index = a->output_operand_aliases[i].operand;
+      p->output_operand_aliasing[i] = m;
+    }
+  }
   if (a->has_dot_dimension_numbers) {
     const hl_dot_dims_t *d = &a->dot_dimension_numbers;
     Xla__DotDimensionNumbers *dm = w_alloc(w, sizeof(*dm));

@@ -86,6 +86,12 @@ hl_status_t hl_lower_function(hl_lower_t *L, const char *name, const hl_mlir_op_
 // Lowers one op (not func.return) into env's computation; its results are
 // bound in env.
 hl_status_t hl_lower_op(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_op_t *op);
+// A custom_call's api_version, backend_config (string or typed-FFI
+// dictionary), operand_layouts / result_layouts, output_operand_aliases and
+// called_computations into inst's attributes and shape, as the HLO path
+// stores them (lower_custom_call.c).
+hl_status_t hl_lower_custom_call_attrs(hl_lower_t *L, const hl_mlir_op_t *op,
+                                       hl_instruction_t *inst);
 // Region-holding control flow (stablehlo_lower.c).
 hl_status_t hl_lower_control_flow(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_op_t *op,
                                   hl_instruction_t *const *operands, bool *out_handled);

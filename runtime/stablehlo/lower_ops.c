@@ -823,12 +823,7 @@ static hl_status_t lower_custom_call(op_ctx_t *x, hl_instruction_t **out) {
   (*out)->attrs.custom_call_target = hl_strdup(target);
   if (!(*out)->attrs.custom_call_target) return HL_OOM();
   (*out)->attrs.custom_call_has_side_effect = bool_attr(op, "has_side_effect");
-  const hl_mlir_attr_t *bc = hl_mlir_op_attr(op, "backend_config");
-  if (bc && bc->kind == HL_MATTR_STRING) {
-    (*out)->attrs.backend_config = hl_strdup(bc->s);
-    if (!(*out)->attrs.backend_config) return HL_OOM();
-  }
-  return NULL;
+  return hl_lower_custom_call_attrs(x->L, op, *out);
 }
 
 static hl_status_t lower_tuple_ops(op_ctx_t *x, hl_instruction_t **out) {

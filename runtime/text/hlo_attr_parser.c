@@ -3,6 +3,7 @@
 // Unknown attribute names are skipped, as real dumps carry attributes this
 // runtime does not use; a malformed value of a known attribute is an error.
 #include <ctype.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "runtime/base/alloc.h"
@@ -350,6 +351,43 @@ ATTR_FN(attr_operand_layout_constraints) {
     memset(&grown[n], 0, sizeof(hl_shape_t));
     A->operand_shapes_with_layout_count = n + 1;
     HL_RETURN_IF_ERROR(hl_parse_shape_tokens(LX, &grown[n]));
+    if (LX->tok.kind != HL_TOK_COMMA) break;
+    hl_lexer_next(LX);
+  }
+  return hl_expect(LX, HL_TOK_RBRACE, "',' or '}'");
+}
+
+// custom-call output_to_operand_aliasing={{0}: (0, {}), {1}: (1, {})} ({}: for
+// an array result): result k shares operand j's buffer. Operands and results
+// are arrays or tuples of arrays here, so deeper shape indices are refused.
+ATTR_FN(attr_output_to_operand_aliasing) {
+  HL_RETURN_IF_ERROR(hl_expect(LX, HL_TOK_LBRACE, "'{'"));
+  while (LX->tok.kind != HL_TOK_RBRACE) {
+    hl_i64_list_t out = {0}, operand_index = {0};
+    int64_t operand = -1;
+    hl_token_t at = LX->tok;
+    hl_status_t st = hl_parse_i64_list(LX, &out);
+    if (!st) st = hl_expect(LX, HL_TOK_COLON, "':'");
+    if (!st) st = hl_expect(LX, HL_TOK_LPAREN, "'('");
+    if (!st) st = hl_parse_int64(LX, &operand);
+    if (!st) st = hl_expect(LX, HL_TOK_COMMA, "','");
+    if (!st) st = hl_parse_i64_list(LX, &operand_index);
+    if (!st) st = hl_expect(LX, HL_TOK_RPAREN, "')'");
+    int64_t k = out.n == 1 ? out.v[0] : 0;
+    if (!st && (out.n > 1 || operand_index.n > 0 || k < 0 || k > INT32_MAX || operand < 0 ||
+                operand > INT32_MAX))
+      st = hl_lexer_error(LX, &at, "output_to_operand_aliasing: only {k}: (operand, {}) entries "
+                          "(array operands, results at most one tuple level deep) are supported");
+    hl_i64_list_deinit(&out);
+    hl_i64_list_deinit(&operand_index);
+    HL_RETURN_IF_ERROR(st);
+    int n = A->output_operand_alias_count;
+    hl_output_operand_alias_t *grown =
+        hl_realloc(A->output_operand_aliases, (size_t)(n + 1) * sizeof(*grown));
+    if (!grown) return HL_OOM();
+    A->output_operand_aliases = grown;
+    grown[n] = (hl_output_operand_alias_t){(int)k, (int)operand};
+    A->output_operand_alias_count = n + 1;
     if (LX->tok.kind != HL_TOK_COMMA) break;
     hl_lexer_next(LX);
   }
@@ -1090,6 +1128,7 @@ static const struct {
     {"kind", attr_kind},
     {"api_version", attr_api_version},
     {"operand_layout_constraints", attr_operand_layout_constraints},
+    {"output_to_operand_aliasing", attr_output_to_operand_aliasing},
     {"distribution", attr_distribution},
     {"fft_type", attr_fft_type},
     {"fft_length", attr_fft_length},

@@ -597,6 +597,17 @@ static void print_op_attributes(const hl_instruction_t *inst, sb_t *out) {
         }
         hl_strbuf_append(out, "}");
       }
+      if (a->output_operand_alias_count > 0) {
+        hl_strbuf_append(out, ", output_to_operand_aliasing={");
+        for (int i = 0; i < a->output_operand_alias_count; i++) {
+          const hl_output_operand_alias_t *al = &a->output_operand_aliases[i];
+          if (inst->shape.dtype == HL_TUPLE)
+            hl_strbuf_appendf(out, "%s{%d}: (%d, {})", i ? ", " : "", al->output, al->operand);
+          else
+            hl_strbuf_appendf(out, "%s{}: (%d, {})", i ? ", " : "", al->operand);
+        }
+        hl_strbuf_append(out, "}");
+      }
       break;
     }
     case HL_OP_FUSION:

@@ -103,6 +103,30 @@ ENTRY main {
     return hl.compare("attributes", outs[0][0], np.array([7, 12, 5, 1, 5, 1, 86, 1], np.int64))
 
 
+def stablehlo_attributes():
+    # jax.export's form: the typed-FFI attributes as the dictionary
+    # mhlo.backend_config beside api_version 1 (jax/_src/interpreters/mlir.py),
+    # every scalar width and signedness, bool, floats, a non-ASCII string, dense
+    # arrays and a nested dictionary; the handler reports what it received.
+    text = """module @m {
+  func.func public @main(%arg0: tensor<1xf32>) -> tensor<3x16xf64> {
+    %0 = stablehlo.custom_call @my_attr_dump(%arg0) {mhlo.backend_config = {a_i8 = -5 : i8, b_i16 = -300 : i16, c_i32 = 70000 : i32, d_i64 = -5000000000 : i64, e_ui8 = 200 : ui8, f_ui16 = 60000 : ui16, g_ui32 = 4000000000 : ui32, h_ui64 = 9000000000 : ui64, i_bool = true, j_f32 = 2.500000e+00 : f32, k_f64 = -1.250000e-01 : f64, l_str = "h\C3\A9llo", m_arr = array<i32: 1, 2, 3>, n_dict = {x = 4 : i32, y = 5 : i64}, o_farr = array<f64: 5.000000e-01, 1.500000e+00>}, api_version = 1 : i32} : (tensor<1xf32>) -> tensor<3x16xf64>
+    return %0 : tensor<3x16xf64>
+  }
+}
+"""
+    r, outs = launch(text, [np.zeros(1, np.float32)], [LIB], 1)
+    if r.returncode != 0:
+        return r.describe()
+    S, A, D, T = 3, 1, 2, 4  # XLA_FFI_AttrType
+    kinds = [S] * 11 + [T, A, D, A]
+    dtypes = [2, 3, 4, 5, 6, 7, 8, 9, 1, 11, 12, -1, 4, -1, 12]
+    values = [-5, -300, 70000, -5e9, 200, 60000, 4e9, 9e9, 1, 2.5, -0.125, 6, 6, 2009, 2.0]
+    want = np.full((3, 16), -7.0)
+    want[0, :15], want[1, :15], want[2, :15] = kinds, dtypes, values
+    return hl.compare("attributes", outs[0][0], want)
+
+
 def handler_error():
     text = """HloModule m
 
@@ -158,6 +182,7 @@ if __name__ == "__main__":
             ("registered_by_init_two_ranks", registered_by_init),
             ("symbol_mapping_and_layout", symbol_mapping_and_layout),
             ("attributes", attributes),
+            ("stablehlo_attributes", stablehlo_attributes),
             ("handler_error", handler_error),
             ("unknown_target_before_launch", unknown_target_before_launch),
             ("bad_library_specs", bad_library_specs),

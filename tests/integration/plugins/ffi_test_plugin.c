@@ -135,6 +135,62 @@ static XLA_FFI_Error *describe(XLA_FFI_CallFrame *f) {
   return NULL;
 }
 
+static double scalar_value(XLA_FFI_DataType t, const void *v) {
+  switch (t) {
+    case XLA_FFI_DataType_PRED: case XLA_FFI_DataType_U8: return *(const uint8_t *)v;
+    case XLA_FFI_DataType_S8: return *(const int8_t *)v;
+    case XLA_FFI_DataType_S16: return *(const int16_t *)v;
+    case XLA_FFI_DataType_U16: return *(const uint16_t *)v;
+    case XLA_FFI_DataType_S32: return *(const int32_t *)v;
+    case XLA_FFI_DataType_U32: return *(const uint32_t *)v;
+    case XLA_FFI_DataType_S64: return (double)*(const int64_t *)v;
+    case XLA_FFI_DataType_U64: return (double)*(const uint64_t *)v;
+    case XLA_FFI_DataType_F32: return *(const float *)v;
+    case XLA_FFI_DataType_F64: return *(const double *)v;
+    default: return -1e300;
+  }
+}
+
+// Writes f64[3, 16]: per attribute in the order received (at most 16), its
+// kind (XLA_FFI_AttrType), its element type (scalars and arrays; -1 else)
+// and its value: a scalar's value, an array's sum, a string's length, a
+// dictionary's entry count times 1000 plus the sum of its scalar values.
+static XLA_FFI_Error *attr_dump(XLA_FFI_CallFrame *f) {
+  const XLA_FFI_Attrs *a = &f->attrs;
+  double *out = ((XLA_FFI_Buffer *)f->rets.rets[0])->data;
+  for (int i = 0; i < 48; i++) out[i] = -7;
+  for (int64_t i = 0; i < a->size && i < 16; i++) {
+    out[i] = a->types[i];
+    out[16 + i] = -1;
+    if (a->types[i] == XLA_FFI_AttrType_SCALAR) {
+      const XLA_FFI_Scalar *s = a->attrs[i];
+      out[16 + i] = s->dtype;
+      out[32 + i] = scalar_value(s->dtype, s->value);
+    } else if (a->types[i] == XLA_FFI_AttrType_ARRAY) {
+      const XLA_FFI_Array *arr = a->attrs[i];
+      size_t es = arr->dtype == XLA_FFI_DataType_S64 || arr->dtype == XLA_FFI_DataType_F64 ? 8
+                  : arr->dtype == XLA_FFI_DataType_S32 || arr->dtype == XLA_FFI_DataType_F32 ? 4
+                  : 1;
+      double sum = 0;
+      for (size_t k = 0; k < arr->size; k++)
+        sum += scalar_value(arr->dtype, (const char *)arr->data + k * es);
+      out[16 + i] = arr->dtype;
+      out[32 + i] = sum;
+    } else if (a->types[i] == XLA_FFI_AttrType_STRING) {
+      out[32 + i] = (double)((const XLA_FFI_ByteSpan *)a->attrs[i])->len;
+    } else if (a->types[i] == XLA_FFI_AttrType_DICTIONARY) {
+      const XLA_FFI_Attrs *d = a->attrs[i];
+      double sum = 1000.0 * (double)d->size;
+      for (int64_t k = 0; k < d->size; k++)
+        if (d->types[k] == XLA_FFI_AttrType_SCALAR)
+          sum += scalar_value(((const XLA_FFI_Scalar *)d->attrs[k])->dtype,
+                              ((const XLA_FFI_Scalar *)d->attrs[k])->value);
+      out[32 + i] = sum;
+    }
+  }
+  return NULL;
+}
+
 static XLA_FFI_Error *reg(const XLA_FFI_Api *api, const char *name, const char *platform,
                           XLA_FFI_Handler *fn) {
   XLA_FFI_Handler_Register_Args r;
@@ -153,6 +209,7 @@ XLA_FFI_Error *hlo_launch_ffi_init(const XLA_FFI_Api *api) {
     return fail(api, XLA_FFI_Error_Code_FAILED_PRECONDITION, "FFI major version mismatch");
   XLA_FFI_Error *e = reg(api, "my_scale_add", "Host", scale_add);
   if (!e) e = reg(api, "my_describe", "cpu", describe);
+  if (!e) e = reg(api, "my_attr_dump", "Host", attr_dump);
   // A GPU-only handler: never runs on the Host platform.
   if (!e) e = reg(api, "my_gpu_only", "CUDA", scale_add);
   return e;
