@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -22,6 +23,7 @@
 #include "launcher/debug_launcher.h"
 #include "runtime/debug/collective_check.h"
 #include "launcher/grid.h"
+#include "launcher/ompi_session.h"
 #include "launcher/outputs.h"
 #include "runtime/base/alloc.h"
 #include "runtime/base/strbuf.h"
@@ -340,10 +342,54 @@ static void reap_orphaned_ranks(double grace_s) {
   }
 }
 
-static int run_mpiexec(const hl_launch_options_t *o, char **cmd, const char *status_file) {
+// Copies the starter's stderr (read from `fd`) to ours as it comes, keeping
+// its first bytes in `head`, until `pid` has exited and the pipe is drained.
+// Returns the exit status from waitpid.
+static int relay_stderr(int fd, pid_t pid, hl_strbuf_t *head) {
+  enum { kHeadBytes = 1 << 16 };
+  int wstatus = 0;
+  bool exited = false;
+  char buf[4096];
+  for (;;) {
+    struct pollfd p = {fd, POLLIN, 0};
+    int ready = poll(&p, 1, exited ? 0 : 200);
+    if (ready > 0) {
+      ssize_t k = read(fd, buf, sizeof(buf));
+      if (k > 0) {
+        for (ssize_t done = 0; done < k;) {
+          ssize_t w = write(STDERR_FILENO, buf + done, (size_t)(k - done));
+          if (w <= 0 && errno != EINTR) break;
+          if (w > 0) done += w;
+        }
+        if (head->length < kHeadBytes) hl_strbuf_append_n(head, buf, (size_t)k);
+        continue;
+      }
+      if (k < 0 && errno == EINTR) continue;
+      if (!exited) {  // EOF before the exit: wait for it
+        while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+        }
+      }
+      return wstatus;
+    }
+    if (ready < 0 && errno != EINTR) break;
+    if (exited) return wstatus;  // drained; a grandchild may keep the pipe open
+    pid_t r = waitpid(pid, &wstatus, WNOHANG);
+    if (r == pid) exited = true;
+  }
+  if (!exited)
+    while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+    }
+  return wstatus;
+}
+
+// Runs the starter and waits for it; with `stderr_head`, its stderr passes
+// through this process and its first bytes are kept there.
+static int run_mpiexec(const hl_launch_options_t *o, char **cmd, const char *status_file,
+                       hl_strbuf_t *stderr_head) {
   // A close-on-exec pipe tells the parent whether exec itself failed.
-  int report[2];
+  int report[2], errpipe[2] = {-1, -1};
   if (pipe2(report, O_CLOEXEC) != 0) return fail("pipe: %s", strerror(errno));
+  if (stderr_head && pipe2(errpipe, O_CLOEXEC) != 0) stderr_head = NULL;
   pid_t parent = getpid();
   prctl(PR_SET_CHILD_SUBREAPER, 1);  // orphaned ranks come back to us (reap_orphaned_ranks)
   fflush(stdout);
@@ -352,9 +398,11 @@ static int run_mpiexec(const hl_launch_options_t *o, char **cmd, const char *sta
   if (pid < 0) return fail("fork: %s", strerror(errno));
   if (pid == 0) {
     close(report[0]);
+    if (stderr_head) close(errpipe[0]);
     // If the launcher is killed outright, mpiexec stops the job.
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != parent) _exit(1);
+    if (stderr_head) dup2(errpipe[1], STDERR_FILENO);  // dup2 clears close-on-exec
     execvp(cmd[0], cmd);
     int err = errno;
     ssize_t unused = write(report[1], &err, sizeof(err));
@@ -371,7 +419,13 @@ static int run_mpiexec(const hl_launch_options_t *o, char **cmd, const char *sta
   } while (n < 0 && errno == EINTR);
   close(report[0]);
   int wstatus = 0;
-  while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+  if (stderr_head) {
+    close(errpipe[1]);
+    wstatus = relay_stderr(errpipe[0], pid, stderr_head);
+    close(errpipe[0]);
+  } else {
+    while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+    }
   }
   g_child = 0;
   reap_orphaned_ranks(10.0);
@@ -397,6 +451,37 @@ static int run_mpiexec(const hl_launch_options_t *o, char **cmd, const char *sta
     // A rank or host was lost; mpiexec / srun named it above.
     fail("the job ended abnormally: %s exited with status %d%s", cmd[0], code,
          code > 128 && code < 160 ? " (a process was killed by a signal)" : "");
+  return code;
+}
+
+// Whether the starter is Open MPI's mpiexec, which gets a private session
+// directory per launch (ompi_session.h). Remote hosts are left alone: the
+// base would be made on them and never removed.
+static bool starter_is_open_mpi(const hl_launch_options_t *o) {
+  return hl_spawn_choose_launcher(o) == HL_LAUNCHER_MPIRUN && !o->hosts && !o->hostfile;
+}
+
+// Runs the job; with Open MPI in a session directory of its own, removed at
+// the end however the job ended, and once more when the starter failed
+// before any rank ran for a reason known to be transient.
+static int run_job(const hl_launch_options_t *o, char **cmd, const char *status_file) {
+  if (!starter_is_open_mpi(o)) return run_mpiexec(o, cmd, status_file, NULL);
+  int code = 0;
+  for (int attempt = 0; attempt < 2; attempt++) {
+    hl_ompi_session_t session;
+    hl_ompi_session_begin(&session);
+    hl_strbuf_t head;
+    hl_strbuf_init(&head);
+    code = run_mpiexec(o, cmd, status_file, &head);
+    hl_ompi_session_end(&session);
+    bool retry = attempt == 0 && code != 0 && !g_timed_out && !g_stop_signal &&
+                 (!status_file || read_status_file(status_file) < 0) &&
+                 hl_ompi_startup_race(hl_strbuf_cstr(&head), head.length);
+    hl_strbuf_deinit(&head);
+    if (!retry) break;
+    fail("Open MPI failed to start on its session directory (a known race with another job "
+         "starting or ending at the same moment; no rank ran); starting the job once more");
+  }
   return code;
 }
 
@@ -483,8 +568,7 @@ int hl_spawn_main(const hl_launch_options_t *o, int argc, char **argv) {
   bool made_debug_dir;
   hl_debug_prepare_dir(o, debug_dir, sizeof(debug_dir), &made_debug_dir);
   build_command(o, &grid, argc, argv, have_status ? status_file : NULL, debug_dir, &cmd);
-  int code = cmd.failed ? fail("out of memory")
-                        : run_mpiexec(o, cmd.v, have_status ? status_file : NULL);
+  int code = cmd.failed ? fail("out of memory") : run_job(o, cmd.v, have_status ? status_file : NULL);
   code = hl_debug_after_job(o, &grid, debug_dir, made_debug_dir, code);
   builder_free(&cmd);
   if (have_status) unlink(status_file);
