@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "collectives/groups.h"
+#include "launcher/batch_list.h"
 #include "launcher/binding.h"
 #include "launcher/global_io.h"
 #include "launcher/debug_launcher.h"
@@ -165,7 +166,7 @@ static void push_mpiexec(const hl_launch_options_t *o, argv_builder_t *b) {
 
 static void build_command(const hl_launch_options_t *o, const hl_grid_t *grid, int argc,
                           char **argv, const char *status_file, const char *debug_dir,
-                          argv_builder_t *b) {
+                          const char *const *extra, argv_builder_t *b) {
   char count[32], self[4096];
   if (hl_spawn_choose_launcher(o) == HL_LAUNCHER_SRUN)
     push_srun(o, b);
@@ -198,6 +199,7 @@ static void build_command(const hl_launch_options_t *o, const hl_grid_t *grid, i
       push(b, "--debug-dir");
       push(b, debug_dir);
     }
+    for (int i = 0; extra && extra[i]; i++) push(b, extra[i]);
     for (int i = 1; i < options_end; i++)
       if (strcmp(argv[i], "--dry-run") != 0) push(b, argv[i]);
     if (parts > 1) {
@@ -503,7 +505,152 @@ static hl_status_t check_instructions(const hl_module_t *m, const hl_grid_t *gri
   return NULL;
 }
 
+hl_status_t hl_spawn_check_program(const hl_launch_options_t *o, const hl_module_t *module,
+                                   const hl_grid_t *grid) {
+  HL_RETURN_IF_ERROR(hl_custom_calls_check_module(module));
+  HL_RETURN_IF_ERROR(check_instructions(module, grid));
+  if (o->no_collective_check) return NULL;
+  return hl_collective_check(module, grid->replicas, grid->partitions);
+}
+
+static int print_command(const hl_launch_options_t *o, const hl_grid_t *grid, int argc,
+                         char **argv, const char *const *extra) {
+  argv_builder_t cmd = {0};
+  build_command(o, grid, argc, argv, NULL, NULL, extra, &cmd);
+  if (cmd.failed) {
+    builder_free(&cmd);
+    return fail("out of memory");
+  }
+  for (int i = 0; i < cmd.n; i++) {
+    if (i) fputc(' ', stdout);
+    print_quoted(stdout, cmd.v[i]);
+  }
+  fputc('\n', stdout);
+  builder_free(&cmd);
+  return 0;
+}
+
+// Makes an empty temporary file; false (and "") when none can be made.
+static bool make_temp_file(char *path, size_t cap, const char *stem) {
+  const char *tmp = getenv("TMPDIR");
+  snprintf(path, cap, "%s/%s-XXXXXX", tmp && *tmp ? tmp : "/tmp", stem);
+  int fd = mkstemp(path);
+  if (fd < 0) {
+    path[0] = '\0';
+    return false;
+  }
+  close(fd);
+  return true;
+}
+
+// The verdicts rank 0 noted in the progress file (batch mode): counts them
+// and returns the program that started without a verdict (-1: none).
+static int read_progress(const char *path, int *passed, int *failed) {
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  int pending = -1, k;
+  char word[16];
+  while (fscanf(f, "%d %15s", &k, word) == 2) {
+    if (strcmp(word, "started") == 0) {
+      pending = k;
+    } else {
+      if (strcmp(word, "passed") == 0)
+        (*passed)++;
+      else
+        (*failed)++;
+      pending = -1;
+    }
+  }
+  fclose(f);
+  return pending;
+}
+
+// Batch mode: one job for all the programs, as large as the largest grid.
+// The ranks judge every program (load errors included, in order); when a
+// program ends the job itself (a rank killed, a collective abandoned), it is
+// reported failed here and the programs after it run in a new job.
+static int spawn_batch(const hl_launch_options_t *o, int argc, char **argv) {
+  hl_status_t st = hl_ffi_plugins_load(o->custom_call_libraries, o->custom_call_library_count);
+  hl_batch_t batch;
+  if (!st) st = hl_batch_build(o, &batch);
+  if (st) return fail_status(st);
+  hl_grid_t job = {1, 1, 1};
+  for (int k = 0; k < batch.count; k++) {
+    if (batch.entries[k].empty) continue;
+    hl_program_t program;
+    hl_grid_t grid;
+    hl_status_t pst = hl_batch_load(&batch, k, o, &program);
+    if (pst) {  // the ranks report it, in its turn
+      hl_status_free(pst);
+      continue;
+    }
+    pst = hl_grid_resolve(o->np, o->replicas, o->partitions, program.module->replica_count,
+                          program.module->num_partitions, &grid);
+    if (!pst && grid.processes > job.processes) job.processes = job.replicas = grid.processes;
+    hl_status_free(pst);
+    hl_program_deinit(&program);
+  }
+  if (o->dry_run) {
+    hl_batch_deinit(&batch);
+    return print_command(o, &job, argc, argv, (const char *const[]){"--batch-progress", "FILE", NULL});
+  }
+  char status_file[4096], progress_file[4096], debug_dir[4096];
+  bool have_status = make_temp_file(status_file, sizeof(status_file), "hlo-launch-status");
+  if (!make_temp_file(progress_file, sizeof(progress_file), "hlo-launch-batch")) {
+    hl_batch_deinit(&batch);
+    if (have_status) unlink(status_file);
+    return fail("cannot create a temporary file for batch mode: %s", strerror(errno));
+  }
+  bool made_debug_dir;
+  hl_debug_prepare_dir(o, debug_dir, sizeof(debug_dir), &made_debug_dir);
+  int passed = 0, failed = 0, code = 0, start = 0;
+  bool stopped = false;
+  for (;;) {
+    char start_arg[32];
+    snprintf(start_arg, sizeof(start_arg), "%d", start);
+    const char *extra[] = {"--batch-progress", progress_file, start ? "--batch-start" : NULL,
+                           start_arg, NULL};
+    argv_builder_t cmd = {0};
+    build_command(o, &job, argc, argv, have_status ? status_file : NULL, debug_dir, extra, &cmd);
+    code = cmd.failed ? fail("out of memory")
+                      : run_job(o, cmd.v, have_status ? status_file : NULL);
+    builder_free(&cmd);
+    int pending = read_progress(progress_file, &passed, &failed);
+    hl_launch_options_t named = *o;  // for naming a rank that died
+    named.program = batch.entries[pending >= 0 ? pending : start].path;
+    code = hl_debug_after_job(&named, &job, debug_dir, false, code);
+    stopped = g_timed_out || g_stop_signal;
+    if (pending < 0 || code == 0 || stopped) break;
+    printf("hlo-launch: program %s: FAILED: the job ended while it ran (%s exited with status "
+           "%d; see the messages above)\n", batch.entries[pending].label,
+           hl_spawn_choose_launcher(o) == HL_LAUNCHER_SRUN ? "srun" : o->mpiexec,
+           code);
+    fflush(stdout);
+    failed++;
+    start = pending + 1;
+    if (o->fail_fast || start >= batch.count) break;
+    FILE *f = fopen(progress_file, "w");  // the next job's verdicts only
+    if (f) fclose(f);
+    if (have_status) {
+      f = fopen(status_file, "w");
+      if (f) fclose(f);
+    }
+  }
+  if (!stopped) {
+    printf("%d passed, %d failed\n", passed, failed);
+    fflush(stdout);
+  }
+  if (made_debug_dir) hl_debug_after_job(o, &job, debug_dir, true, 0);
+  unlink(progress_file);
+  if (have_status) unlink(status_file);
+  hl_batch_deinit(&batch);
+  if (stopped) return code;
+  if (failed) return 1;
+  return code;  // a job that failed before any program ran
+}
+
 int hl_spawn_main(const hl_launch_options_t *o, int argc, char **argv) {
+  if (hl_batch_wanted(o)) return spawn_batch(o, argc, argv);
   // The program is checked here once, so a bad file or grid stops before any
   // rank starts, with one message.
   hl_program_t program;
@@ -540,7 +687,7 @@ int hl_spawn_main(const hl_launch_options_t *o, int argc, char **argv) {
 
   argv_builder_t cmd = {0};
   if (o->dry_run) {
-    build_command(o, &grid, argc, argv, NULL, NULL, &cmd);
+    build_command(o, &grid, argc, argv, NULL, NULL, NULL, &cmd);
     if (cmd.failed) {
       builder_free(&cmd);
       return fail("out of memory");
@@ -567,7 +714,7 @@ int hl_spawn_main(const hl_launch_options_t *o, int argc, char **argv) {
   char debug_dir[4096];
   bool made_debug_dir;
   hl_debug_prepare_dir(o, debug_dir, sizeof(debug_dir), &made_debug_dir);
-  build_command(o, &grid, argc, argv, have_status ? status_file : NULL, debug_dir, &cmd);
+  build_command(o, &grid, argc, argv, have_status ? status_file : NULL, debug_dir, NULL, &cmd);
   int code = cmd.failed ? fail("out of memory") : run_job(o, cmd.v, have_status ? status_file : NULL);
   code = hl_debug_after_job(o, &grid, debug_dir, made_debug_dir, code);
   builder_free(&cmd);
