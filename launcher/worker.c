@@ -7,6 +7,7 @@
 #include <mpi.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -665,6 +666,13 @@ static bool run_batch_entry(worker_t *w, const hl_batch_t *batch, int k) {
   if (job->output_dir) {
     snprintf(output_dir, sizeof(output_dir), "%s/%s", job->output_dir, base_name(e->label));
     po.output_dir = output_dir;
+  }
+  // Its own inputs: DIR/<file name>/ when --args-dir DIR has that folder.
+  char args_dir[4096];
+  if (job->args_dir) {
+    snprintf(args_dir, sizeof(args_dir), "%s/%s", job->args_dir, base_name(e->label));
+    struct stat st;
+    if (stat(args_dir, &st) == 0 && S_ISDIR(st.st_mode)) po.args_dir = args_dir;
   }
   // Directories a program writes into are its own (a probe's file number
   // counts the files already there).
