@@ -103,7 +103,9 @@ def main():
     opts = parser.parse_args()
     hl.require_binaries("hlo-launch")
 
-    work = tempfile.mkdtemp(prefix="hl-storm-")
+    # A short path: the session bases go under it only while they stay short
+    # enough for Open MPI's Unix sockets (launcher/ompi_session.h).
+    work = tempfile.mkdtemp(prefix="hls", dir="/tmp")
     # The launches' temporary files (status files, session bases) go here, so
     # what they leave behind can be seen.
     tmp = os.path.join(work, "tmp")
