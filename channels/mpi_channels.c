@@ -114,6 +114,29 @@ static hl_status_t channel_wait(hl_comm_t *comm, hl_comm_request_t *request) {
   return st;
 }
 
+static bool channel_abandon(hl_comm_t *comm, hl_comm_request_t *request) {
+  (void)comm;
+  channel_request_t *r = (channel_request_t *)request;
+  if (!r) return true;
+  bool buffer_free = true;
+  for (int i = 0; i < r->n; i++) {
+    int done = 0;
+    MPI_Test(&r->mpi[i], &done, MPI_STATUS_IGNORE);
+    if (done) continue;
+    if (r->is_recv) {
+      // Else the message could still land in the buffer after it was freed
+      // (or reused by the next program of a batch).
+      MPI_Cancel(&r->mpi[i]);
+      MPI_Wait(&r->mpi[i], MPI_STATUS_IGNORE);  // returns once cancelled or done
+    } else {
+      MPI_Request_free(&r->mpi[i]);
+      buffer_free = false;
+    }
+  }
+  request_free(r);
+  return buffer_free;
+}
+
 static void channel_destroy(hl_comm_t *comm) {
   channel_layer_t *l = layer_of(comm);
   comm->vtable = l->base;
@@ -198,6 +221,7 @@ hl_status_t hl_mpi_channels_setup(hl_comm_t *comm, MPI_Comm world,
   l->vtable.send = channel_send;
   l->vtable.recv = channel_recv;
   l->vtable.channel_wait = channel_wait;
+  l->vtable.channel_abandon = channel_abandon;
   l->vtable.destroy = channel_destroy;
   comm->vtable = &l->vtable;
 

@@ -12,7 +12,6 @@
 #include "launcher/partition_hook.h"
 #include "launcher/options.h"
 #include "launcher/spawn.h"
-#include "launcher/split_input.h"
 #include "launcher/worker.h"
 #include "runtime/base/alloc.h"
 
@@ -48,8 +47,6 @@ int main(int argc, char **argv) {
     code = hl_explain_partitioning_main(&options, stdout);
   } else if (options.explain_groups) {
     code = hl_explain_groups_main(&options, stdout);
-  } else if (options.split_input_file && !options.worker && !hl_spawn_inside_mpi_job()) {
-    code = hl_split_input_main(&options, argc, argv);
   } else if (options.worker || hl_spawn_inside_mpi_job()) {
     code = hl_worker_main(&options);
   } else {

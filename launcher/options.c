@@ -19,6 +19,7 @@
 
 static const char kHelp[] =
     "Usage: hlo-launch [-np N] [options] PROGRAM\n"
+    "       hlo-launch [options] PROGRAM1 PROGRAM2 ... | DIR | --programs LISTFILE\n"
     "\n"
     "Runs an XLA program (HLO text, StableHLO text (.mlir), HloProto, HloModuleProto or\n"
     "HloSnapshot, gzipped or not; the format is detected from the content) SPMD-style\n"
@@ -26,6 +27,22 @@ static const char kHelp[] =
     "rank each. Outside an MPI job hlo-launch checks the options and the program, then\n"
     "starts the job with mpiexec, re-running itself as every rank. Started by mpirun,\n"
     "mpiexec or srun, it runs as one rank of that job.\n"
+    "\n"
+    "Batch mode (several programs, a directory, --programs or --split-input-file):\n"
+    "  the programs run one after another inside ONE MPI job, each on its own grid\n"
+    "  (the job has the largest; ranks outside a program's grid wait for it), each\n"
+    "  with its own inputs, outputs and checks, nothing kept from one to the next.\n"
+    "  Rank 0 prints per program 'hlo-launch: program PATH: passed' or\n"
+    "  'hlo-launch: program PATH: FAILED: <reason>' on stdout, then 'N passed, M failed';\n"
+    "  the exit status is 1 when any failed. A program that ends the job (a rank\n"
+    "  killed, a collective abandoned) fails alone: the rest run in a new job.\n"
+    "  A directory stands for its files, sorted by name (hidden files and *.md,\n"
+    "  *.txt, *.npy, *.json, *.py left out). --output-dir D writes program P's\n"
+    "  results under D/<P's file name>/ (--outfeed-dir too); --args-dir D reads\n"
+    "  P's inputs from D/<P's file name>/ when that folder exists, else from D.\n"
+    "  --programs LISTFILE    the programs, one path per line (also after PROGRAMs;\n"
+    "                         blank lines and '#' comments are skipped)\n"
+    "  --fail-fast            stop at the first program that fails\n"
     "\n"
     "Process grid:\n"
     "  -np N, -n N, --np N   number of processes\n"
@@ -90,9 +107,10 @@ static const char kHelp[] =
     "                        sharding attribute, else spmd_parameters_shardings\n"
     "\n"
     "Timing:\n"
-    "  --split-input-file    StableHLO (.mlir) only: run each case of the file (cases\n"
-    "                        are separated by lines `// -----`) as its own job and\n"
-    "                        report each; exit 1 when any case failed\n"
+    "  --split-input-file    StableHLO (.mlir) only: run each case of the file(s)\n"
+    "                        (cases are separated by lines `// -----`) in batch\n"
+    "                        mode, each named PATH:LINE (its first line); a case's\n"
+    "                        check.expect_* failures fail it\n"
     "  --probe-output-dir DIR\n"
     "                        StableHLO interpreter.probe writes its tensors to\n"
     "                        DIR/replica<r>_partition<p>/<probe_id>_<k>.npy, which\n"
@@ -325,6 +343,10 @@ enum {
   OPT_MPMD_PROGRAM,
   OPT_EXPLAIN_GROUPS,
   OPT_REPEAT,
+  OPT_PROGRAMS,
+  OPT_FAIL_FAST,
+  OPT_BATCH_PROGRESS,
+  OPT_BATCH_START,
   OPT_MAX_INFLATED_SIZE,
   OPT_OUTPUT_SHARDING,
   OPT_ARG_SHARDINGS,
@@ -413,6 +435,10 @@ static const struct option kLongOptions[] = {
     {"no-fusion-jit", no_argument, NULL, OPT_NO_FUSION_JIT},
     {"profile", optional_argument, NULL, OPT_PROFILE},
     {"split-input-file", no_argument, NULL, OPT_SPLIT_INPUT_FILE},
+    {"programs", required_argument, NULL, OPT_PROGRAMS},
+    {"fail-fast", no_argument, NULL, OPT_FAIL_FAST},
+    {"batch-progress", required_argument, NULL, OPT_BATCH_PROGRESS},
+    {"batch-start", required_argument, NULL, OPT_BATCH_START},
     {"probe-output-dir", required_argument, NULL, OPT_PROBE_OUTPUT_DIR},
     {NULL, 0, NULL, 0},
 };
@@ -662,6 +688,15 @@ static hl_status_t parse_into(int argc, char **argv, hl_launch_options_t *o) {
       case OPT_EXPLAIN_PARTITIONING: o->explain_partitioning = true; break;
       case OPT_GLOBAL_PROGRAM: o->global_program = true; break;
       case OPT_SPLIT_INPUT_FILE: o->split_input_file = true; break;
+      case OPT_PROGRAMS: o->programs_file = optarg; break;
+      case OPT_FAIL_FAST: o->fail_fast = true; break;
+      case OPT_BATCH_PROGRESS: o->batch_progress = optarg; break;
+      case OPT_BATCH_START: {
+        int64_t start = 0;
+        HL_RETURN_IF_ERROR(parse_count("--batch-start", optarg, &start));
+        o->batch_start = start;
+        break;
+      }
       case OPT_PROBE_OUTPUT_DIR: o->probe_output_dir = optarg; break;
       case OPT_REPEAT: HL_RETURN_IF_ERROR(parse_count("--repeat", optarg, &o->repeat)); break;
       case OPT_OUTPUT_SHARDING:
@@ -744,10 +779,18 @@ static hl_status_t parse_into(int argc, char **argv, hl_launch_options_t *o) {
     }
   }
   if (o->help || o->version) return NULL;
-  if (optind >= argc) return HL_INVALID("no PROGRAM given");
-  o->program = argv[optind];
-  if (optind + 1 < argc)
-    return HL_INVALID("one PROGRAM expected, got '%s' and '%s'", argv[optind], argv[optind + 1]);
+  if (optind >= argc && !o->programs_file) return HL_INVALID("no PROGRAM given");
+  o->program_count = argc - optind;
+  if (o->program_count > 0) {
+    o->programs = hl_calloc((size_t)o->program_count, sizeof(char *));
+    if (!o->programs) return HL_OOM();
+    for (int i = 0; i < o->program_count; i++) o->programs[i] = argv[optind + i];
+    o->program = argv[optind];
+  }
+  if (o->program_count > 1 && mpmd_at)
+    return HL_INVALID("MPMD (':') takes one PROGRAM per part, got '%s' and '%s'", argv[optind],
+                      argv[optind + 1]);
+  if (mpmd_at && o->programs_file) return HL_INVALID("--programs cannot be combined with MPMD (':')");
   if (mpmd_at) HL_RETURN_IF_ERROR(hl_mpmd_parse(argv, mpmd_at, full_argc, o));
   if (mpmd_program) o->program = mpmd_program;
   if (o->infeed_dir && !*o->infeed_dir) return HL_INVALID("--infeed-dir is empty");
@@ -800,5 +843,6 @@ void hl_launch_options_deinit(hl_launch_options_t *o) {
   hl_free(o->infeed_files);
   hl_free(o->mpmd_programs);
   hl_free(o->mpmd_np);
+  hl_free(o->programs);
   memset(o, 0, sizeof(*o));
 }

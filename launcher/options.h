@@ -67,6 +67,14 @@ typedef struct hl_launch_options {
   bool help, version;
   const char *probe_output_dir;   // --probe-output-dir: where interpreter.probe writes
   bool split_input_file;          // --split-input-file: run each `// -----` case of a .mlir
+  // Batch mode (launcher/batch_list.h, batch.c): PROGRAM arguments in order
+  // (`program` is the first; NULL with --programs alone).
+  const char **programs;          // (owned array)
+  int program_count;
+  const char *programs_file;      // --programs LISTFILE
+  bool fail_fast;                 // --fail-fast
+  const char *batch_progress;     // internal --batch-progress FILE: rank 0 notes each program's verdict
+  int64_t batch_start;            // internal --batch-start K: skip the first K programs (a re-launch)
   bool explain_groups;            // --explain-groups: print each collective's groups, run nothing
   bool explain_partitioning;      // --explain-partitioning: print the partitioner's decisions, run nothing
   bool global_program;            // --global-program: PROGRAM is global; partition it (runtime/spmd)

@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -17,10 +18,12 @@
 #include <unistd.h>
 
 #include "collectives/groups.h"
+#include "launcher/batch_list.h"
 #include "launcher/binding.h"
 #include "launcher/global_io.h"
 #include "launcher/debug_launcher.h"
 #include "runtime/debug/collective_check.h"
+#include "launcher/ompi_session.h"
 #include "runtime/spmd/grid.h"
 #include "launcher/outputs.h"
 #include "runtime/base/alloc.h"
@@ -163,7 +166,7 @@ static void push_mpiexec(const hl_launch_options_t *o, argv_builder_t *b) {
 
 static void build_command(const hl_launch_options_t *o, const hl_grid_t *grid, int argc,
                           char **argv, const char *status_file, const char *debug_dir,
-                          argv_builder_t *b) {
+                          const char *const *extra, argv_builder_t *b) {
   char count[32], self[4096];
   if (hl_spawn_choose_launcher(o) == HL_LAUNCHER_SRUN)
     push_srun(o, b);
@@ -196,6 +199,7 @@ static void build_command(const hl_launch_options_t *o, const hl_grid_t *grid, i
       push(b, "--debug-dir");
       push(b, debug_dir);
     }
+    for (int i = 0; extra && extra[i]; i++) push(b, extra[i]);
     for (int i = 1; i < options_end; i++)
       if (strcmp(argv[i], "--dry-run") != 0) push(b, argv[i]);
     if (parts > 1) {
@@ -340,10 +344,54 @@ static void reap_orphaned_ranks(double grace_s) {
   }
 }
 
-static int run_mpiexec(const hl_launch_options_t *o, char **cmd, const char *status_file) {
+// Copies the starter's stderr (read from `fd`) to ours as it comes, keeping
+// its first bytes in `head`, until `pid` has exited and the pipe is drained.
+// Returns the exit status from waitpid.
+static int relay_stderr(int fd, pid_t pid, hl_strbuf_t *head) {
+  enum { kHeadBytes = 1 << 16 };
+  int wstatus = 0;
+  bool exited = false;
+  char buf[4096];
+  for (;;) {
+    struct pollfd p = {fd, POLLIN, 0};
+    int ready = poll(&p, 1, exited ? 0 : 200);
+    if (ready > 0) {
+      ssize_t k = read(fd, buf, sizeof(buf));
+      if (k > 0) {
+        for (ssize_t done = 0; done < k;) {
+          ssize_t w = write(STDERR_FILENO, buf + done, (size_t)(k - done));
+          if (w <= 0 && errno != EINTR) break;
+          if (w > 0) done += w;
+        }
+        if (head->length < kHeadBytes) hl_strbuf_append_n(head, buf, (size_t)k);
+        continue;
+      }
+      if (k < 0 && errno == EINTR) continue;
+      if (!exited) {  // EOF before the exit: wait for it
+        while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+        }
+      }
+      return wstatus;
+    }
+    if (ready < 0 && errno != EINTR) break;
+    if (exited) return wstatus;  // drained; a grandchild may keep the pipe open
+    pid_t r = waitpid(pid, &wstatus, WNOHANG);
+    if (r == pid) exited = true;
+  }
+  if (!exited)
+    while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+    }
+  return wstatus;
+}
+
+// Runs the starter and waits for it; with `stderr_head`, its stderr passes
+// through this process and its first bytes are kept there.
+static int run_mpiexec(const hl_launch_options_t *o, char **cmd, const char *status_file,
+                       hl_strbuf_t *stderr_head) {
   // A close-on-exec pipe tells the parent whether exec itself failed.
-  int report[2];
+  int report[2], errpipe[2] = {-1, -1};
   if (pipe2(report, O_CLOEXEC) != 0) return fail("pipe: %s", strerror(errno));
+  if (stderr_head && pipe2(errpipe, O_CLOEXEC) != 0) stderr_head = NULL;
   pid_t parent = getpid();
   prctl(PR_SET_CHILD_SUBREAPER, 1);  // orphaned ranks come back to us (reap_orphaned_ranks)
   fflush(stdout);
@@ -352,9 +400,11 @@ static int run_mpiexec(const hl_launch_options_t *o, char **cmd, const char *sta
   if (pid < 0) return fail("fork: %s", strerror(errno));
   if (pid == 0) {
     close(report[0]);
+    if (stderr_head) close(errpipe[0]);
     // If the launcher is killed outright, mpiexec stops the job.
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != parent) _exit(1);
+    if (stderr_head) dup2(errpipe[1], STDERR_FILENO);  // dup2 clears close-on-exec
     execvp(cmd[0], cmd);
     int err = errno;
     ssize_t unused = write(report[1], &err, sizeof(err));
@@ -371,7 +421,13 @@ static int run_mpiexec(const hl_launch_options_t *o, char **cmd, const char *sta
   } while (n < 0 && errno == EINTR);
   close(report[0]);
   int wstatus = 0;
-  while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+  if (stderr_head) {
+    close(errpipe[1]);
+    wstatus = relay_stderr(errpipe[0], pid, stderr_head);
+    close(errpipe[0]);
+  } else {
+    while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+    }
   }
   g_child = 0;
   reap_orphaned_ranks(10.0);
@@ -400,6 +456,37 @@ static int run_mpiexec(const hl_launch_options_t *o, char **cmd, const char *sta
   return code;
 }
 
+// Whether the starter is Open MPI's mpiexec, which gets a private session
+// directory per launch (ompi_session.h). Remote hosts are left alone: the
+// base would be made on them and never removed.
+static bool starter_is_open_mpi(const hl_launch_options_t *o) {
+  return hl_spawn_choose_launcher(o) == HL_LAUNCHER_MPIRUN && !o->hosts && !o->hostfile;
+}
+
+// Runs the job; with Open MPI in a session directory of its own, removed at
+// the end however the job ended, and once more when the starter failed
+// before any rank ran for a reason known to be transient.
+static int run_job(const hl_launch_options_t *o, char **cmd, const char *status_file) {
+  if (!starter_is_open_mpi(o)) return run_mpiexec(o, cmd, status_file, NULL);
+  int code = 0;
+  for (int attempt = 0; attempt < 2; attempt++) {
+    hl_ompi_session_t session;
+    hl_ompi_session_begin(&session);
+    hl_strbuf_t head;
+    hl_strbuf_init(&head);
+    code = run_mpiexec(o, cmd, status_file, &head);
+    hl_ompi_session_end(&session);
+    bool retry = attempt == 0 && code != 0 && !g_timed_out && !g_stop_signal &&
+                 (!status_file || read_status_file(status_file) < 0) &&
+                 hl_ompi_startup_race(hl_strbuf_cstr(&head), head.length);
+    hl_strbuf_deinit(&head);
+    if (!retry) break;
+    fail("Open MPI failed to start on its session directory (a known race with another job "
+         "starting or ending at the same moment; no rank ran); starting the job once more");
+  }
+  return code;
+}
+
 // Found before any rank starts: collective groups that do not fit the grid
 // (one message naming the -np / --replicas / --partitions to use). Unknown
 // custom-call targets are found by hl_custom_calls_check_module.
@@ -418,7 +505,152 @@ static hl_status_t check_instructions(const hl_module_t *m, const hl_grid_t *gri
   return NULL;
 }
 
+hl_status_t hl_spawn_check_program(const hl_launch_options_t *o, const hl_module_t *module,
+                                   const hl_grid_t *grid) {
+  HL_RETURN_IF_ERROR(hl_custom_calls_check_module(module));
+  HL_RETURN_IF_ERROR(check_instructions(module, grid));
+  if (o->no_collective_check) return NULL;
+  return hl_collective_check(module, grid->replicas, grid->partitions);
+}
+
+static int print_command(const hl_launch_options_t *o, const hl_grid_t *grid, int argc,
+                         char **argv, const char *const *extra) {
+  argv_builder_t cmd = {0};
+  build_command(o, grid, argc, argv, NULL, NULL, extra, &cmd);
+  if (cmd.failed) {
+    builder_free(&cmd);
+    return fail("out of memory");
+  }
+  for (int i = 0; i < cmd.n; i++) {
+    if (i) fputc(' ', stdout);
+    print_quoted(stdout, cmd.v[i]);
+  }
+  fputc('\n', stdout);
+  builder_free(&cmd);
+  return 0;
+}
+
+// Makes an empty temporary file; false (and "") when none can be made.
+static bool make_temp_file(char *path, size_t cap, const char *stem) {
+  const char *tmp = getenv("TMPDIR");
+  snprintf(path, cap, "%s/%s-XXXXXX", tmp && *tmp ? tmp : "/tmp", stem);
+  int fd = mkstemp(path);
+  if (fd < 0) {
+    path[0] = '\0';
+    return false;
+  }
+  close(fd);
+  return true;
+}
+
+// The verdicts rank 0 noted in the progress file (batch mode): counts them
+// and returns the program that started without a verdict (-1: none).
+static int read_progress(const char *path, int *passed, int *failed) {
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  int pending = -1, k;
+  char word[16];
+  while (fscanf(f, "%d %15s", &k, word) == 2) {
+    if (strcmp(word, "started") == 0) {
+      pending = k;
+    } else {
+      if (strcmp(word, "passed") == 0)
+        (*passed)++;
+      else
+        (*failed)++;
+      pending = -1;
+    }
+  }
+  fclose(f);
+  return pending;
+}
+
+// Batch mode: one job for all the programs, as large as the largest grid.
+// The ranks judge every program (load errors included, in order); when a
+// program ends the job itself (a rank killed, a collective abandoned), it is
+// reported failed here and the programs after it run in a new job.
+static int spawn_batch(const hl_launch_options_t *o, int argc, char **argv) {
+  hl_status_t st = hl_ffi_plugins_load(o->custom_call_libraries, o->custom_call_library_count);
+  hl_batch_t batch;
+  if (!st) st = hl_batch_build(o, &batch);
+  if (st) return fail_status(st);
+  hl_grid_t job = {1, 1, 1};
+  for (int k = 0; k < batch.count; k++) {
+    if (batch.entries[k].empty) continue;
+    hl_program_t program;
+    hl_grid_t grid;
+    hl_status_t pst = hl_batch_load(&batch, k, o, &program);
+    if (pst) {  // the ranks report it, in its turn
+      hl_status_free(pst);
+      continue;
+    }
+    pst = hl_grid_resolve(o->np, o->replicas, o->partitions, program.module->replica_count,
+                          program.module->num_partitions, &grid);
+    if (!pst && grid.processes > job.processes) job.processes = job.replicas = grid.processes;
+    hl_status_free(pst);
+    hl_program_deinit(&program);
+  }
+  if (o->dry_run) {
+    hl_batch_deinit(&batch);
+    return print_command(o, &job, argc, argv, (const char *const[]){"--batch-progress", "FILE", NULL});
+  }
+  char status_file[4096], progress_file[4096], debug_dir[4096];
+  bool have_status = make_temp_file(status_file, sizeof(status_file), "hlo-launch-status");
+  if (!make_temp_file(progress_file, sizeof(progress_file), "hlo-launch-batch")) {
+    hl_batch_deinit(&batch);
+    if (have_status) unlink(status_file);
+    return fail("cannot create a temporary file for batch mode: %s", strerror(errno));
+  }
+  bool made_debug_dir;
+  hl_debug_prepare_dir(o, debug_dir, sizeof(debug_dir), &made_debug_dir);
+  int passed = 0, failed = 0, code = 0, start = 0;
+  bool stopped = false;
+  for (;;) {
+    char start_arg[32];
+    snprintf(start_arg, sizeof(start_arg), "%d", start);
+    const char *extra[] = {"--batch-progress", progress_file, start ? "--batch-start" : NULL,
+                           start_arg, NULL};
+    argv_builder_t cmd = {0};
+    build_command(o, &job, argc, argv, have_status ? status_file : NULL, debug_dir, extra, &cmd);
+    code = cmd.failed ? fail("out of memory")
+                      : run_job(o, cmd.v, have_status ? status_file : NULL);
+    builder_free(&cmd);
+    int pending = read_progress(progress_file, &passed, &failed);
+    hl_launch_options_t named = *o;  // for naming a rank that died
+    named.program = batch.entries[pending >= 0 ? pending : start].path;
+    code = hl_debug_after_job(&named, &job, debug_dir, false, code);
+    stopped = g_timed_out || g_stop_signal;
+    if (pending < 0 || code == 0 || stopped) break;
+    printf("hlo-launch: program %s: FAILED: the job ended while it ran (%s exited with status "
+           "%d; see the messages above)\n", batch.entries[pending].label,
+           hl_spawn_choose_launcher(o) == HL_LAUNCHER_SRUN ? "srun" : o->mpiexec,
+           code);
+    fflush(stdout);
+    failed++;
+    start = pending + 1;
+    if (o->fail_fast || start >= batch.count) break;
+    FILE *f = fopen(progress_file, "w");  // the next job's verdicts only
+    if (f) fclose(f);
+    if (have_status) {
+      f = fopen(status_file, "w");
+      if (f) fclose(f);
+    }
+  }
+  if (!stopped) {
+    printf("%d passed, %d failed\n", passed, failed);
+    fflush(stdout);
+  }
+  if (made_debug_dir) hl_debug_after_job(o, &job, debug_dir, true, 0);
+  unlink(progress_file);
+  if (have_status) unlink(status_file);
+  hl_batch_deinit(&batch);
+  if (stopped) return code;
+  if (failed) return 1;
+  return code;  // a job that failed before any program ran
+}
+
 int hl_spawn_main(const hl_launch_options_t *o, int argc, char **argv) {
+  if (hl_batch_wanted(o)) return spawn_batch(o, argc, argv);
   // The program is checked here once, so a bad file or grid stops before any
   // rank starts, with one message.
   hl_program_t program;
@@ -455,7 +687,7 @@ int hl_spawn_main(const hl_launch_options_t *o, int argc, char **argv) {
 
   argv_builder_t cmd = {0};
   if (o->dry_run) {
-    build_command(o, &grid, argc, argv, NULL, NULL, &cmd);
+    build_command(o, &grid, argc, argv, NULL, NULL, NULL, &cmd);
     if (cmd.failed) {
       builder_free(&cmd);
       return fail("out of memory");
@@ -482,9 +714,8 @@ int hl_spawn_main(const hl_launch_options_t *o, int argc, char **argv) {
   char debug_dir[4096];
   bool made_debug_dir;
   hl_debug_prepare_dir(o, debug_dir, sizeof(debug_dir), &made_debug_dir);
-  build_command(o, &grid, argc, argv, have_status ? status_file : NULL, debug_dir, &cmd);
-  int code = cmd.failed ? fail("out of memory")
-                        : run_mpiexec(o, cmd.v, have_status ? status_file : NULL);
+  build_command(o, &grid, argc, argv, have_status ? status_file : NULL, debug_dir, NULL, &cmd);
+  int code = cmd.failed ? fail("out of memory") : run_job(o, cmd.v, have_status ? status_file : NULL);
   code = hl_debug_after_job(o, &grid, debug_dir, made_debug_dir, code);
   builder_free(&cmd);
   if (have_status) unlink(status_file);

@@ -7,6 +7,7 @@
 #include <mpi.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include "collectives/agree.h"
 #include "collectives/mpi_comm.h"
 #include "collectives/shm/shm_layer.h"
+#include "launcher/batch_list.h"
 #include "launcher/binding.h"
 #include "launcher/checked_results.h"
 #include "launcher/debug_session.h"
@@ -23,9 +25,11 @@
 #include "launcher/inputs.h"
 #include "launcher/outputs.h"
 #include "launcher/partition_hook.h"
+#include "launcher/spawn.h"
 #include "launcher/timing.h"
 #include "runtime/debug/collective_check.h"
 #include "runtime/base/alloc.h"
+#include "runtime/base/strbuf.h"
 #include "runtime/custom_calls/ffi_plugin.h"
 #include "runtime/exec/executor.h"
 #include "runtime/exec/profile.h"
@@ -42,7 +46,11 @@ static const double kAgreeWaitSeconds = 3.0;
 
 typedef struct worker {
   const hl_launch_options_t *options;
-  int rank, size;
+  MPI_Comm comm;              // the program's ranks: the job's, or in batch mode its grid's
+  int rank, size;             // in `comm`
+  const hl_batch_t *batch;    // batch mode: the programs (NULL: one program)
+  int entry;                  // batch mode: the program running now
+  hl_strbuf_t *failure;       // batch mode, rank 0: the program's first failure message
   bool grid_known;
   hl_grid_t grid;
   int64_t replica, partition;
@@ -77,13 +85,23 @@ static void name_rank(void *ctx, int rank, char *buf, size_t n) {
 // collective that needs this one (during execution), so a failed rank that
 // cannot reach agreement in time aborts the job instead.
 static bool agree(const worker_t *w, hl_status_t st, bool others_may_block) {
-  hl_agree_style_t style = {"hlo-launch: ", name_rank, (void *)w, NULL};
-  hl_status_t all =
-      hl_mpi_agree(MPI_COMM_WORLD, st, others_may_block ? kAgreeWaitSeconds : -1, &style);
+  char prefix[512] = "hlo-launch: ";
+  if (w->batch)
+    snprintf(prefix, sizeof(prefix), "hlo-launch: program %s: ",
+             w->batch->entries[w->entry].label);
+  hl_agree_style_t style = {prefix, name_rank, (void *)w, NULL};
+  hl_status_t all = hl_mpi_agree(w->comm, st, others_may_block ? kAgreeWaitSeconds : -1, &style);
   if (!all) return true;
   if (w->rank == 0) {
     fprintf(stderr, "%s\n", hl_status_message(all));
     fflush(stderr);
+  }
+  if (w->failure && w->failure->length == 0) {
+    // The verdict line: the first failure, without the line prefix.
+    const char *msg = hl_status_message(all);
+    size_t skip = strlen(prefix);
+    if (strncmp(msg, prefix, skip) == 0) msg += skip;
+    hl_strbuf_append_n(w->failure, msg, strcspn(msg, "\n"));
   }
   hl_status_free(all);
   return false;
@@ -109,6 +127,17 @@ static bool write_status_file(const worker_t *w, int code) {
 
 static hl_status_t resolve_grid(worker_t *w, const hl_module_t *m) {
   const hl_launch_options_t *o = w->options;
+  if (w->batch) {  // each program on its own grid, at most the job's size
+    HL_RETURN_IF_ERROR(hl_grid_resolve(o->np, o->replicas, o->partitions, m->replica_count,
+                                       m->num_partitions, &w->grid));
+    if (w->grid.processes > w->size)
+      return HL_INVALID("the program needs %lld processes, the job has %d",
+                        (long long)w->grid.processes, w->size);
+    w->grid_known = true;
+    w->replica = hl_grid_replica(&w->grid, w->rank);
+    w->partition = hl_grid_partition(&w->grid, w->rank);
+    return NULL;
+  }
   if (o->np && o->np != w->size)
     return HL_INVALID("-np is %lld, but the MPI job has %d process%s", (long long)o->np, w->size,
                       w->size == 1 ? "" : "es");
@@ -124,7 +153,7 @@ static hl_status_t resolve_grid(worker_t *w, const hl_module_t *m) {
 static void print_results(const worker_t *w, const char *text, size_t length) {
   long long mine = (long long)length;
   long long *lengths = hl_calloc((size_t)w->size, sizeof(long long));
-  MPI_Allgather(&mine, 1, MPI_LONG_LONG, lengths, 1, MPI_LONG_LONG, MPI_COMM_WORLD);
+  MPI_Allgather(&mine, 1, MPI_LONG_LONG, lengths, 1, MPI_LONG_LONG, w->comm);
   long long total = 0;
   for (int r = 0; r < w->size; r++) total += lengths[r];
   if (total < (1ll << 30)) {
@@ -140,7 +169,7 @@ static void print_results(const worker_t *w, const char *text, size_t length) {
       }
       all = hl_malloc((size_t)total + 1);
     }
-    MPI_Gatherv(text, (int)length, MPI_CHAR, all, counts, offsets, MPI_CHAR, 0, MPI_COMM_WORLD);
+    MPI_Gatherv(text, (int)length, MPI_CHAR, all, counts, offsets, MPI_CHAR, 0, w->comm);
     if (w->rank == 0) fwrite(all, 1, (size_t)total, stdout);
     hl_free(counts);
     hl_free(offsets);
@@ -154,14 +183,14 @@ static void print_results(const worker_t *w, const char *text, size_t length) {
       for (int r = 1; r < w->size; r++)
         for (long long off = 0; off < lengths[r]; off += kChunk) {
           int n = lengths[r] - off < kChunk ? (int)(lengths[r] - off) : kChunk;
-          MPI_Recv(buf, n, MPI_CHAR, r, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+          MPI_Recv(buf, n, MPI_CHAR, r, 0, w->comm, MPI_STATUS_IGNORE);
           fwrite(buf, 1, (size_t)n, stdout);
         }
       hl_free(buf);
     } else {
       for (size_t off = 0; off < length; off += (size_t)kChunk) {
         int n = length - off < (size_t)kChunk ? (int)(length - off) : kChunk;
-        MPI_Send(text + off, n, MPI_CHAR, 0, 0, MPI_COMM_WORLD);
+        MPI_Send(text + off, n, MPI_CHAR, 0, 0, w->comm);
       }
     }
   }
@@ -208,7 +237,7 @@ static bool execute_runs(worker_t *w, hl_comm_t *comm, const hl_program_t *progr
   for (int64_t i = 0; ok && i < runs; i++) {
     hl_literal_release(*result);
     *result = NULL;
-    if (timed) MPI_Barrier(MPI_COMM_WORLD);
+    if (timed) MPI_Barrier(w->comm);
     double start = MPI_Wtime();
     hl_debug_session_phase(&w->debug, HL_PHASE_RUNNING);
     st = execute(w, comm, exe, inputs, result);
@@ -219,7 +248,7 @@ static bool execute_runs(worker_t *w, hl_comm_t *comm, const hl_program_t *progr
     ok = agree(w, st, true);
     hl_debug_session_phase(&w->debug, HL_PHASE_DONE);
     if (ok && timed)
-      MPI_Reduce(&mine, &seconds[i], 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+      MPI_Reduce(&mine, &seconds[i], 1, MPI_DOUBLE, MPI_MAX, 0, w->comm);
   }
   if (ok && timed && w->rank == 0) {
     hl_strbuf_t line;
@@ -241,7 +270,7 @@ static bool execute_runs(worker_t *w, hl_comm_t *comm, const hl_program_t *progr
 // feeds. Every rank reaches the same verdict on the pairing.
 static hl_status_t setup_channels(worker_t *w, hl_comm_t *comm, const hl_program_t *program) {
   const hl_launch_options_t *o = w->options;
-  HL_RETURN_IF_ERROR(hl_mpi_channels_connect(comm, MPI_COMM_WORLD, program->module,
+  HL_RETURN_IF_ERROR(hl_mpi_channels_connect(comm, w->comm, program->module,
                                              w->grid.replicas, w->grid.partitions, w->rank,
                                              &w->channels));
   return hl_host_feeds_open(o->infeed_files, o->infeed_file_count, o->infeed_dir, o->outfeed_dir,
@@ -260,16 +289,16 @@ static bool check_expectation(worker_t *w, const hl_program_t *program,
                                    sizeof(line), &checked, &matched);
   if (!agree(w, st, false)) return false;
   int checked_here = checked, checked_anywhere = 0;
-  MPI_Allreduce(&checked_here, &checked_anywhere, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Allreduce(&checked_here, &checked_anywhere, 1, MPI_INT, MPI_MAX, w->comm);
   if (!checked_anywhere) return true;  // snapshots without a recorded result
   if (!checked) {
     snprintf(line, sizeof(line), "no expectation (its snapshot records no result)");
     matched = true;
   }
   char *all = w->rank == 0 ? hl_calloc((size_t)w->size, kLine) : NULL;
-  MPI_Gather(line, kLine, MPI_CHAR, all, kLine, MPI_CHAR, 0, MPI_COMM_WORLD);
+  MPI_Gather(line, kLine, MPI_CHAR, all, kLine, MPI_CHAR, 0, w->comm);
   int mine = matched ? 0 : 1, differ = 0;
-  MPI_Allreduce(&mine, &differ, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Allreduce(&mine, &differ, 1, MPI_INT, MPI_SUM, w->comm);
   if (w->rank == 0 && all) {
     for (int r = 0; r < w->size; r++) {
       char who[96];
@@ -293,7 +322,7 @@ static bool check_global_expectation(worker_t *w, const hl_program_t *program,
   const char *flag = "--expect-global";
   if (!agree(w, hl_global_result_check(w->options, program, result, &w->grid, flag), false)) return false;
   hl_literal_t *global = NULL;
-  hl_status_t st = hl_global_output_assemble(MPI_COMM_WORLD, w->options, program, result, &w->grid,
+  hl_status_t st = hl_global_output_assemble(w->comm, w->options, program, result, &w->grid,
                                              w->rank, flag, &global);
   char line[512] = "";
   bool matched = false;
@@ -301,7 +330,7 @@ static bool check_global_expectation(worker_t *w, const hl_program_t *program,
   hl_literal_release(global);
   if (!agree(w, st, false)) return false;
   int differ = w->rank == 0 && !matched;
-  MPI_Bcast(&differ, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  MPI_Bcast(&differ, 1, MPI_INT, 0, w->comm);
   if (w->rank == 0) {
     fprintf(stderr, "hlo-launch: --expect-global: %s\n", line);
     fflush(stderr);
@@ -317,11 +346,14 @@ static bool check_global_expectation(worker_t *w, const hl_program_t *program,
 // the same verdict.
 static hl_status_t check_collectives_here(const worker_t *w, const hl_module_t *module) {
   const hl_launch_options_t *o = w->options;
-  if (o->worker || o->no_collective_check) return NULL;
+  if (o->no_collective_check) return NULL;
+  if (w->batch)  // the launcher checked none of the batch's programs
+    return hl_spawn_check_program(o, module, &w->grid);
+  if (o->worker) return NULL;
   unsigned long long hash = 14695981039346656037ull, low = 0, high = 0;  // FNV-1a of the path
   for (const char *p = o->program; *p; p++) hash = (hash ^ (unsigned char)*p) * 1099511628211ull;
-  MPI_Allreduce(&hash, &low, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, MPI_COMM_WORLD);
-  MPI_Allreduce(&hash, &high, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+  MPI_Allreduce(&hash, &low, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, w->comm);
+  MPI_Allreduce(&hash, &high, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, w->comm);
   if (low != high) return NULL;
   return hl_collective_check(module, w->grid.replicas, w->grid.partitions);
 }
@@ -343,7 +375,7 @@ static void print_profile(worker_t *w) {
                     w->profile_runs, flops_per_s, bytes_per_s, &sb);
   int len = sb.failed ? 0 : (int)sb.length;
   int *lens = w->rank == 0 ? hl_calloc((size_t)w->size, sizeof(int)) : NULL;
-  MPI_Gather(&len, 1, MPI_INT, lens, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  MPI_Gather(&len, 1, MPI_INT, lens, 1, MPI_INT, 0, w->comm);
   int *offs = w->rank == 0 ? hl_calloc((size_t)w->size, sizeof(int)) : NULL;
   char *all = NULL;
   if (w->rank == 0 && lens && offs) {
@@ -354,7 +386,7 @@ static void print_profile(worker_t *w) {
     }
     all = hl_malloc((size_t)total + 1);
   }
-  MPI_Gatherv(hl_strbuf_cstr(&sb), len, MPI_CHAR, all, lens, offs, MPI_CHAR, 0, MPI_COMM_WORLD);
+  MPI_Gatherv(hl_strbuf_cstr(&sb), len, MPI_CHAR, all, lens, offs, MPI_CHAR, 0, w->comm);
   if (w->rank == 0 && all) {
     int total = offs[w->size - 1] + lens[w->size - 1];
     fwrite(all, 1, (size_t)total, stderr);
@@ -366,32 +398,43 @@ static void print_profile(worker_t *w) {
   hl_strbuf_deinit(&sb);
 }
 
-static bool run(worker_t *w) {
+// Every rank loads the program itself (the file must be readable on every
+// host, as the program binary is) and resolves its grid. False: an error
+// (reported; `program` is released).
+static bool load_program(worker_t *w, hl_program_t *program) {
   const hl_launch_options_t *o = w->options;
-  hl_program_t program;
-  memset(&program, 0, sizeof(program));
+  memset(program, 0, sizeof(*program));
+  w->grid_known = false;
+  hl_status_t st = hl_ffi_plugins_load(o->custom_call_libraries, o->custom_call_library_count);
+  if (!st)
+    st = w->batch ? hl_batch_load(w->batch, w->entry, o, program)
+                  : hl_program_load_file_with(
+                        o->program, &(hl_program_load_options_t){o->max_inflated_bytes}, program);
+  if (!st) st = hl_verify_module(program->module);
+  if (!agree(w, st, false) || !agree(w, resolve_grid(w, program->module), false)) {
+    hl_program_deinit(program);
+    return false;
+  }
+  return true;
+}
+
+// The steps after loading, on the program's ranks (w->comm); takes
+// `program` over.
+static bool run_loaded(worker_t *w, hl_program_t *loaded) {
+  const hl_launch_options_t *o = w->options;
+  hl_program_t program = *loaded;
   hl_inputs_t inputs;
   memset(&inputs, 0, sizeof(inputs));
   hl_literal_t *result = NULL;
   hl_comm_t *comm = NULL;
   bool ok = false, debug_begun = false;
-
-  // Every rank loads the program itself (the file must be readable on every
-  // host, as the program binary is).
-  hl_status_t st = hl_ffi_plugins_load(o->custom_call_libraries, o->custom_call_library_count);
-  if (!st)
-    st = hl_program_load_file_with(
-        o->program, &(hl_program_load_options_t){o->max_inflated_bytes}, &program);
-  if (!st) st = hl_verify_module(program.module);
-  if (!agree(w, st, false)) goto done;
-  if (!agree(w, resolve_grid(w, program.module), false)) goto done;
   // A global program (shardings, no collectives of its own) becomes the
   // per-partition program here; every rank partitions it the same way.
   bool partitioned = false;
   if (!agree(w, hl_partition_if_global(o, &program, w->grid.replicas, w->grid.partitions, &partitioned), false)) goto done;
   if (!agree(w, check_collectives_here(w, program.module), false)) goto done;
   if (o->report_bindings)
-    hl_binding_report(MPI_COMM_WORLD, &w->binding, w->rank, w->replica, w->partition,
+    hl_binding_report(w->comm, &w->binding, w->rank, w->replica, w->partition,
                       (hl_bind_policy_t)o->bind_to);
   if (!agree(w, hl_outputs_check_options(o), false)) goto done;
   if (!agree(w,
@@ -401,7 +444,7 @@ static bool run(worker_t *w) {
              false))
     goto done;
   // Created only once every rank got this far: it is collective.
-  if (!agree(w, hl_mpi_comm_create(MPI_COMM_WORLD, &comm), false)) goto done;
+  if (!agree(w, hl_mpi_comm_create(w->comm, &comm), false)) goto done;
   if (!agree(w, hl_shm_layer_install(comm, (hl_collectives_mode_t)o->collectives), false))
     goto done;
   if (o->collectives_tuning &&
@@ -415,7 +458,7 @@ static bool run(worker_t *w) {
              false))
     goto done;
   if (!agree(w, setup_channels(w, comm, &program), false)) goto done;
-  if (!agree(w, hl_debug_session_begin(&w->debug, o, MPI_COMM_WORLD, w->rank, w->size), false))
+  if (!agree(w, hl_debug_session_begin(&w->debug, o, w->comm, w->rank, w->size), false))
     goto done;
   debug_begun = true;
   if (!agree(w, hl_debug_session_start(&w->debug, program.module, w->grid.replicas,
@@ -436,7 +479,7 @@ static bool run(worker_t *w) {
   if (o->global_output) {
     if (!agree(w, hl_global_output_check(o, &program, result, &w->grid), false)) goto done;
     if (!agree(w,
-               hl_global_output_write(MPI_COMM_WORLD, o, &program, result, &w->grid, w->rank,
+               hl_global_output_write(w->comm, o, &program, result, &w->grid, w->rank,
                                       &inputs),
                false))
       goto done;
@@ -473,6 +516,171 @@ done:
   return ok;
 }
 
+static bool run(worker_t *w) {
+  hl_program_t program;
+  return load_program(w, &program) && run_loaded(w, &program);
+}
+
+// Waits at a barrier of the whole job without spinning: ranks outside a
+// program's grid wait here while the others run it, and on an
+// oversubscribed node a spinning wait would take their cores.
+static void wait_for_the_job(void) {
+  MPI_Request req;
+  MPI_Ibarrier(MPI_COMM_WORLD, &req);
+  for (int done = 0;;) {
+    MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+    if (done) return;
+    struct timespec pause = {0, 500000};
+    nanosleep(&pause, NULL);
+  }
+}
+
+// The file name part of a path or label ("dir/x.mlir:12" -> "x.mlir:12").
+static const char *base_name(const char *path) {
+  const char *slash = strrchr(path, '/');
+  return slash ? slash + 1 : path;
+}
+
+// Rank 0's verdict line for program `k` (reasons on one line).
+static void print_verdict(const hl_batch_entry_t *e, bool ok, const hl_strbuf_t *failure) {
+  if (ok) {
+    printf("hlo-launch: program %s: passed\n", e->label);
+  } else {
+    printf("hlo-launch: program %s: FAILED: ", e->label);
+    const char *why = failure->length ? hl_strbuf_cstr(failure) : "see the messages above";
+    for (const char *p = why; *p; p++) putchar(*p == '\n' ? ' ' : *p);
+    putchar('\n');
+  }
+  fflush(stdout);
+}
+
+// One program of a batch, on the ranks of its grid (a communicator of its
+// own, so no message of one program can match a receive of the next; its
+// channels, collectives layer and debug session are made and released
+// inside). Every rank of the job calls this; true on rank 0 when it passed.
+static bool run_batch_entry(worker_t *w, const hl_batch_t *batch, int k) {
+  const hl_launch_options_t *job = w->options;
+  const hl_batch_entry_t *e = &batch->entries[k];
+  hl_launch_options_t po = *job;  // the job's options, for this program
+  po.program = e->path;
+  char output_dir[4096];
+  if (job->output_dir) {
+    snprintf(output_dir, sizeof(output_dir), "%s/%s", job->output_dir, base_name(e->label));
+    po.output_dir = output_dir;
+  }
+  // Its own inputs: DIR/<file name>/ when --args-dir DIR has that folder.
+  char args_dir[4096];
+  if (job->args_dir) {
+    snprintf(args_dir, sizeof(args_dir), "%s/%s", job->args_dir, base_name(e->label));
+    struct stat st;
+    if (stat(args_dir, &st) == 0 && S_ISDIR(st.st_mode)) po.args_dir = args_dir;
+  }
+  // Directories a program writes into are its own (a probe's file number
+  // counts the files already there).
+  char outfeed_dir[4096], probe_dir[4096];
+  if (job->outfeed_dir) {
+    snprintf(outfeed_dir, sizeof(outfeed_dir), "%s/%s", job->outfeed_dir, base_name(e->label));
+    po.outfeed_dir = outfeed_dir;
+  }
+  if (job->probe_output_dir) {
+    snprintf(probe_dir, sizeof(probe_dir), "%s/%d", job->probe_output_dir, k);
+    po.probe_output_dir = probe_dir;
+    setenv("HLO_PROBE_OUTPUT_DIR", probe_dir, 1);  // where interpreter.probe's kernel looks
+  }
+  int world_rank = w->rank, world_size = w->size;
+  w->options = &po;
+  w->batch = batch;
+  w->entry = k;
+  w->exit_code = 0;
+  bool ok = true;
+  if (!e->empty) {
+    hl_program_t program;
+    ok = load_program(w, &program);
+    if (ok) {
+      int in_grid = w->rank < w->grid.processes;
+      MPI_Comm mine;
+      MPI_Comm_split(MPI_COMM_WORLD, in_grid ? 0 : MPI_UNDEFINED, w->rank, &mine);
+      if (in_grid) {
+        w->comm = mine;
+        w->size = (int)w->grid.processes;
+        w->profile_seconds = 0;
+        w->profile_runs = 0;
+        if (w->profile) {  // each program's own profile
+          hl_profile_destroy(w->profile);
+          w->profile = NULL;
+          hl_status_t prof_st = hl_profile_create(&w->profile);
+          if (prof_st) hl_status_free(prof_st);
+        }
+        ok = run_loaded(w, &program);
+        if (ok && w->exit_code) {
+          ok = false;
+          if (w->failure && w->failure->length == 0)
+            hl_strbuf_append(w->failure, "the results differ from the expected ones (--expect)");
+        }
+        MPI_Comm_free(&mine);
+      } else {
+        hl_program_deinit(&program);
+      }
+    }
+  }
+  w->comm = MPI_COMM_WORLD;
+  w->rank = world_rank;
+  w->size = world_size;
+  w->options = job;
+  w->grid_known = false;
+  return ok;
+}
+
+// Batch mode (launcher/batch_list.h): the programs one after another; rank 0
+// prints a line per program and, unless the launcher keeps the count across
+// re-launches (--batch-progress), the summary. Returns the exit status.
+static int run_batch(worker_t *w) {
+  const hl_launch_options_t *o = w->options;
+  hl_batch_t batch;
+  if (!agree(w, hl_batch_build(o, &batch), false)) return 1;
+  FILE *progress = w->rank == 0 && o->batch_progress ? fopen(o->batch_progress, "a") : NULL;
+  hl_strbuf_t failure;
+  hl_strbuf_init(&failure);
+  int passed = 0, failed = 0;
+  for (int k = (int)o->batch_start; k < batch.count; k++) {
+    if (progress) {
+      fprintf(progress, "%d started\n", k);
+      fflush(progress);
+    }
+    hl_strbuf_deinit(&failure);
+    hl_strbuf_init(&failure);
+    w->failure = w->rank == 0 ? &failure : NULL;
+    bool ok = run_batch_entry(w, &batch, k);
+    w->batch = NULL;
+    w->failure = NULL;
+    wait_for_the_job();
+    int stop = 0;
+    if (w->rank == 0) {
+      if (ok)
+        passed++;
+      else
+        failed++;
+      print_verdict(&batch.entries[k], ok, &failure);
+      if (progress) {
+        fprintf(progress, "%d %s\n", k, ok ? "passed" : "failed");
+        fflush(progress);
+      }
+      stop = !ok && o->fail_fast;
+    }
+    MPI_Bcast(&stop, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (stop) break;
+  }
+  if (w->rank == 0 && !o->batch_progress) {
+    printf("%d passed, %d failed\n", passed, failed);
+    fflush(stdout);
+  }
+  if (progress) fclose(progress);
+  hl_strbuf_deinit(&failure);
+  hl_batch_deinit(&batch);
+  MPI_Bcast(&failed, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  return failed ? 1 : 0;
+}
+
 int hl_worker_main(const hl_launch_options_t *options) {
   // Big buffers from the heap, and freed memory kept mapped: glibc would
   // mmap() every large literal fresh and page-fault all of it again on each
@@ -485,7 +693,7 @@ int hl_worker_main(const hl_launch_options_t *options) {
     fprintf(stderr, "hlo-launch: MPI_Init failed\n");
     return 1;
   }
-  worker_t w = {.options = options};
+  worker_t w = {.options = options, .comm = MPI_COMM_WORLD};
   MPI_Comm_rank(MPI_COMM_WORLD, &w.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &w.size);
   // Bound before the program is loaded, so its memory is first touched
@@ -510,10 +718,15 @@ int hl_worker_main(const hl_launch_options_t *options) {
       hl_status_free(prof_st);
     }
   }
-  bool ok = run(&w);
+  int code;
+  if (hl_batch_wanted(options)) {
+    code = run_batch(&w);
+  } else {
+    bool ok = run(&w);
+    code = ok ? w.exit_code : 1;
+  }
   hl_thread_pool_destroy(w.pool);
   hl_profile_destroy(w.profile);
-  int code = ok ? w.exit_code : 1;
   // After a reported failure the ranks exit 0 when the launcher can learn
   // the real status from the file, so mpiexec adds no banner of its own.
   if (write_status_file(&w, code)) code = 0;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the StableHLO interpreter's conformance suite (stablehlo/tests/interpret,
-# kept outside this tree) through hlo-launch --split-input-file and prints a
-# per-file table (cases passed / run) and the totals.
+# kept outside this tree) through hlo-launch --split-input-file in batch mode:
+# every case of every file in ONE MPI job, each case on its own grid. Prints
+# a per-file table (cases passed / run) and the totals.
 #   scripts/conformance.sh [DIR] [BUILD_DIR]
 # DIR defaults to ../shared/conformance/stablehlo-interpret next to the tree.
 # Cases listed in scripts/conformance_known_failures.txt (each with its
@@ -24,36 +25,58 @@ if [ ! -x "$launch" ]; then
   echo "conformance: $launch not built" >&2
   exit 2
 fi
+dir="$(cd "$dir" && pwd)"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_pml=ob1
-log="${CONFORMANCE_LOG:-/tmp/conformance.$$.log}"
-: > "$log"
+log="${CONFORMANCE_LOG:-${TMPDIR:-/tmp}/conformance.$$.log}"
 known="$here/scripts/conformance_known_failures.txt"
-total=0 passed=0 expected=0 unexpected=0
-printf '%-44s %8s\n' "file" "passed"
-while IFS= read -r f; do
-  rel="${f#$dir/}"
-  probes="$(mktemp -d)"
-  out="$(timeout 300 "$launch" --quiet --probe-output-dir "$probes" --outfeed-dir "$probes" --split-input-file "$f" 2>&1 < /dev/null)"
-  rm -rf "$probes"
-  { echo "=== $rel"; echo "$out"; } >> "$log"
-  n=$(printf '%s\n' "$out" | grep -c '^hlo-launch: case ')
-  p=$(printf '%s\n' "$out" | grep -c '^hlo-launch: case .*: passed$')
-  [ "$n" -eq 0 ] && n=1
-  total=$((total + n)); passed=$((passed + p))
-  note=""
-  while IFS= read -r line; do  # each failed case: known (documented) or a regression
-    key="$rel:$(printf '%s\n' "$line" | sed -E 's/.*:([0-9]+)\): FAILED$/\1/')"
-    if grep -q "^$key " "$known" 2>/dev/null; then
-      expected=$((expected + 1))
-    else
-      unexpected=$((unexpected + 1)); note="$note $key"
-    fi
-  done < <(printf '%s\n' "$out" | grep '^hlo-launch: case .*: FAILED$')
-  if [ "$n" -gt 0 ] && ! printf '%s\n' "$out" | grep -q '^hlo-launch: case '; then
-    unexpected=$((unexpected + 1)); note=" $rel (no case ran)"
-  fi
-  printf '%-44s %4d/%-4d%s\n' "$rel" "$p" "$n" "${note:+  UNEXPECTED:$note}"
-done < <(find "$dir" -name '*.mlir' | sort)
-echo "total: $passed of $total cases passed; $expected known failures (scripts/conformance_known_failures.txt); $unexpected unexpected (log: $log)"
-[ "$unexpected" -eq 0 ]
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+find "$dir" -name '*.mlir' | sort > "$work/list"
+mkdir "$work/probes" "$work/outfeeds"
+timeout 1500 "$launch" --quiet --probe-output-dir "$work/probes" --outfeed-dir "$work/outfeeds" \
+  --split-input-file --programs "$work/list" > "$work/out" 2> "$work/err" < /dev/null
+status=$?
+{ cat "$work/out"; echo "=== stderr (exit $status)"; cat "$work/err"; } > "$log"
+# One line per case: "hlo-launch: program <dir>/<rel>:<line>: passed" or ": FAILED: <reason>".
+awk -v dir="$dir/" -v known="$known" '
+  BEGIN {
+    while ((getline line < known) > 0) {
+      if (line ~ /^#/ || line == "") continue
+      split(line, f, " "); isknown[f[1]] = 1
+    }
+  }
+  /^hlo-launch: program / {
+    rest = substr($0, length("hlo-launch: program ") + 1)
+    if (index(rest, dir) != 1) next
+    rest = substr(rest, length(dir) + 1)
+    m = match(rest, /:[0-9]+: (passed|FAILED)/)
+    if (!m) next
+    rel = substr(rest, 1, m - 1)
+    line = substr(rest, m + 1); sub(/:.*/, "", line)
+    key = rel ":" line
+    verdict = substr(rest, m) ~ /^:[0-9]+: passed/ ? "passed" : "FAILED"
+    if (!(rel in n)) { order[++files] = rel; n[rel] = 0; p[rel] = 0; note[rel] = "" }
+    n[rel]++; total++
+    if (verdict == "passed") { p[rel]++; passed++ }
+    else if (key in isknown) expected++
+    else { unexpected++; note[rel] = note[rel] " " key }
+  }
+  END {
+    printf "%-44s %8s\n", "file", "passed"
+    for (i = 1; i <= files; i++) {
+      r = order[i]
+      printf "%-44s %4d/%-4d%s\n", r, p[r], n[r], note[r] == "" ? "" : "  UNEXPECTED:" note[r]
+    }
+    printf "total: %d of %d cases passed; %d known failures (scripts/conformance_known_failures.txt); %d unexpected\n", passed, total, expected, unexpected
+    exit (unexpected > 0 || total == 0) ? 1 : 0
+  }' "$work/out"
+verdict=$?
+files_run=$(grep -c '^hlo-launch: program ' "$work/out")
+echo "(log: $log; hlo-launch exit $status; $(tail -1 "$work/out"))"
+if [ "$files_run" -eq 0 ]; then
+  echo "conformance: no case ran" >&2
+  tail -20 "$work/err" >&2
+  exit 1
+fi
+exit $verdict

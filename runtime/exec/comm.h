@@ -5,6 +5,7 @@
 #ifndef HL_RUNTIME_EXEC_COMM_H_
 #define HL_RUNTIME_EXEC_COMM_H_
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -127,6 +128,12 @@ typedef struct hl_comm_vtable {
   // they complete here rather than through `wait`. A receive that got a
   // different number of bytes than it posted is an error.
   hl_status_t (*channel_wait)(hl_comm_t *comm, hl_comm_request_t *request);
+  // After a failed execution: withdraws a request made by send or recv
+  // without waiting for the peer, and frees it. A receive is cancelled; a
+  // send that has not completed cannot be recalled and still reads its
+  // buffer: then false, and the buffer must be kept alive (leaked). NULL:
+  // the backend cannot withdraw (the job is expected to end).
+  bool (*channel_abandon)(hl_comm_t *comm, hl_comm_request_t *request);
 } hl_comm_vtable_t;
 
 struct hl_comm {

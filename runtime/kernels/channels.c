@@ -87,14 +87,19 @@ hl_status_t hl_channel_pending_finish(hl_comm_t *comm, hl_channel_pending_t *p,
                                       hl_status_t st) {
   if (!p) return st;
   for (int i = 0; i < p->count; i++) {
-    // After a failure the job ends; waiting could block on a peer that never
-    // comes, so only the buffers are let go. MPI requests are reclaimed by
-    // the abort / finalize that follows.
     if (!st && comm) {
       st = wait_entry(comm, &p->entries[i]);
       continue;
     }
-    hl_literal_release(p->entries[i].buffer);
+    // After a failure waiting could block on a peer that never comes. The
+    // requests are withdrawn (a receive still in flight would write into
+    // its buffer after it was freed); a send that cannot be recalled keeps
+    // its buffer. Without a backend that withdraws, the job ends and MPI's
+    // abort / finalize reclaims them.
+    pending_entry_t *e = &p->entries[i];
+    if (comm && comm->vtable->channel_abandon && !comm->vtable->channel_abandon(comm, e->request))
+      continue;
+    hl_literal_release(e->buffer);
   }
   hl_free(p->entries);
   hl_free(p);

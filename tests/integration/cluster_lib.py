@@ -326,7 +326,9 @@ class Netns:
 
 
 def workdir(prefix):
-    return tempfile.mkdtemp(prefix="hl-%s-" % prefix)
+    # Straight under /tmp, not the test's private $TMPDIR (mode 0700): the
+    # Slurm and munge daemons, other users, read it; removed by the tests.
+    return tempfile.mkdtemp(prefix="hl-%s-" % prefix, dir="/tmp")
 
 
 def collective_program(env, work):

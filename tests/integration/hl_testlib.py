@@ -202,3 +202,59 @@ def main(tests):
     if failures:
         print("failed: " + ", ".join(failures))
         sys.exit(1)
+
+
+# --- batch mode: many programs in one MPI job (hlo-launch --help) ------------------
+
+
+class BatchResult:
+    """One batch run: per program its verdict ("passed" or "FAILED: reason"),
+    its stderr (the lines that name it, with their continuation lines) and
+    its output directory under --output-dir."""
+
+    def __init__(self, result, verdicts, stderr_of, output_dir):
+        self.result = result
+        self.verdicts = verdicts
+        self.stderr_of = stderr_of
+        self.output_dir = output_dir
+
+    def passed(self, program):
+        return self.verdicts.get(program) == "passed"
+
+    def program_output_dir(self, program):
+        return os.path.join(self.output_dir, os.path.basename(program))
+
+
+def run_batch(programs, np_=1, output_dir=None, extra=(), timeout=None, env=None):
+    """Runs `programs` (paths) with hlo-launch in one job: -np np_ (None:
+    each program's own grid), --output-dir output_dir (results of program P
+    under output_dir/<P's file name>/). The list goes through --programs."""
+    fd, listfile = tempfile.mkstemp(prefix="hl-batch-", suffix=".list")
+    with os.fdopen(fd, "w") as f:
+        f.write("".join(p + "\n" for p in programs))
+    argv = [HLO_LAUNCH, "--quiet", "--programs", listfile]
+    if np_:
+        argv += ["-np", str(np_)]
+    if output_dir:
+        argv += ["--output-dir", output_dir]
+    argv += list(extra)
+    try:
+        r = run(argv, timeout=timeout or max(LAUNCH_TIMEOUT_S, 30 + 5 * len(programs)), env=env)
+    finally:
+        os.remove(listfile)
+    verdicts = {}
+    for line in r.stdout.splitlines():
+        if line.startswith("hlo-launch: program "):
+            rest = line[len("hlo-launch: program "):]
+            for p in programs:  # a path may itself hold ": "
+                if rest.startswith(p + ": "):
+                    verdicts[p] = rest[len(p) + 2:]
+                    break
+    stderr_of, current = {}, None
+    for line in r.stderr.splitlines():
+        if line.startswith("hlo-launch: program "):
+            rest = line[len("hlo-launch: program "):]
+            current = next((p for p in programs if rest.startswith(p + ": ")), None)
+        if current:
+            stderr_of[current] = stderr_of.get(current, "") + line + "\n"
+    return BatchResult(r, verdicts, stderr_of, output_dir)

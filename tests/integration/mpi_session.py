@@ -1,6 +1,7 @@
 """Gives this test process an Open MPI session directory base of its own
-(not a test itself; imported by hl_testlib and the scripts that start
-mpiexec directly).
+and a $TMPDIR of its own, both removed when it exits (not a test itself;
+imported by hl_testlib and the scripts that start mpiexec directly;
+HL_KEEP_TMPDIR=1 keeps what the launches leave in the usual $TMPDIR).
 
 Open MPI 4.1 creates /tmp/ompi.<host>.<uid> when a job starts and removes
 it when its last job ends; two jobs starting at the same moment (ctest -j
@@ -25,4 +26,17 @@ def use_private_session_dir():
     atexit.register(shutil.rmtree, base, True)
 
 
+def use_private_tmpdir():
+    """Whatever the launches leave in $TMPDIR (a debug folder kept after a
+    failure, a postmortem) goes into a folder of this test process's own,
+    removed when it exits."""
+    if os.environ.get("HL_KEEP_TMPDIR"):
+        return
+    tmp = tempfile.mkdtemp(prefix="hltmp")
+    os.environ["TMPDIR"] = tmp
+    tempfile.tempdir = tmp
+    atexit.register(shutil.rmtree, tmp, True)
+
+
 use_private_session_dir()
+use_private_tmpdir()

@@ -15,7 +15,8 @@ previous key's value, so long literals can wrap.
 
 Usage: test_op_fixtures.py [NAME_SUBSTRING ...]  (only fixtures whose file name
 contains one of the substrings). HL_OPS_DIR overrides the fixture directory,
-HL_FIXTURE_JOBS the number of fixtures run at once (default 6).
+HL_FIXTURE_JOBS the number of batch jobs the fixtures are split among (default 2;
+each job runs its fixtures one after another in one MPI job).
 """
 
 import concurrent.futures
@@ -30,8 +31,8 @@ import numpy as np
 import hl_testlib as hl
 
 OPS_DIR = os.environ.get("HL_OPS_DIR", os.path.join(hl.SOURCE_DIR, "tests", "ops"))
-# Each launch mostly waits on MPI start-up, so several overlap well even on 2 cores.
-JOBS = max(1, int(os.environ.get("HL_FIXTURE_JOBS", "6")))
+# Batch jobs at once: one per core keeps both busy while the other checks.
+JOBS = max(1, int(os.environ.get("HL_FIXTURE_JOBS", "2")))
 KEYS = ("op", "source", "expect", "tolerance", "error", "xfail")
 
 # ---------------------------------------------------------------- element types
@@ -360,8 +361,8 @@ def compare_leaf(got, leaf, tol):
             "\n(tolerance %g)" % (default_tolerance(dt) if tol is None else tol))
 
 
-def run_fixture(path):
-    """Returns None on success, else a message."""
+def run_fixture(path, batch):
+    """Judges one fixture from the batch run; returns None on success, else a message."""
     header = read_header(path)
     if "op" not in header:
         return "header has no '// op:' line"
@@ -373,35 +374,34 @@ def run_fixture(path):
     if "tolerance" in header:
         tol = float(header["tolerance"].split()[0])
     leaves = parse_literal(header["expect"]) if "expect" in header else None
-    with hl.tempdir("opfix") as out:
-        res = hl.run([hl.HLO_LAUNCH, "-np", "1", "--quiet", "--timeout",
-                      str(hl.LAUNCH_TIMEOUT_S - 15), "--output-dir", out, path])
-        if res.timed_out:
-            return "timed out\n" + res.describe()
-        if leaves is None:
-            if res.returncode == 0:
-                return "succeeded, expected a failure with %r\n%s" % (header["error"],
-                                                                      res.describe())
-            if header["error"] not in res.stderr:
-                return "stderr lacks %r\n%s" % (header["error"], res.describe())
-            return None
-        if res.returncode != 0:
-            return "hlo-launch failed\n" + res.describe()
-        msgs = []
-        for i, leaf in enumerate(leaves):
-            p = hl.output_path(out, 0, 0, i)
-            if not os.path.exists(p):
-                msgs.append("result%d (%s): missing" % (i, leaf.describe()))
-                continue
-            got, msg = leaf_from_file(p, leaf)
-            if msg is None:
-                msg = compare_leaf(got, leaf, tol)
-            if msg:
-                msgs.append("result%d (%s): %s" % (i, leaf.describe(), msg))
-        extra = hl.output_path(out, 0, 0, len(leaves))
-        if os.path.exists(extra):
-            msgs.append("more results than expected (%s exists)" % os.path.basename(extra))
-        return "\n".join(msgs) or None
+    verdict = batch.verdicts.get(path)
+    if verdict is None:
+        return "no verdict from the batch run\n" + batch.result.describe()
+    stderr = batch.stderr_of.get(path, "")
+    if leaves is None:
+        if verdict == "passed":
+            return "succeeded, expected a failure with %r" % header["error"]
+        if header["error"] not in stderr and header["error"] not in verdict:
+            return "stderr lacks %r\n%s\n%s" % (header["error"], verdict, stderr)
+        return None
+    if verdict != "passed":
+        return "hlo-launch failed: %s\n%s" % (verdict, stderr)
+    out = batch.program_output_dir(path)
+    msgs = []
+    for i, leaf in enumerate(leaves):
+        p = hl.output_path(out, 0, 0, i)
+        if not os.path.exists(p):
+            msgs.append("result%d (%s): missing" % (i, leaf.describe()))
+            continue
+        got, msg = leaf_from_file(p, leaf)
+        if msg is None:
+            msg = compare_leaf(got, leaf, tol)
+        if msg:
+            msgs.append("result%d (%s): %s" % (i, leaf.describe(), msg))
+    extra = hl.output_path(out, 0, 0, len(leaves))
+    if os.path.exists(extra):
+        msgs.append("more results than expected (%s exists)" % os.path.basename(extra))
+    return "\n".join(msgs) or None
 
 
 def self_test():
@@ -446,9 +446,9 @@ def main():
         sys.exit("FAIL: no fixtures in %s" % OPS_DIR)
     names = [os.path.basename(f)[:-len(".hlo")] for f in files]
 
-    def guarded(path):
+    def guarded(path, batch):
         try:
-            msg = run_fixture(path)
+            msg = run_fixture(path, batch)
             xfail = read_header(path).get("xfail")
         except Exception as e:  # a bad header or literal is that fixture's failure
             import traceback
@@ -459,8 +459,19 @@ def main():
             return "passes but is marked 'xfail: %s'; remove that line" % xfail
         return "XFAIL: " + xfail
 
-    with concurrent.futures.ThreadPoolExecutor(max_workers=JOBS) as pool:
-        results = list(pool.map(guarded, files))
+    # Every fixture in one MPI job (batch mode), the fixtures split among
+    # JOBS jobs so that start-up and checking overlap.
+    def run_share(share):
+        with hl.tempdir("opfix") as out:
+            batch = hl.run_batch(share, np_=1, output_dir=out)
+            return [guarded(p, batch) for p in share]
+
+    shares = [files[k::JOBS] for k in range(JOBS) if files[k::JOBS]]
+    by_path = {}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(shares)) as pool:
+        for share, msgs in zip(shares, pool.map(run_share, shares)):
+            by_path.update(zip(share, msgs))
+    results = [by_path[f] for f in files]
     failures, xfails = [], 0
     for name, msg in zip(names, results):
         if msg and msg.startswith("XFAIL: "):

@@ -204,33 +204,54 @@ CASES = {
 }
 
 
+# All cases of one grid run in one MPI job (batch mode); each case's inputs
+# in args/<file name>/, its results in out/<file name>/.
+_batches = {}
+
+
+def grid_batch(replicas, partitions):
+    if (replicas, partitions) not in _batches:
+        tmp = hl.tempdir("programs-%dx%d" % (replicas, partitions))
+        args_dir, out_dir = os.path.join(tmp.name, "args"), os.path.join(tmp.name, "out")
+        programs = []
+        for name in sorted(CASES):
+            program = os.path.join(hl.PROGRAMS_DIR, name + ".hlo")
+            hl.write_args(os.path.join(args_dir, name + ".hlo"), CASES[name][0])
+            programs.append(program)
+        os.makedirs(out_dir)
+        batch = hl.run_batch(programs, np_=None, output_dir=out_dir,
+                             extra=["--replicas", str(replicas), "--partitions", str(partitions),
+                                    "--args-dir", args_dir])
+        _batches[(replicas, partitions)] = (tmp, batch)
+    return _batches[(replicas, partitions)][1]
+
+
 def run_case(name, replicas, partitions):
     inputs, oracle = CASES[name][0], CASES[name][1]
     tol = CASES[name][2] if len(CASES[name]) > 2 else None
     program = os.path.join(hl.PROGRAMS_DIR, name + ".hlo")
-    with hl.tempdir(name) as tmp:
-        args_dir, out_dir = os.path.join(tmp, "args"), os.path.join(tmp, "out")
-        hl.write_args(args_dir, inputs)
-        res = hl.launch(program, replicas, partitions, args_dir=args_dir, output_dir=out_dir)
-        if res.returncode != 0 or res.timed_out:
-            return res.describe()
-        problems = []
-        for rank in range(replicas * partitions):
-            r, p = divmod(rank, partitions)  # rank = replica * num_partitions + partition
-            want = [np.asarray(w) for w in oracle(*inputs, r, p)]
-            try:
-                got = hl.read_outputs(out_dir, r, p, len(want))
-            except OSError as e:
-                return "rank %d: missing output: %s\n%s" % (rank, e, res.describe())
-            extra = hl.output_path(out_dir, r, p, len(want))
-            if os.path.exists(extra):
-                problems.append("rank %d: more outputs than the %d expected" % (rank, len(want)))
-            for j, (g, w) in enumerate(zip(got, want)):
-                msg = hl.compare("rank %d (replica %d, partition %d) output %d" % (rank, r, p, j),
-                                 g, w, tol)
-                if msg:
-                    problems.append(msg)
-        return "\n".join(problems) or None
+    batch = grid_batch(replicas, partitions)
+    if not batch.passed(program):
+        return "%s: %s\n%s\n%s" % (program, batch.verdicts.get(program),
+                                   batch.stderr_of.get(program, ""), batch.result.describe())
+    out_dir = batch.program_output_dir(program)
+    problems = []
+    for rank in range(replicas * partitions):
+        r, p = divmod(rank, partitions)  # rank = replica * num_partitions + partition
+        want = [np.asarray(w) for w in oracle(*inputs, r, p)]
+        try:
+            got = hl.read_outputs(out_dir, r, p, len(want))
+        except OSError as e:
+            return "rank %d: missing output: %s" % (rank, e)
+        extra = hl.output_path(out_dir, r, p, len(want))
+        if os.path.exists(extra):
+            problems.append("rank %d: more outputs than the %d expected" % (rank, len(want)))
+        for j, (g, w) in enumerate(zip(got, want)):
+            msg = hl.compare("rank %d (replica %d, partition %d) output %d" % (rank, r, p, j),
+                             g, w, tol)
+            if msg:
+                problems.append(msg)
+    return "\n".join(problems) or None
 
 
 def program_tests():
@@ -240,8 +261,8 @@ def program_tests():
     others = sorted(set(listed) - set(CASES))
     if others:
         print("note: no NumPy case here for: " + ", ".join(others))
-    for name in sorted(CASES):
-        for (rr, pp) in GRIDS:
+    for (rr, pp) in GRIDS:
+        for name in sorted(CASES):
             tests.append(("%s %dx%d" % (name, rr, pp),
                           lambda n=name, a=rr, b=pp: run_case(n, a, b)))
     return tests

@@ -214,18 +214,26 @@ def split_input_file():
         r = hl.run([hl.HLO_LAUNCH, "--split-input-file", path])
         if r.returncode == 0:
             return "a file with failing cases exited 0:\n" + r.describe()
-        lines = [l for l in r.stdout.splitlines() if l.startswith("hlo-launch: case")]
-        status = [l.rsplit(" ", 1)[1] for l in lines]
+        # Batch mode: one line per case named by the user's file and the
+        # case's first line, then the summary.
+        lines = [l for l in r.stdout.splitlines() if l.startswith("hlo-launch: program ")]
+        names = [l[len("hlo-launch: program "):].split(": ")[0] for l in lines]
+        if names != ["%s:%d" % (path, n) for n in (1, 9, 18)]:
+            return "per-case names %s:\n%s" % (names, r.describe())
+        status = [l.split(": ")[2] for l in lines]
         if status != ["passed", "FAILED", "FAILED"]:
             return "per-case results %s:\n%s" % (status, r.describe())
-        if "1 of 3 cases passed" not in r.stdout:
+        if "1 passed, 2 failed" not in r.stdout:
             return "no total:\n" + r.stdout
+        if "check.expect_almost_eq failed" not in lines[1]:
+            return "the failed check is not the case's reason:\n" + lines[1]
+        # The undefined value: an MLIR diagnostic naming the user's file at its line 21.
+        if not re.search(re.escape(path) + r":21:\d+: error: use of undefined value %nope",
+                         r.stderr + lines[2]):
+            return "no %s:21:col diagnostic for the undefined value:\n%s" % (path, r.describe())
         if not re.search(r"check\.expect_almost_eq failed in .*'wrong'.*element \[1\] is 4, "
                          r"expected 4\.5", r.stderr):
             return "almost_eq failure message:\n" + r.stderr
-        # The undefined value: an MLIR diagnostic at the original file's line 21, column.
-        if not re.search(r":21:\d+: error: use of undefined value %nope", r.stderr):
-            return "no file:line:col diagnostic for the undefined value:\n" + r.stderr
     return None
 
 

@@ -74,7 +74,18 @@ static void test_usage_errors(void) {
   HL_ASSERT_ERROR_CONTAINS(PARSE(&o, "-x", "p.hlo"), "unknown option '-x'");
   HL_ASSERT_ERROR_CONTAINS(PARSE(&o, "p.hlo", "--np"), "--np needs a value");
   HL_ASSERT_ERROR_CONTAINS(PARSE(&o, "-np", "2"), "no PROGRAM given");
-  HL_ASSERT_ERROR_CONTAINS(PARSE(&o, "a.hlo", "b.hlo"), "one PROGRAM expected, got 'a.hlo' and 'b.hlo'");
+  // Several programs: batch mode, in order, the first as `program`.
+  HL_ASSERT_OK(PARSE(&o, "a.hlo", "--fail-fast", "b.hlo"));
+  CU_ASSERT_EQUAL(o.program_count, 2);
+  CU_ASSERT_STRING_EQUAL(o.programs[0], "a.hlo");
+  CU_ASSERT_STRING_EQUAL(o.programs[1], "b.hlo");
+  CU_ASSERT_STRING_EQUAL(o.program, "a.hlo");
+  CU_ASSERT(o.fail_fast);
+  hl_launch_options_deinit(&o);
+  HL_ASSERT_OK(PARSE(&o, "--programs", "list.txt"));  // a list file alone is enough
+  CU_ASSERT_EQUAL(o.program_count, 0);
+  CU_ASSERT_STRING_EQUAL(o.programs_file, "list.txt");
+  hl_launch_options_deinit(&o);
   HL_ASSERT_ERROR_CONTAINS(PARSE(&o, "--args", "a.npy", "--zeros", "p.hlo"),
                            "--args and --zeros both choose the inputs");
   HL_ASSERT_ERROR_CONTAINS(PARSE(&o, "--seed", "1", "--args-dir", "d", "p.hlo"),
