@@ -862,6 +862,32 @@ static hl_status_t stablehlo_attrs(const vctx_t *v, const char *vname, hl_mlir_o
       take(op, alg[i], &a);
       hl_mlir_attr_deinit(&a);
     }
+  } else if (strncmp(vname, "custom_call_v", 13) == 0) {
+    // VHLO writes these always; empty means "not given" in StableHLO (upstream's
+    // VhloToStablehlo drops them), and an empty operand_layouts beside operands
+    // would read as a count mismatch. Kept where empty is the right count (no
+    // operands; a `tuple<>` result), as the text form writes them.
+    bool no_results = op->result_type_count == 0 ||
+                      (op->result_type_count == 1 && op->result_types[0].dtype == HL_TUPLE &&
+                       op->result_types[0].tuple_count == 0);
+    const char *optional[] = {op->operand_count ? "operand_layouts" : "",
+                              no_results ? "" : "result_layouts", "output_operand_aliases", NULL};
+    for (int i = 0; optional[i]; i++) {
+      const hl_mlir_attr_t *a = *optional[i] ? op_attr(op, optional[i]) : NULL;
+      if (a && a->kind == HL_MATTR_ARRAY && a->n == 0) {
+        hl_mlir_attr_t gone;
+        take(op, optional[i], &gone);
+        hl_mlir_attr_deinit(&gone);
+      }
+    }
+    // backend_config likewise: an empty string or dictionary is no config.
+    const hl_mlir_attr_t *bc = op_attr(op, "backend_config");
+    if (bc && ((bc->kind == HL_MATTR_STRING && bc->s_len == 0) ||
+               (bc->kind == HL_MATTR_DICT && bc->n == 0))) {
+      hl_mlir_attr_t gone;
+      take(op, "backend_config", &gone);
+      hl_mlir_attr_deinit(&gone);
+    }
   } else if (strstr(vname, "gather_v")) {
     static const char *const k[] = {"offset_dims", "collapsed_slice_dims", "operand_batching_dims",
                                     "start_indices_batching_dims", "start_index_map",
@@ -1047,7 +1073,6 @@ static hl_status_t convert_op(const vctx_t *v, const hl_bc_op_t *bop, bool func_
     HL_RETURN_IF_ERROR(read_properties(v, bop, info, op));
   }
   HL_RETURN_IF_ERROR(read_attr_dict(v, bop, op));
-  HL_RETURN_IF_ERROR(stablehlo_attrs(v, info->vhlo, op));
   // Results: one group.
   if (bop->result_count) {
     op->result_names = hl_calloc(1, sizeof(char *));
@@ -1078,6 +1103,8 @@ static hl_status_t convert_op(const vctx_t *v, const hl_bc_op_t *bop, bool func_
       HL_RETURN_IF_ERROR(note_quant(&op->operand_type_quant, k, bop->operand_count, *v->last_quant));
     }
   }
+  // After the operands and results: some spellings depend on their counts.
+  HL_RETURN_IF_ERROR(stablehlo_attrs(v, info->vhlo, op));
   if (bop->successor_count) return verr(v, "'%s' has block successors (unsupported)", full);
   if (bop->region_count) {
     op->regions = hl_calloc((size_t)bop->region_count, sizeof(hl_mlir_region_t));
