@@ -347,6 +347,19 @@ static hl_status_t set_string(hl_mlir_attr_t *a, hl_mlir_attr_kind_t kind, const
   return NULL;
 }
 
+// A string attribute of the string section: its bytes may hold NULs (opaque
+// backend_configs), so the section's length counts, not strlen.
+static hl_status_t set_bc_string(const vctx_t *v, hl_mlir_attr_t *a, uint64_t idx) {
+  size_t n = v->bc->string_lengths[idx];
+  a->kind = HL_MATTR_STRING;
+  a->s = hl_malloc(n + 1);
+  if (!a->s) return HL_OOM();
+  memcpy(a->s, v->bc->strings[idx], n);
+  a->s[n] = '\0';
+  a->s_len = n;
+  return NULL;
+}
+
 static hl_status_t push_item(hl_mlir_attr_t *a, const char *key, hl_mlir_attr_t **slot) {
   hl_mlir_attr_t *items = hl_realloc(a->items, ((size_t)a->n + 1) * sizeof(*items));
   if (!items) return HL_OOM();
@@ -566,7 +579,7 @@ static hl_status_t decode_vhlo_attr(const vctx_t *v, uint64_t code, hl_bc_reader
     case 13: return enum_attr(v, r, "rng_distribution", kRngDist, 2, 1, a);
     case 14:  // StringV1Attr
       if (!hl_bc_read_varint(r, &u) || !bc_string(v, u)) return verr(v, "bad string attribute");
-      HL_RETURN_IF_ERROR(set_string(a, HL_MATTR_STRING, bc_string(v, u)));
+      HL_RETURN_IF_ERROR(set_bc_string(v, a, u));
       a->s_len = v->bc->string_lengths[u];
       return NULL;
     case 15: return tensor_attr(v, r, a);
@@ -655,7 +668,7 @@ static hl_status_t decode_builtin_attr(const vctx_t *v, uint64_t code, hl_bc_rea
     case 1: return attr_list(v, r, a, depth, true);   // DictionaryAttr
     case 2:                                           // StringAttr
       if (!hl_bc_read_varint(r, &u) || !bc_string(v, u)) return verr(v, "bad string attribute");
-      HL_RETURN_IF_ERROR(set_string(a, HL_MATTR_STRING, bc_string(v, u)));
+      HL_RETURN_IF_ERROR(set_bc_string(v, a, u));
       a->s_len = v->bc->string_lengths[u];
       return NULL;
     case 3: return verr(v, "typed builtin string attributes are not supported");

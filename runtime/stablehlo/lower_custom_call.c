@@ -72,6 +72,9 @@ static bool append_number(hl_strbuf_t *sb, const hl_mlir_attr_t *a, hl_dtype_t t
   }
   double v = a->kind == HL_MATTR_FLOAT ? a->f : a->kind == HL_MATTR_INT ? (double)a->i : NAN;
   if (!is_float || !isfinite(v)) return false;
+  // An f32 attribute is the nearest float to its decimal text (MLIR's
+  // parser), what a handler receives and what bytecode stores.
+  if (t == HL_F32) v = (double)(float)v;
   char num[40];
   snprintf(num, sizeof(num), "%.17g", v);
   hl_strbuf_append(sb, num);
