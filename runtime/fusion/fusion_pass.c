@@ -750,6 +750,8 @@ static hl_status_t fuse_computation(pass_t *p) {
     if (ops < 2) {
       status[gr->root] = p->g[g].has_reduce ? "a reduce alone (the reduce kernel runs it)"
                                             : "alone: a fusion of one op gains nothing";
+      for (int k = 0; k < gr->count; k++)
+        if (!status[gr->members[k]]) status[gr->members[k]] = "its consumer is not fused";
       continue;
     }
     built_t b;
@@ -759,7 +761,7 @@ static hl_status_t fuse_computation(pass_t *p) {
     if (why) {
       if (p->stats) p->stats->rejected++;
       for (int k = 0; k < gr->count; k++)
-        if (p->mem_n[gr->members[k]] == 1) status[gr->members[k]] = why;
+        if (!status[gr->members[k]]) status[gr->members[k]] = why;
       continue;
     }
     gr->committed = true;
