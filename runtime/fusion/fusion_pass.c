@@ -200,14 +200,22 @@ static hl_status_t place(pass_t *p, int i) {
       else groups[ng++] = gu;
     }
   }
-  if (!materialize && ng > 1 && expensive(inst))
+  // An expensive op read by a reduce's fusion and one other fusion (softmax's
+  // exp) is computed in both: XLA's CPU compiler writes it out once, which
+  // costs a full-size array written and read back (peak memory 1.5x inputs
+  // + outputs for softmax); computing it twice costs less time than that
+  // traffic here (bench/bench_fusion_pass).
+  bool recompute = ng == 2 && (p->g[groups[0]].has_reduce || p->g[groups[1]].has_reduce);
+  if (!materialize && ng > 1 && expensive(inst) && !recompute)
     materialize = "expensive and read by several fusions: computed once";
   if (!materialize && ng == 0) materialize = "no users";
   if (materialize) {
     p->why[i] = materialize;
     return new_group(p, i, &g);
   }
-  p->why[i] = ng > 1 ? "duplicated into the fusions that read it" : "fused into its consumer";
+  p->why[i] = ng == 1          ? "fused into its consumer"
+             : expensive(inst) ? "computed in both the reduce's fusion and its other reader's"
+                               : "duplicated into the fusions that read it";
   for (int t = 0; t < ng; t++) HL_RETURN_IF_ERROR(add_member(p, groups[t], i));
   return NULL;
 }
