@@ -436,8 +436,10 @@ static bool run_loaded(worker_t *w, hl_program_t *loaded) {
   if (!agree(w, check_collectives_here(w, program.module), false)) goto done;
   // Unfused programs (StableHLO, "before optimizations" dumps) get the
   // fusions XLA's CPU compiler would form; fused ones pass unchanged.
-  if (!o->no_fusion_pass && !agree(w, hl_fusion_pass_run(program.module, NULL, NULL), false))
-    goto done;
+  // --check-nans / --check-infs look at every value the program names, so
+  // they keep its instructions as written.
+  bool fuse = !o->no_fusion_pass && !o->check_nans && !o->check_infs;
+  if (fuse && !agree(w, hl_fusion_pass_run(program.module, NULL, NULL), false)) goto done;
   if (o->report_bindings)
     hl_binding_report(w->comm, &w->binding, w->rank, w->replica, w->partition,
                       (hl_bind_policy_t)o->bind_to);

@@ -622,7 +622,21 @@ static hl_status_t rewrite(pass_t *p, hl_instruction_t **repl) {
       if (x->operands[j]->parent == c && o < n && repl[o]) x->operands[j] = repl[o];
     }
   }
-  if (c->root && c->root->index < n && repl[c->root->index]) c->root = repl[c->root->index];
+  if (c->root && c->root->index < n && repl[c->root->index]) {
+    // The root's sharding and frontend attributes (the partitioner's
+    // hl_global_shape) say how the launcher assembles a global result
+    // (--global-output): the instruction that now computes it carries them.
+    hl_instruction_t *old = c->root, *now = repl[old->index];
+    if (old->attrs.sharding && !now->attrs.sharding) {
+      now->attrs.sharding = old->attrs.sharding;
+      old->attrs.sharding = NULL;
+    }
+    if (old->attrs.frontend_attributes.n && !now->attrs.frontend_attributes.n) {
+      now->attrs.frontend_attributes = old->attrs.frontend_attributes;
+      memset(&old->attrs.frontend_attributes, 0, sizeof(old->attrs.frontend_attributes));
+    }
+    c->root = now;
+  }
   // Uses after the rewrite; committed members nobody reads are dropped.
   int *uses = hl_calloc((size_t)total, sizeof(int));
   bool *dead = hl_calloc((size_t)total, sizeof(bool));
