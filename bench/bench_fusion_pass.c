@@ -19,7 +19,6 @@
 //
 // Run alone (bench/run.sh) or with --quick (tiny sizes, the ctest smoke
 // run). Times are minima over repeats (the machine is shared).
-#define _GNU_SOURCE
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

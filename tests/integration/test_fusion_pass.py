@@ -80,12 +80,24 @@ ENTRY main {
 """
 
 
+ADD_COPY = """
+add_copy {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  s = f32[] add(a, b)
+  ROOT c = f32[] copy(s)
+}
+"""
+
+
 def hlo_mixed():
     # Sibling reduces of one input (sum and sum of squares, row-wise), a
     # column reduce of a transposed, sliced, reversed producer, a scalar
     # broadcast read by three ops, iota + convert + compare + select, a dot
     # reading a broadcast (materialized: the dot is not fused) and a tuple root.
-    return "HloModule mixed\n" + REDUCERS + """
+    # A reduce whose reducer is not one op: the blocked executor refuses the
+    # candidate, which stays unfused.
+    return "HloModule mixed\n" + REDUCERS + ADD_COPY + """
 ENTRY main {
   x = f32[R,C] parameter(0)
   w = f32[C,8] parameter(1)
@@ -112,7 +124,9 @@ ENTRY main {
   one = f32[] constant(1)
   ob = f32[R,C] broadcast(one), dimensions={}
   d = f32[R,8] dot(ob, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
-  ROOT r = (f32[R], f32[R], f32[R2], f32[R,C], f32[R,8]) tuple(s1, s2, cs, sel, d)
+  ex = f32[R,C] exponential(x)
+  s3 = f32[R] reduce(ex, zero), dimensions={1}, to_apply=add_copy
+  ROOT r = (f32[R], f32[R], f32[R2], f32[R,C], f32[R,8], f32[R]) tuple(s1, s2, cs, sel, d, s3)
 }
 """.replace("R2", str(R - 1))
 
@@ -233,7 +247,7 @@ def np_mixed(x, w):
     a3 = x * np.float32(2.5) + np.float32(2.5) - np.float32(2.5)
     sel = np.where(np.arange(C)[None, :] < 150, a3, x)
     d = np.ones((R, C), np.float32) @ w
-    return [x.sum(1), (x * x).sum(1), t.sum(0), sel, d]
+    return [x.sum(1), (x * x).sum(1), t.sum(0), sel, d, np.exp(x).sum(1)]
 
 
 def np_while(x):
@@ -324,7 +338,10 @@ def test_explain_names_reasons():
         need = ["d (dot): not fused: not an op the pass fuses",
                 "ob (broadcast): not fused: alone",  # the dot reads it: materialized once
                 "x (parameter): not fused: a parameter",
-                "(multi-output)", "tb (broadcast): fused in"]
+                "(multi-output)", "tb (broadcast): fused in",
+                "s3 (reduce): not fused: a reduce whose reducer is not a simple op",
+                "3 fusions (1 multi-output) of 20 instructions; 1 candidate the blocked "
+                "executor does not run"]
         for n in need:
             if n not in r.stderr:
                 return "--explain-fusion lacks %r:\n%s" % (n, r.stderr)
