@@ -29,7 +29,7 @@
 #include "runtime/base/simd_clones.h"
 #include "runtime/exec/executor.h"
 #include "runtime/fusion/fusion_pass.h"
-#include "runtime/proto/program_loader.h"
+#include "runtime/loader/program_loader.h"
 #include "runtime/vmath/vmath.h"
 
 typedef enum { SOFTMAX, LAYER_NORM } which_t;
