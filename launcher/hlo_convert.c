@@ -3,6 +3,7 @@
 //   hlo-convert prog.hlo prog.pb        text -> xla.HloProto
 //   hlo-convert prog.pb.gz prog.hlo     (gzipped) proto -> text
 //   hlo-convert --to text prog.pb -     to stdout
+//   hlo-convert --fuse prog.hlo out.hlo the module with the fusion pass's fusions
 //
 // The input format is detected from the content (hl_program_load_file), the
 // output format from OUT's name or --to. The module is verified before it is
@@ -20,6 +21,7 @@
 #include "runtime/base/alloc.h"
 #include "runtime/base/status.h"
 #include "runtime/base/strbuf.h"
+#include "runtime/fusion/fusion_pass.h"
 #include "runtime/loader/program_loader.h"
 #include "runtime/proto/proto_io.h"
 #include "runtime/spmd/partitioner.h"
@@ -43,6 +45,8 @@ typedef struct hl_convert_options {
   hl_program_load_options_t load;  // --max-inflated-size
   bool partition;           // --partition: write the per-partition module
   long long partitions;     // --partitions N (0: the module's num_partitions)
+  bool fuse;                // --fuse: run the fusion pass (runtime/fusion/fusion_pass.h)
+  bool explain_fusion;      // --explain-fusion: its decisions on stderr (implies --fuse)
 } hl_convert_options_t;
 
 static const char kUsage[] =
@@ -70,6 +74,12 @@ static const char kUsage[] =
     "                    root or Sharding custom-calls) and write the per-partition\n"
     "                    module, runnable by hlo-launch (docs/PARTITIONER.md)\n"
     "  --partitions N    partitions for --partition (default: the module's num_partitions)\n"
+    "  --fuse            run the fusion pass hlo-launch runs on unfused programs and\n"
+    "                    write the fused module (element-wise ops, broadcasts, index\n"
+    "                    maps and reductions as kLoop / kInput fusions; a module that\n"
+    "                    already has fusions is written unchanged)\n"
+    "  --explain-fusion  with --fuse: say on stderr, per instruction, which fusion it\n"
+    "                    went into or why it was not fused (implies --fuse)\n"
     "  -h, --help        show this help\n"
     "\n"
     "Large constants are never elided in text output, so text -> pb -> text -> pb\n"
@@ -124,6 +134,10 @@ static int hl_parse_args(int argc, char **argv, hl_convert_options_t *out) {
           hl_status_free(st);
           return 2;
         }
+      } else if (strcmp(a, "--fuse") == 0) {
+        out->fuse = true;
+      } else if (strcmp(a, "--explain-fusion") == 0) {
+        out->fuse = out->explain_fusion = true;
       } else if (strcmp(a, "--partition") == 0) {
         out->partition = true;
       } else if (strcmp(a, "--partitions") == 0 || strncmp(a, "--partitions=", 13) == 0) {
@@ -418,6 +432,18 @@ static hl_status_t hl_convert(const hl_convert_options_t *opts) {
     else  // the module's replica_count: every replica runs its own copy (groups per replica)
       st = hl_spmd_partition_grid(program.module, program.module->replica_count > 1 ? (int)program.module->replica_count : 1,
                                   (int)n, &parted);
+  }
+  if (!st && opts->fuse) {
+    hl_strbuf_t why;
+    hl_strbuf_init(&why);
+    st = hl_fusion_pass_run(parted.module ? parted.module : program.module,
+                            opts->explain_fusion ? &why : NULL, NULL);
+    if (!st && opts->explain_fusion) fputs(hl_strbuf_cstr(&why), stderr);
+    hl_strbuf_deinit(&why);
+    if (!st && opts->verify) {
+      st = hl_verify_module(parted.module ? parted.module : program.module);
+      if (st) st = hl_status_annotate(st, "verifying the fused module");
+    }
   }
   uint8_t *owned = NULL;
   const uint8_t *data = NULL;

@@ -142,6 +142,11 @@ static const char kHelp[] =
     "                        cores among its ranks, so ranks x threads do not\n"
     "                        oversubscribe it); 1 with --bind-to none.\n"
     "                        --report-bindings shows the count\n"
+    "  --no-fusion-pass      run an unfused program (StableHLO, a \"before\n"
+    "                        optimizations\" dump) as written, op by op; default: the\n"
+    "                        fusion pass forms the fusions XLA's CPU compiler would\n"
+    "                        (hlo-convert --explain-fusion shows them; off under\n"
+    "                        --check-nans / --check-infs, which name every value)\n"
     "  --no-fusion-blocking  run fusions op by op, each intermediate a full array\n"
     "                        (the reference mode; default: blocked fusion execution)\n"
     "  --no-fusion-jit       blocked fusions without compiled loops: every op of a\n"
@@ -372,6 +377,7 @@ enum {
   OPT_THREADS,
   OPT_NO_FUSION_BLOCKING,
   OPT_NO_FUSION_JIT,
+  OPT_NO_FUSION_PASS,
   OPT_PROFILE,
   OPT_SPLIT_INPUT_FILE,
   OPT_PROBE_OUTPUT_DIR,
@@ -433,6 +439,7 @@ static const struct option kLongOptions[] = {
     {"threads", required_argument, NULL, OPT_THREADS},
     {"no-fusion-blocking", no_argument, NULL, OPT_NO_FUSION_BLOCKING},
     {"no-fusion-jit", no_argument, NULL, OPT_NO_FUSION_JIT},
+    {"no-fusion-pass", no_argument, NULL, OPT_NO_FUSION_PASS},
     {"profile", optional_argument, NULL, OPT_PROFILE},
     {"split-input-file", no_argument, NULL, OPT_SPLIT_INPUT_FILE},
     {"programs", required_argument, NULL, OPT_PROGRAMS},
@@ -763,6 +770,7 @@ static hl_status_t parse_into(int argc, char **argv, hl_launch_options_t *o) {
         break;
       case OPT_NO_FUSION_BLOCKING: o->no_fusion_blocking = true; break;
       case OPT_NO_FUSION_JIT: o->no_fusion_jit = true; break;
+      case OPT_NO_FUSION_PASS: o->no_fusion_pass = true; break;
       case OPT_PROFILE:
         o->profile_top = 15;
         if (optarg) HL_RETURN_IF_ERROR(parse_count("--profile", optarg, &o->profile_top));

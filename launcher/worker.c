@@ -26,6 +26,7 @@
 #include "launcher/outputs.h"
 #include "launcher/partition_hook.h"
 #include "launcher/spawn.h"
+#include "runtime/fusion/fusion_pass.h"
 #include "launcher/timing.h"
 #include "runtime/debug/collective_check.h"
 #include "runtime/base/alloc.h"
@@ -433,6 +434,12 @@ static bool run_loaded(worker_t *w, hl_program_t *loaded) {
   bool partitioned = false;
   if (!agree(w, hl_partition_if_global(o, &program, w->grid.replicas, w->grid.partitions, &partitioned), false)) goto done;
   if (!agree(w, check_collectives_here(w, program.module), false)) goto done;
+  // Unfused programs (StableHLO, "before optimizations" dumps) get the
+  // fusions XLA's CPU compiler would form; fused ones pass unchanged.
+  // --check-nans / --check-infs look at every value the program names, so
+  // they keep its instructions as written.
+  bool fuse = !o->no_fusion_pass && !o->check_nans && !o->check_infs;
+  if (fuse && !agree(w, hl_fusion_pass_run(program.module, NULL, NULL), false)) goto done;
   if (o->report_bindings)
     hl_binding_report(w->comm, &w->binding, w->rank, w->replica, w->partition,
                       (hl_bind_policy_t)o->bind_to);

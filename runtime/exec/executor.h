@@ -24,29 +24,9 @@
 
 #include "runtime/base/literal.h"
 #include "runtime/base/status.h"
-#include "runtime/exec/comm.h"
-#include "runtime/exec/observer.h"
+#include "runtime/exec/exec_options.h"
 #include "runtime/ir/module.h"
 
-typedef struct hl_exec_options {
-  int64_t replica_id, partition_id;
-  int64_t num_replicas, num_partitions;  // 0 is read as 1
-  hl_comm_t *comm;                       // NULL: single process
-  // Channel routes and host-transfer queues (runtime/exec/channels.h), set
-  // up by the launcher's channel rendezvous; NULL: no channels, no feeds.
-  struct hl_channel_env *channels;
-  // Called around every instruction (runtime/exec/observer.h); NULL: none.
-  hl_exec_observer_t *observer;
-  // Blocked fusion execution (runtime/fusion) is on unless this is set: the
-  // reference mode runs every fusion op by op (--no-fusion-blocking).
-  bool no_fusion_blocking;
-  // Threads of this process for fusions and other split work
-  // (runtime/exec/thread_pool.h); NULL: the calling thread alone.
-  struct hl_thread_pool *pool;
-  // Per-instruction profile (runtime/exec/profile.h) to add this run's
-  // timings to; NULL: not profiled.
-  struct hl_profile *profile;
-} hl_exec_options_t;
 
 // Runs module->entry on `args` (one literal per entry parameter, shapes
 // checked). On success *out_result holds a new reference the caller releases.

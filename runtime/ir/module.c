@@ -139,7 +139,7 @@ void hl_attrs_deinit(hl_attrs_t *a) {
   memset(a, 0, sizeof(*a));
 }
 
-static void instruction_destroy(hl_instruction_t *inst) {
+void hl_instruction_destroy(hl_instruction_t *inst) {
   if (!inst) return;
   hl_free(inst->name);
   hl_shape_deinit(&inst->shape);
@@ -152,7 +152,7 @@ static void instruction_destroy(hl_instruction_t *inst) {
 
 static void computation_destroy(hl_computation_t *c) {
   if (!c) return;
-  for (int i = 0; i < c->instruction_count; i++) instruction_destroy(c->instructions[i]);
+  for (int i = 0; i < c->instruction_count; i++) hl_instruction_destroy(c->instructions[i]);
   hl_free(c->instructions);
   hl_free(c->parameters);
   hl_free(c->name);
@@ -190,6 +190,18 @@ hl_status_t hl_module_add_computation(hl_module_t *m, const char *name, hl_compu
   m->computations[m->computation_count++] = c;
   *out = c;
   return NULL;
+}
+
+void hl_module_remove_computation(hl_module_t *m, hl_computation_t *c) {
+  int at = -1;
+  for (int i = 0; i < m->computation_count; i++)
+    if (m->computations[i] == c) at = i;
+  if (at < 0) return;
+  memmove(&m->computations[at], &m->computations[at + 1],
+          sizeof(*m->computations) * (size_t)(m->computation_count - at - 1));
+  m->computation_count--;
+  if (m->entry == c) m->entry = NULL;
+  computation_destroy(c);
 }
 
 hl_computation_t *hl_module_find_computation(const hl_module_t *m, const char *name) {

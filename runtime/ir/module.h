@@ -313,6 +313,9 @@ void hl_module_destroy(hl_module_t *module);  // NULL-safe
 // Appends a new empty computation owned by `module`.
 hl_status_t hl_module_add_computation(hl_module_t *module, const char *name,
                                       hl_computation_t **out_computation);
+// Detaches `computation` from `module` and frees it with its instructions
+// (the caller guarantees nothing calls it any more).
+void hl_module_remove_computation(hl_module_t *module, hl_computation_t *computation);
 hl_computation_t *hl_module_find_computation(const hl_module_t *module, const char *name);
 hl_computation_t *hl_module_find_computation_by_id(const hl_module_t *module, int64_t id);
 
@@ -322,6 +325,8 @@ hl_computation_t *hl_module_find_computation_by_id(const hl_module_t *module, in
 hl_status_t hl_computation_add_instruction(hl_computation_t *computation, const char *name,
                                            hl_opcode_t opcode,
                                            hl_instruction_t **out_instruction);
+// Frees an instruction the caller has taken out of its computation's array.
+void hl_instruction_destroy(hl_instruction_t *inst);
 hl_instruction_t *hl_computation_find_instruction(const hl_computation_t *c, const char *name);
 // Fills c->parameters from the parameter instructions and checks their
 // numbers are 0..n-1 without gaps or repeats.

@@ -1,0 +1,34 @@
+// What one run of a program is given: the process's place in the grid, its
+// communicator, channels, observer, threads and profile. Its own header so
+// the kernel contract (runtime/kernels/kernel.h) names it without depending
+// on the executor (executor.h), which depends on the kernels.
+#ifndef HL_RUNTIME_EXEC_EXEC_OPTIONS_H_
+#define HL_RUNTIME_EXEC_EXEC_OPTIONS_H_
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "runtime/exec/comm.h"
+#include "runtime/exec/observer.h"
+
+typedef struct hl_exec_options {
+  int64_t replica_id, partition_id;
+  int64_t num_replicas, num_partitions;  // 0 is read as 1
+  hl_comm_t *comm;                       // NULL: single process
+  // Channel routes and host-transfer queues (runtime/exec/channels.h), set
+  // up by the launcher's channel rendezvous; NULL: no channels, no feeds.
+  struct hl_channel_env *channels;
+  // Called around every instruction (runtime/exec/observer.h); NULL: none.
+  hl_exec_observer_t *observer;
+  // Blocked fusion execution (runtime/fusion) is on unless this is set: the
+  // reference mode runs every fusion op by op (--no-fusion-blocking).
+  bool no_fusion_blocking;
+  // Threads of this process for fusions and other split work
+  // (runtime/exec/thread_pool.h); NULL: the calling thread alone.
+  struct hl_thread_pool *pool;
+  // Per-instruction profile (runtime/exec/profile.h) to add this run's
+  // timings to; NULL: not profiled.
+  struct hl_profile *profile;
+} hl_exec_options_t;
+
+#endif  // HL_RUNTIME_EXEC_EXEC_OPTIONS_H_
