@@ -9,7 +9,8 @@
 //             double, rounded once to the type; min/max propagate NaN and
 //             order -0 < +0, which MPI_MIN / MPI_MAX do not); wrapping
 //             add/multiply on s8/u8/s16/u16, because Open MPI 4.1's op/avx
-//             component saturates MPI_SUM on them (open-mpi/ompi#8045).
+//             component saturates MPI_SUM on them (open-mpi/ompi#8045;
+//             MPICH's wrap and stay built-in).
 //   executor user op: everything else (custom reducer computations, s4 /
 //             u4 / f8 / ..., complex with a custom reducer): the user
 //             function calls reducer->combine, which runs the reducer
@@ -28,6 +29,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "collectives/mpi_family.h"
 #include "collectives/mpi_internal.h"
 #include "runtime/base/alloc.h"
 #include "runtime/base/float_minmax.h"
@@ -160,6 +162,15 @@ static bool small_int(hl_dtype_t t) {
   return t == HL_S8 || t == HL_U8 || t == HL_S16 || t == HL_U16;
 }
 
+// Whether MPI_SUM / MPI_PROD on 8- and 16-bit integers wrap, as XLA's do:
+// MPICH computes them as C does; Open MPI 4.1's op/avx saturates MPI_SUM
+// (open-mpi/ompi#8045), and an MPI we do not know gets the wrapping user op.
+static bool small_int_builtin_wraps(void) {
+  static int wraps = -1;
+  if (wraps < 0) wraps = hl_mpi_library_family() == HL_MPI_FAMILY_MPICH;
+  return wraps;
+}
+
 // A built-in (type, op) pair, or false.
 static bool builtin(hl_dtype_t t, hl_comm_reduce_op_t op, MPI_Datatype *type, MPI_Op *mop) {
   if (t == HL_PRED) {
@@ -178,9 +189,9 @@ static bool builtin(hl_dtype_t t, hl_comm_reduce_op_t op, MPI_Datatype *type, MP
     *type = it;
     switch (op) {
       // 8- and 16-bit add / multiply: Open MPI 4.1's op/avx saturates them
-      // (s8 127 + 1 -> 127); XLA wraps. They take the typed user op instead.
-      case HL_COMM_REDUCE_ADD: *mop = MPI_SUM; return !small_int(t);
-      case HL_COMM_REDUCE_MUL: *mop = MPI_PROD; return !small_int(t);
+      // (s8 127 + 1 -> 127); XLA wraps. There they take the typed user op.
+      case HL_COMM_REDUCE_ADD: *mop = MPI_SUM; return !small_int(t) || small_int_builtin_wraps();
+      case HL_COMM_REDUCE_MUL: *mop = MPI_PROD; return !small_int(t) || small_int_builtin_wraps();
       case HL_COMM_REDUCE_MIN: *mop = MPI_MIN; return true;
       case HL_COMM_REDUCE_MAX: *mop = MPI_MAX; return true;
       case HL_COMM_REDUCE_AND: *mop = MPI_BAND; return true;
