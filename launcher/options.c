@@ -795,7 +795,6 @@ static hl_status_t parse_into(int argc, char **argv, hl_launch_options_t *o) {
   if (mpmd_program) o->program = mpmd_program;
   if (o->infeed_dir && !*o->infeed_dir) return HL_INVALID("--infeed-dir is empty");
   if (o->outfeed_dir && !*o->outfeed_dir) return HL_INVALID("--outfeed-dir is empty");
-  if (!o->mpiexec) o->mpiexec = "mpiexec";
   if (o->output_dir && !*o->output_dir) return HL_INVALID("--output-dir is empty");
   if (o->args_dir && !*o->args_dir) return HL_INVALID("--args-dir is empty");
   if (o->debug_dir && !*o->debug_dir) return HL_INVALID("--debug-dir is empty");
