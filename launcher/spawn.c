@@ -521,6 +521,19 @@ static int run_job(const hl_launch_options_t *o, const hl_starter_t *starter, ch
   return code;
 }
 
+// Hydra (MPICH's starter) exits with the bare number of the signal that
+// killed a rank (9, 11) where Open MPI's mpiexec and shells say 128 + it.
+// The ranks themselves exit 0..4 (the status file carries their codes), so
+// 5..63 from Hydra with no status reported is a signal.
+static int hydra_status(const hl_launch_options_t *o, const hl_starter_t *starter,
+                        const char *cmd0, int code, const char *status_file) {
+  if (starter->family != HL_MPI_FAMILY_MPICH || hl_spawn_choose_launcher(o) == HL_LAUNCHER_SRUN ||
+      code < 5 || code >= 64 || (status_file && read_status_file(status_file) >= 0))
+    return code;
+  fail("the job ended abnormally: %s reported a process killed by signal %d", cmd0, code);
+  return 128 + code;
+}
+
 // Found before any rank starts: collective groups that do not fit the grid
 // (one message naming the -np / --replicas / --partitions to use). Unknown
 // custom-call targets are found by hl_custom_calls_check_module.
@@ -776,6 +789,8 @@ int hl_spawn_main(const hl_launch_options_t *o, int argc, char **argv) {
                 &cmd);
   int code = cmd.failed ? fail("out of memory")
                         : run_job(o, &starter, cmd.v, have_status ? status_file : NULL);
+  if (!cmd.failed)
+    code = hydra_status(o, &starter, cmd.v[0], code, have_status ? status_file : NULL);
   code = hl_debug_after_job(o, &grid, debug_dir, made_debug_dir, code);
   builder_free(&cmd);
   if (have_status) unlink(status_file);
