@@ -579,14 +579,21 @@ static hl_status_t reduce_common(hl_comm_t *base, const hl_instruction_t *inst,
     return hl_status_annotate(st, "%s", hl_instruction_location(inst));
   }
   // The executor's reducer cannot run while MPI progresses another frame.
-  bool blocking = !out_request || r->reduction->calls_executor;
-  hl_comm_request_t *q_of = blocking ? NULL : r;  // where chunks' requests go
-  hl_mpi_reduction_t *red = r->reduction;
+  // An in-place reduce-scatter cut into chunks writes this member's result
+  // over block 0 while the reduces rooted at the others read their blocks:
+  // those reads must be over first, so the chunks run one after another.
   size_t es = hl_dtype_size(dtype);
   int64_t ce = chunk_units(es);
+  bool chunked = count > ce || (scatter && count * s->my_size > ce);
+  bool blocking = !out_request || r->reduction->calls_executor ||
+                  (scatter && chunked && send == recv);
+  hl_comm_request_t *q_of = blocking ? NULL : r;  // where chunks' requests go
+  hl_mpi_reduction_t *red = r->reduction;
   int err = MPI_SUCCESS;
   MPI_Request *q = NULL;
-  if (count <= ce && (!scatter || count * s->my_size <= ce)) {
+  if (!chunked) {
+    // In place (send == recv) is MPI_IN_PLACE: MPI forbids aliased buffers
+    // (MPICH checks; reduce-scatter then reads every block from recv).
     const void *sb = send == recv ? MPI_IN_PLACE : send;
     if (!next_slot(q_of, &q, &st)) {
       // st says why
@@ -594,9 +601,9 @@ static hl_status_t reduce_common(hl_comm_t *base, const hl_instruction_t *inst,
       err = blocking ? MPI_Allreduce(sb, recv, (int)count, red->type, red->op, s->comm)
                      : MPI_Iallreduce(sb, recv, (int)count, red->type, red->op, s->comm, q);
     } else {
-      err = blocking ? MPI_Reduce_scatter_block(send, recv, (int)count, red->type, red->op,
+      err = blocking ? MPI_Reduce_scatter_block(sb, recv, (int)count, red->type, red->op,
                                                 s->comm)
-                     : MPI_Ireduce_scatter_block(send, recv, (int)count, red->type, red->op,
+                     : MPI_Ireduce_scatter_block(sb, recv, (int)count, red->type, red->op,
                                                  s->comm, q);
     }
   } else if (!scatter) {
@@ -615,8 +622,9 @@ static hl_status_t reduce_common(hl_comm_t *base, const hl_instruction_t *inst,
     for (int64_t a = 0; a < count && !st && err == MPI_SUCCESS; a += ce) {
       int c = (int)(count - a < ce ? count - a : ce);
       for (int k = 0; k < s->my_size && !st && err == MPI_SUCCESS; k++) {
-        const char *sb = (const char *)send + ((size_t)k * (size_t)count + (size_t)a) * es;
+        const void *sb = (const char *)send + ((size_t)k * (size_t)count + (size_t)a) * es;
         void *rb = k == s->my_index ? (char *)recv + (size_t)a * es : NULL;
+        if (sb == rb) sb = MPI_IN_PLACE;  // in place, member 0
         if (!next_slot(q_of, &q, &st)) break;
         err = blocking ? MPI_Reduce(sb, rb, c, red->type, red->op, k, s->comm)
                        : MPI_Ireduce(sb, rb, c, red->type, red->op, k, s->comm, q);
