@@ -524,12 +524,19 @@ static int run_job(const hl_launch_options_t *o, const hl_starter_t *starter, ch
 // Hydra (MPICH's starter) exits with the bare number of the signal that
 // killed a rank (9, 11) where Open MPI's mpiexec and shells say 128 + it.
 // The ranks themselves exit 0..4 (the status file carries their codes), so
-// 5..63 from Hydra with no status reported is a signal.
+// 5..63 from Hydra with no status reported is a signal; 255 is Hydra's own
+// failure, which includes losing a rank on another host (its proxies abort).
 static int hydra_status(const hl_launch_options_t *o, const hl_starter_t *starter,
-                        const char *cmd0, int code, const char *status_file) {
+                        const char *cmd0, int code, const char *status_file, bool *out_lost) {
+  *out_lost = false;
   if (starter->family != HL_MPI_FAMILY_MPICH || hl_spawn_choose_launcher(o) == HL_LAUNCHER_SRUN ||
-      code < 5 || code >= 64 || (status_file && read_status_file(status_file) >= 0))
+      code < 5 || (status_file && read_status_file(status_file) >= 0))
     return code;
+  if (code == 255) {
+    *out_lost = true;
+    return code;
+  }
+  if (code >= 64) return code;
   fail("the job ended abnormally: %s reported a process killed by signal %d", cmd0, code);
   return 128 + code;
 }
@@ -682,11 +689,14 @@ static int spawn_batch(const hl_launch_options_t *o, int argc, char **argv) {
                   extra, &cmd);
     code = cmd.failed ? fail("out of memory")
                       : run_job(o, &starter, cmd.v, have_status ? status_file : NULL);
+    bool lost = false;
+    if (!cmd.failed)
+      code = hydra_status(o, &starter, cmd.v[0], code, have_status ? status_file : NULL, &lost);
     builder_free(&cmd);
     int pending = read_progress(progress_file, &passed, &failed);
     hl_launch_options_t named = *o;  // for naming a rank that died
     named.program = batch.entries[pending >= 0 ? pending : start].path;
-    code = hl_debug_after_job(&named, &job, debug_dir, false, code);
+    code = hl_debug_after_job(&named, &job, debug_dir, false, code, lost);
     stopped = g_timed_out || g_stop_signal;
     if (pending < 0 || code == 0 || stopped) break;
     printf("hlo-launch: program %s: FAILED: the job ended while it ran (%s exited with status "
@@ -707,7 +717,7 @@ static int spawn_batch(const hl_launch_options_t *o, int argc, char **argv) {
     printf("%d passed, %d failed\n", passed, failed);
     fflush(stdout);
   }
-  if (made_debug_dir) hl_debug_after_job(o, &job, debug_dir, true, 0);
+  if (made_debug_dir) hl_debug_after_job(o, &job, debug_dir, true, 0, false);
   unlink(progress_file);
   if (have_status) unlink(status_file);
   hl_batch_deinit(&batch);
@@ -789,9 +799,10 @@ int hl_spawn_main(const hl_launch_options_t *o, int argc, char **argv) {
                 &cmd);
   int code = cmd.failed ? fail("out of memory")
                         : run_job(o, &starter, cmd.v, have_status ? status_file : NULL);
+  bool lost = false;
   if (!cmd.failed)
-    code = hydra_status(o, &starter, cmd.v[0], code, have_status ? status_file : NULL);
-  code = hl_debug_after_job(o, &grid, debug_dir, made_debug_dir, code);
+    code = hydra_status(o, &starter, cmd.v[0], code, have_status ? status_file : NULL, &lost);
+  code = hl_debug_after_job(o, &grid, debug_dir, made_debug_dir, code, lost);
   builder_free(&cmd);
   if (have_status) unlink(status_file);
   return code;

@@ -196,7 +196,7 @@ def test_dry_run_command_lines():
             or " -n 8 " not in line:
         return "inside an allocation\n" + res.describe()
     res = dry("-np", 8, "--launcher", "mpirun", SPIN, env_extra={"SLURM_JOB_ID": "42"})
-    if res.returncode != 0 or not res.stdout.startswith("mpiexec "):
+    if res.returncode != 0 or not res.stdout.startswith(starter):
         return "--launcher mpirun\n" + res.describe()
     res = dry("-np", 8, "--launcher", "srun", "--bind-to", "none", SPIN)
     if res.returncode != 0 or not res.stdout.startswith("srun -K %s " % pmi) \
@@ -300,7 +300,12 @@ def test_kill_one_rank():
     import subprocess
     count = cl.write_count(WORK, 50000000)
     log = os.path.join(WORK, "kill.log")
-    argv = [HLO_LAUNCH, "-np", "8", "--quiet", "--timeout", "60", "--args", count, PROGRAM]
+    # The ranks' state files (the post-mortem's source, which names the rank
+    # under Hydra: MPICH's starter does not) show when they run.
+    dbg = os.path.join(WORK, "kill-debug")
+    os.makedirs(dbg, exist_ok=True)
+    argv = [HLO_LAUNCH, "-np", "8", "--quiet", "--timeout", "60", "--debug-dir", dbg,
+            "--args", count, PROGRAM]
     with open(log, "wb") as f:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=f,
                                 stderr=subprocess.STDOUT, start_new_session=True, env=ENV)
@@ -315,6 +320,9 @@ def test_kill_one_rank():
             time.sleep(0.2)
         if not victim:
             return "the 8 ranks never appeared: %s" % worker_pids()
+        while time.monotonic() < deadline and not all(
+                os.path.exists(os.path.join(dbg, "rank%d.state" % r)) for r in range(8)):
+            time.sleep(0.2)
         time.sleep(2.0)  # inside the loop by now
         os.kill(victim[0], signal.SIGKILL)
         killed = time.monotonic()
