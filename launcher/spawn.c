@@ -131,9 +131,10 @@ static void push_srun(const hl_launch_options_t *o, const hl_starter_t *s, argv_
   // PMIx only, MPICH the PMI-1 wire protocol Slurm's pmi2 plugin serves; a
   // user's own SLURM_MPI_TYPE wins.
   const char *mpi_type = getenv("SLURM_MPI_TYPE");
-  if (!mpi_type || !*mpi_type) {
+  const char *plugin = hl_starter_srun_mpi_plugin(s->family);
+  if ((!mpi_type || !*mpi_type) && plugin) {
     char flag[32];
-    snprintf(flag, sizeof(flag), "--mpi=%s", hl_starter_srun_mpi_plugin(s->family));
+    snprintf(flag, sizeof(flag), "--mpi=%s", plugin);
     push(b, flag);
   }
   // Each rank binds itself (--bind-to); Slurm's own binding would only fight it.

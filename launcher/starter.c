@@ -174,6 +174,10 @@ hl_status_t hl_starter_find(const char *requested, hl_mpi_family_t library, hl_s
 }
 
 const char *hl_starter_srun_mpi_plugin(hl_mpi_family_t library) {
+  // Cray MPICH speaks the site's own plugin (cray_shasta), Slurm's default
+  // there.
+  if (library == HL_MPI_FAMILY_MPICH && strstr(hl_mpi_library_version_line(), "CRAY"))
+    return NULL;
   return library == HL_MPI_FAMILY_MPICH ? "pmi2" : "pmix";
 }
 
@@ -207,7 +211,8 @@ bool hl_starter_explain_singleton(char *buf, size_t cap) {
                "start the job (hlo-launch --launcher srun ...)",
                size, kStarters[i].size_var, size, type && *type ? type : "its default",
                hl_mpi_family_name(library), hl_mpi_library_version_line(),
-               hl_starter_srun_mpi_plugin(library));
+               hl_starter_srun_mpi_plugin(library) ? hl_starter_srun_mpi_plugin(library)
+                                                   : "<your site's plugin>");
       return true;
     }
     bool other = library != HL_MPI_FAMILY_UNKNOWN && kStarters[i].family != library;

@@ -36,7 +36,8 @@ hl_mpi_family_t hl_starter_family(const char *path);
 hl_status_t hl_starter_find(const char *requested, hl_mpi_family_t library, hl_starter_t *out);
 
 // srun's --mpi= plugin for the library: pmix (Open MPI), pmi2 (MPICH: its
-// PMI-1 client is served by Slurm's pmi2 plugin).
+// PMI-1 client is served by Slurm's pmi2 plugin); NULL for Cray MPICH (the
+// site's default plugin).
 const char *hl_starter_srun_mpi_plugin(hl_mpi_family_t library);
 
 // After MPI_Init saw a job of one process: when the environment shows that
