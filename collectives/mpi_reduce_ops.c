@@ -9,12 +9,15 @@
 //             double, rounded once to the type; min/max propagate NaN and
 //             order -0 < +0, which MPI_MIN / MPI_MAX do not); wrapping
 //             add/multiply on s8/u8/s16/u16, because Open MPI 4.1's op/avx
-//             component saturates MPI_SUM on them (open-mpi/ompi#8045).
+//             component saturates MPI_SUM on them (open-mpi/ompi#8045;
+//             MPICH's wrap and stay built-in).
 //   executor user op: everything else (custom reducer computations, s4 /
 //             u4 / f8 / ..., complex with a custom reducer): the user
 //             function calls reducer->combine, which runs the reducer
 //             computation through the executor, so results equal the
 //             executor's own reduce.
+//             min/max on u8..u64 under MPICH, whose built-ins compare them
+//             as signed (pmodels/mpich#6083).
 //   complex min/max: rejected (the spec defines no order on complex).
 //
 // MPI user functions get no context argument. The context travels as an
@@ -28,6 +31,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "collectives/mpi_family.h"
 #include "collectives/mpi_internal.h"
 #include "runtime/base/alloc.h"
 #include "runtime/base/float_minmax.h"
@@ -69,8 +73,20 @@ static double apply(hl_comm_reduce_op_t op, double a, double b) {
       for (int i = 0; i < n; i++) b[i] = (U)((unsigned)a[i] + (unsigned)b[i]);   \
   } while (0)
 
+// Unsigned minimum / maximum (MPICH's built-ins compare them as signed).
+#define MINMAX_LOOP(U)                                                           \
+  do {                                                                           \
+    const U *a = in;                                                             \
+    U *b = inout;                                                                \
+    if (op == HL_COMM_REDUCE_MIN)                                                \
+      for (int i = 0; i < n; i++) b[i] = a[i] < b[i] ? a[i] : b[i];              \
+    else                                                                         \
+      for (int i = 0; i < n; i++) b[i] = a[i] > b[i] ? a[i] : b[i];              \
+  } while (0)
+
 static void typed_combine(hl_dtype_t t, hl_comm_reduce_op_t op, const void *in, void *inout,
                           int n) {
+  bool minmax = op == HL_COMM_REDUCE_MIN || op == HL_COMM_REDUCE_MAX;
   switch (t) {
     case HL_F16: {
       const uint16_t *a = in;
@@ -98,8 +114,12 @@ static void typed_combine(hl_dtype_t t, hl_comm_reduce_op_t op, const void *in, 
       for (int i = 0; i < n; i++) b[i] = apply(op, a[i], b[i]);
       break;
     }
-    case HL_S8: case HL_U8: WRAP_LOOP(uint8_t); break;
-    case HL_S16: case HL_U16: WRAP_LOOP(uint16_t); break;
+    case HL_S8: WRAP_LOOP(uint8_t); break;
+    case HL_S16: WRAP_LOOP(uint16_t); break;
+    case HL_U8: if (minmax) MINMAX_LOOP(uint8_t); else WRAP_LOOP(uint8_t); break;
+    case HL_U16: if (minmax) MINMAX_LOOP(uint16_t); else WRAP_LOOP(uint16_t); break;
+    case HL_U32: MINMAX_LOOP(uint32_t); break;
+    case HL_U64: MINMAX_LOOP(uint64_t); break;
     default:
       break;
   }
@@ -160,6 +180,29 @@ static bool small_int(hl_dtype_t t) {
   return t == HL_S8 || t == HL_U8 || t == HL_S16 || t == HL_U16;
 }
 
+static bool unsigned_int(hl_dtype_t t) {
+  return t == HL_U8 || t == HL_U16 || t == HL_U32 || t == HL_U64;
+}
+
+// Whether MPI_MIN / MPI_MAX order unsigned integers as unsigned: MPICH 4.0.2
+// (Debian 12's) compares them as signed, so min(200, 100) on u8 is 200
+// (pmodels/mpich#6083; unsigned long long again in pmodels/mpich#7507).
+// Under MPICH they take the typed user op.
+static bool unsigned_minmax_builtin_right(void) {
+  static int right = -1;
+  if (right < 0) right = hl_mpi_library_family() == HL_MPI_FAMILY_OPENMPI;
+  return right;
+}
+
+// Whether MPI_SUM / MPI_PROD on 8- and 16-bit integers wrap, as XLA's do:
+// MPICH computes them as C does; Open MPI 4.1's op/avx saturates MPI_SUM
+// (open-mpi/ompi#8045), and an MPI we do not know gets the wrapping user op.
+static bool small_int_builtin_wraps(void) {
+  static int wraps = -1;
+  if (wraps < 0) wraps = hl_mpi_library_family() == HL_MPI_FAMILY_MPICH;
+  return wraps;
+}
+
 // A built-in (type, op) pair, or false.
 static bool builtin(hl_dtype_t t, hl_comm_reduce_op_t op, MPI_Datatype *type, MPI_Op *mop) {
   if (t == HL_PRED) {
@@ -176,13 +219,14 @@ static bool builtin(hl_dtype_t t, hl_comm_reduce_op_t op, MPI_Datatype *type, MP
   MPI_Datatype it = int_type(t);
   if (it != MPI_DATATYPE_NULL) {
     *type = it;
+    bool ordered_right = !unsigned_int(t) || unsigned_minmax_builtin_right();
     switch (op) {
       // 8- and 16-bit add / multiply: Open MPI 4.1's op/avx saturates them
-      // (s8 127 + 1 -> 127); XLA wraps. They take the typed user op instead.
-      case HL_COMM_REDUCE_ADD: *mop = MPI_SUM; return !small_int(t);
-      case HL_COMM_REDUCE_MUL: *mop = MPI_PROD; return !small_int(t);
-      case HL_COMM_REDUCE_MIN: *mop = MPI_MIN; return true;
-      case HL_COMM_REDUCE_MAX: *mop = MPI_MAX; return true;
+      // (s8 127 + 1 -> 127); XLA wraps. There they take the typed user op.
+      case HL_COMM_REDUCE_ADD: *mop = MPI_SUM; return !small_int(t) || small_int_builtin_wraps();
+      case HL_COMM_REDUCE_MUL: *mop = MPI_PROD; return !small_int(t) || small_int_builtin_wraps();
+      case HL_COMM_REDUCE_MIN: *mop = MPI_MIN; return ordered_right;
+      case HL_COMM_REDUCE_MAX: *mop = MPI_MAX; return ordered_right;
       case HL_COMM_REDUCE_AND: *mop = MPI_BAND; return true;
       case HL_COMM_REDUCE_OR: *mop = MPI_BOR; return true;
       case HL_COMM_REDUCE_XOR: *mop = MPI_BXOR; return true;
@@ -205,6 +249,7 @@ static bool builtin(hl_dtype_t t, hl_comm_reduce_op_t op, MPI_Datatype *type, MP
 static bool typed_supported(hl_dtype_t t, hl_comm_reduce_op_t op) {
   bool minmax = op == HL_COMM_REDUCE_MIN || op == HL_COMM_REDUCE_MAX;
   if (t == HL_F32 || t == HL_F64) return minmax;
+  if (unsigned_int(t) && minmax) return true;
   if (small_int(t)) return op == HL_COMM_REDUCE_ADD || op == HL_COMM_REDUCE_MUL;
   if (t == HL_F16 || t == HL_BF16) return minmax || op == HL_COMM_REDUCE_ADD ||
                                           op == HL_COMM_REDUCE_MUL;

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "collectives/mpi_family.h"
 #include "runtime/base/alloc.h"
 #include "runtime/kernels/blas_threads.h"
 
@@ -134,6 +135,8 @@ int hl_binding_slurm_tasks_on_node(const char *list, int node_id) {
 }
 
 void hl_binding_prepare_mpi(void) {
+  // An Open MPI setting (MPICH ignores it and has none alike).
+  if (hl_mpi_library_family() != HL_MPI_FAMILY_OPENMPI) return;
   if (getenv("OMPI_MCA_mpi_yield_when_idle") || !getenv("SLURM_STEP_ID")) return;
   const char *node = getenv("SLURM_NODEID");
   int tasks = hl_binding_slurm_tasks_on_node(getenv("SLURM_STEP_TASKS_PER_NODE"),

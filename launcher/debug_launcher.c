@@ -45,14 +45,14 @@ static void remove_dir(const char *dir) {
 }
 
 int hl_debug_after_job(const hl_launch_options_t *o, const hl_grid_t *grid, const char *dir,
-                       bool made, int code) {
+                       bool made, int code, bool lost) {
   if (!dir || !*dir) return code;
   char path[4200];
   snprintf(path, sizeof(path), "%s/hang-report.txt", dir);
   bool keep = access(path, F_OK) == 0;
   // mpiexec's status for a rank killed by a signal: look for the rank that
   // died.
-  if (code > 128 && code < 160 && !keep) {
+  if ((lost || (code > 128 && code < 160)) && !keep) {
     hl_program_t program;
     memset(&program, 0, sizeof(program));
     hl_status_t st = hl_program_load_file(o->program, &program);

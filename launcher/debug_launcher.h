@@ -16,10 +16,12 @@
 // directory can be made (the ranks then make their own).
 void hl_debug_prepare_dir(const hl_launch_options_t *options, char *dir, size_t cap,
                           bool *out_made);
-// After mpiexec returned `code`: for an abnormal end, prints which ranks died
-// and where; removes a directory made by hl_debug_prepare_dir unless it
-// holds a report. Returns the exit code.
+// After mpiexec returned `code`: for an abnormal end (a status of 129..159,
+// a process killed by a signal, or `lost`: the starter says a process was
+// lost another way), prints which ranks died and where; removes a directory
+// made by hl_debug_prepare_dir unless it holds a report. Returns the exit
+// code.
 int hl_debug_after_job(const hl_launch_options_t *options, const hl_grid_t *grid,
-                       const char *dir, bool made, int code);
+                       const char *dir, bool made, int code, bool lost);
 
 #endif  // HL_LAUNCHER_DEBUG_LAUNCHER_H_

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "collectives/shm/shm_layer.h"
+#include "collectives/mpi_family.h"
 #include "launcher/binding.h"
 #include "runtime/base/alloc.h"
 #include "runtime/loader/program_loader.h"
@@ -25,8 +26,8 @@ static const char kHelp[] =
     "HloSnapshot, gzipped or not; the format is detected from the content) SPMD-style\n"
     "on N processes, one MPI\n"
     "rank each. Outside an MPI job hlo-launch checks the options and the program, then\n"
-    "starts the job with mpiexec, re-running itself as every rank. Started by mpirun,\n"
-    "mpiexec or srun, it runs as one rank of that job.\n"
+    "starts the job with the starter of the MPI it was built with, re-running itself as\n"
+    "every rank. Started by mpirun, mpiexec or srun, it runs as one rank of that job.\n"
     "\n"
     "Batch mode (several programs, a directory, --programs or --split-input-file):\n"
     "  the programs run one after another inside ONE MPI job, each on its own grid\n"
@@ -174,19 +175,27 @@ static const char kHelp[] =
     "\n"
     "Launching (outside an MPI job):\n"
     "  --dry-run             print the command line that would start the job\n"
-    "  -H, --host H1:4,H2:4  run on these hosts (passed to mpiexec)\n"
-    "  --hostfile FILE       run on the hosts of FILE (passed to mpiexec)\n"
+    "  -H, --host H1:4,H2:4  run on these hosts (Open MPI: --host, MPICH: -hosts)\n"
+    "  --hostfile FILE       run on the hosts of FILE (Open MPI: --hostfile, MPICH: -f;\n"
+    "                        the file is in that MPI's format)\n"
     "  --launcher mpirun|srun\n"
     "                        who starts the ranks. Default: inside a Slurm allocation\n"
     "                        (SLURM_JOB_ID set, e.g. salloc or an sbatch script) srun\n"
-    "                        -K --mpi=pmix, elsewhere mpiexec\n"
-    "  --mpiexec PATH        the mpiexec to run (default: mpiexec from PATH)\n"
+    "                        -K --mpi=pmix (Open MPI) or --mpi=pmi2 (MPICH), elsewhere\n"
+    "                        mpiexec\n"
+    "  --mpiexec PATH        the mpiexec to run (also HLO_LAUNCH_MPIEXEC=PATH). Default:\n"
+    "                        the one of the MPI hlo-launch was built with (--version\n"
+    "                        names it): Open MPI's mpiexec / mpirun, MPICH's (Intel\n"
+    "                        MPI's, MVAPICH's) mpiexec.hydra / mpiexec.mpich from PATH.\n"
+    "                        A starter of the other family is an error: its ranks\n"
+    "                        would each be a job of one process\n"
     "  --mpiexec-arg ARG     pass ARG to mpiexec, or to srun (repeatable), e.g.\n"
     "                        --mpiexec-arg=--mca --mpiexec-arg=btl --mpiexec-arg=tcp,self\n"
     "  --timeout SECONDS     stop the job after this long (SIGTERM to mpiexec, SIGKILL\n"
     "                        5 s later) and exit 124\n"
-    "  The command adds --oversubscribe and --bind-to none for mpiexec (each rank\n"
-    "  binds itself, see below), and --allow-run-as-root when run as root.\n"
+    "  The command adds --oversubscribe and --bind-to none for Open MPI's mpiexec (each\n"
+    "  rank binds itself, see below), and --allow-run-as-root when run as root;\n"
+    "  -bind-to none for MPICH's Hydra.\n"
     "\n"
     "Placement (every rank, however it was started):\n"
     "  --bind-to core|numa|none\n"
@@ -279,7 +288,7 @@ static const char kHelp[] =
     "                        runs. Implied by a Sharding custom-call, or by --global-args\n"
     "                        arrays of exactly the split parameters' shapes\n"
     "  -h, --help            print this help\n"
-    "  -V, --version         print the version\n"
+    "  -V, --version         print the version and the MPI library it was built with\n"
     "\n"
     "Random arguments (--seed S): entry parameter number k has its own splitmix64\n"
     "stream (all arithmetic modulo 2^64):\n"
@@ -319,7 +328,10 @@ static const char kHelp[] =
 
 void hl_launch_print_help(FILE *out) { fputs(kHelp, out); }
 
-void hl_launch_print_version(FILE *out) { fprintf(out, "hlo-launch %s\n", HL_VERSION); }
+void hl_launch_print_version(FILE *out) {
+  fprintf(out, "hlo-launch %s\nMPI: %s (family: %s)\n", HL_VERSION, hl_mpi_library_version_line(),
+          hl_mpi_family_name(hl_mpi_library_family()));
+}
 
 enum {
   OPT_NP = 256,
@@ -803,7 +815,6 @@ static hl_status_t parse_into(int argc, char **argv, hl_launch_options_t *o) {
   if (mpmd_program) o->program = mpmd_program;
   if (o->infeed_dir && !*o->infeed_dir) return HL_INVALID("--infeed-dir is empty");
   if (o->outfeed_dir && !*o->outfeed_dir) return HL_INVALID("--outfeed-dir is empty");
-  if (!o->mpiexec) o->mpiexec = "mpiexec";
   if (o->output_dir && !*o->output_dir) return HL_INVALID("--output-dir is empty");
   if (o->args_dir && !*o->args_dir) return HL_INVALID("--args-dir is empty");
   if (o->debug_dir && !*o->debug_dir) return HL_INVALID("--debug-dir is empty");

@@ -37,7 +37,7 @@ typedef struct hl_launch_options {
   const char *output_dir;
   bool quiet;
   bool dry_run;
-  const char *mpiexec;           // "mpiexec" unless --mpiexec
+  const char *mpiexec;           // --mpiexec, else NULL: the built-with MPI's (starter.h)
   const char **mpiexec_args;     // --mpiexec-arg, in order (owned array)
   int mpiexec_arg_count;
   double timeout_s;              // 0: none

@@ -29,6 +29,7 @@
 #include "runtime/base/alloc.h"
 #include "runtime/base/strbuf.h"
 #include "launcher/partition_hook.h"
+#include "launcher/starter.h"
 #include "runtime/custom_calls/check.h"
 #include "runtime/custom_calls/ffi_plugin.h"
 #include "runtime/loader/program_loader.h"
@@ -38,7 +39,11 @@ bool hl_spawn_inside_mpi_job(void) {
   static const char *const kRankVars[] = {
       "OMPI_COMM_WORLD_SIZE",  // Open MPI's mpirun / mpiexec
       "PMIX_RANK",             // any PMIx launcher (mpirun, srun --mpi=pmix)
-      "PMI_RANK",              // MPICH's Hydra, srun --mpi=pmi2
+      "PMI_RANK",              // MPICH's Hydra (and Intel MPI's), srun --mpi=pmi2
+      "PMI_SIZE",              // the same, with PMI_FD: Hydra's PMI-1 wire protocol
+      "PMI_FD",
+      "MPI_LOCALNRANKS",       // Hydra: the ranks on this node
+      "MV2_COMM_WORLD_RANK",   // MVAPICH's mpirun_rsh
   };
   for (size_t i = 0; i < sizeof(kRankVars) / sizeof(kRankVars[0]); i++)
     if (getenv(kRankVars[i])) return true;
@@ -117,22 +122,46 @@ static void self_path(char *buf, size_t cap, const char *argv0) {
   snprintf(buf, cap, "%s", argv0);
 }
 
-static void push_srun(const hl_launch_options_t *o, argv_builder_t *b) {
+static void push_srun(const hl_launch_options_t *o, const hl_starter_t *s, argv_builder_t *b) {
   push(b, "srun");
   // -K: one task that fails ends the step at once, instead of leaving the
   // others blocked in a collective.
   push(b, "-K");
-  // Debian's Open MPI and most site builds speak PMIx only; a user's own
-  // SLURM_MPI_TYPE wins.
+  // The PMI the library speaks: Debian's Open MPI and most site builds
+  // PMIx only, MPICH the PMI-1 wire protocol Slurm's pmi2 plugin serves; a
+  // user's own SLURM_MPI_TYPE wins.
   const char *mpi_type = getenv("SLURM_MPI_TYPE");
-  if (!mpi_type || !*mpi_type) push(b, "--mpi=pmix");
+  const char *plugin = hl_starter_srun_mpi_plugin(s->family);
+  if ((!mpi_type || !*mpi_type) && plugin) {
+    char flag[32];
+    snprintf(flag, sizeof(flag), "--mpi=%s", plugin);
+    push(b, flag);
+  }
   // Each rank binds itself (--bind-to); Slurm's own binding would only fight it.
   if (o->bind_to != HL_BIND_NONE) push(b, "--cpu-bind=none");
   for (int i = 0; i < o->mpiexec_arg_count; i++) push(b, o->mpiexec_args[i]);
 }
 
-static void push_mpiexec(const hl_launch_options_t *o, argv_builder_t *b) {
-  push(b, o->mpiexec);
+// MPICH's Hydra (and Intel MPI's): no root or slot checks to lift, and it
+// forwards the whole environment by itself.
+static void push_hydra(const hl_launch_options_t *o, const hl_starter_t *s, argv_builder_t *b) {
+  push(b, s->command);
+  // The ranks bind themselves (binding.c), knowing their node-local rank.
+  push(b, "-bind-to");
+  push(b, "none");
+  if (o->hosts) {
+    push(b, "-hosts");
+    push(b, o->hosts);
+  }
+  if (o->hostfile) {
+    push(b, "-f");
+    push(b, o->hostfile);
+  }
+  for (int i = 0; i < o->mpiexec_arg_count; i++) push(b, o->mpiexec_args[i]);
+}
+
+static void push_mpiexec(const hl_launch_options_t *o, const hl_starter_t *s, argv_builder_t *b) {
+  push(b, s->command);
   // Open MPI refuses root without this; containers and CI run as root.
   if (geteuid() == 0) push(b, "--allow-run-as-root");
   // More ranks than cores is the normal case on a laptop or CI box; Open MPI
@@ -164,14 +193,16 @@ static void push_mpiexec(const hl_launch_options_t *o, argv_builder_t *b) {
   for (int i = 0; i < o->mpiexec_arg_count; i++) push(b, o->mpiexec_args[i]);
 }
 
-static void build_command(const hl_launch_options_t *o, const hl_grid_t *grid, int argc,
-                          char **argv, const char *status_file, const char *debug_dir,
-                          const char *const *extra, argv_builder_t *b) {
+static void build_command(const hl_launch_options_t *o, const hl_starter_t *starter,
+                          const hl_grid_t *grid, int argc, char **argv, const char *status_file,
+                          const char *debug_dir, const char *const *extra, argv_builder_t *b) {
   char count[32], self[4096];
   if (hl_spawn_choose_launcher(o) == HL_LAUNCHER_SRUN)
-    push_srun(o, b);
+    push_srun(o, starter, b);
+  else if (starter->family == HL_MPI_FAMILY_MPICH)
+    push_hydra(o, starter, b);
   else
-    push_mpiexec(o, b);
+    push_mpiexec(o, starter, b);
   self_path(self, sizeof(self), argv[0]);
   // MPMD: one mpiexec app context per program ("-n N self ... : -n M self
   // ..."); each gets the options before the first ':' plus the job's total
@@ -432,8 +463,10 @@ static int run_mpiexec(const hl_launch_options_t *o, char **cmd, const char *sta
   g_child = 0;
   reap_orphaned_ranks(10.0);
   if (n == (ssize_t)sizeof(exec_errno))
-    return fail("cannot run '%s': %s (is Open MPI installed? --mpiexec PATH selects another)",
-                cmd[0], strerror(exec_errno));
+    return fail("cannot run '%s': %s (is %s installed? --mpiexec PATH or %s=PATH selects "
+                "another)",
+                cmd[0], strerror(exec_errno), hl_mpi_family_name(hl_mpi_library_family()),
+                HL_STARTER_ENV);
   if (g_timed_out) {
     fail("the job did not finish within --timeout %g s; it was stopped", o->timeout_s);
     return 124;
@@ -459,15 +492,17 @@ static int run_mpiexec(const hl_launch_options_t *o, char **cmd, const char *sta
 // Whether the starter is Open MPI's mpiexec, which gets a private session
 // directory per launch (ompi_session.h). Remote hosts are left alone: the
 // base would be made on them and never removed.
-static bool starter_is_open_mpi(const hl_launch_options_t *o) {
-  return hl_spawn_choose_launcher(o) == HL_LAUNCHER_MPIRUN && !o->hosts && !o->hostfile;
+static bool starter_is_open_mpi(const hl_launch_options_t *o, const hl_starter_t *starter) {
+  return hl_spawn_choose_launcher(o) == HL_LAUNCHER_MPIRUN &&
+         starter->family == HL_MPI_FAMILY_OPENMPI && !o->hosts && !o->hostfile;
 }
 
 // Runs the job; with Open MPI in a session directory of its own, removed at
 // the end however the job ended, and once more when the starter failed
 // before any rank ran for a reason known to be transient.
-static int run_job(const hl_launch_options_t *o, char **cmd, const char *status_file) {
-  if (!starter_is_open_mpi(o)) return run_mpiexec(o, cmd, status_file, NULL);
+static int run_job(const hl_launch_options_t *o, const hl_starter_t *starter, char **cmd,
+                   const char *status_file) {
+  if (!starter_is_open_mpi(o, starter)) return run_mpiexec(o, cmd, status_file, NULL);
   int code = 0;
   for (int attempt = 0; attempt < 2; attempt++) {
     hl_ompi_session_t session;
@@ -485,6 +520,26 @@ static int run_job(const hl_launch_options_t *o, char **cmd, const char *status_
          "starting or ending at the same moment; no rank ran); starting the job once more");
   }
   return code;
+}
+
+// Hydra (MPICH's starter) exits with the bare number of the signal that
+// killed a rank (9, 11) where Open MPI's mpiexec and shells say 128 + it.
+// The ranks themselves exit 0..4 (the status file carries their codes), so
+// 5..63 from Hydra with no status reported is a signal; 255 is Hydra's own
+// failure, which includes losing a rank on another host (its proxies abort).
+static int hydra_status(const hl_launch_options_t *o, const hl_starter_t *starter,
+                        const char *cmd0, int code, const char *status_file, bool *out_lost) {
+  *out_lost = false;
+  if (starter->family != HL_MPI_FAMILY_MPICH || hl_spawn_choose_launcher(o) == HL_LAUNCHER_SRUN ||
+      code < 5 || (status_file && read_status_file(status_file) >= 0))
+    return code;
+  if (code == 255) {
+    *out_lost = true;
+    return code;
+  }
+  if (code >= 64) return code;
+  fail("the job ended abnormally: %s reported a process killed by signal %d", cmd0, code);
+  return 128 + code;
 }
 
 // Found before any rank starts: collective groups that do not fit the grid
@@ -513,10 +568,24 @@ hl_status_t hl_spawn_check_program(const hl_launch_options_t *o, const hl_module
   return hl_collective_check(module, grid->replicas, grid->partitions);
 }
 
-static int print_command(const hl_launch_options_t *o, const hl_grid_t *grid, int argc,
-                         char **argv, const char *const *extra) {
+// The starter of the MPI this binary was built with (srun's flags follow the
+// library too); an error for a starter of the other family.
+static hl_status_t find_starter(const hl_launch_options_t *o, hl_starter_t *out) {
+  hl_mpi_family_t library = hl_mpi_library_family();
+  if (hl_spawn_choose_launcher(o) == HL_LAUNCHER_SRUN) {
+    memset(out, 0, sizeof(*out));
+    out->family = library;
+    snprintf(out->command, sizeof(out->command), "srun");
+    return NULL;
+  }
+  return hl_starter_find(o->mpiexec, library, out);
+}
+
+static int print_command(const hl_launch_options_t *o, const hl_starter_t *starter,
+                         const hl_grid_t *grid, int argc, char **argv,
+                         const char *const *extra) {
   argv_builder_t cmd = {0};
-  build_command(o, grid, argc, argv, NULL, NULL, extra, &cmd);
+  build_command(o, starter, grid, argc, argv, NULL, NULL, extra, &cmd);
   if (cmd.failed) {
     builder_free(&cmd);
     return fail("out of memory");
@@ -574,6 +643,11 @@ static int spawn_batch(const hl_launch_options_t *o, int argc, char **argv) {
   hl_batch_t batch;
   if (!st) st = hl_batch_build(o, &batch);
   if (st) return fail_status(st);
+  hl_starter_t starter;
+  if ((st = find_starter(o, &starter)) != NULL) {
+    hl_batch_deinit(&batch);
+    return fail_status(st);
+  }
   hl_grid_t job = {1, 1, 1};
   for (int k = 0; k < batch.count; k++) {
     if (batch.entries[k].empty) continue;
@@ -592,7 +666,8 @@ static int spawn_batch(const hl_launch_options_t *o, int argc, char **argv) {
   }
   if (o->dry_run) {
     hl_batch_deinit(&batch);
-    return print_command(o, &job, argc, argv, (const char *const[]){"--batch-progress", "FILE", NULL});
+    return print_command(o, &starter, &job, argc, argv,
+                         (const char *const[]){"--batch-progress", "FILE", NULL});
   }
   char status_file[4096], progress_file[4096], debug_dir[4096];
   bool have_status = make_temp_file(status_file, sizeof(status_file), "hlo-launch-status");
@@ -611,20 +686,23 @@ static int spawn_batch(const hl_launch_options_t *o, int argc, char **argv) {
     const char *extra[] = {"--batch-progress", progress_file, start ? "--batch-start" : NULL,
                            start_arg, NULL};
     argv_builder_t cmd = {0};
-    build_command(o, &job, argc, argv, have_status ? status_file : NULL, debug_dir, extra, &cmd);
+    build_command(o, &starter, &job, argc, argv, have_status ? status_file : NULL, debug_dir,
+                  extra, &cmd);
     code = cmd.failed ? fail("out of memory")
-                      : run_job(o, cmd.v, have_status ? status_file : NULL);
+                      : run_job(o, &starter, cmd.v, have_status ? status_file : NULL);
+    bool lost = false;
+    if (!cmd.failed)
+      code = hydra_status(o, &starter, cmd.v[0], code, have_status ? status_file : NULL, &lost);
     builder_free(&cmd);
     int pending = read_progress(progress_file, &passed, &failed);
     hl_launch_options_t named = *o;  // for naming a rank that died
     named.program = batch.entries[pending >= 0 ? pending : start].path;
-    code = hl_debug_after_job(&named, &job, debug_dir, false, code);
+    code = hl_debug_after_job(&named, &job, debug_dir, false, code, lost);
     stopped = g_timed_out || g_stop_signal;
     if (pending < 0 || code == 0 || stopped) break;
     printf("hlo-launch: program %s: FAILED: the job ended while it ran (%s exited with status "
            "%d; see the messages above)\n", batch.entries[pending].label,
-           hl_spawn_choose_launcher(o) == HL_LAUNCHER_SRUN ? "srun" : o->mpiexec,
-           code);
+           starter.command, code);
     fflush(stdout);
     failed++;
     start = pending + 1;
@@ -640,7 +718,7 @@ static int spawn_batch(const hl_launch_options_t *o, int argc, char **argv) {
     printf("%d passed, %d failed\n", passed, failed);
     fflush(stdout);
   }
-  if (made_debug_dir) hl_debug_after_job(o, &job, debug_dir, true, 0);
+  if (made_debug_dir) hl_debug_after_job(o, &job, debug_dir, true, 0, false);
   unlink(progress_file);
   if (have_status) unlink(status_file);
   hl_batch_deinit(&batch);
@@ -685,9 +763,13 @@ int hl_spawn_main(const hl_launch_options_t *o, int argc, char **argv) {
             "hlo-launch: note: %s carries shardings and runs as a per-partition program; if it is a "
             "global program, pass --global-program to partition it\n", o->program);
 
+  // The starter of the MPI this binary was built with (the same check for
+  // --dry-run, so it shows the command that would run).
+  hl_starter_t starter;
+  if ((st = find_starter(o, &starter)) != NULL) return fail_status(st);
   argv_builder_t cmd = {0};
   if (o->dry_run) {
-    build_command(o, &grid, argc, argv, NULL, NULL, NULL, &cmd);
+    build_command(o, &starter, &grid, argc, argv, NULL, NULL, NULL, &cmd);
     if (cmd.failed) {
       builder_free(&cmd);
       return fail("out of memory");
@@ -714,9 +796,14 @@ int hl_spawn_main(const hl_launch_options_t *o, int argc, char **argv) {
   char debug_dir[4096];
   bool made_debug_dir;
   hl_debug_prepare_dir(o, debug_dir, sizeof(debug_dir), &made_debug_dir);
-  build_command(o, &grid, argc, argv, have_status ? status_file : NULL, debug_dir, NULL, &cmd);
-  int code = cmd.failed ? fail("out of memory") : run_job(o, cmd.v, have_status ? status_file : NULL);
-  code = hl_debug_after_job(o, &grid, debug_dir, made_debug_dir, code);
+  build_command(o, &starter, &grid, argc, argv, have_status ? status_file : NULL, debug_dir, NULL,
+                &cmd);
+  int code = cmd.failed ? fail("out of memory")
+                        : run_job(o, &starter, cmd.v, have_status ? status_file : NULL);
+  bool lost = false;
+  if (!cmd.failed)
+    code = hydra_status(o, &starter, cmd.v[0], code, have_status ? status_file : NULL, &lost);
+  code = hl_debug_after_job(o, &grid, debug_dir, made_debug_dir, code, lost);
   builder_free(&cmd);
   if (have_status) unlink(status_file);
   return code;

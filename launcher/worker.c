@@ -26,6 +26,7 @@
 #include "launcher/outputs.h"
 #include "launcher/partition_hook.h"
 #include "launcher/spawn.h"
+#include "launcher/starter.h"
 #include "runtime/fusion/fusion_pass.h"
 #include "launcher/timing.h"
 #include "runtime/debug/collective_check.h"
@@ -703,6 +704,14 @@ int hl_worker_main(const hl_launch_options_t *options) {
   worker_t w = {.options = options, .comm = MPI_COMM_WORLD};
   MPI_Comm_rank(MPI_COMM_WORLD, &w.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &w.size);
+  // Started by another MPI's starter, every rank is a job of its own: one
+  // message, and no N copies of a 1-process run.
+  char singleton[1024];
+  if (w.size == 1 && hl_starter_explain_singleton(singleton, sizeof(singleton))) {
+    if (singleton[0]) fprintf(stderr, "hlo-launch: %s\n", singleton);
+    MPI_Finalize();
+    return 1;
+  }
   // Bound before the program is loaded, so its memory is first touched
   // from the rank's own cores (and NUMA node).
   hl_binding_apply(MPI_COMM_WORLD, (hl_bind_policy_t)options->bind_to, &w.binding);

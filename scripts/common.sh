@@ -6,11 +6,13 @@ HL_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 HL_BUILD_DIR=${HL_BUILD_DIR:-$HL_ROOT/build}
 HL_ASAN_BUILD_DIR=${HL_ASAN_BUILD_DIR:-$HL_ROOT/build-asan}
 HL_CLANG_BUILD_DIR=${HL_CLANG_BUILD_DIR:-$HL_ROOT/build-clang}
+HL_MPICH_BUILD_DIR=${HL_MPICH_BUILD_DIR:-$HL_ROOT/build-mpich}
 
 # Debian 12 packages the build and the tests need.
 HL_PACKAGES=(
   cmake gcc make pkg-config
   libopenmpi-dev openmpi-bin libhwloc-dev
+  mpich libmpich-dev
   libprotobuf-c-dev protobuf-c-compiler
   libcunit1-dev libopenblas-dev zlib1g-dev
   libfftw3-dev liblapacke-dev libsleef-dev

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "collectives/mpi_comm.h"
+#include "collectives/mpi_family.h"
 #include "runtime/base/alloc.h"
 
 static const int64_t kSizes[HL_SHM_AUTOTUNE_SIZES] = {4 << 10, 64 << 10, 1 << 20, 4 << 20};
@@ -229,10 +230,13 @@ void hl_shm_autotune_format(const hl_shm_autotune_t *a, const hl_shm_tuning_t *t
     hl_strbuf_appendf(out, "%s# nothing measured: a node has a single rank\n", prefix);
     return;
   }
+  // The MPI side is one implementation's: a table measured under Open MPI
+  // does not carry over to MPICH, so the file says which.
   hl_strbuf_appendf(out,
-                    "%s# measured on %s%d ranks per node in %.3f s (max over ranks of best of "
-                    "%d, us: shm / mpi per bytes per member)\n",
-                    prefix, a->uneven ? "up to " : "", a->node_size, a->seconds, kRepeats);
+                    "%s# measured on %s%d ranks per node in %.3f s against %s (max over ranks of "
+                    "best of %d, us: shm / mpi per bytes per member)\n",
+                    prefix, a->uneven ? "up to " : "", a->node_size, a->seconds,
+                    hl_mpi_library_version_line(), kRepeats);
   for (int op = 0; op < HL_SHM_TUNE_OPS; op++) {
     hl_strbuf_appendf(out, "%s# %-20s", prefix, hl_shm_tune_op_name((hl_shm_tune_op_t)op));
     for (int s = 0; s < a->sizes; s++)

@@ -274,7 +274,7 @@ class Netns:
                 f.write("%s.%d %s\n" % (self.subnet, i + 1, h))
         with open(self.hostfile, "w") as f:
             for h in self.hosts:
-                f.write("%s slots=%d\n" % (h, slots))
+                f.write(hostfile_line(h, slots))
         for i, (h, v) in enumerate(zip(self.hosts, self.veths)):
             self.ip("netns", "add", h)
             self.ip("link", "add", v, "type", "veth", "peer", "name", "eth0", "netns", h)
@@ -295,7 +295,12 @@ class Netns:
 
     def mpiexec_args(self, btl="tcp,self"):
         """mpiexec options for Open MPI across the hosts over TCP (`btl`:
-        the transports, e.g. "self,vader,tcp" for shared memory inside a host)."""
+        the transports, e.g. "self,vader,tcp" for shared memory inside a host);
+        for MPICH's Hydra the same through its rsh launcher and UCX over TCP."""
+        if hl_testlib.mpi_family() == "mpich":
+            tls = "tcp,sm,self" if "vader" in btl else "tcp,self"
+            return ["-launcher", "rsh", "-launcher-exec", self.agent,
+                    "-genv", "UCX_TLS", tls, "-genv", "UCX_NET_DEVICES", "eth0"]
         return ["--mca", "plm_rsh_agent", self.agent, "--mca", "btl", btl,
                 "--mca", "btl_tcp_if_include", self.subnet + ".0/24",
                 "--mca", "oob_tcp_if_include", self.subnet + ".0/24",
@@ -323,6 +328,13 @@ class Netns:
             subprocess.run(["ip", "netns", "del", h], stderr=subprocess.DEVNULL, timeout=10)
             subprocess.run(["ip", "link", "del", v], stderr=subprocess.DEVNULL, timeout=10)
         subprocess.run(["ip", "link", "del", self.bridge], stderr=subprocess.DEVNULL, timeout=10)
+
+
+def hostfile_line(host, slots):
+    """A hostfile line in the format of the built-with MPI's starter."""
+    if hl_testlib.mpi_family() == "mpich":
+        return "%s:%d\n" % (host, slots)  # Hydra
+    return "%s slots=%d\n" % (host, slots)
 
 
 def workdir(prefix):

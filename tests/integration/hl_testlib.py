@@ -8,6 +8,7 @@ from this project's output.
 """
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -31,6 +32,41 @@ EXAMPLES_DIR = os.path.join(SOURCE_DIR, "examples")
 
 # Every launch is bounded: a hung rank must fail the test, not the CI job.
 LAUNCH_TIMEOUT_S = int(os.environ.get("HL_LAUNCH_TIMEOUT", "120"))
+
+
+_MPI_FAMILY = None
+
+
+def mpi_family():
+    """"openmpi" or "mpich": the MPI hlo-launch was built with (it says so
+    in --version; MPICH stands for its derivatives too)."""
+    global _MPI_FAMILY
+    if _MPI_FAMILY is None:
+        out = subprocess.run([HLO_LAUNCH, "--version"], stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, timeout=60).stdout
+        _MPI_FAMILY = "openmpi" if "family: Open MPI" in out else "mpich"
+    return _MPI_FAMILY
+
+
+def mpi_starter(n, env=(), bind_none=True):
+    """The argv prefix that starts `n` processes with the built-with MPI's own
+    mpiexec (what a user's `mpiexec -n N` is), passing the (name, value) pairs
+    of `env` to every rank."""
+    if mpi_family() == "mpich":
+        argv = ["mpiexec.hydra" if shutil.which("mpiexec.hydra") else "mpiexec.mpich"]
+        if bind_none:
+            argv += ["-bind-to", "none"]
+        for name, value in env:
+            argv += ["-genv", name, value]
+    else:
+        argv = ["mpiexec", "--oversubscribe"]
+        if os.geteuid() == 0:
+            argv.append("--allow-run-as-root")
+        if bind_none:
+            argv += ["--bind-to", "none"]
+        for name, value in env:
+            argv += ["-x", "%s=%s" % (name, value)]
+    return argv + ["-n", str(n)]
 
 
 def require_binaries(*names):

@@ -172,26 +172,34 @@ def test_dry_run_command_lines():
     hostfile = os.path.join(WORK, "hosts.txt")
     with open(hostfile, "w") as f:
         f.write("a slots=2\nb slots=2\n")
+    # The starter and flags of the MPI built with (test_mpi_families.py has more).
+    mpich = hl_testlib.mpi_family() == "mpich"
+    if mpich:
+        starter, hosts, hostfile_flag, pmi = ("mpiexec.", " -hosts a:2,b:2 ", " -f %s " % hostfile,
+                                              "--mpi=pmi2")
+    else:
+        starter, hosts, hostfile_flag, pmi = ("mpiexec ", " --host a:2,b:2 ",
+                                              " --hostfile %s " % hostfile, "--mpi=pmix")
     res = dry("-np", 4, "-H", "a:2,b:2", SPIN)
     line = res.stdout.strip()
-    if res.returncode != 0 or not line.startswith("mpiexec ") or " --host a:2,b:2 " not in line \
-            or "--mca oob_tcp_keepalive_time" not in line or " -n 4 " not in line \
+    if res.returncode != 0 or not line.startswith(starter) or hosts not in line \
+            or (not mpich and "--mca oob_tcp_keepalive_time" not in line) or " -n 4 " not in line \
             or " --worker " not in line:
         return "-H\n" + res.describe()
     res = dry("-np", 4, "--hostfile", hostfile, SPIN)
-    if res.returncode != 0 or (" --hostfile %s " % hostfile) not in res.stdout:
+    if res.returncode != 0 or hostfile_flag not in res.stdout:
         return "--hostfile\n" + res.describe()
-    # Inside a Slurm allocation: srun -K with PMIx; the rank binds itself.
+    # Inside a Slurm allocation: srun -K with the library's PMI; the rank binds itself.
     res = dry("-np", 8, SPIN, env_extra={"SLURM_JOB_ID": "42"})
     line = res.stdout.strip()
-    if res.returncode != 0 or not line.startswith("srun -K --mpi=pmix --cpu-bind=none ") \
+    if res.returncode != 0 or not line.startswith("srun -K %s --cpu-bind=none " % pmi) \
             or " -n 8 " not in line:
         return "inside an allocation\n" + res.describe()
     res = dry("-np", 8, "--launcher", "mpirun", SPIN, env_extra={"SLURM_JOB_ID": "42"})
-    if res.returncode != 0 or not res.stdout.startswith("mpiexec "):
+    if res.returncode != 0 or not res.stdout.startswith(starter):
         return "--launcher mpirun\n" + res.describe()
     res = dry("-np", 8, "--launcher", "srun", "--bind-to", "none", SPIN)
-    if res.returncode != 0 or not res.stdout.startswith("srun -K --mpi=pmix ") \
+    if res.returncode != 0 or not res.stdout.startswith("srun -K %s " % pmi) \
             or "--cpu-bind" in res.stdout:
         return "--launcher srun\n" + res.describe()
     res = dry("-np", 8, SPIN, env_extra={"SLURM_JOB_ID": "42", "SLURM_MPI_TYPE": "pmix_v4"})
@@ -279,7 +287,8 @@ def worker_pids():
         try:
             with open("/proc/%d/environ" % pid, "rb") as f:
                 env = dict(kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
-            rank = int(env.get(b"OMPI_COMM_WORLD_RANK", b"-1"))
+            # Open MPI's mpiexec, or Hydra (MPICH)
+            rank = int(env.get(b"OMPI_COMM_WORLD_RANK", env.get(b"PMI_RANK", b"-1")))
         except (OSError, ValueError):
             continue
         if rank >= 0:  # not mpiexec, whose command line names the worker too
@@ -291,7 +300,12 @@ def test_kill_one_rank():
     import subprocess
     count = cl.write_count(WORK, 50000000)
     log = os.path.join(WORK, "kill.log")
-    argv = [HLO_LAUNCH, "-np", "8", "--quiet", "--timeout", "60", "--args", count, PROGRAM]
+    # The ranks' state files (the post-mortem's source, which names the rank
+    # under Hydra: MPICH's starter does not) show when they run.
+    dbg = os.path.join(WORK, "kill-debug")
+    os.makedirs(dbg, exist_ok=True)
+    argv = [HLO_LAUNCH, "-np", "8", "--quiet", "--timeout", "60", "--debug-dir", dbg,
+            "--args", count, PROGRAM]
     with open(log, "wb") as f:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=f,
                                 stderr=subprocess.STDOUT, start_new_session=True, env=ENV)
@@ -306,6 +320,9 @@ def test_kill_one_rank():
             time.sleep(0.2)
         if not victim:
             return "the 8 ranks never appeared: %s" % worker_pids()
+        while time.monotonic() < deadline and not all(
+                os.path.exists(os.path.join(dbg, "rank%d.state" % r)) for r in range(8)):
+            time.sleep(0.2)
         time.sleep(2.0)  # inside the loop by now
         os.kill(victim[0], signal.SIGKILL)
         killed = time.monotonic()

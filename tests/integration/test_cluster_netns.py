@@ -57,9 +57,9 @@ def test_three_hosts():
     return wait_hosts_empty(10)
 
 
-def start_long_job(log):
+def start_long_job(log, debug_dir):
     count = cl.write_count(WORK, 50000000)
-    argv = launch_argv(count, "--timeout", "45")
+    argv = launch_argv(count, "--timeout", "45", "--debug-dir", debug_dir)
     # Output to a file, not a pipe: a daemon on a cut-off host keeps its
     # copy of the pipe open, so reading to EOF would wait for it.
     with open(log, "wb") as f:
@@ -116,7 +116,11 @@ def wait_hosts_empty(seconds):
 
 def fault(name, inject, expect_re, repair=None):
     log = os.path.join(WORK, "fault-%s.log" % name)
-    proc = start_long_job(log)
+    # The ranks' state files (shared /tmp): the post-mortem's source, which
+    # names the lost rank under Hydra (MPICH's starter names only its host).
+    dbg = os.path.join(WORK, "fault-%s-debug" % name)
+    os.makedirs(dbg, exist_ok=True)
+    proc = start_long_job(log, dbg)
     try:
         deadline = time.monotonic() + 30
         counts = []
@@ -127,6 +131,9 @@ def fault(name, inject, expect_re, repair=None):
             time.sleep(0.2)
         else:
             return "the 8 ranks never started: %s per host" % counts
+        while time.monotonic() < deadline and not all(
+                os.path.exists(os.path.join(dbg, "rank%d.state" % r)) for r in range(8)):
+            time.sleep(0.2)
         time.sleep(2.0)  # every daemon and rank is up and in the loop by now
         inject()
         t0 = time.monotonic()
@@ -193,7 +200,7 @@ def main():
             return
         # The hostfile gives 3, 3 and 2 slots: ranks 6 and 7 on the third host.
         with open(NET.hostfile, "w") as f:
-            f.write("%s slots=3\n%s slots=3\n%s slots=2\n" % tuple(NET.hosts))
+            f.write("".join(cl.hostfile_line(h, k) for h, k in zip(NET.hosts, (3, 3, 2))))
         PROGRAM, COLLECTIVE = cl.collective_program(ENV, WORK)
         print("program: %s" % os.path.basename(PROGRAM), flush=True)
         hl_testlib.main([

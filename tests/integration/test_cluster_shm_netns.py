@@ -94,7 +94,7 @@ def run_hosts(hosts):
     with open(prog, "w") as f:
         f.write(program_text(n))
     with open(NET.hostfile, "w") as f:
-        f.write("".join("%s slots=2\n" % h for h in NET.hosts[:hosts]))
+        f.write("".join(cl.hostfile_line(h, 2) for h in NET.hosts[:hosts]))
     argv = ([NET.nsexec, NET.hosts[0], hl.HLO_LAUNCH, "-np", str(n), "--hostfile", NET.hostfile,
              "--args-dir", args, "--output-dir", out, "--quiet", "--timeout", "100",
              "--collectives", "shm"] + NET.mpi_args() + [prog])

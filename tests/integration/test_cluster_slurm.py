@@ -23,6 +23,7 @@ import hl_testlib  # noqa: E402
 HLO_LAUNCH = cl.HLO_LAUNCH
 WORK = ENV = SLURM = None
 PROGRAM = COUNT = None
+SRUN_MPI = None  # srun's PMI plugin for the MPI built with (pmix: Open MPI, pmi2: MPICH)
 COLLECTIVE = False
 
 BINDING_RE = re.compile(r"^hlo-launch: binding: host=(\S+) rank=(\d+) .*local_rank=(\d+)/(\d+)",
@@ -49,7 +50,7 @@ def check_job(text, res_describe, values=True):
 
 
 def test_srun_direct():
-    res = cl.run_env(["srun", "-K", "--mpi=pmix", "-n", "8", HLO_LAUNCH, "--report-bindings",
+    res = cl.run_env(["srun", "-K", SRUN_MPI, "-n", "8", HLO_LAUNCH, "--report-bindings",
                       "--args", COUNT, PROGRAM], ENV, 60)
     if res.returncode != 0 or res.timed_out:
         return res.describe() + "\n" + SLURM.logs()
@@ -66,7 +67,7 @@ def test_srun_stablehlo():
     args = os.path.join(WORK, "shlo-args")
     out = os.path.join(WORK, "shlo-out")
     hl_testlib.write_args(args, [x, y])
-    res = cl.run_env(["srun", "-K", "--mpi=pmix", "-n", "8", HLO_LAUNCH, "--args-dir", args,
+    res = cl.run_env(["srun", "-K", SRUN_MPI, "-n", "8", HLO_LAUNCH, "--args-dir", args,
                       "--output-dir", out, "--quiet", program], ENV, 60)
     if res.returncode != 0 or res.timed_out:
         return res.describe() + "\n" + SLURM.logs()
@@ -84,7 +85,7 @@ def test_srun_stablehlo_collectives():
     ranks started by srun; its results against NumPy (test_stablehlo_jax.py's oracle)."""
     import test_stablehlo_jax as jax_programs
     out = os.path.join(WORK, "shlo-coll-out")
-    res = cl.run_env(["srun", "-K", "--mpi=pmix", "-n", "8", HLO_LAUNCH, "--output-dir", out,
+    res = cl.run_env(["srun", "-K", SRUN_MPI, "-n", "8", HLO_LAUNCH, "--output-dir", out,
                       "--quiet", jax_programs.COLLECTIVES], ENV, 60)
     if res.returncode != 0 or res.timed_out:
         return res.describe() + "\n" + SLURM.logs()
@@ -95,7 +96,7 @@ def test_salloc():
     # Inside the allocation hlo-launch picks srun -K itself.
     res = cl.run_env(["salloc", "-n", "8", "-t", "5", HLO_LAUNCH, "--dry-run", "-np", "8",
                       PROGRAM], ENV, 60)
-    if res.returncode != 0 or not re.search(r"^srun -K --mpi=pmix .* -n 8 ", res.stdout, re.M):
+    if res.returncode != 0 or not re.search(r"^srun -K %s .* -n 8 " % SRUN_MPI, res.stdout, re.M):
         return "inside salloc hlo-launch should start srun -K\n" + res.describe()
     res = cl.run_env(["salloc", "-n", "8", "-t", "5", HLO_LAUNCH, "-np", "8", "--report-bindings",
                       "--timeout", "50", "--args", COUNT, PROGRAM], ENV, 60)
@@ -176,8 +177,9 @@ def test_sbatch_example():
 
 
 def main():
-    global WORK, ENV, SLURM, PROGRAM, COUNT, COLLECTIVE
+    global WORK, ENV, SLURM, PROGRAM, COUNT, COLLECTIVE, SRUN_MPI
     hl_testlib.require_binaries("hlo-launch")
+    SRUN_MPI = "--mpi=pmi2" if hl_testlib.mpi_family() == "mpich" else "--mpi=pmix"
     why = cl.skip_reason(["slurmctld", "slurmd", "srun", "salloc", "sbatch", "munged",
                           "mungekey"])
     if why:

@@ -239,9 +239,7 @@ def backend_unit_test(n):
     test = os.path.join(os.environ.get("HL_BINARY_DIR", ""), "tests", "test_mpi_reduce")
     if not os.access(test, os.X_OK):
         return "SKIP: %s not built (HL_BINARY_DIR unset?)" % test
-    argv = ["mpiexec", "--oversubscribe", "--bind-to", "none", "-n", str(n), test]
-    if os.geteuid() == 0:
-        argv.insert(1, "--allow-run-as-root")
+    argv = hl.mpi_starter(n) + [test]
     res = hl.run(argv, timeout=90)
     if res.timed_out or res.returncode != 0 or res.stdout.count("Run Summary") != n:
         return "backend unit test failed on %d ranks\n%s" % (n, res.describe())

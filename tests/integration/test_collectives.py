@@ -725,11 +725,9 @@ def error_test(name, R, P, patterns, errors_dir=ERRORS_DIR):
 def error_mismatched_programs():
     """Two ranks of one job run different collectives (MPMD launch)."""
     a, b = (os.path.join(ERRORS_DIR, n) for n in ("mismatch_a.hlo", "mismatch_b.hlo"))
-    mpi = ["mpiexec", "--oversubscribe", "--bind-to", "none"]
-    if os.geteuid() == 0:
-        mpi.append("--allow-run-as-root")
+    mpi = hl.mpi_starter(1)
     t0 = time.time()
-    res = hl.run(mpi + ["-n", "1", hl.HLO_LAUNCH, "--zeros", "--quiet", a, ":",
+    res = hl.run(mpi + [hl.HLO_LAUNCH, "--zeros", "--quiet", a, ":",
                         "-n", "1", hl.HLO_LAUNCH, "--zeros", "--quiet", b], timeout=60)
     msg = expect_failure(res, r"ar|ag|all-reduce|all-gather",
                          r"differ|mismatch|same|fingerprint|disagree")

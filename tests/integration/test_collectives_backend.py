@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import mpi_session  # noqa: E402,F401  (a private Open MPI session directory)
+import hl_testlib as hl  # noqa: E402  (also a private Open MPI session directory)
 
 binary_dir = os.environ.get("HL_BINARY_DIR", "")
 test = os.path.join(binary_dir, "tests", "test_mpi_collectives")
@@ -18,9 +18,7 @@ if not os.access(test, os.X_OK):
     sys.exit("FAIL: %s not built (HL_BINARY_DIR=%r)" % (test, binary_dir))
 failed = []
 for n in (2, 4):
-    argv = ["mpiexec", "--oversubscribe", "--bind-to", "none", "-n", str(n), test]
-    if os.geteuid() == 0:
-        argv.insert(1, "--allow-run-as-root")
+    argv = hl.mpi_starter(n) + [test]
     try:
         res = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
                              timeout=180)

@@ -81,9 +81,7 @@ def test_send_without_recv_static():
 
 def test_mismatched_collectives_under_users_mpiexec():
     # Ranks started by the user's own mpiexec check the program themselves.
-    argv = ["mpiexec", "--oversubscribe", "-n", "4"]
-    if os.geteuid() == 0:
-        argv.insert(1, "--allow-run-as-root")
+    argv = hl.mpi_starter(4, bind_none=False)
     res = hl.run(argv + [hl.HLO_LAUNCH, program("hang_mismatched_collectives.hlo")], timeout=60)
     want = ("hlo-launch: all 4 ranks: collective check: the ranks would deadlock: rank 0's "
             "collective #1 is instruction 'all-reduce.5'")

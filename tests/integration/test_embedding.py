@@ -15,12 +15,17 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import mpi_session  # noqa: E402,F401  (a private Open MPI session directory)
+import hl_testlib as hl  # noqa: E402  (also a private Open MPI session directory)
 
 SOURCE_DIR = os.environ["HL_SOURCE_DIR"]
 BINARY_DIR = os.environ["HL_BINARY_DIR"]
 EMBED = os.path.join(SOURCE_DIR, "examples", "embed")
 TIMEOUT = 180
+# The compiler wrappers of the MPI the tree was built with (Debian installs
+# MPICH's beside Open MPI's as *.mpich).
+MPICH = hl.mpi_family() == "mpich"
+MPICC, MPICXX, MPIF90 = (("mpicc.mpich", "mpicxx.mpich", "mpif90.mpich") if MPICH
+                         else ("mpicc", "mpicxx", "mpif90"))
 
 
 def run(argv, env=None, cwd=None):
@@ -36,10 +41,7 @@ def run(argv, env=None, cwd=None):
 
 
 def mpiexec_argv(n, argv):
-    cmd = ["mpiexec", "--oversubscribe", "--bind-to", "none", "-n", str(n)]
-    if os.geteuid() == 0:
-        cmd.append("--allow-run-as-root")
-    return cmd + argv
+    return hl.mpi_starter(n) + argv
 
 
 def mpiexec(n, argv, env):
@@ -160,7 +162,7 @@ def check_corpus(api_corpus, env, tmp):
 
 
 def main():
-    for tool in ("mpicc", "pkg-config", "cmake", "mpiexec"):
+    for tool in (MPICC, "pkg-config", "cmake", hl.mpi_starter(1)[0]):
         if not shutil.which(tool):
             sys.exit("FAIL: %s not found" % tool)
     tmp = tempfile.mkdtemp(prefix="hl_embed_")
@@ -203,38 +205,41 @@ def main():
         os.makedirs(bin_dir)
         relax = os.path.join(bin_dir, "relax_loop")
         errors = os.path.join(bin_dir, "api_errors")
-        run(["mpicc", "-Wall", "-Werror", os.path.join(EMBED, "c", "relax_loop.c"), "-o", relax]
+        run([MPICC, "-Wall", "-Werror", os.path.join(EMBED, "c", "relax_loop.c"), "-o", relax]
             + flags, env=env)
         embed_tests = os.path.join(SOURCE_DIR, "tests", "integration", "embed")
-        run(["mpicc", "-Wall", "-Werror", os.path.join(embed_tests, "api_errors.c"),
+        run([MPICC, "-Wall", "-Werror", os.path.join(embed_tests, "api_errors.c"),
              "-o", errors] + flags + ["-lm"], env=env)
         api_corpus = os.path.join(bin_dir, "api_corpus")
-        run(["mpicc", "-Wall", "-Werror", os.path.join(embed_tests, "api_corpus.c"),
+        run([MPICC, "-Wall", "-Werror", os.path.join(embed_tests, "api_corpus.c"),
              "-o", api_corpus] + flags, env=env)
         global_test = os.path.join(bin_dir, "api_global")
-        run(["mpicc", "-Wall", "-Werror", os.path.join(embed_tests, "api_global.c"),
+        run([MPICC, "-Wall", "-Werror", os.path.join(embed_tests, "api_global.c"),
              "-o", global_test] + flags, env=env)
         # The header is C++ too (where mpicxx has its C++ compiler).
-        if shutil.which("mpicxx") and shutil.which("g++"):
-            run(["mpicxx", "-x", "c++", "-Wall", "-Werror", "-pedantic", "-fsyntax-only",
+        if shutil.which(MPICXX) and shutil.which("g++"):
+            run([MPICXX, "-x", "c++", "-Wall", "-Werror", "-pedantic", "-fsyntax-only",
                  os.path.join(embed_tests, "api_global.c")] + flags, env=env)
-        fortran = shutil.which("mpif90") and os.path.exists(
+        fortran = shutil.which(MPIF90) and os.path.exists(
             os.path.join(prefix, "lib", "pkgconfig", "hlo-runtime-fortran.pc"))
         if fortran:
             fflags = run(["pkg-config", "--cflags", "--libs", "hlo-runtime-fortran"],
                          env=env).stdout.split()
             jacobi = os.path.join(bin_dir, "jacobi")
-            run(["mpif90", os.path.join(EMBED, "fortran", "jacobi.f90"), "-o", jacobi] + fflags,
+            run([MPIF90, os.path.join(EMBED, "fortran", "jacobi.f90"), "-o", jacobi] + fflags,
                 env=env)
             ferrors = os.path.join(bin_dir, "fortran_errors")
-            run(["mpif90", "-O2", os.path.join(SOURCE_DIR, "tests", "integration", "embed",
+            run([MPIF90, "-O2", os.path.join(SOURCE_DIR, "tests", "integration", "embed",
                                                "fortran_errors.f90"), "-o", ferrors] + fflags,
                 env=env)
         print("ok   built with pkg-config (C%s)" % (", Fortran" if fortran else ""))
 
         cm = os.path.join(tmp, "cmake")
+        wrappers = (["-DMPI_C_COMPILER=" + shutil.which(MPICC)] +
+                    (["-DMPI_Fortran_COMPILER=" + shutil.which(MPIF90)] if fortran else [])
+                    if MPICH else [])
         run(["cmake", "-S", EMBED, "-B", cm, "-DCMAKE_PREFIX_PATH=" + prefix,
-             "-DCMAKE_BUILD_TYPE=Release"], env=env)
+             "-DCMAKE_BUILD_TYPE=Release"] + wrappers, env=env)
         run(["cmake", "--build", cm, "-j2"], env=env)
         print("ok   built with find_package(HloRuntime)")
 

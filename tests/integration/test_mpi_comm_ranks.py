@@ -8,15 +8,13 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import mpi_session  # noqa: E402,F401  (a private Open MPI session directory)
+import hl_testlib as hl  # noqa: E402  (also a private Open MPI session directory)
 
 binary_dir = os.environ.get("HL_BINARY_DIR", "")
 test = os.path.join(binary_dir, "tests", "test_mpi_comm")
 if not os.access(test, os.X_OK):
     sys.exit("FAIL: %s not built (HL_BINARY_DIR=%r)" % (test, binary_dir))
-argv = ["mpiexec", "--oversubscribe", "--bind-to", "none", "-n", "3", test]
-if os.geteuid() == 0:
-    argv.insert(1, "--allow-run-as-root")
+argv = hl.mpi_starter(3) + [test]
 try:
     res = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
                          timeout=120)

@@ -128,9 +128,7 @@ def started_by_mpirun():
     """The psum program on 8 ranks of the user's own mpirun."""
     x = np.arange(12, dtype=np.float32).reshape(4, 3) / 7
     y = np.array([0.5, -1.0, 3.0], np.float32)
-    argv = ["mpirun", "--oversubscribe", "-n", "8"]
-    if os.geteuid() == 0:
-        argv.insert(1, "--allow-run-as-root")
+    argv = hl.mpi_starter(8, bind_none=False)
     with hl.tempdir("shlo") as d:
         args = os.path.join(d, "args")
         hl.write_args(args, [x, y])

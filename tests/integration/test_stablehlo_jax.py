@@ -57,9 +57,7 @@ def collectives_localhost():
 
 def collectives_mpirun():
     """The same program on 8 ranks of the user's own mpirun."""
-    argv = ["mpirun", "--oversubscribe", "-n", "8"]
-    if os.geteuid() == 0:
-        argv.insert(1, "--allow-run-as-root")
+    argv = hl.mpi_starter(8, bind_none=False)
     with hl.tempdir("shlo-jax") as d:
         out = os.path.join(d, "out")
         r = hl.run(argv + [hl.HLO_LAUNCH, "--output-dir", out, "--quiet", COLLECTIVES])

@@ -8,7 +8,8 @@
 
 #include "tests/unit/test_util.h"
 
-static const char *const kVars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK",
+static const char *const kVars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE",
+                                    "PMI_FD", "MPI_LOCALNRANKS", "MV2_COMM_WORLD_RANK",
                                     "SLURM_PROCID", "SLURM_STEP_NUM_TASKS", "SLURM_STEP_ID",
                                     "SLURM_JOB_ID"};
 
@@ -26,6 +27,13 @@ static void test_detection(void) {
   CU_ASSERT(hl_spawn_inside_mpi_job());
   clear_env();
   setenv("PMI_RANK", "2", 1);
+  CU_ASSERT(hl_spawn_inside_mpi_job());
+  clear_env();
+  // Hydra (MPICH, Intel MPI) sets these for its ranks.
+  setenv("MPI_LOCALNRANKS", "4", 1);
+  CU_ASSERT(hl_spawn_inside_mpi_job());
+  clear_env();
+  setenv("PMI_FD", "5", 1);
   CU_ASSERT(hl_spawn_inside_mpi_job());
   clear_env();
   // A batch script has SLURM_PROCID (and SLURM_JOB_ID) but no step of its
