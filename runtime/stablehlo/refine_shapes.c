@@ -17,6 +17,7 @@
 //    static ops.
 // A dimension that cannot be refined is an error naming the op.
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -758,6 +759,54 @@ static hl_status_t result_shape(hl_lower_t *L, const hl_mlir_op_t *op, hl_shape_
   return hl_shape_tuple(op->result_types, op->result_count, out);
 }
 
+// Init value k of a reduce is the identity of what the reducer computes for
+// output k: a constant and `op(param k, param N + k)` (either order) with op
+// add / multiply / maximum / minimum / and / or. Otherwise the result depends
+// on how often and where the init is applied, which the StableHLO spec
+// (reduce) leaves to the implementation, as it does the order of a
+// non-associative reducer: JAX's TPU data for dynamic_reduce_window differs
+// from the one-init left fold here, so such a call is refused.
+static bool init_is_identity(const hl_computation_t *reducer, int N, int k,
+                             const hl_instruction_t *init) {
+  const hl_instruction_t *root = reducer->root;
+  while (init && (init->opcode == HL_OP_BROADCAST || init->opcode == HL_OP_RESHAPE ||
+                  init->opcode == HL_OP_COPY) && init->operand_count == 1 &&
+         hl_shape_element_count(&init->operands[0]->shape) == 1)
+    init = init->operands[0];  // the same single value (JAX broadcasts its init to a scalar)
+  if (!root || !init || init->opcode != HL_OP_CONSTANT || !init->attrs.literal) return false;
+  const hl_instruction_t *r = root;
+  if (root->opcode == HL_OP_TUPLE) {
+    if (k >= root->operand_count) return false;
+    r = root->operands[k];
+  } else if (N != 1) {
+    return false;
+  }
+  if (r->operand_count != 2) return false;
+  const hl_instruction_t *a = r->operands[0], *b = r->operands[1];
+  bool params = a->opcode == HL_OP_PARAMETER && b->opcode == HL_OP_PARAMETER &&
+                ((a->attrs.parameter_number == k && b->attrs.parameter_number == N + k) ||
+                 (a->attrs.parameter_number == N + k && b->attrs.parameter_number == k));
+  if (!params) return false;
+  hl_dtype_t t = init->shape.dtype;
+  const hl_literal_t *lit = init->attrs.literal;
+  bool fl = hl_dtype_is_float(t);
+  double f = fl ? hl_literal_get_f64(lit, 0) : 0;
+  int64_t i = fl ? 0 : hl_literal_get_s64(lit, 0);
+  uint64_t u = fl ? 0 : hl_literal_get_u64(lit, 0);
+  int bits = hl_dtype_bit_width(t);
+  bool uns = hl_dtype_is_unsigned_int(t) || t == HL_PRED;
+  uint64_t umax = bits >= 64 ? UINT64_MAX : (UINT64_C(1) << bits) - 1;
+  int64_t smax = bits >= 64 ? INT64_MAX : (INT64_C(1) << (bits - 1)) - 1;
+  switch (r->opcode) {
+    case HL_OP_ADD: case HL_OP_OR: return fl ? f == 0 : i == 0;
+    case HL_OP_MULTIPLY: return fl ? f == 1 : i == 1;
+    case HL_OP_AND: return !fl && (uns ? u == umax : i == -1);
+    case HL_OP_MAXIMUM: return fl ? f == -INFINITY : uns ? u == 0 : i == -smax - 1;
+    case HL_OP_MINIMUM: return fl ? f == INFINITY : uns ? u == umax : i == smax;
+    default: return false;
+  }
+}
+
 // custom_call @stablehlo.dynamic_reduce_window(inputs..., inits...,
 // window_dimensions, window_strides, base_dilations, window_dilations,
 // padding) {called_computations = [@reducer]}: reduce_window once the five
@@ -780,6 +829,12 @@ static hl_status_t dynamic_reduce_window(hl_lower_t *L, hl_lower_env_t *env,
     st = hl_lower_op_error(L, op, "needs called_computations = [@reducer]");
   hl_computation_t *reducer = NULL;
   if (!st) st = hl_lower_function(L, cc->items[0].s, op, &reducer);
+  for (int k = 0; !st && k < N; k++)
+    if (!init_is_identity(reducer, N, k, operands[N + k]))
+      st = hl_lower_op_error(L, op, "(custom call @stablehlo.dynamic_reduce_window): init value "
+                             "%d is not the identity of its reducer's operation, so the result "
+                             "depends on how often the init is applied (implementation-defined "
+                             "in the StableHLO spec; JAX's data for it comes from TPUs)", k);
   hl_shape_t shape = {0};
   if (!st) st = result_shape(L, op, &shape);
   hl_instruction_t *inst = NULL;
