@@ -257,7 +257,7 @@ void hl_batch_deinit(hl_batch_t *b) {
 hl_status_t hl_batch_load(const hl_batch_t *b, int index, const hl_launch_options_t *o,
                           hl_program_t *out) {
   const hl_batch_entry_t *e = &b->entries[index];
-  hl_program_load_options_t lo = {o->max_inflated_bytes};
+  hl_program_load_options_t lo = {o->max_inflated_bytes, false};
   if (e->text_index < 0) return hl_program_load_file_with(e->path, &lo, out);
   // The case after first_line - 1 newlines keeps the file's line numbers.
   size_t pad = (size_t)(e->first_line - 1);

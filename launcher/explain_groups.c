@@ -86,7 +86,7 @@ int hl_explain_groups(const hl_module_t *module, int64_t R, int64_t P, hl_strbuf
 
 bool hl_explain_load(const hl_launch_options_t *o, hl_program_t *program, hl_grid_t *grid) {
   hl_status_t st = hl_program_load_file_with(
-      o->program, &(hl_program_load_options_t){o->max_inflated_bytes}, program);
+      o->program, &(hl_program_load_options_t){o->max_inflated_bytes, false}, program);
   if (!st) {
     st = hl_verify_module(program->module);
     if (!st)

@@ -1,5 +1,6 @@
 #include "launcher/inputs.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -240,4 +241,80 @@ void hl_inputs_deinit(hl_inputs_t *in) {
   for (int i = 0; i < in->file_count; i++) hl_free(in->files[i]);
   hl_free(in->files);
   memset(in, 0, sizeof(*in));
+}
+
+// Parameter k's file, of the parameter's element type (so untyped files of
+// types NumPy lacks, bf16 say, read too) and the dimensions the file has.
+static hl_status_t read_refining_file(const char *path, const hl_shape_t *declared, int k,
+                                      hl_literal_t **out) {
+  if (!hl_shape_is_array(declared)) return read_parameter_file(path, declared, k, NULL, out);
+  uint8_t head[1 << 16];
+  FILE *f = fopen(path, "rb");
+  if (!f) return HL_ERROR(HL_IO_ERROR, "%s: cannot open: %s", path, strerror(errno));
+  size_t got = fread(head, 1, sizeof(head), f);
+  fclose(f);
+  hl_npy_header_t h;
+  hl_status_t st = hl_npy_parse_header(head, got, &h);
+  if (st) return hl_status_annotate(st, "%s", path);
+  hl_shape_t want = hl_shape_array(declared->dtype, h.rank, h.dims);
+  char what[64];
+  snprintf(what, sizeof(what), "parameter %d", k);
+  return hl_npy_read_file(path, &want, what, out);
+}
+
+// A program with dynamic shapes: the arguments with the dimensions their
+// files have (they refine the program's shapes; hl_program_refine).
+hl_status_t hl_inputs_read_for_refinement(const hl_launch_options_t *o,
+                                          const hl_program_t *program, int64_t replica,
+                                          int64_t partition, hl_inputs_t *out) {
+  memset(out, 0, sizeof(*out));
+  char **files = NULL;
+  int n = 0;
+  switch (o->input_source) {
+    case HL_INPUT_ARGS: files = o->arg_files; n = o->arg_file_count; break;
+    case HL_INPUT_GLOBAL: files = o->global_arg_files; n = o->global_arg_file_count; break;
+    case HL_INPUT_ARGS_DIR:
+      if (!is_dir(o->args_dir)) return HL_INVALID("--args-dir %s is not a directory", o->args_dir);
+      for (;; n++) {
+        char *path = args_dir_path(o->args_dir, replica, partition, n);
+        if (!path) return HL_OOM();
+        bool found = exists(path);
+        hl_free(path);
+        if (!found) break;
+      }
+      break;
+    default:
+      return HL_INVALID("the program has dynamic shapes ('?' dimensions), which are refined from "
+                        "the shapes of its arguments: give them as .npy files (--args, --args-dir "
+                        "or --global-args), not --seed / --zeros");
+  }
+  hl_shape_t *types = NULL;
+  int ntypes = 0;
+  HL_RETURN_IF_ERROR(hl_program_dynamic_entry_types(program, &types, &ntypes));
+  hl_status_t st = n == ntypes ? NULL
+                               : HL_INVALID("%d arguments given, but @main has %d parameter%s", n,
+                                            ntypes, ntypes == 1 ? "" : "s");
+  out->args = st ? NULL : hl_calloc((size_t)n + 1, sizeof(hl_literal_t *));
+  if (!st && !out->args) st = HL_OOM();
+  if (!st) out->count = n;
+  for (int i = 0; !st && i < n; i++) {
+    char *path = files ? hl_strdup(files[i]) : args_dir_path(o->args_dir, replica, partition, i);
+    if (!path) st = HL_OOM();
+    if (!st) st = read_refining_file(path, &types[i], i, &out->args[i]);
+    hl_free(path);
+  }
+  for (int i = 0; i < ntypes; i++) hl_shape_deinit(&types[i]);
+  hl_free(types);
+  if (st) hl_inputs_deinit(out);
+  return st;
+}
+
+hl_status_t hl_inputs_refine_program(const hl_launch_options_t *o, hl_program_t *program,
+                                     int64_t replica, int64_t partition) {
+  if (!program->dynamic_text) return NULL;
+  hl_inputs_t args;
+  HL_RETURN_IF_ERROR(hl_inputs_read_for_refinement(o, program, replica, partition, &args));
+  hl_status_t st = hl_program_refine(program, args.args, args.count);
+  hl_inputs_deinit(&args);
+  return st;
 }

@@ -23,6 +23,18 @@ typedef struct hl_inputs {
 hl_status_t hl_inputs_build(const hl_launch_options_t *options, const hl_program_t *program,
                             int64_t replica, int64_t partition, hl_inputs_t *out_inputs);
 void hl_inputs_deinit(hl_inputs_t *inputs);
+// A program with dynamic shapes (program->dynamic_text): its arguments read
+// with the dimensions the .npy files have (--args, --args-dir, --global-args), whose
+// shapes and values refine it (hl_program_refine); other sources are an
+// error saying so.
+hl_status_t hl_inputs_read_for_refinement(const hl_launch_options_t *options,
+                                          const hl_program_t *program, int64_t replica,
+                                          int64_t partition, hl_inputs_t *out_inputs);
+// Lowers a program loaded with defer_dynamic_shapes from those arguments
+// (a no-op for any other program). They are read again for the run, as for
+// any program.
+hl_status_t hl_inputs_refine_program(const hl_launch_options_t *options, hl_program_t *program,
+                                     int64_t replica, int64_t partition);
 // Records `path` as an input file (outputs must never overwrite it).
 hl_status_t hl_inputs_add_file(hl_inputs_t *inputs, const char *path);
 

@@ -25,6 +25,7 @@
 #include "runtime/debug/collective_check.h"
 #include "launcher/ompi_session.h"
 #include "runtime/spmd/grid.h"
+#include "launcher/inputs.h"
 #include "launcher/outputs.h"
 #include "runtime/base/alloc.h"
 #include "runtime/base/strbuf.h"
@@ -735,9 +736,10 @@ int hl_spawn_main(const hl_launch_options_t *o, int argc, char **argv) {
   hl_status_t st = hl_ffi_plugins_load(o->custom_call_libraries, o->custom_call_library_count);
   if (st) return fail_status(st);
   st = hl_program_load_file_with(
-      o->program, &(hl_program_load_options_t){o->max_inflated_bytes}, &program);
+      o->program, &(hl_program_load_options_t){o->max_inflated_bytes, true}, &program);
   if (st) return fail_status(st);
-  st = hl_verify_module(program.module);
+  st = hl_inputs_refine_program(o, &program, 0, 0);  // dynamic shapes: from process 0's arguments
+  if (!st) st = hl_verify_module(program.module);
   if (!st) st = hl_custom_calls_check_module(program.module);
   hl_grid_t grid;
   if (!st)

@@ -411,7 +411,11 @@ static bool load_program(worker_t *w, hl_program_t *program) {
   if (!st)
     st = w->batch ? hl_batch_load(w->batch, w->entry, o, program)
                   : hl_program_load_file_with(
-                        o->program, &(hl_program_load_options_t){o->max_inflated_bytes}, program);
+                        o->program, &(hl_program_load_options_t){o->max_inflated_bytes, true},
+                        program);
+  // Dynamic shapes: refined before verifying, on every rank from process 0's
+  // arguments (the grid is not known before the module is), so all agree.
+  if (!st && !w->batch) st = hl_inputs_refine_program(o, program, 0, 0);
   if (!st) st = hl_verify_module(program->module);
   if (!agree(w, st, false) || !agree(w, resolve_grid(w, program->module), false)) {
     hl_program_deinit(program);

@@ -39,6 +39,8 @@ void hl_program_deinit(hl_program_t *p) {
   hl_module_destroy(p->module);
   for (int i = 0; i < p->argument_count; i++) hl_literal_release(p->arguments[i]);
   hl_free(p->arguments);
+  hl_free(p->dynamic_text);
+  hl_free(p->dynamic_name);
   memset(p, 0, sizeof(*p));
 }
 
@@ -248,7 +250,7 @@ static bool looks_like_text(const uint8_t *d, size_t n) {
 }
 
 static hl_status_t load_plain(const uint8_t *data, size_t size, const char *name,
-                              hl_program_t *out) {
+                              const hl_program_load_options_t *options, hl_program_t *out) {
   if (hl_jax_export_looks_like(data, size)) {
     out->format = HL_FORMAT_JAX_EXPORT;
     return hl_jax_export_load(data, size, name, &out->module);
@@ -259,7 +261,19 @@ static hl_status_t load_plain(const uint8_t *data, size_t size, const char *name
   }
   if (hl_stablehlo_looks_like((const char *)data, size)) {
     out->format = HL_FORMAT_STABLEHLO;
-    return hl_stablehlo_load((const char *)data, size, name, 1, &out->module);
+    bool needs_args = false;
+    hl_status_t st = hl_stablehlo_load_with_args((const char *)data, size, name, 1, NULL, -1,
+                                                 &out->module, &needs_args);
+    if (!st || !needs_args || !options || !options->defer_dynamic_shapes) return st;
+    // Kept until hl_program_refine gives the arguments its shapes come from.
+    hl_status_free(st);
+    out->dynamic_text = hl_malloc(size + 1);
+    out->dynamic_name = hl_strdup(name);
+    if (!out->dynamic_text || !out->dynamic_name) return HL_OOM();
+    memcpy(out->dynamic_text, data, size);
+    out->dynamic_text[size] = '\0';
+    out->dynamic_length = size;
+    return NULL;
   }
   if (looks_like_text(data, size)) {
     out->format = HL_FORMAT_HLO_TEXT;
@@ -301,10 +315,10 @@ hl_status_t hl_program_load_bytes_with(const uint8_t *data, size_t size, const c
     if (is_default) limit = hl_program_default_inflate_limit();
     HL_RETURN_IF_ERROR(gunzip(data, size, name, limit, is_default, &plain, &plain_size));
     out->gzipped = true;
-    st = load_plain(plain, plain_size, name, out);
+    st = load_plain(plain, plain_size, name, options, out);
     hl_free(plain);
   } else {
-    st = load_plain(data, size, name, out);
+    st = load_plain(data, size, name, options, out);
   }
   if (st) {
     bool gz = out->gzipped;
@@ -355,4 +369,26 @@ hl_status_t hl_program_load_file_with(const char *path, const hl_program_load_op
   }
   hl_free(buf);
   return st;
+}
+
+hl_status_t hl_program_refine(hl_program_t *program, hl_literal_t *const *args, int arg_count) {
+  if (!program->dynamic_text) return NULL;
+  HL_RETURN_IF_ERROR(hl_stablehlo_load_with_args(program->dynamic_text, program->dynamic_length,
+                                                 program->dynamic_name, 1, args, arg_count,
+                                                 &program->module, NULL));
+  hl_free(program->dynamic_text);
+  hl_free(program->dynamic_name);
+  program->dynamic_text = NULL;
+  program->dynamic_name = NULL;
+  program->dynamic_length = 0;
+  return NULL;
+}
+
+hl_status_t hl_program_dynamic_entry_types(const hl_program_t *program, hl_shape_t **out_types,
+                                           int *out_count) {
+  *out_types = NULL;
+  *out_count = 0;
+  if (!program->dynamic_text) return HL_INTERNAL_ERROR("the program has no dynamic shapes");
+  return hl_stablehlo_entry_types(program->dynamic_text, program->dynamic_length,
+                                  program->dynamic_name, out_types, out_count);
 }

@@ -28,6 +28,11 @@ typedef struct hl_program {
   bool gzipped;
   hl_literal_t **arguments;  // HloSnapshot arguments (owned), else NULL
   int argument_count;
+  // A StableHLO program with dynamic shapes loaded with defer_dynamic_shapes:
+  // module is NULL and the text kept until hl_program_refine (owned).
+  char *dynamic_text;
+  size_t dynamic_length;
+  char *dynamic_name;
 } hl_program_t;
 
 hl_status_t hl_program_load_file(const char *path, hl_program_t *out_program);
@@ -41,6 +46,10 @@ typedef struct hl_program_load_options {
   // Most bytes gzip'd input may inflate to (a gzip bomb stops there with an
   // error naming --max-inflated-size); 0: hl_program_default_inflate_limit().
   uint64_t max_inflated_bytes;
+  // A StableHLO program with dynamic shapes ('?') loads without its module
+  // (program->dynamic_text set) rather than failing; the caller reads the
+  // arguments and calls hl_program_refine.
+  bool defer_dynamic_shapes;
 } hl_program_load_options_t;
 
 hl_status_t hl_program_load_file_with(const char *path, const hl_program_load_options_t *options,
@@ -53,5 +62,13 @@ hl_status_t hl_program_parse_size(const char *flag, const char *text, uint64_t *
 // Half the memory available now (MemAvailable), at least 64 MiB.
 uint64_t hl_program_default_inflate_limit(void);
 const char *hl_program_format_name(hl_program_format_t format);
+
+// A program loaded with defer_dynamic_shapes whose module is still to be made:
+// lowers it with its dynamic shapes refined from the entry's arguments
+// (shapes, and the values its shape computations read). No-op otherwise.
+hl_status_t hl_program_refine(hl_program_t *program, hl_literal_t *const *args, int arg_count);
+// Such a program's declared entry parameter types (hl_stablehlo_entry_types).
+hl_status_t hl_program_dynamic_entry_types(const hl_program_t *program, hl_shape_t **out_types,
+                                           int *out_count);
 
 #endif  // HL_RUNTIME_LOADER_PROGRAM_LOADER_H_

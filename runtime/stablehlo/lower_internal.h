@@ -54,7 +54,19 @@ typedef struct hl_lower {
   // id (0: not quantized; the instruction holds the storage type): quant_lower.c.
   int *quant_by_id;
   int64_t quant_by_id_size;
+  // Shape refinement (refine_shapes.c), on for a program with dynamic shapes:
+  // the entry's arguments (shapes and values), calls inlined, and the integer
+  // values folded so far (by instruction id).
+  bool refining;
+  hl_literal_t *const *refine_args;
+  int refine_arg_count;
+  const hl_mlir_op_t *refine_entry_op;    // the entry's func.func
+  hl_computation_t *refine_entry;         // its computation (parameters with known values)
+  struct hl_refine_value **folded;
+  int64_t folded_size;
 } hl_lower_t;
+
+typedef struct hl_refine_value hl_refine_value_t;
 
 // An error at an op's position: "file:line:col: error: '<op>' ...".
 hl_status_t hl_lower_op_error(const hl_lower_t *L, const hl_mlir_op_t *op, const char *fmt, ...)
@@ -135,5 +147,29 @@ hl_status_t hl_lower_parallel_infeed(hl_lower_t *L, hl_lower_env_t *env, const h
 // process k = replica * P + partition) transfers between those processes.
 hl_status_t hl_lower_parallel_channels(hl_lower_t *L, const hl_mlir_op_t *op,
                                        hl_computation_t *const *programs, int nproc, int P);
+
+// Shape refinement (refine_shapes.c). A shape with a dynamic dimension.
+bool hl_refine_shape_is_dynamic(const hl_shape_t *s);
+// `actual` may stand where `declared` (maybe dynamic) was written.
+bool hl_refine_compatible(const hl_shape_t *declared, const hl_shape_t *actual);
+// The entry's parameter i takes the given argument's shape.
+hl_status_t hl_refine_parameter(hl_lower_t *L, const hl_mlir_op_t *fn, int i,
+                                const hl_shape_t *declared, hl_shape_t *out);
+// The values of `inst` (operand `operand` of op), folded from the argument
+// shapes and values; an error naming op and what the value depends on.
+hl_status_t hl_refine_values(hl_lower_t *L, const hl_mlir_op_t *op, int operand,
+                             const hl_instruction_t *inst, hl_i64_list_t *out);
+// dynamic_broadcast_in_dim / dynamic_iota / dynamic_reshape with a dynamic
+// result type: *out is the static one their shape operand gives.
+hl_status_t hl_refine_dynamic_type(hl_lower_t *L, const hl_mlir_op_t *op,
+                                   hl_instruction_t *const *operands, int n,
+                                   const hl_shape_t *declared, hl_shape_t *out, bool *handled);
+// Makes a lowered result's dynamic dimensions static (from its operands),
+// or an error naming the op.
+hl_status_t hl_refine_result(hl_lower_t *L, const hl_mlir_op_t *op, hl_instruction_t *inst);
+// custom_call @shape_assertion and the stablehlo.dynamic_* custom calls.
+hl_status_t hl_refine_custom_call(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_op_t *op,
+                                  hl_instruction_t *const *operands, int n, bool *out_handled);
+void hl_refine_release(hl_lower_t *L);
 
 #endif  // HL_RUNTIME_STABLEHLO_LOWER_INTERNAL_H_

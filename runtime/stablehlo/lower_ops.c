@@ -17,6 +17,8 @@ typedef struct op_ctx {
   const hl_mlir_op_t *op;
   hl_instruction_t **operands;
   int n;
+  bool has_refined;    // result 0's static type from its shape operand (refine_shapes.c)
+  hl_shape_t refined;
 } op_ctx_t;
 
 #define OPERR(...) hl_lower_op_error(x->L, x->op, __VA_ARGS__)
@@ -25,6 +27,10 @@ typedef struct op_ctx {
 static hl_status_t result_type(op_ctx_t *x, int k, const hl_shape_t **out) {
   *out = NULL;
   const hl_mlir_op_t *op = x->op;
+  if (k == 0 && x->has_refined) {
+    *out = &x->refined;
+    return NULL;
+  }
   if (op->has_function_type) {
     if (k < op->result_type_count) {
       *out = &op->result_types[k];
@@ -96,6 +102,7 @@ static hl_status_t need_int(op_ctx_t *x, const char *a, const char *b, int64_t *
 static hl_status_t const_operand_list(op_ctx_t *x, int k, hl_i64_list_t *out) {
   if (k >= x->n) return OPERR("needs operand %d", k);
   const hl_instruction_t *inst = x->operands[k];
+  if (x->L->refining) return hl_refine_values(x->L, x->op, k, inst, out);
   if (inst->opcode != HL_OP_CONSTANT || !inst->attrs.literal)
     return OPERR("needs operand %d to be a constant (shapes computed at run time are not "
                  "supported)", k);
@@ -335,6 +342,30 @@ static hl_status_t lower_slice(op_ctx_t *x, hl_instruction_t **out) {
   hl_i64_list_deinit(&li);
   hl_i64_list_deinit(&sr);
   return e;
+}
+
+// real_dynamic_slice(operand, start, limit, strides): a slice once the three
+// index operands fold to values (shape refinement).
+static hl_status_t lower_real_dynamic_slice(op_ctx_t *x, hl_instruction_t **out) {
+  if (x->n != 4) return OPERR("needs operand, start_indices, limit_indices and strides");
+  int rank = x->operands[0]->shape.rank;
+  hl_i64_list_t l[3] = {{0}, {0}, {0}};
+  hl_status_t st = NULL;
+  for (int i = 0; !st && i < 3; i++) st = const_operand_list(x, i + 1, &l[i]);
+  for (int i = 0; !st && i < 3; i++)
+    if (l[i].n != rank) st = OPERR("operand %d has %d indices for a rank-%d operand", i + 1, l[i].n, rank);
+  x->n = 1;
+  if (!st) st = simple(x, HL_OP_SLICE, out);
+  hl_attrs_t *a = st ? NULL : &(*out)->attrs;
+  if (a) {
+    a->slice_dimensions = hl_calloc((size_t)rank + 1, sizeof(hl_slice_dim_t));
+    if (!a->slice_dimensions) st = HL_OOM();
+    else a->slice_count = rank;
+  }
+  for (int d = 0; !st && d < rank; d++)
+    a->slice_dimensions[d] = (hl_slice_dim_t){l[0].v[d], l[1].v[d], l[2].v[d]};
+  for (int i = 0; i < 3; i++) hl_i64_list_deinit(&l[i]);
+  return st;
 }
 
 static hl_status_t lower_reduce(op_ctx_t *x, hl_instruction_t **out) {
@@ -1022,7 +1053,7 @@ static int min_operands(const char *n) {
 }
 
 hl_status_t hl_lower_op(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_op_t *op) {
-  op_ctx_t ctx = {L, env, op, NULL, op->operand_count};
+  op_ctx_t ctx = {L, env, op, NULL, op->operand_count, false, {0}};
   op_ctx_t *x = &ctx;
   ctx.operands = hl_calloc((size_t)op->operand_count + 1, sizeof(hl_instruction_t *));
   if (!ctx.operands) return HL_OOM();
@@ -1034,6 +1065,15 @@ hl_status_t hl_lower_op(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_op_t *
   if (!st && !handled) st = hl_lower_control_flow(L, env, op, ctx.operands, &handled);
   if (!st && !handled) st = hl_lower_channel_op(L, env, op, ctx.operands, ctx.n, &handled);
   if (!st && !handled) st = hl_lower_chlo(L, env, op, ctx.operands, &handled);
+  if (!st && !handled) st = hl_refine_custom_call(L, env, op, ctx.operands, ctx.n, &handled);
+  if (!st && !handled && L->refining && op->result_count > 0) {
+    const hl_shape_t *declared = NULL;
+    hl_status_t none = result_type(x, 0, &declared);
+    hl_status_free(none);
+    if (declared)
+      st = hl_refine_dynamic_type(L, op, ctx.operands, ctx.n, declared, &ctx.refined,
+                                  &ctx.has_refined);
+  }
   if (st || handled) {
     hl_free(ctx.operands);
     return st;
@@ -1122,6 +1162,8 @@ hl_status_t hl_lower_op(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_op_t *
       if (!st) st = hl_i64_list_set(&out->attrs.dimensions, &d, 1);
     } else if (strcmp(n, "slice") == 0) {
       st = lower_slice(x, &out);
+    } else if (strcmp(n, "real_dynamic_slice") == 0) {
+      st = lower_real_dynamic_slice(x, &out);
     } else if (strcmp(n, "dynamic_slice") == 0) {
       st = simple(x, HL_OP_DYNAMIC_SLICE, &out);
       if (!st) st = need_list(x, "slice_sizes", "sizes", &out->attrs.dynamic_slice_sizes);
@@ -1214,6 +1256,7 @@ hl_status_t hl_lower_op(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_op_t *
   } else {
     st = hl_lower_op_error(L, op, "is not supported");
   }
+  if (!st && out) st = hl_refine_result(L, op, out);  // dynamic dimensions (refine_shapes.c)
   if (!st && out) st = hl_lower_op_sharding(L, op, out);  // mhlo.sharding / sdy.sharding
   if (!st && !bound) st = out ? bind_multi(x, out) : hl_lower_bind_results(L, env, op, NULL, 0);
   hl_free(ctx.operands);

@@ -166,6 +166,10 @@ typedef struct hl_mlir_file {
   // items[0], the raw `<...>` body in items[1] (see sharding_attrs.c).
   hl_mlir_op_t *meshes;
   int mesh_count;
+  // Some tensor type has a dynamic dimension ('?', held as -1 with its bit in
+  // hl_shape_t.dynamic_mask): the lowering refines them from the arguments
+  // (refine_shapes.c).
+  bool has_dynamic_shapes;
 } hl_mlir_file_t;
 
 void hl_mlir_attr_deinit(hl_mlir_attr_t *a);

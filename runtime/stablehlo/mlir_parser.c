@@ -192,9 +192,17 @@ static hl_status_t parse_tensor_type(parser_t *p, hl_shape_t *out) {
   size_t i = tok_end(p), n = p->lx.size;
   int64_t dims[HL_MAX_RANK];
   int rank = 0;
+  uint32_t dynamic = 0;
   for (;;) {
     while (i < n && (s[i] == ' ' || s[i] == '\n' || s[i] == '\t' || s[i] == '\r')) i++;
-    if (i < n && s[i] == '?') return ERR("dynamic dimensions ('?') are not supported");
+    if (i < n && s[i] == '?') {  // refined from the arguments before lowering (refine_shapes.c)
+      if (i + 1 >= n || s[i + 1] != 'x') return ERR("malformed tensor shape");
+      if (rank == HL_MAX_RANK) return ERR("tensor rank above %d", HL_MAX_RANK);
+      dynamic |= 1u << rank;
+      dims[rank++] = -1;
+      i += 2;
+      continue;
+    }
     if (i >= n || s[i] < '0' || s[i] > '9') break;
     int64_t d = 0;
     while (i < n && s[i] >= '0' && s[i] <= '9') {
@@ -220,6 +228,8 @@ static hl_status_t parse_tensor_type(parser_t *p, hl_shape_t *out) {
   }
   HL_RETURN_IF_ERROR(expect_punct(p, '>'));
   *out = hl_shape_array(t, rank, dims);
+  out->dynamic_mask = dynamic;
+  if (dynamic) p->file->has_dynamic_shapes = true;
   return NULL;
 }
 

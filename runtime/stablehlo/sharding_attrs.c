@@ -401,6 +401,7 @@ static hl_status_t sharding_of_attr(const hl_lower_t *L, const hl_mlir_attr_t *a
   *found = false;
   if (!a) return NULL;
   if (a->kind == HL_MATTR_STRING) {
+    if (a->s_len == 0) return NULL;  // mhlo.sharding = "": none (JAX's older exports)
     *found = true;
     hl_status_t st = hl_parse_sharding(a->s, out);
     return st ? hl_status_annotate(st, "mhlo.sharding \"%s\"", a->s) : NULL;

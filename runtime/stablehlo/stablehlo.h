@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "runtime/base/literal.h"
 #include "runtime/base/status.h"
 #include "runtime/ir/module.h"
 #include "runtime/stablehlo/mlir_ast.h"
@@ -21,9 +22,26 @@ hl_status_t hl_stablehlo_load(const char *text, size_t length, const char *path,
                               hl_module_t **out_module);
 
 // Lowers an already parsed file (the text parser's, or the bytecode reader's:
-// runtime/bytecode) into a module; `file` stays the caller's.
+// runtime/bytecode) into a module; `file` stays the caller's. A file with dynamic shapes
+// is an error here (hl_stablehlo_load_with_args refines them).
 hl_status_t hl_stablehlo_lower_file(const hl_mlir_file_t *file, const char *path,
                                     hl_module_t **out_module);
+
+// hl_stablehlo_load for a program with dynamic shapes ('?' dimensions, as jax.export
+// writes symbolic shapes): they are refined from the entry's arguments
+// `args` (arg_count of them; their shapes, and the values of those the shape
+// computations read), as StableHLO's refine-arguments / refine-shapes passes
+// do (refine_shapes.c). arg_count < 0: none given; a program with dynamic
+// shapes is then an error, and *out_needs_args (may be NULL) says so.
+hl_status_t hl_stablehlo_load_with_args(const char *text, size_t length, const char *path,
+                                        int first_line, hl_literal_t *const *args, int arg_count,
+                                        hl_module_t **out_module, bool *out_needs_args);
+
+// The declared types of @main's arguments (dynamic dimensions -1), which say
+// the element types of the arguments a program with dynamic shapes is
+// refined from. *out_types: owned array (deinit each, hl_free).
+hl_status_t hl_stablehlo_entry_types(const char *text, size_t length, const char *path,
+                                     hl_shape_t **out_types, int *out_count);
 
 // True when `text` starts (after comments) like MLIR: `module`, `func.func`,
 // `#alias =`, `!alias =`, or a `"builtin.module"` generic op.

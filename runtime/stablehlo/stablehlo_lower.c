@@ -486,12 +486,64 @@ static const char *symbol_item(const hl_mlir_op_t *op, const char *attr_name) {
   return NULL;
 }
 
+// Shape refinement inlines every call: the callee's dimension arguments (JAX
+// passes them from get_dimension_size) then fold like the caller's values,
+// and each call site refines the callee's dynamic types from its own
+// arguments (stablehlo-refine-shapes specializes callees the same way).
+static hl_status_t inline_call(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_op_t *op,
+                               const char *callee, hl_instruction_t *const *operands) {
+  hl_lower_func_t *f = NULL;
+  for (int i = 0; i < L->func_count && !f; i++)
+    if (strcmp(L->funcs[i].op->symbol, callee) == 0) f = &L->funcs[i];
+  if (!f) return hl_lower_op_error(L, op, "refers to an undefined function @%s", callee);
+  if (f->lowering) return hl_lower_op_error(L, op, "calls @%s recursively", callee);
+  const hl_mlir_op_t *fn = f->op;
+  if (fn->region_count < 1 || fn->regions[0].block_count < 1)
+    return hl_lower_op_error(L, op, "calls @%s, which has no body", callee);
+  const hl_mlir_block_t *b = &fn->regions[0].blocks[0];
+  if (b->arg_count != op->operand_count)
+    return hl_lower_op_error(L, op, "passes %d arguments to @%s, which takes %d",
+                             op->operand_count, callee, b->arg_count);
+  hl_lower_env_t inner = {.computation = env->computation};
+  hl_status_t st = NULL;
+  for (int i = 0; !st && i < b->arg_count; i++) {
+    if (!hl_refine_compatible(&b->arg_types[i], &operands[i]->shape)) {
+      char got[256];
+      snprintf(got, sizeof(got), "%s", hl_shape_debug_string(&operands[i]->shape));
+      st = hl_lower_op_error(L, op, "passes %s as argument %d of @%s, whose type is %s", got, i,
+                             callee, hl_shape_debug_string(&b->arg_types[i]));
+    }
+    if (!st) st = hl_lower_bind(&inner, b->arg_names[i], &operands[i], 1);
+  }
+  hl_instruction_t **vals = NULL;
+  int n = 0;
+  const char *saved_name = L->func_name;
+  L->func_name = fn->symbol;
+  f->lowering = true;
+  if (!st) st = lower_block(L, &inner, b, fn, &vals, &n);
+  f->lowering = false;
+  L->func_name = saved_name;
+  if (!st && n != fn->result_type_count)
+    st = hl_lower_op_error(L, fn, "@%s returns %d values but its signature has %d", fn->symbol, n,
+                           fn->result_type_count);
+  for (int i = 0; !st && i < n; i++)
+    if (!hl_refine_compatible(&fn->result_types[i], &vals[i]->shape))
+      st = hl_lower_op_error(L, fn, "@%s returns %s as result %d, its signature says %s",
+                             fn->symbol, hl_shape_debug_string(&vals[i]->shape), i,
+                             hl_shape_debug_string(&fn->result_types[i]));
+  if (!st) st = hl_lower_bind_results(L, env, op, vals, n);
+  hl_free(vals);
+  env_deinit(&inner);
+  return st;
+}
+
 // func.call @f, and stablehlo.composite, which runs its decomposition = @f.
 static hl_status_t lower_call(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_op_t *op,
                               hl_instruction_t *const *operands) {
   bool composite = strcmp(op->name, "stablehlo.composite") == 0;
   const char *callee = symbol_item(op, composite ? "decomposition" : "callee");
   if (!callee) return hl_lower_op_error(L, op, "needs a callee @name");
+  if (L->refining) return inline_call(L, env, op, callee, operands);
   hl_computation_t *c;
   HL_RETURN_IF_ERROR(hl_lower_function(L, callee, op, &c));
   if (c->parameter_count != op->operand_count)
@@ -837,9 +889,14 @@ static hl_status_t lower_function_body(hl_lower_t *L, hl_lower_func_t *f) {
   hl_lower_env_t env = {.computation = c};
   const hl_mlir_block_t *b = &fn->regions[0].blocks[0];
   hl_status_t st = NULL;
+  bool refined_entry = L->refining && fn == L->refine_entry_op;
+  if (refined_entry) L->refine_entry = c;
   for (int i = 0; !st && i < b->arg_count; i++) {
     hl_instruction_t *p;
-    st = add_parameter(L, c, fn, i, &b->arg_types[i], &p);
+    hl_shape_t given = {0};
+    if (refined_entry) st = hl_refine_parameter(L, fn, i, &b->arg_types[i], &given);
+    if (!st) st = add_parameter(L, c, fn, i, refined_entry ? &given : &b->arg_types[i], &p);
+    hl_shape_deinit(&given);
     if (!st) st = hl_quant_note(L, p, hl_mlir_quant_id(&b->arg_quant, i));
     if (!st) st = hl_lower_bind(&env, b->arg_names[i], &p, 1);
   }
@@ -850,7 +907,8 @@ static hl_status_t lower_function_body(hl_lower_t *L, hl_lower_func_t *f) {
     st = hl_lower_op_error(L, fn, "@%s returns %d values but its signature has %d", fn->symbol, n,
                            fn->result_type_count);
   for (int i = 0; !st && i < n; i++)
-    if (!hl_shape_equal(&vals[i]->shape, &fn->result_types[i]))
+    if (L->refining ? !hl_refine_compatible(&fn->result_types[i], &vals[i]->shape)
+                    : !hl_shape_equal(&vals[i]->shape, &fn->result_types[i]))
       st = hl_lower_op_error(L, fn, "@%s returns %s as result %d, its signature says %s",
                              fn->symbol, hl_shape_debug_string(&vals[i]->shape), i,
                              hl_shape_debug_string(&fn->result_types[i]));
@@ -984,6 +1042,23 @@ static int64_t module_int_attr(const hl_mlir_file_t *f, const char *name) {
   return 0;
 }
 
+// After refinement no shape may be dynamic: a value left so (through an op
+// that keeps the declared type) is an error naming it.
+static hl_status_t check_refined(hl_lower_t *L) {
+  for (int k = 0; k < L->module->computation_count; k++) {
+    const hl_computation_t *c = L->module->computations[k];
+    for (int i = 0; i < c->instruction_count; i++) {
+      const hl_instruction_t *inst = c->instructions[i];
+      if (hl_refine_shape_is_dynamic(&inst->shape))
+        return hl_mlir_error_pos(L->file->path, inst->line, inst->column,
+                                 "the %s here has the type %s, whose dynamic dimensions cannot be "
+                                 "refined from the argument shapes",
+                                 hl_opcode_name(inst->opcode), hl_shape_debug_string(&inst->shape));
+    }
+  }
+  return NULL;
+}
+
 static hl_status_t lower_file(hl_lower_t *L) {
   const hl_mlir_file_t *f = L->file;
   if (f->op_count == 0) return hl_mlir_error_pos(f->path, 1, 1, "no func.func in the file");
@@ -996,9 +1071,17 @@ static hl_status_t lower_file(hl_lower_t *L) {
                                  "redefinition of @%s", f->ops[i].symbol);
     L->funcs[L->func_count++].op = &f->ops[i];
   }
+  if (L->refining) {
+    for (int i = 0; i < L->func_count && !L->refine_entry_op; i++)
+      if (strcmp(L->funcs[i].op->symbol, "main") == 0) L->refine_entry_op = L->funcs[i].op;
+    if (!L->refine_entry_op)
+      return hl_mlir_error_pos(f->path, 1, 1, "a program with dynamic shapes needs an entry "
+                               "function @main (its arguments refine them)");
+  }
   hl_computation_t *c;
   HL_RETURN_IF_ERROR(pick_entry(L, &c));
   L->module->entry = c;
+  if (L->refining) HL_RETURN_IF_ERROR(check_refined(L));
   HL_RETURN_IF_ERROR(hl_lower_entry_shardings(L));  // argument / result shardings (sharding_attrs.c)
   L->module->replica_count = module_int_attr(f, "mhlo.num_replicas");
   L->module->num_partitions = module_int_attr(f, "mhlo.num_partitions");
@@ -1013,12 +1096,17 @@ static hl_status_t lower_file(hl_lower_t *L) {
   return order_computations(L->module);
 }
 
-hl_status_t hl_stablehlo_lower_file(const hl_mlir_file_t *file, const char *path,
-                                    hl_module_t **out_module) {
+// Lowers a parsed file; with dynamic shapes, refined from args (refine_shapes.c).
+static hl_status_t lower_parsed(const hl_mlir_file_t *file, const char *path,
+                                hl_literal_t *const *args, int arg_count,
+                                hl_module_t **out_module) {
   *out_module = NULL;
   hl_lower_t L;
   memset(&L, 0, sizeof(L));
   L.file = file;
+  L.refining = file->has_dynamic_shapes;
+  L.refine_args = args;
+  L.refine_arg_count = arg_count;
   hl_status_t st = hl_module_create(file->module_name ? file->module_name : "stablehlo", &L.module);
   if (!st) {
     L.module->source_path = hl_strdup(path);
@@ -1027,6 +1115,7 @@ hl_status_t hl_stablehlo_lower_file(const hl_mlir_file_t *file, const char *path
   if (!st) st = lower_file(&L);
   hl_free(L.funcs);
   hl_free(L.quant_by_id);
+  hl_refine_release(&L);
   if (st) {
     hl_module_destroy(L.module);
     return st;
@@ -1035,13 +1124,69 @@ hl_status_t hl_stablehlo_lower_file(const hl_mlir_file_t *file, const char *path
   return NULL;
 }
 
+static hl_status_t needs_arguments(const char *path) {
+  return HL_INVALID("%s: the program has dynamic shapes ('?' dimensions): they are refined from "
+                    "the arguments, so it needs them as .npy files (--args, --args-dir or "
+                    "--global-args)", path);
+}
+
+hl_status_t hl_stablehlo_lower_file(const hl_mlir_file_t *file, const char *path,
+                                    hl_module_t **out_module) {
+  *out_module = NULL;
+  if (file->has_dynamic_shapes) return needs_arguments(path);
+  return lower_parsed(file, path, NULL, -1, out_module);
+}
+
 hl_status_t hl_stablehlo_load(const char *text, size_t length, const char *path, int first_line,
                               hl_module_t **out_module) {
+  return hl_stablehlo_load_with_args(text, length, path, first_line, NULL, -1, out_module, NULL);
+}
+
+hl_status_t hl_stablehlo_load_with_args(const char *text, size_t length, const char *path,
+                                        int first_line, hl_literal_t *const *args, int arg_count,
+                                        hl_module_t **out_module, bool *out_needs_args) {
   *out_module = NULL;
+  if (out_needs_args) *out_needs_args = false;
   if (!path) path = "<mlir>";
   hl_mlir_file_t file;
   HL_RETURN_IF_ERROR(hl_mlir_parse(text, length, path, first_line, &file));
-  hl_status_t st = hl_stablehlo_lower_file(&file, path, out_module);
+  hl_status_t st = NULL;
+  if (file.has_dynamic_shapes && arg_count < 0) {
+    if (out_needs_args) *out_needs_args = true;
+    st = needs_arguments(path);
+  } else {
+    st = lower_parsed(&file, path, args, arg_count, out_module);
+  }
+  hl_mlir_file_deinit(&file);
+  return st;
+}
+
+hl_status_t hl_stablehlo_entry_types(const char *text, size_t length, const char *path,
+                                     hl_shape_t **out_types, int *out_count) {
+  *out_types = NULL;
+  *out_count = 0;
+  hl_mlir_file_t file;
+  HL_RETURN_IF_ERROR(hl_mlir_parse(text, length, path ? path : "<mlir>", 1, &file));
+  hl_status_t st = NULL;
+  const hl_mlir_op_t *main_fn = NULL;
+  for (int i = 0; i < file.op_count; i++)
+    if (file.ops[i].symbol && strcmp(file.ops[i].symbol, "main") == 0) main_fn = &file.ops[i];
+  if (!main_fn || main_fn->region_count < 1 || main_fn->regions[0].block_count < 1)
+    st = HL_INVALID("%s: a program with dynamic shapes needs an entry function @main", path);
+  const hl_mlir_block_t *b = st ? NULL : &main_fn->regions[0].blocks[0];
+  hl_shape_t *types = NULL;
+  if (b) {
+    types = hl_calloc((size_t)b->arg_count + 1, sizeof(hl_shape_t));
+    if (!types) st = HL_OOM();
+  }
+  for (int i = 0; !st && i < b->arg_count; i++) st = hl_shape_copy(&b->arg_types[i], &types[i]);
+  if (!st) {
+    *out_types = types;
+    *out_count = b->arg_count;
+  } else if (types) {
+    for (int i = 0; i < b->arg_count; i++) hl_shape_deinit(&types[i]);
+    hl_free(types);
+  }
   hl_mlir_file_deinit(&file);
   return st;
 }
