@@ -16,6 +16,7 @@ typedef struct channel_layer {
   hl_comm_vtable_t vtable;       // first: comm->vtable points here
   const hl_comm_vtable_t *base;  // the backend's own vtable
   MPI_Comm comm;                 // channel traffic only
+  bool retired;                  // hl_mpi_channels_retire: never freed
 } channel_layer_t;
 
 // A message beyond hl_mpi_max_message_bytes() (MPI counts are int) goes as
@@ -140,9 +141,13 @@ static bool channel_abandon(hl_comm_t *comm, hl_comm_request_t *request) {
 static void channel_destroy(hl_comm_t *comm) {
   channel_layer_t *l = layer_of(comm);
   comm->vtable = l->base;
-  if (l->comm != MPI_COMM_NULL) MPI_Comm_free(&l->comm);
+  if (l->comm != MPI_COMM_NULL && !l->retired) MPI_Comm_free(&l->comm);
   hl_free(l);
   comm->vtable->destroy(comm);
+}
+
+void hl_mpi_channels_retire(hl_comm_t *comm) {
+  if (comm && comm->vtable->destroy == channel_destroy) layer_of(comm)->retired = true;
 }
 
 static hl_status_t gather(MPI_Comm world, const hl_channel_endpoint_t *mine, int mine_count,

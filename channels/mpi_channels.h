@@ -33,4 +33,12 @@ hl_status_t hl_mpi_channels_connect(hl_comm_t *comm, MPI_Comm world, const hl_mo
 
 void hl_mpi_channels_release_routes(hl_channel_env_t *env);
 
+// After a program that failed: its channel messages may still be in flight
+// or unmatched, and freeing the channel communicator lets MPI give its
+// context to the next one created (MPICH does), whose receives would then
+// match them. Called before hl_comm_destroy on a `comm` with the transport
+// installed, it keeps that communicator until MPI_Finalize instead (one per
+// failed program with channels). No effect on a comm without it.
+void hl_mpi_channels_retire(hl_comm_t *comm);
+
 #endif  // HL_CHANNELS_MPI_CHANNELS_H_

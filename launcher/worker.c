@@ -519,6 +519,7 @@ static bool run_loaded(worker_t *w, hl_program_t *loaded) {
 done:
   // Every rank gets here together unless the job is being aborted.
   if (debug_begun) hl_debug_session_end(&w->debug, ok);
+  if (!ok && w->channels.route_count) hl_mpi_channels_retire(comm);
   hl_mpi_channels_release_routes(&w->channels);
   hl_host_feeds_close(&w->channels);
   hl_comm_destroy(comm);
