@@ -15,6 +15,8 @@ enum { kTileMinSide = 256, kTileRound = 16, kMaxTiles = 16 };
 #define TILE_MIN_MACS (INT64_C(1) << 21)
 // Below this many multiply-adds in all, waking the pool costs more than it saves.
 enum { kPoolMinMacs = 1 << 16 };
+// Products up to this many multiply-adds run as a plain loop (see plain_gemm).
+enum { kPlainMaxMacs = 1 << 14 };
 
 hl_gemm_tiling_t hl_gemm_tiling(int64_t m, int64_t n, int64_t k) {
   hl_gemm_tiling_t t = {m >= n, 1, m >= n ? m : n};
@@ -89,8 +91,65 @@ static void gemm_tile(void *arg, int64_t task, int worker) {
   }
 }
 
+// Small products: each element summed over k in order, every multiply
+// rounded before its add (this file is built with -ffp-contract=off), the
+// way XLA's CPU backend computes them (its naive loop for small dots; its
+// Eigen kernels do not fuse either). OpenBLAS's kernels fuse multiply and
+// add and sum in another order: equally accurate, but where terms cancel
+// the last bits differ from JAX's by more than the few ULPs its tests
+// allow (StableHLO testdata: a depthwise f32 conv off by 4 ULP, a bf16 x
+// c128 dot whose imaginary part cancels off by 22 ULP). Complex products
+// as (ar br - ai bi) + (ar bi + ai br) i.
+#define PLAIN_GEMM_(name, T, CPLX)                                                         \
+  static void name(const hl_gemm_t *g, const T *a, const T *b, T *c) {                     \
+    int64_t w = CPLX ? 2 : 1;                                                              \
+    for (int64_t i = 0; i < g->m; i++)                                                     \
+      for (int64_t j = 0; j < g->n; j++) {                                                 \
+        T re = 0, im = 0;                                                                  \
+        for (int64_t q = 0; q < g->k; q++) {                                               \
+          const T *x = a + w * (g->trans_a ? q * g->lda + i : i * g->lda + q);             \
+          const T *y = b + w * (g->trans_b ? j * g->ldb + q : q * g->ldb + j);             \
+          if (CPLX) {                                                                      \
+            T pr = x[0] * y[0], pi = x[w - 1] * y[w - 1], qr = x[0] * y[w - 1], qi = x[w - 1] * y[0]; \
+            re = re + (pr - pi);                                                           \
+            im = im + (qr + qi);                                                           \
+          } else {                                                                         \
+            T pr = x[0] * y[0];                                                            \
+            re = re + pr;                                                                  \
+          }                                                                                \
+        }                                                                                  \
+        c[w * (i * g->ldc + j)] = re;                                                      \
+        if (CPLX) c[w * (i * g->ldc + j) + w - 1] = im;                                    \
+      }                                                                                    \
+  }
+PLAIN_GEMM_(plain_f32, float, 0)
+PLAIN_GEMM_(plain_f64, double, 0)
+PLAIN_GEMM_(plain_c64, float, 1)
+PLAIN_GEMM_(plain_c128, double, 1)
+#undef PLAIN_GEMM_
+
+static void plain_gemm(const hl_gemm_t *g) {
+  size_t es = hl_dtype_size(g->ct);
+  for (int64_t i = 0; i < g->batch; i++) {
+    const void *a = (const char *)g->a + (size_t)(i * g->stride_a) * es;
+    const void *b = (const char *)g->b + (size_t)(i * g->stride_b) * es;
+    void *c = (char *)g->c + (size_t)(i * g->stride_c) * es;
+    switch (g->ct) {
+      case HL_F32: plain_f32(g, a, b, c); break;
+      case HL_F64: plain_f64(g, a, b, c); break;
+      case HL_C64: plain_c64(g, a, b, c); break;
+      default: plain_c128(g, a, b, c); break;
+    }
+  }
+}
+
 void hl_gemm_run(hl_thread_pool_t *pool, const hl_gemm_t *g) {
   if (g->batch <= 0 || g->m <= 0 || g->n <= 0) return;
+  int64_t one;
+  if (!__builtin_mul_overflow(g->m * g->n, g->k, &one) && one <= kPlainMaxMacs) {
+    plain_gemm(g);
+    return;
+  }
   gemm_job_t j = {g, hl_gemm_tiling(g->m, g->n, g->k), hl_dtype_size(g->ct)};
   // Single-threaded BLAS for every tile, whoever set another count (the
   // launcher sets 1; OPENBLAS_NUM_THREADS or an embedding program may not).

@@ -167,9 +167,10 @@ RW_FLOAT_(rw_f64, double)
 #undef RW_FLOAT_
 
 // Integers: sign- or zero-extended to 64 bits; add / multiply wrap and the
-// stored low bits are exact, max / min compare the extended values.
+// stored low bits are exact, max / min compare the extended values (as
+// unsigned ones for an unsigned type: a u64 above 2^63 is no negative).
 static void rw_int(const win_plan_t *p, hl_opcode_t op, const int64_t *x, int64_t init,
-                   int64_t *y, int64_t *offs) {
+                   int64_t *y, int64_t *offs, bool is_unsigned) {
   int64_t oidx[HL_MAX_RANK] = {0};
   for (int64_t o = 0; o < p->n_out; o++, next_index(p->out_dims, p->rank, oidx)) {
     window_offsets(p, oidx, offs);
@@ -179,8 +180,12 @@ static void rw_int(const win_plan_t *p, hl_opcode_t op, const int64_t *x, int64_
       switch (op) {
         case HL_OP_ADD: acc = (int64_t)((uint64_t)acc + (uint64_t)v); break;
         case HL_OP_MULTIPLY: acc = (int64_t)((uint64_t)acc * (uint64_t)v); break;
-        case HL_OP_MAXIMUM: acc = acc > v ? acc : v; break;
-        default: acc = acc < v ? acc : v; break;
+        case HL_OP_MAXIMUM:
+          if (is_unsigned ? (uint64_t)v > (uint64_t)acc : v > acc) acc = v;
+          break;
+        default:
+          if (is_unsigned ? (uint64_t)v < (uint64_t)acc : v < acc) acc = v;
+          break;
       }
     }
     y[o] = acc;
@@ -225,7 +230,7 @@ static hl_status_t reduce_window_fast(const win_plan_t *p, hl_opcode_t op, const
       int64_t iv;
       hl_elem_load_int(t, x->data, 0, n_in, xin);
       hl_elem_load_int(t, init->data, 0, 1, &iv);
-      rw_int(p, op, xin, iv, yout, offs);
+      rw_int(p, op, xin, iv, yout, offs, hl_dtype_is_unsigned_int(t));
       hl_elem_store_int(t, y->data, 0, p->n_out, yout);
     } else {
       double v[HL_ELEM_BLOCK];

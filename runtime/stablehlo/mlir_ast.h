@@ -51,7 +51,7 @@ typedef enum hl_mlir_attr_kind {
   HL_MATTR_DIALECT,   // #dialect.name<items> / #dialect<items>: s = "dialect.name"
   HL_MATTR_TYPE,      // a type used as an attribute value
   HL_MATTR_FUNCTION_TYPE,  // (t, ...) -> (t, ...): items = [inputs, results], ARRAYs of TYPE
-  HL_MATTR_RAW,       // Shardy (sdy.*) syntax kept as text: raw / raw_len, s = dialect name
+  HL_MATTR_RAW,       // Shardy (sdy.*) syntax or a loc(...) kept as text: raw / raw_len, s = dialect name or "loc"
 } hl_mlir_attr_kind_t;
 
 typedef struct hl_mlir_attr hl_mlir_attr_t;

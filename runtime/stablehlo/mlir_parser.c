@@ -648,6 +648,13 @@ static hl_status_t parse_attr_value_nested(parser_t *p, hl_mlir_attr_t *a,
         }
       } else if (at_ident(p, "array")) {
         HL_RETURN_IF_ERROR(parse_dense_array(p, a));
+      } else if (at_ident(p, "loc") && tok_end(p) < p->lx.size && p->lx.src[tok_end(p)] == '(') {
+        // A location used as an attribute value: debug information, kept as text.
+        a->kind = HL_MATTR_RAW;
+        a->s = hl_strdup("loc");
+        if (!a->s) return HL_OOM();
+        advance(p);
+        HL_RETURN_IF_ERROR(scan_raw_group(p, &a->raw, &a->raw_len));
       } else if (at_type_start(p) && !at_ident(p, "i") && !at_ident(p, "f")) {
         a->kind = HL_MATTR_TYPE;
         HL_RETURN_IF_ERROR(parse_type(p, &a->type));
@@ -765,27 +772,32 @@ static hl_status_t push_operand(parser_t *p, hl_mlir_op_t *op) {
   return value_ref(p, slot);
 }
 
+// (%a: type, ...) appended to b's arguments; the '(' is current.
+static hl_status_t parse_block_arg_list(parser_t *p, hl_mlir_block_t *b) {
+  advance(p);  // '('
+  while (!at_punct(p, ')')) {
+    if (TOK->kind != HL_MTOK_VALUE) return ERR("expected a block argument");
+    int n = b->arg_count;
+    char **nslot = push(&b->arg_names, &n, sizeof(char *));
+    hl_shape_t *tslot = nslot ? push(&b->arg_types, &b->arg_count, sizeof(hl_shape_t)) : NULL;
+    if (!tslot) return HL_OOM();
+    *nslot = tok_strdup(TOK, 1);
+    if (!*nslot) return HL_OOM();
+    advance(p);
+    HL_RETURN_IF_ERROR(expect_punct(p, ':'));
+    HL_RETURN_IF_ERROR(parse_type(p, tslot));
+    HL_RETURN_IF_ERROR(record_quant(&b->arg_quant, b->arg_count - 1, p->last_quant));
+    HL_RETURN_IF_ERROR(skip_loc(p));
+    if (!at_punct(p, ')')) HL_RETURN_IF_ERROR(expect_punct(p, ','));
+  }
+  advance(p);
+  return NULL;
+}
+
 // ^bb0(%a: type, ...):
 static hl_status_t parse_block_header(parser_t *p, hl_mlir_block_t *b) {
   advance(p);  // ^bbN
-  if (accept_punct(p, '(')) {
-    while (!at_punct(p, ')')) {
-      if (TOK->kind != HL_MTOK_VALUE) return ERR("expected a block argument");
-      int n = b->arg_count;
-      char **nslot = push(&b->arg_names, &n, sizeof(char *));
-      hl_shape_t *tslot = nslot ? push(&b->arg_types, &b->arg_count, sizeof(hl_shape_t)) : NULL;
-      if (!tslot) return HL_OOM();
-      *nslot = tok_strdup(TOK, 1);
-      if (!*nslot) return HL_OOM();
-      advance(p);
-      HL_RETURN_IF_ERROR(expect_punct(p, ':'));
-      HL_RETURN_IF_ERROR(parse_type(p, tslot));
-      HL_RETURN_IF_ERROR(record_quant(&b->arg_quant, b->arg_count - 1, p->last_quant));
-      HL_RETURN_IF_ERROR(skip_loc(p));
-      if (!at_punct(p, ')')) HL_RETURN_IF_ERROR(expect_punct(p, ','));
-    }
-    advance(p);
-  }
+  if (at_punct(p, '(')) HL_RETURN_IF_ERROR(parse_block_arg_list(p, b));
   return expect_punct(p, ':');
 }
 
@@ -955,12 +967,14 @@ static hl_status_t parse_dims_pair(parser_t *p, hl_mlir_attr_t *a) {
 }
 
 // Parenthesized operands of a pretty op: (%a, %b), (%iter = %init, ...), (%x init: %y).
-static hl_status_t parse_paren_operands(parser_t *p, hl_mlir_op_t *op) {
+// Counts the `init:` seen in *inits (when not NULL).
+static hl_status_t parse_paren_operands(parser_t *p, hl_mlir_op_t *op, int *inits) {
   advance(p);  // '('
   while (!at_punct(p, ')')) {
     if (at_ident(p, "init")) {
       advance(p);
       HL_RETURN_IF_ERROR(expect_punct(p, ':'));
+      if (inits) ++*inits;
       continue;
     }
     if (TOK->kind == HL_MTOK_IDENT) {  // chlo.top_k(%x, k = 8, is_stable = true)
@@ -1004,8 +1018,71 @@ static bool ends_pretty_op(parser_t *p, bool after_comma) {
   return false;
 }
 
+// Pretty reduce of several inputs: `(%a init: %x), (%b init: %y)` lists each
+// input beside its init value; the op takes the inputs, then the inits.
+static hl_status_t order_inputs_before_inits(parser_t *p, hl_mlir_op_t *op, int first, int inits) {
+  int n = op->operand_count - first;
+  if (inits < 2) return NULL;
+  if (n != 2 * inits) return ERR("expected one input per init value in %s", op->name);
+  hl_mlir_value_ref_t *v = op->operands + first;
+  hl_mlir_value_ref_t *tmp = hl_malloc((size_t)n * sizeof(*tmp));
+  if (!tmp) return HL_OOM();
+  for (int i = 0; i < inits; i++) {
+    tmp[i] = v[2 * i];
+    tmp[inits + i] = v[2 * i + 1];
+  }
+  memcpy(v, tmp, (size_t)n * sizeof(*tmp));
+  hl_free(tmp);
+  return NULL;
+}
+
+// Pretty reduce's `reducer(%a0: t, %b0: t) (%a1: t, %b1: t) { body }`: one
+// (accumulator, element) pair per input; the body's block takes every
+// accumulator, then every element (how MLIR prints and parses it).
+static hl_status_t parse_reducer(parser_t *p, hl_mlir_op_t *op) {
+  advance(p);  // reducer
+  hl_mlir_block_t pairs = {0};
+  hl_status_t st = NULL;
+  while (!st && at_punct(p, '(')) {
+    int before = pairs.arg_count;
+    st = parse_block_arg_list(p, &pairs);
+    if (!st && pairs.arg_count != before + 2)
+      st = ERR("a reducer argument pair needs two arguments (accumulator, element)");
+  }
+  if (!st && !pairs.arg_count) st = ERR("expected the reducer's (accumulator, element) arguments");
+  if (!st) st = skip_loc(p);
+  if (!st && !at_punct(p, '{')) st = ERR("expected the reducer's body");
+  if (!st) st = push_region(p, op);
+  hl_mlir_block_t *b = st ? NULL : &op->regions[op->region_count - 1].blocks[0];
+  if (b && b->arg_count) st = ERR("a reducer body with a second argument list");
+  if (!st) {
+    int n = pairs.arg_count / 2;
+    b->arg_names = hl_malloc((size_t)pairs.arg_count * sizeof(char *));
+    b->arg_types = hl_malloc((size_t)pairs.arg_count * sizeof(hl_shape_t));
+    if (!b->arg_names || !b->arg_types) st = HL_OOM();
+    for (int k = 0; !st && k < pairs.arg_count; k++) {
+      int from = k < n ? 2 * k : 2 * (k - n) + 1;
+      b->arg_names[k] = pairs.arg_names[from];
+      b->arg_types[k] = pairs.arg_types[from];
+      pairs.arg_names[from] = NULL;
+      memset(&pairs.arg_types[from], 0, sizeof(hl_shape_t));
+      b->arg_count = k + 1;
+      st = record_quant(&b->arg_quant, k, hl_mlir_quant_id(&pairs.arg_quant, from));
+    }
+  }
+  for (int i = 0; i < pairs.arg_count; i++) {
+    hl_free(pairs.arg_names[i]);
+    hl_shape_deinit(&pairs.arg_types[i]);
+  }
+  hl_free(pairs.arg_names);
+  hl_free(pairs.arg_types);
+  hl_free(pairs.arg_quant.ids);
+  return st;
+}
+
 static hl_status_t parse_pretty_body(parser_t *p, hl_mlir_op_t *op) {
   bool after_comma = false;
+  int inits = 0, first_paren_operand = -1;
   while (!ends_pretty_op(p, after_comma)) {
     after_comma = false;
     if (at_punct(p, ',')) {
@@ -1022,7 +1099,8 @@ static hl_status_t parse_pretty_body(parser_t *p, hl_mlir_op_t *op) {
       continue;
     }
     if (at_punct(p, '(')) {
-      HL_RETURN_IF_ERROR(parse_paren_operands(p, op));
+      if (first_paren_operand < 0) first_paren_operand = op->operand_count;
+      HL_RETURN_IF_ERROR(parse_paren_operands(p, op, &inits));
       continue;
     }
     if (at_punct(p, '{')) {
@@ -1066,11 +1144,16 @@ static hl_status_t parse_pretty_body(parser_t *p, hl_mlir_op_t *op) {
     HL_RETURN_IF_ERROR(parse_attr_value(p, item, false));
     if (item->kind == HL_MATTR_WORD) item->i = op->operand_count;  // where a keyword stood
   }
+  HL_RETURN_IF_ERROR(order_inputs_before_inits(p, op, first_paren_operand, inits));
   if (at_punct(p, ':')) HL_RETURN_IF_ERROR(parse_signature(p, op));
   // check.expect_almost_eq_const %x, dense<...> : t {tolerance = ...}
   if (at_punct(p, '{') && TOK->line == p->lx.prev_line && !looks_like_region(p))
     HL_RETURN_IF_ERROR(parse_named_dict(p, &op->attr_names, &op->attrs, &op->attr_count));
   HL_RETURN_IF_ERROR(skip_loc(p));
+  if (at_ident(p, "reducer")) {
+    HL_RETURN_IF_ERROR(parse_reducer(p, op));
+    return skip_loc(p);
+  }
   // Pretty while: cond { ... } do { ... } after the signature.
   if (at_ident(p, "cond")) {
     advance(p);
@@ -1164,7 +1247,7 @@ static hl_status_t parse_sdy_body(parser_t *p, hl_mlir_op_t *op) {
       }
       p->lx = saved;
       if (!block_args) {
-        st = parse_paren_operands(p, op);
+        st = parse_paren_operands(p, op, NULL);
         continue;
       }
       args.arg_count = -1;  // seen (possibly empty)
@@ -1185,6 +1268,7 @@ static hl_status_t parse_sdy_body(parser_t *p, hl_mlir_op_t *op) {
         advance(p);
         st = expect_punct(p, ':');
         if (!st) st = parse_type(p, tslot);
+        if (!st) st = skip_loc(p);  // (%arg1: tensor<1x4xf32> loc("shard_map:"(#loc4)))
         if (!st && !at_punct(p, ')')) st = expect_punct(p, ',');
       }
       if (!st) advance(p);
