@@ -113,6 +113,16 @@ hl_status_t hl_lower_control_flow(hl_lower_t *L, hl_lower_env_t *env, const hl_m
 hl_status_t hl_lower_chlo(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_op_t *op,
                           hl_instruction_t *const *operands, bool *out_handled);
 
+// Deprecated StableHLO ops, the arith ops exporters leave beside StableHLO,
+// sdy.constant and the mhlo.topk custom call (lower_legacy.c); *out_handled
+// is false for any other op.
+hl_status_t hl_lower_legacy(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_op_t *op,
+                            hl_instruction_t *const *operands, bool *out_handled);
+// replica_groups / channel_handle / use_global_device_ids of `op` onto a
+// collective instruction (lower_ops.c).
+hl_status_t hl_lower_collective_attrs(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_op_t *op,
+                                      hl_instruction_t *inst);
+
 // The instruction value %name#index visible in env (capturing through
 // regions as needed).
 hl_status_t hl_lower_lookup(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_value_ref_t *ref,

@@ -773,9 +773,10 @@ static hl_status_t lower_triangular_solve(op_ctx_t *x, hl_instruction_t **out) {
 }
 
 // check.* ops: a side-effecting custom-call "check.<name>" whose kernel
-// (runtime/kernels/check.c) compares; tolerances travel in backend_config.
-static hl_status_t lower_check(op_ctx_t *x, const char *check, hl_instruction_t **out_unused) {
-  (void)out_unused;
+// (runtime/kernels/check.c) compares; tolerances travel in backend_config
+// (the op's own, else these defaults).
+static hl_status_t lower_check(op_ctx_t *x, const char *check, double default_tolerance,
+                               int64_t default_max_ulp) {
   const hl_mlir_op_t *op = x->op;
   hl_instruction_t *ops[2] = {x->n > 0 ? x->operands[0] : NULL, x->n > 1 ? x->operands[1] : NULL};
   int nops = x->n;
@@ -807,9 +808,9 @@ static hl_status_t lower_check(op_ctx_t *x, const char *check, hl_instruction_t 
   const hl_mlir_attr_t *tol = hl_mlir_op_attr(op, "tolerance");
   const hl_mlir_attr_t *minu = hl_mlir_op_attr(op, "min_ulp_difference");
   const hl_mlir_attr_t *maxu = hl_mlir_op_attr(op, "max_ulp_difference");
-  double t = tol ? (tol->kind == HL_MATTR_FLOAT ? tol->f : (double)tol->i) : 0.001;
+  double t = tol ? (tol->kind == HL_MATTR_FLOAT ? tol->f : (double)tol->i) : default_tolerance;
   snprintf(config, sizeof(config), "tolerance=%.17g;min_ulp=%lld;max_ulp=%lld", t,
-           (long long)(minu ? minu->i : 0), (long long)(maxu ? maxu->i : 1));
+           (long long)(minu ? minu->i : 0), (long long)(maxu ? maxu->i : default_max_ulp));
   if (strcmp(target, "check.expect_serialized_eq") == 0) {
     const hl_mlir_attr_t *id = hl_mlir_op_attr(op, "probe_id");
     const hl_mlir_attr_t *it = hl_mlir_op_attr(op, "iter");
@@ -828,7 +829,24 @@ static hl_status_t lower_check(op_ctx_t *x, const char *check, hl_instruction_t 
   cc->attrs.backend_config = hl_strdup(config);
   cc->attrs.custom_call_has_side_effect = true;
   if (!cc->attrs.custom_call_target || !cc->attrs.backend_config) return HL_OOM();
-  return hl_lower_bind_results(x->L, x->env, op, NULL, 0);
+  if (op->result_count == 0) return hl_lower_bind_results(x->L, x->env, op, NULL, 0);
+  // custom_call @check.eq's i1 result: true (a failed check stops the run
+  // first, as in upstream's interpreter).
+  const hl_shape_t *rt;
+  HL_RETURN_IF_ERROR(result_type(x, 0, &rt));
+  if (op->result_count != 1 || !hl_shape_is_array(rt) || rt->dtype != HL_PRED)
+    return OPERR("has results other than one i1 tensor");
+  hl_literal_t *yes;
+  HL_RETURN_IF_ERROR(hl_literal_create(rt, &yes));
+  memset(yes->data, 1, yes->byte_size);
+  hl_instruction_t *k;
+  st = add(x, HL_OP_CONSTANT, rt, NULL, 0, &k);
+  if (st) {
+    hl_literal_release(yes);
+    return st;
+  }
+  k->attrs.literal = yes;
+  return hl_lower_bind_results(x->L, x->env, op, &k, 1);
 }
 
 static hl_status_t lower_custom_call(op_ctx_t *x, hl_instruction_t **out) {
@@ -839,16 +857,20 @@ static hl_status_t lower_custom_call(op_ctx_t *x, hl_instruction_t **out) {
   for (int i = 0; !target && i < op->item_count; i++)
     if (op->items[i].kind == HL_MATTR_SYMBOL) target = op->items[i].s;
   if (!target) return OPERR("needs call_target_name");
-  // custom_call @check.expect_* : the check ops (upstream's ULP tolerance 0..3 for expect_close).
+  // custom_call @check.* as upstream's interpreter runs them
+  // (StablehloTranslateMain.cpp): expect_close within 0..3 ULP; check.eq
+  // compares integers exactly and floats within 0.0001.
   if (strncmp(target, "check.", 6) == 0) {
     const char *name = target + 6;
-    if (strcmp(name, "eq") == 0) name = "expect_eq";
-    hl_status_t st = lower_check(x, name, out);
-    if (st || strcmp(name, "expect_close") != 0) return st;
-    hl_instruction_t *cc = x->env->computation->instructions[x->env->computation->instruction_count - 1];
-    hl_free(cc->attrs.backend_config);
-    cc->attrs.backend_config = hl_strdup("tolerance=0.001;min_ulp=0;max_ulp=3");
-    return cc->attrs.backend_config ? NULL : HL_OOM();
+    double tol = 0.001;
+    if (strcmp(name, "eq") == 0) {
+      hl_dtype_t t = x->n == 2 ? x->operands[1]->shape.dtype : HL_INVALID;
+      bool exact = hl_dtype_is_integer(t) || t == HL_PRED;
+      name = exact ? "expect_eq" : "expect_almost_eq";
+      tol = 0.0001;
+    }
+    *out = NULL;
+    return lower_check(x, name, tol, strcmp(name, "expect_close") == 0 ? 3 : 1);
   }
   HL_RETURN_IF_ERROR(multi(x, HL_OP_CUSTOM_CALL, out));
   (*out)->attrs.custom_call_target = hl_strdup(target);
@@ -913,6 +935,12 @@ static hl_status_t collective_attrs(op_ctx_t *x, hl_instruction_t *inst) {
   a->use_global_device_ids = bool_attr(x->op, "use_global_device_ids");
   a->has_dynamic_root = bool_attr(x->op, "has_dynamic_root");
   return NULL;
+}
+
+hl_status_t hl_lower_collective_attrs(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_op_t *op,
+                                      hl_instruction_t *inst) {
+  op_ctx_t ctx = {L, env, op, NULL, 0};
+  return collective_attrs(&ctx, inst);
 }
 
 static hl_status_t add_transpose(op_ctx_t *x, hl_instruction_t *in, const int64_t *perm,
@@ -1066,6 +1094,7 @@ hl_status_t hl_lower_op(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_op_t *
   if (!st && !handled) st = hl_lower_channel_op(L, env, op, ctx.operands, ctx.n, &handled);
   if (!st && !handled) st = hl_lower_chlo(L, env, op, ctx.operands, &handled);
   if (!st && !handled) st = hl_refine_custom_call(L, env, op, ctx.operands, ctx.n, &handled);
+  if (!st && !handled) st = hl_lower_legacy(L, env, op, ctx.operands, &handled);
   if (!st && !handled && L->refining && op->result_count > 0) {
     const hl_shape_t *declared = NULL;
     hl_status_t none = result_type(x, 0, &declared);
@@ -1082,7 +1111,7 @@ hl_status_t hl_lower_op(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_op_t *
   hl_instruction_t *out = NULL;
   bool bound = false;  // the lowering bound the results itself
   if (strncmp(name, "check.", 6) == 0) {
-    st = lower_check(x, name + 6, &out);
+    st = lower_check(x, name + 6, 0.001, 1);
     bound = true;
   } else if (strcmp(name, "interpreter.probe") == 0) {
     // The operand, written to the probe directory by the kernel (check.c).

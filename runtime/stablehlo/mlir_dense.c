@@ -217,6 +217,31 @@ static hl_status_t parse_list(cursor_t *c, hl_literal_t *lit, int64_t total, int
   return NULL;
 }
 
+// i1 hex data, decoded into d[0, bytes): MLIR writes one byte (0 / 1) per
+// element, and one byte for a splat; MLIR before 2026 (llvm-project
+// c6964b1b) kept i1 packed, eight elements to a byte from the lowest bit,
+// a splat as 0x00 / 0xFF. One byte for 2..8 elements other than 0x00 /
+// 0xFF could be either (a splat of true, or packed bits): an error.
+static hl_status_t pred_bytes(cursor_t *c, uint8_t *d, size_t bytes, int64_t count) {
+  if (bytes == (size_t)count && count > 1) {  // a byte per element
+    for (int64_t i = 0; i < count; i++)
+      if (d[i] > 1) return dense_error(c, "i1 hex data: a byte per element must be 0 or 1");
+    return NULL;
+  }
+  if (bytes == 1) {  // a splat, or (old MLIR) up to 8 packed elements
+    uint8_t v = d[0];
+    if (v != 0 && v != 0xFF && (v != 1 || (count >= 2 && count <= 8)))
+      return dense_error(c, count >= 2 && count <= 8
+                                ? "one i1 hex byte for 2 to 8 elements other than 0x00 / 0xFF is "
+                                  "ambiguous (a splat, or bits packed as MLIR wrote before 2026)"
+                                : "i1 hex splat byte must be 0x00, 0x01 or 0xFF");
+    memset(d, v != 0, (size_t)count);
+    return NULL;
+  }
+  for (int64_t i = count - 1; i >= 0; i--) d[i] = (d[i / 8] >> (i % 8)) & 1;  // packed
+  return NULL;
+}
+
 static hl_status_t decode_hex(cursor_t *c, const char *hex, size_t len, hl_literal_t *lit,
                               size_t skip_bytes) {
   if (len < 2 || hex[0] != '0' || (hex[1] != 'x' && hex[1] != 'X'))
@@ -231,7 +256,9 @@ static hl_status_t decode_hex(cursor_t *c, const char *hex, size_t len, hl_liter
   size_t want = lit->byte_size;
   size_t elem = hl_dtype_size(lit->shape.dtype);
   int64_t count = hl_literal_element_count(lit);
-  if (bytes != want && !(bytes == elem && count > 0))
+  bool pred = lit->shape.dtype == HL_PRED && skip_bytes == 0;
+  size_t packed = (size_t)(count + 7) / 8;
+  if (bytes != want && !(bytes == elem && count > 0) && !(pred && bytes == packed))
     return dense_error(c, "hex data size does not match the tensor shape");
   // A table lookup per digit; a bad digit sets bit 8 of `bad`.
   int16_t table[256];
@@ -245,6 +272,7 @@ static hl_status_t decode_hex(cursor_t *c, const char *hex, size_t len, hl_liter
     d[k] = (uint8_t)(hi << 4 | lo);
   }
   if (bad & 0x100) return dense_error(c, "bad hex digit");
+  if (pred) return pred_bytes(c, d, bytes, count);
   if (bytes != want) {  // splat
     for (int64_t i = 1; i < count; i++) memcpy(d + (size_t)i * elem, d, elem);
   }

@@ -854,6 +854,11 @@ static hl_status_t parse_signature(parser_t *p, hl_mlir_op_t *op) {
     return push_type(p, &op->result_types, &op->result_type_count, &op->result_type_quant);
   }
   HL_RETURN_IF_ERROR(push_type(p, &op->operand_types, &op->operand_type_count, &op->operand_type_quant));
+  if (at_ident(p, "to")) {  // arith / tensor casts: `: type to type`
+    advance(p);
+    op->has_function_type = true;
+    return push_type(p, &op->result_types, &op->result_type_count, &op->result_type_quant);
+  }
   if (TOK->kind == HL_MTOK_ARROW) {  // CHLO's `: type -> type`
     advance(p);
     op->has_function_type = true;

@@ -114,6 +114,63 @@ static void test_dense_forms(void) {
   HL_ASSERT_ERROR_CONTAINS(hl_mlir_dense_literal(NULL, &bad, &s, &out), "4:");
 }
 
+// i1 hex: a byte per element (MLIR since 2026, JAX's testdata), bits packed
+// from the lowest (MLIR before: llvm-project c6964b1b), one-byte splats.
+static void test_dense_i1_hex(void) {
+  int64_t d3[] = {3}, d12[] = {12}, d4[] = {4};
+  hl_literal_t *l = dense("\"0x010001\"", hl_shape_array(HL_PRED, 1, d3));
+  const uint8_t *b = l->data;
+  CU_ASSERT_TRUE(b[0] == 1 && b[1] == 0 && b[2] == 1);
+  hl_literal_release(l);
+  l = dense("\"0x2D09\"", hl_shape_array(HL_PRED, 1, d12));  // packed: 0x2D = 00101101
+  b = l->data;
+  const uint8_t want[12] = {1, 0, 1, 1, 0, 1, 0, 0, 1, 0, 0, 1};
+  CU_ASSERT_EQUAL(memcmp(b, want, 12), 0);
+  hl_literal_release(l);
+  l = dense("\"0x01\"", hl_shape_array(HL_PRED, 1, d12));  // splat
+  CU_ASSERT_EQUAL(((uint8_t *)l->data)[11], 1);
+  hl_literal_release(l);
+  l = dense("\"0xFF\"", hl_shape_array(HL_PRED, 1, d4));  // old splat
+  CU_ASSERT_EQUAL(((uint8_t *)l->data)[3], 1);
+  hl_literal_release(l);
+  hl_shape_t s4 = hl_shape_array(HL_PRED, 1, d4), s3 = hl_shape_array(HL_PRED, 1, d3);
+  hl_literal_t *out = NULL;
+  hl_mlir_attr_t amb = {.kind = HL_MATTR_DENSE, .raw = "\"0x05\"", .raw_len = 6, .line = 1, .column = 1};
+  HL_ASSERT_ERROR_CONTAINS(hl_mlir_dense_literal(NULL, &amb, &s4, &out), "ambiguous");
+  hl_mlir_attr_t two = {.kind = HL_MATTR_DENSE, .raw = "\"0x010200\"", .raw_len = 10, .line = 1, .column = 1};
+  HL_ASSERT_ERROR_CONTAINS(hl_mlir_dense_literal(NULL, &two, &s3, &out), "0 or 1");
+}
+
+// The pretty reduce of two inputs: inputs before inits, and the reducer's
+// (accumulator, element) pairs as the block's accumulators, then elements.
+static void test_pretty_reduce_pairs(void) {
+  const char *src =
+      "func.func @main(%a: tensor<3xf32>, %b: tensor<3xi32>) -> (tensor<f32>, tensor<i32>) {\n"
+      "  %x = stablehlo.constant dense<0.0> : tensor<f32>\n"
+      "  %y = stablehlo.constant dense<0> : tensor<i32>\n"
+      "  %r:2 = stablehlo.reduce(%a init: %x), (%b init: %y) across dimensions = [0] : "
+      "(tensor<3xf32>, tensor<3xi32>, tensor<f32>, tensor<i32>) -> (tensor<f32>, tensor<i32>)\n"
+      "   reducer(%p: tensor<f32>, %q: tensor<f32>) (%s: tensor<i32>, %t: tensor<i32>) loc(#l) {\n"
+      "    %u = stablehlo.add %p, %q : tensor<f32>\n"
+      "    %v = stablehlo.add %s, %t : tensor<i32>\n"
+      "    stablehlo.return %u, %v : tensor<f32>, tensor<i32>\n"
+      "  } loc(#l)\n"
+      "  return %r#0, %r#1 : tensor<f32>, tensor<i32>\n"
+      "}\n";
+  hl_mlir_file_t f;
+  HL_ASSERT_OK(hl_mlir_parse(src, strlen(src), "r.mlir", 1, &f));
+  const hl_mlir_op_t *red = &f.ops[0].regions[0].blocks[0].ops[2];
+  CU_ASSERT_EQUAL_FATAL(red->operand_count, 4);
+  const char *ops[] = {"a", "b", "x", "y"}, *args[] = {"p", "s", "q", "t"};
+  for (int i = 0; i < 4; i++) CU_ASSERT_STRING_EQUAL(red->operands[i].name, ops[i]);
+  CU_ASSERT_EQUAL_FATAL(red->region_count, 1);
+  const hl_mlir_block_t *blk = &red->regions[0].blocks[0];
+  CU_ASSERT_EQUAL_FATAL(blk->arg_count, 4);
+  for (int i = 0; i < 4; i++) CU_ASSERT_STRING_EQUAL(blk->arg_names[i], args[i]);
+  CU_ASSERT_EQUAL(blk->arg_types[1].dtype, HL_S32);
+  hl_mlir_file_deinit(&f);
+}
+
 static void test_dense_resource(void) {
   const char *src =
       "func.func @main() -> tensor<2xi32> {\n"
@@ -250,6 +307,8 @@ static CU_TestInfo tests[] = {
     {"parse_pretty_and_generic", test_parse_pretty_and_generic},
     {"dense_forms", test_dense_forms},
     {"dense_resource", test_dense_resource},
+    {"dense_i1_hex", test_dense_i1_hex},
+    {"pretty_reduce_pairs", test_pretty_reduce_pairs},
     {"lowering_ir", test_lowering_ir},
     {"run_parallel_grid", test_run_parallel_grid},
     {"diagnostics", test_diagnostics},
