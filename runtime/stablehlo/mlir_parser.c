@@ -1301,6 +1301,9 @@ static hl_status_t parse_sdy_body(parser_t *p, hl_mlir_op_t *op) {
         item->column = TOK->column;
         st = scan_raw_group(p, &item->raw, &item->raw_len);
       }
+    } else if (at_ident(p, "dense") || at_ident(p, "dense_resource")) {  // sdy.constant dense<...>
+      st = push_item(p, op, &item);
+      if (!st) st = parse_attr_value(p, item, false);
     } else if (TOK->kind == HL_MTOK_IDENT) {
       hl_mlir_token_t name = *TOK;
       advance(p);

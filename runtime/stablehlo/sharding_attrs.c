@@ -647,7 +647,7 @@ hl_status_t hl_lower_sdy_op(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_op
                             hl_instruction_t *const *operands, bool *out_handled) {
   *out_handled = false;
   const char *n = op->name;
-  if (strncmp(n, "sdy.", 4) != 0) return NULL;
+  if (strncmp(n, "sdy.", 4) != 0 || strcmp(n, "sdy.constant") == 0) return NULL;  // constant: lower_legacy.c
   *out_handled = true;
   if (strcmp(n, "sdy.sharding_constraint") == 0 || strcmp(n, "sdy.reshard") == 0) {
     if (op->operand_count != 1 || op->item_count < 1 || op->items[0].kind != HL_MATTR_RAW)
