@@ -1243,6 +1243,16 @@ hl_status_t hl_lower_op(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_op_t *
         out->attrs.exponent_bits = (int32_t)e;
         out->attrs.mantissa_bits = (int32_t)m;
       }
+    } else if (strcmp(n, "rng_bit_generator") == 0) {
+      // (state) -> (new state, bits): XLA's RngBitGenerator (kernels/rng.c).
+      const char *alg = enum_word(attr_any(op, "rng_algorithm", "algorithm"));
+      static const char *const kAlg[] = {"DEFAULT", "THREE_FRY", "PHILOX"};
+      int k = -1;
+      for (int i = 0; alg && i < 3; i++)
+        if (strcmp(alg, kAlg[i]) == 0) k = i;
+      st = k < 0 ? OPERR("needs rng_algorithm DEFAULT, THREE_FRY or PHILOX") : NULL;
+      if (!st) st = multi(x, HL_OP_RNG_BIT_GENERATOR, &out);
+      if (!st) out->attrs.rng_algorithm = k;
     } else if (strcmp(n, "tuple") == 0 || strcmp(n, "get_tuple_element") == 0) {
       st = lower_tuple_ops(x, &out);
     } else if (strcmp(n, "optimization_barrier") == 0) {
