@@ -9,11 +9,16 @@ custom_call @check.expect_*; kept outside this tree) through hlo-launch.
 DIR defaults to ../shared/conformance/stablehlo-testdata next to the tree (or
 next to its worktree folder). --shard K/N runs every N-th program starting at
 the K-th (0-based) of the sorted list, so that ctest -j balances the shards.
-A program passes when hlo-launch exits 0 (a failing check.expect_* fails it).
+A program passes when hlo-launch exits 0 (a failing check.expect_* fails it);
+a file of several `// -----` cases (upstream's -split-input-file) runs with
+--split-input-file and passes when every case does. The `dynamic/` programs
+take arguments of dynamic shape and hold no checks (upstream only round-trips
+them); they run on hlo-launch's default arguments.
 When hlo-launch has a batch mode (--programs LISTFILE: one MPI job, one line
-`hlo-launch: program PATH: passed|FAILED: reason` per program) the shard runs
-as one job; a program the job did not report (it died) is rerun alone.
-Without it, one hlo-launch per program, J at a time (default 1).
+`hlo-launch: program LABEL: passed|FAILED: reason` per program or case) the
+shard runs as one job; a program the job did not report is rerun alone.
+Without it, one hlo-launch per program, J at a time (default 1); a launch
+that failed before hlo-launch said anything (an MPI start-up race) is retried.
 Failures listed in scripts/conformance_testdata_known_failures.txt (path
 relative to DIR, then its reason) are counted apart.
 Exit status: 0 when every other program passed, 1 otherwise, 77 when DIR is
@@ -100,12 +105,14 @@ def run_one(launch, path):
 
 
 def run_batch(launch, paths):
-    """One MPI job for all paths; returns {path: (ok, reason)} for those it reported."""
+    """One MPI job for all paths (--split-input-file: a file's `// -----`
+    cases are reported as PATH:LINE); returns {path: (ok, reason)} for the
+    files it reported: passed when every case of the file passed."""
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as lf:
         lf.write("".join(p + "\n" for p in paths))
         listfile = lf.name
     try:
-        p = subprocess.run([launch, "--quiet", "--programs", listfile],
+        p = subprocess.run([launch, "--quiet", "--split-input-file", "--programs", listfile],
                            capture_output=True, text=True,
                            timeout=TIMEOUT_S + 10 * len(paths),
                            stdin=subprocess.DEVNULL)
@@ -116,11 +123,18 @@ def run_batch(launch, paths):
     finally:
         os.unlink(listfile)
     got = {}
-    pat = re.compile(r"^hlo-launch: program (.*): (passed|FAILED(?:: (.*))?)$")
+    known = set(paths)
+    pat = re.compile(r"^hlo-launch: program (.*?): (passed|FAILED(?:: (.*))?)$")
     for line in out.splitlines():
         m = pat.match(line)
-        if m:
-            got[m.group(1)] = (m.group(2) == "passed", m.group(3) or "")
+        if not m:
+            continue
+        label, ok, why = m.group(1), m.group(2) == "passed", m.group(3) or ""
+        path = label if label in known else re.sub(r":\d+$", "", label)
+        if path not in known:
+            continue
+        was_ok, was_why = got.get(path, (True, ""))
+        got[path] = (was_ok and ok, was_why or ("" if ok else "%s: %s" % (label, why)))
     return got, out
 
 
@@ -161,7 +175,7 @@ def main():
 
     results = {}
     if not a.no_batch and has_batch_mode(launch):
-        got, _ = run_batch(launch, [p for p in paths if not is_split(p)])
+        got, _ = run_batch(launch, paths)
         results.update({p: got[p] for p in paths if p in got})
     todo = [p for p in paths if p not in results]
     with concurrent.futures.ThreadPoolExecutor(max(1, a.jobs)) as ex:

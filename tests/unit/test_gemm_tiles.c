@@ -68,6 +68,8 @@ static const product_t kProducts[] = {
     {1, 600, 300, 500, true, false},    // row tiles, A stored [k, m]
     {3, 520, 300, 200, true, true},     // a batch of tiled products
     {5, 20, 30, 40, false, false},      // a batch of whole ones
+    {3, 4, 6, 5, true, true},           // small: the in-order loop (below)
+    {2, 7, 3, 9, true, false},
 };
 
 // Element (r, j) of op(A) op(B) of batch element i, in double.
@@ -173,7 +175,47 @@ static void test_products_match_and_agree_across_threads(void) {
       check_product(types[t], &kProducts[i], (unsigned)(10 * i + t));
 }
 
+// Products of up to 2^14 multiply-adds are summed in order over k with every
+// product rounded (as XLA's CPU backend does, so results match JAX's to the
+// bit): the same bits as that loop here, each step forced through memory.
+static void test_small_products_sum_in_order(void) {
+  enum { M = 3, N = 4, K = 7 };
+  float a[2 * M * K], b[2 * K * N], c[2 * M * N];
+  fill(a, 2 * M * K, 5);
+  fill(b, 2 * K * N, 6);
+  for (int cplx = 0; cplx <= 1; cplx++)
+    for (int tr = 0; tr < 4; tr++) {
+      bool ta = tr & 1, tb = tr & 2;
+      hl_gemm_t g = {.ct = cplx ? HL_C64 : HL_F32, .trans_a = ta, .trans_b = tb, .m = M, .n = N,
+                     .k = K, .a = a, .b = b, .c = c, .lda = ta ? M : K, .ldb = tb ? K : N,
+                     .ldc = N, .batch = 1};
+      hl_gemm_run(NULL, &g);
+      int w = cplx ? 2 : 1, bad = 0;
+      for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+          volatile float re = 0, im = 0;
+          for (int q = 0; q < K; q++) {
+            const float *x = a + w * (ta ? q * M + i : i * K + q);
+            const float *y = b + w * (tb ? j * K + q : q * N + j);
+            volatile float pr = x[0] * y[0], pi = x[w - 1] * y[w - 1];
+            volatile float qr = x[0] * y[w - 1], qi = x[w - 1] * y[0];
+            if (cplx) {
+              volatile float d = pr - pi, s2 = qr + qi;
+              re = re + d;
+              im = im + s2;
+            } else {
+              re = re + pr;
+            }
+          }
+          const float *got = c + w * (i * N + j);
+          if (got[0] != re || (cplx && got[1] != im)) bad++;
+        }
+      CU_ASSERT_EQUAL(bad, 0);
+    }
+}
+
 static CU_TestInfo tests[] = {
+    {"small_products_sum_in_order", test_small_products_sum_in_order},
     {"tiling_covers_by_shape", test_tiling_covers_by_shape},
     {"products_match_and_agree_across_threads", test_products_match_and_agree_across_threads},
     CU_TEST_INFO_NULL,
