@@ -14,7 +14,9 @@
 //     that signedness, else it stops naming the op (extui of a signed type
 //     reinterprets the bits as unsigned first). Fast-math and overflow flags
 //     only permit a result; the exact one is computed;
-//   - sdy.constant: a constant Shardy keeps from folding;
+//   - tensor.extract (one element, a rank-0 value); sdy.constant, a constant
+//     Shardy keeps from folding; (cf.br / cf.cond_br stop in the parser:
+//     regions here have one block);
 //   - custom_call @mhlo.topk {mhlo.attributes = {k, largest}}: what
 //     jax.lax.top_k lowers to (XLA's TopK).
 // Anything else of these forms stops with an error naming it.
@@ -531,6 +533,31 @@ static hl_status_t lower_extui(lg_t *c, hl_instruction_t **out) {
 }
 
 //===----------------------------------------------------------------------===//
+// tensor.extract
+//===----------------------------------------------------------------------===//
+
+// tensor.extract %t[%i, ...]: the element at the (index-typed) indices, as a
+// rank-0 value: a dynamic_slice of size 1 in every dimension, reshaped
+// (indices past the end are undefined in MLIR; dynamic_slice clamps them).
+static hl_status_t lower_tensor_extract(lg_t *c, hl_instruction_t **out) {
+  if (c->n < 1 || !hl_shape_is_array(&c->in[0]->shape)) return LERR("needs a tensor operand");
+  const hl_shape_t *s = &c->in[0]->shape;
+  if (c->n != 1 + s->rank) return LERR("needs %d indices for a rank-%d tensor", s->rank, s->rank);
+  for (int i = 1; i < c->n; i++)
+    if (c->in[i]->shape.rank != 0 || !hl_dtype_is_integer(c->in[i]->shape.dtype))
+      return LERR("needs scalar integer (index) indices");
+  hl_shape_t scalar = hl_shape_scalar(s->dtype);
+  if (s->rank == 0) return emit(c, HL_OP_RESHAPE, &scalar, c->in, 1, out);
+  int64_t ones[HL_MAX_RANK];
+  for (int d = 0; d < s->rank; d++) ones[d] = 1;
+  hl_shape_t one = hl_shape_array(s->dtype, s->rank, ones);
+  hl_instruction_t *slice;
+  HL_RETURN_IF_ERROR(emit(c, HL_OP_DYNAMIC_SLICE, &one, c->in, c->n, &slice));
+  HL_RETURN_IF_ERROR(hl_i64_list_set(&slice->attrs.dynamic_slice_sizes, ones, s->rank));
+  return emit(c, HL_OP_RESHAPE, &scalar, &slice, 1, out);
+}
+
+//===----------------------------------------------------------------------===//
 // mhlo.topk
 //===----------------------------------------------------------------------===//
 
@@ -589,6 +616,8 @@ hl_status_t hl_lower_legacy(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_op
   hl_status_t st;
   if (strncmp(name, "arith.", 6) == 0) {
     st = strcmp(name + 6, "extui") == 0 ? lower_extui(c, &out) : lower_arith(c, name + 6, &out);
+  } else if (strcmp(name, "tensor.extract") == 0) {
+    st = lower_tensor_extract(c, &out);
   } else if (strcmp(name, "sdy.constant") == 0) {
     st = lower_constant(c, &out);
   } else if (strcmp(name, "stablehlo.broadcast") == 0) {

@@ -1116,6 +1116,15 @@ static hl_status_t parse_pretty_body(parser_t *p, hl_mlir_op_t *op) {
       }
       continue;
     }
+    if (at_punct(p, '[') && strncmp(op->name, "tensor.", 7) == 0) {  // tensor.extract %t[%i, %j]
+      advance(p);
+      while (!at_punct(p, ']')) {
+        HL_RETURN_IF_ERROR(push_operand(p, op));
+        if (!at_punct(p, ']')) HL_RETURN_IF_ERROR(expect_punct(p, ','));
+      }
+      advance(p);
+      continue;
+    }
     if (at_punct(p, '[')) {
       hl_mlir_attr_t *item;
       HL_RETURN_IF_ERROR(push_item(p, op, &item));
@@ -1366,6 +1375,9 @@ static hl_status_t parse_op(parser_t *p, hl_mlir_op_t *op) {
   op->name = tok_strdup(TOK, 0);
   if (!op->name) return HL_OOM();
   if (at_ident(p, "func.func")) return parse_func(p, op);
+  if (TOK->length > 3 && memcmp(TOK->text, "cf.", 3) == 0)  // cf.br, cf.cond_br, cf.switch
+    return ERR("'%.*s': branches between blocks (the cf dialect) are not supported; "
+               "StableHLO's if / case / while are", (int)TOK->length, TOK->text);
   bool sdy = TOK->length > 4 && memcmp(TOK->text, "sdy.", 4) == 0;
   advance(p);
   return sdy ? parse_sdy_body(p, op) : parse_pretty_body(p, op);

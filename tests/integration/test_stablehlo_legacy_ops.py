@@ -3,9 +3,9 @@
 (runtime/stablehlo/lower_legacy.c) through hlo-launch, NumPy as the oracle:
 the deprecated stablehlo.broadcast / dot / einsum / unary_einsum /
 torch_index_select / "cross-replica-sum" / create_token, arith ops,
-sdy.constant, the mhlo.topk custom call; and refusals that name the
-construct (a diagonal einsum, an arith op whose signedness the tensor type
-contradicts, an ambiguous i1 hex byte).
+tensor.extract, sdy.constant, the mhlo.topk custom call; and refusals that
+name the construct (a diagonal einsum, an arith op whose signedness the
+tensor type contradicts, an ambiguous i1 hex byte, cf branches).
 
 Integer and selection results are compared exactly; float sums (dot,
 einsum) with rtol 1e-5 (the order of the sums is the runtime's)."""
@@ -182,6 +182,36 @@ def test_misc():
                       ("mhlo.topk smallest", got[4], np.sort(x, axis=1)[:, :2])])
 
 
+TENSOR_EXTRACT = """func.func @main(%a: tensor<3x4xf32>, %b: tensor<i32>) -> (f32, tensor<i32>) {
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %0 = tensor.extract %a[%c1, %c3] : tensor<3x4xf32>
+  %1 = tensor.extract %b[] : tensor<i32>
+  %2 = arith.addi %1, %1 : i32
+  %3 = stablehlo.reshape %2 : (tensor<i32>) -> tensor<i32>
+  return %0, %3 : f32, tensor<i32>
+}
+"""
+
+
+def test_tensor_extract():
+    a = RNG.standard_normal((3, 4)).astype(np.float32)
+    got = run_mlir("textract", TENSOR_EXTRACT, [a, np.int32(21)], 2)
+    return check_all([("extract [1, 3]", got[0], a[1, 3]), ("extract [] + itself", got[1], np.int32(42))])
+
+
+def test_cf_refused():
+    text = """func.func @main(%p: i1, %x: tensor<f32>) -> tensor<f32> {
+  cf.cond_br %p, ^bb1, ^bb2
+^bb1:
+  return %x : tensor<f32>
+^bb2:
+  return %x : tensor<f32>
+}
+"""
+    run_mlir("cf", text, [np.bool_(True), np.float32(1)], 1, expect_error="'cf.cond_br'")
+
+
 def test_i1_hex_ambiguous_refused():
     text = """func.func @main() -> tensor<4xi1> {
   %0 = stablehlo.constant dense<"0x05"> : tensor<4xi1>
@@ -202,4 +232,6 @@ if __name__ == "__main__":
         ("arith_signedness_refused", test_arith_signedness_refused),
         ("misc", test_misc),
         ("i1_hex_ambiguous_refused", test_i1_hex_ambiguous_refused),
+        ("tensor_extract", test_tensor_extract),
+        ("cf_refused", test_cf_refused),
     ])
