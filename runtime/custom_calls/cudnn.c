@@ -14,6 +14,7 @@
 //   backward: the input / filter gradient of the forward convolution (scaled)
 // accumulated in f64 and rounded once.
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "runtime/base/alloc.h"
@@ -71,16 +72,29 @@ static hl_status_t read_config(const hl_custom_call_t *call, conv_config_t *c) {
   if (!hl_json_number(hl_json_get(cfg, "leakyrelu_alpha"), &c->leaky_alpha)) c->leaky_alpha = 0;
   const hl_json_t *a = hl_json_get(cfg, "activation_mode");
   if (!st && a) {
+    // A name, or (older dumps) the number of stream_executor.dnn.ActivationMode
+    // (tsl/protobuf/dnn.proto): kNone 0, kSigmoid 1, kRelu 2, kRelu6 3,
+    // kReluX 4, kTanh 5, kBandPass 6, kElu 7, kLeakyRelu 8, kGeluExact 9.
+    static const char *const kByNumber[] = {"kNone", "kSigmoid", "kRelu",  "kRelu6", "kReluX",
+                                            "kTanh", "kBandPass", "kElu", "kLeakyRelu",
+                                            "kGeluExact"};
+    const char *name = a->kind == HL_JSON_STRING ? a->string : NULL;
+    double num;
+    char shown[32] = "(not a name or number)";
+    if (!name && hl_json_number(a, &num)) {
+      snprintf(shown, sizeof(shown), "%g", num);
+      if (num >= 0 && num < 10 && num == (int)num) name = kByNumber[(int)num];
+    }
     bool known = false;
-    for (size_t i = 0; a->kind == HL_JSON_STRING && i < sizeof(kActivations) / sizeof(kActivations[0]); i++)
-      if (strcmp(a->string, kActivations[i].name) == 0) {
+    for (size_t i = 0; name && i < sizeof(kActivations) / sizeof(kActivations[0]); i++)
+      if (strcmp(name, kActivations[i].name) == 0) {
         c->act = kActivations[i].a;
         known = true;
       }
     if (!known)
       st = HL_UNIMPL("%s: custom-call \"%s\" activation_mode %s is not supported (supported: "
                      "kNone, kRelu, kRelu6, kElu, kLeakyRelu, kTanh, kSigmoid, kGeluExact)", loc,
-                     call->name, a->kind == HL_JSON_STRING ? a->string : "(not a string)");
+                     call->name, name ? name : shown);
   }
   hl_json_free(&root);
   return st;

@@ -360,7 +360,7 @@ def cusolver_potrf_syevd():
 # --- cuDNN convolutions (conv_rewriter.cc / cudnn_fused_conv_rewriter.cc forms) ------------
 
 CONV_CONFIG = ('{"operation_queue_id":"0","wait_on_operation_queues":[],"cudnn_conv_backend_config":'
-               '{"activation_mode":"%s","conv_result_scale":%s,"side_input_scale":%s,'
+               '{"activation_mode":%s,"conv_result_scale":%s,"side_input_scale":%s,'
                '"leakyrelu_alpha":%s},"force_earliest_schedule":false,"reification_cost":[]}')
 
 
@@ -392,7 +392,8 @@ def conv_program(target, operands, result, window, groups=1, act="kNone", scale=
             "  ROOT r = %s get-tuple-element(conv), index=0\n}\n" % (
                 params, result, ", ".join("p%d" % k for k in range(len(operands))), window,
                 ", feature_group_count=%d" % groups if groups > 1 else "", target,
-                CONV_CONFIG % (act, scale, side, alpha), result))
+                CONV_CONFIG % ('"%s"' % act if isinstance(act, str) else act, scale, side, alpha),
+                result))
 
 
 def f32s(shape):
@@ -416,14 +417,25 @@ def cudnn_conv_bias_activation():
     conv = conv_nhwc(x.astype(np.float64), w.astype(np.float64), (1, 1), ((1, 1), (1, 1)), (1, 1))
     ops = [f32s(x.shape), f32s(w.shape), "f32[4]{0}", f32s(side.shape)]
     msgs = []
+    # Older dumps write the mode as dnn.proto's number (2 = kRelu, 8 = kLeakyRelu).
     for act, fn in (("kRelu", lambda v: np.maximum(v, 0)),
                     ("kLeakyRelu", lambda v: np.where(v > 0, v, 0.1 * v)),
-                    ("kTanh", np.tanh)):
+                    ("kTanh", np.tanh), (2, lambda v: np.maximum(v, 0)),
+                    (8, lambda v: np.where(v > 0, v, 0.1 * v)), (0, lambda v: v)):
         text = conv_program("__cudnn$convBiasActivationForward", ops, f32s(conv.shape),
                             "size=3x3 pad=1_1x1_1", act=act, scale=1, side=0.5, alpha=0.1)
         d, = run("cudnn-fused", text, [x, w, bias, side], 1)
-        msgs.append(hl.compare(act, d, fn(conv + 0.5 * side + bias).astype(np.float32),
+        msgs.append(hl.compare(str(act), d, fn(conv + 0.5 * side + bias).astype(np.float32),
                                (1e-5, 1e-5)))
+    # kReluX (4) needs a bound the config does not carry: refused by name.
+    with hl.tempdir("cudnn-relux") as tmp:
+        path = os.path.join(tmp, "p.hlo")
+        with open(path, "w") as f:
+            f.write(conv_program("__cudnn$convBiasActivationForward", ops, f32s(conv.shape),
+                                 "size=3x3 pad=1_1x1_1", act=4, side=0.5))
+        r = hl.run([hl.HLO_LAUNCH, "--zeros", "--quiet", path])
+        if r.returncode == 0 or "activation_mode kReluX is not supported" not in r.stderr:
+            msgs.append("activation_mode 4 (kReluX): expected a refusal naming it\n" + r.describe())
     return next((m for m in msgs if m), None)
 
 
