@@ -35,6 +35,8 @@ import tempfile
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KNOWN = os.path.join(HERE, "scripts", "conformance_testdata_known_failures.txt")
 TIMEOUT_S = 300
+MPI_STARTUP_FAILURE = re.compile(r"orte_init|ORTE_ERROR_LOG|session_dir|A call to mkdir was unable|"
+                                 r"^Error:\s+(File exists|No such file or directory)", re.M)
 
 
 def default_dir():
@@ -96,11 +98,10 @@ def run_one(launch, path):
         if p.returncode == 0:
             return path, True, ""
         out = p.stderr + p.stdout
-        # No word from hlo-launch: the MPI start-up failed (a session
-        # directory race under load), not the program; try again.
-        if "hlo-launch" not in out:
-            continue
-        break
+        # Open MPI's start-up failed (a session directory race under load),
+        # not the program: try again.
+        if not MPI_STARTUP_FAILURE.search(out):
+            break
     return path, False, "exit %d: %s" % (p.returncode, last_error(out))
 
 
