@@ -212,6 +212,14 @@ def test_cf_refused():
     run_mlir("cf", text, [np.bool_(True), np.float32(1)], 1, expect_error="'cf.cond_br'")
 
 
+def test_forms_file():
+    """tests/stablehlo/forms_beside_stablehlo.mlir (also a fuzz seed) checks itself."""
+    src = os.environ.get("HL_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+    r = hl.run([hl.HLO_LAUNCH, "--quiet",
+                os.path.join(src, "tests", "stablehlo", "forms_beside_stablehlo.mlir")])
+    return None if r.returncode == 0 else r.describe()
+
+
 def test_i1_hex_ambiguous_refused():
     text = """func.func @main() -> tensor<4xi1> {
   %0 = stablehlo.constant dense<"0x05"> : tensor<4xi1>
@@ -234,4 +242,5 @@ if __name__ == "__main__":
         ("i1_hex_ambiguous_refused", test_i1_hex_ambiguous_refused),
         ("tensor_extract", test_tensor_extract),
         ("cf_refused", test_cf_refused),
+        ("forms_file", test_forms_file),
     ])
