@@ -356,8 +356,11 @@ static hl_status_t lower_constant(lg_t *c, hl_instruction_t **out) {
   const hl_mlir_attr_t *v = hl_mlir_op_attr(c->op, "value");
   if (!v && c->op->item_count > 0) v = &c->op->items[0];
   const hl_shape_t *t = NULL;
+  hl_shape_t i1 = hl_shape_scalar(HL_PRED);
   if (!v) return LERR("needs a value");
-  if (c->op->result_type_count + c->op->operand_type_count == 0 && v->has_type) t = &v->type;
+  bool untyped = c->op->result_type_count + c->op->operand_type_count == 0;
+  if (untyped && v->has_type) t = &v->type;
+  else if (untyped && v->kind == HL_MATTR_BOOL) t = &i1;  // `arith.constant true`: i1
   else HL_RETURN_IF_ERROR(result_type(c, &t));
   if (!hl_shape_is_array(t)) return LERR("needs a tensor or scalar type");
   hl_literal_t *lit;

@@ -188,7 +188,8 @@ TENSOR_EXTRACT = """func.func @main(%a: tensor<3x4xf32>, %b: tensor<i32>) -> (f3
   %0 = tensor.extract %a[%c1, %c3] : tensor<3x4xf32>
   %1 = tensor.extract %b[] : tensor<i32>
   %2 = arith.addi %1, %1 : i32
-  %3 = stablehlo.reshape %2 : (tensor<i32>) -> tensor<i32>
+  %t = arith.constant true
+  %3 = arith.select %t, %2, %1 : i1, tensor<i32>
   return %0, %3 : f32, tensor<i32>
 }
 """
