@@ -939,7 +939,7 @@ static hl_status_t collective_attrs(op_ctx_t *x, hl_instruction_t *inst) {
 
 hl_status_t hl_lower_collective_attrs(hl_lower_t *L, hl_lower_env_t *env, const hl_mlir_op_t *op,
                                       hl_instruction_t *inst) {
-  op_ctx_t ctx = {L, env, op, NULL, 0};
+  op_ctx_t ctx = {.L = L, .env = env, .op = op};
   return collective_attrs(&ctx, inst);
 }
 
