@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "launcher/describe.h"
 #include "launcher/explain_groups.h"
 #include "launcher/partition_hook.h"
 #include "launcher/options.h"
@@ -43,6 +44,8 @@ int main(int argc, char **argv) {
   } else if (options.version) {
     hl_launch_print_version(stdout);
     code = 0;
+  } else if (options.describe) {
+    code = hl_describe_main(&options, stdout);
   } else if (options.explain_partitioning) {
     code = hl_explain_partitioning_main(&options, stdout);
   } else if (options.explain_groups) {

@@ -279,6 +279,12 @@ static const char kHelp[] =
     "                        instruction (bytes, group, channel), arrows from each send\n"
     "                        to its recv-done, clocks aligned to rank 0's\n"
     "\n"
+    "  --describe            print what PROGRAM expects and returns: its format and,\n"
+    "                        where the format has them, producer, StableHLO and\n"
+    "                        bytecode versions, jax.export serialization / calling\n"
+    "                        convention versions, platforms and device count; the\n"
+    "                        grid it states; each argument and result (dtype, shape,\n"
+    "                        '?' for a dynamic dimension, sharding); starts nothing\n"
     "  --explain-groups      print, for every collective of PROGRAM, its group mode and\n"
     "                        process groups as (replica, partition) lists and MPI\n"
     "                        ranks on the grid (-np / --replicas / --partitions), and\n"
@@ -363,6 +369,7 @@ enum {
   OPT_OUTFEED_DIR,
   OPT_MPMD_PROGRAM,
   OPT_EXPLAIN_GROUPS,
+  OPT_DESCRIBE,
   OPT_REPEAT,
   OPT_PROGRAMS,
   OPT_FAIL_FAST,
@@ -429,6 +436,7 @@ static const struct option kLongOptions[] = {
     {"outfeed-dir", required_argument, NULL, OPT_OUTFEED_DIR},
     {"mpmd-program", required_argument, NULL, OPT_MPMD_PROGRAM},
     {"explain-groups", no_argument, NULL, OPT_EXPLAIN_GROUPS},
+    {"describe", no_argument, NULL, OPT_DESCRIBE},
     {"repeat", required_argument, NULL, OPT_REPEAT},
     {"max-inflated-size", required_argument, NULL, OPT_MAX_INFLATED_SIZE},
     {"output-sharding", required_argument, NULL, OPT_OUTPUT_SHARDING},
@@ -708,6 +716,7 @@ static hl_status_t parse_into(int argc, char **argv, hl_launch_options_t *o) {
       case OPT_OUTFEED_DIR: o->outfeed_dir = optarg; break;
       case OPT_MPMD_PROGRAM: mpmd_program = optarg; break;
       case OPT_EXPLAIN_GROUPS: o->explain_groups = true; break;
+      case OPT_DESCRIBE: o->describe = true; break;
       case OPT_EXPLAIN_PARTITIONING: o->explain_partitioning = true; break;
       case OPT_GLOBAL_PROGRAM: o->global_program = true; break;
       case OPT_SPLIT_INPUT_FILE: o->split_input_file = true; break;

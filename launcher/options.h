@@ -75,6 +75,7 @@ typedef struct hl_launch_options {
   bool fail_fast;                 // --fail-fast
   const char *batch_progress;     // internal --batch-progress FILE: rank 0 notes each program's verdict
   int64_t batch_start;            // internal --batch-start K: skip the first K programs (a re-launch)
+  bool describe;                  // --describe: print the program's arguments / results, run nothing
   bool explain_groups;            // --explain-groups: print each collective's groups, run nothing
   bool explain_partitioning;      // --explain-partitioning: print the partitioner's decisions, run nothing
   bool global_program;            // --global-program: PROGRAM is global; partition it (runtime/spmd)

@@ -249,14 +249,52 @@ static bool looks_like_text(const uint8_t *d, size_t n) {
   return valid_utf8_without_nul(d, n);
 }
 
+// The bytecode header: magic, version, producer (a NUL-terminated string).
+static void note_bytecode_header(const uint8_t *data, size_t size, hl_program_t *out) {
+  if (size < 4) return;
+  hl_bc_reader_t r = {data + 4, data + size};
+  uint64_t version;
+  if (!hl_bc_read_varint(&r, &version)) return;
+  out->bytecode_version = version;
+  size_t n = 0;
+  while (r.p + n < r.end && r.p[n]) n++;
+  if (r.p + n == r.end) return;
+  if (n >= sizeof(out->producer)) n = sizeof(out->producer) - 1;
+  memcpy(out->producer, r.p, n);
+  out->producer[n] = '\0';
+}
+
+static void note_jax_export(const uint8_t *data, size_t size, const char *name,
+                            hl_program_t *out) {
+  hl_jax_export_t e;
+  hl_status_t st = hl_jax_export_read(data, size, name, &e);
+  if (st) {  // the load that follows reports it
+    hl_status_free(st);
+    return;
+  }
+  out->has_jax_export = true;
+  out->jax_serialization_version = e.serialization_version;
+  out->jax_calling_convention_version = e.calling_convention_version;
+  out->jax_nr_devices = e.nr_devices;
+  snprintf(out->jax_function_name, sizeof(out->jax_function_name), "%s",
+           e.function_name ? e.function_name : "");
+  size_t used = 0;
+  for (int i = 0; i < e.platform_count && used < sizeof(out->jax_platforms); i++)
+    used += (size_t)snprintf(out->jax_platforms + used, sizeof(out->jax_platforms) - used,
+                             "%s%s", i ? "," : "", e.platforms[i] ? e.platforms[i] : "?");
+  if (e.module) note_bytecode_header(e.module, e.module_size, out);
+}
+
 static hl_status_t load_plain(const uint8_t *data, size_t size, const char *name,
                               const hl_program_load_options_t *options, hl_program_t *out) {
   if (hl_jax_export_looks_like(data, size)) {
     out->format = HL_FORMAT_JAX_EXPORT;
+    note_jax_export(data, size, name, out);
     return hl_jax_export_load(data, size, name, &out->module);
   }
   if (hl_bc_looks_like(data, size)) {
     out->format = HL_FORMAT_STABLEHLO_BYTECODE;
+    note_bytecode_header(data, size, out);
     return hl_bytecode_load(data, size, name, &out->module);
   }
   if (hl_stablehlo_looks_like((const char *)data, size)) {

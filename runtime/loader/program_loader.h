@@ -33,6 +33,16 @@ typedef struct hl_program {
   char *dynamic_text;
   size_t dynamic_length;
   char *dynamic_name;
+  // What the container says about its origin (hlo-launch --describe); zero
+  // / empty where the format has no such field.
+  uint64_t bytecode_version;          // MLIR bytecode version (portable artifact)
+  char producer[64];                  // its producer, e.g. "StableHLO_v1.3.0"
+  bool has_jax_export;                // the fields below are set
+  uint16_t jax_serialization_version;
+  uint16_t jax_calling_convention_version;
+  int jax_nr_devices;
+  char jax_function_name[128];
+  char jax_platforms[256];            // comma-separated, in the export's order
 } hl_program_t;
 
 hl_status_t hl_program_load_file(const char *path, hl_program_t *out_program);
