@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "launcher/inputs.h"
 #include "runtime/base/alloc.h"
 #include "runtime/base/strbuf.h"
 #include "runtime/stablehlo/stablehlo.h"
@@ -254,10 +255,18 @@ void hl_batch_deinit(hl_batch_t *b) {
   memset(b, 0, sizeof(*b));
 }
 
-hl_status_t hl_batch_load(const hl_batch_t *b, int index, const hl_launch_options_t *o,
-                          hl_program_t *out) {
-  const hl_batch_entry_t *e = &b->entries[index];
-  hl_program_load_options_t lo = {o->max_inflated_bytes, false};
+const char *hl_batch_args_dir(const hl_launch_options_t *o, const hl_batch_entry_t *e, char *buf,
+                              size_t cap) {
+  if (!o->args_dir) return NULL;
+  const char *slash = strrchr(e->label, '/');
+  snprintf(buf, cap, "%s/%s", o->args_dir, slash ? slash + 1 : e->label);
+  struct stat st;
+  return stat(buf, &st) == 0 && S_ISDIR(st.st_mode) ? buf : o->args_dir;
+}
+
+static hl_status_t load_entry(const hl_batch_t *b, const hl_batch_entry_t *e,
+                              const hl_launch_options_t *o, hl_program_t *out) {
+  hl_program_load_options_t lo = {o->max_inflated_bytes, true};
   if (e->text_index < 0) return hl_program_load_file_with(e->path, &lo, out);
   // The case after first_line - 1 newlines keeps the file's line numbers.
   size_t pad = (size_t)(e->first_line - 1);
@@ -269,5 +278,17 @@ hl_status_t hl_batch_load(const hl_batch_t *b, int index, const hl_launch_option
   hl_status_t st = hl_program_load_bytes_with((const uint8_t *)padded, pad + e->length, e->path,
                                               &lo, out);
   hl_free(padded);
+  return st;
+}
+
+hl_status_t hl_batch_load(const hl_batch_t *b, int index, const hl_launch_options_t *o,
+                          hl_program_t *out) {
+  const hl_batch_entry_t *e = &b->entries[index];
+  HL_RETURN_IF_ERROR(load_entry(b, e, o, out));
+  if (!out->dynamic_text) return NULL;
+  // Dynamic shapes: refined here, from the entry's own inputs, so the
+  // launcher's grid pre-scan and every rank see the same module.
+  hl_status_t st = hl_inputs_refine_program(o, out, 0, 0);
+  if (st) hl_program_deinit(out);
   return st;
 }

@@ -38,8 +38,16 @@ bool hl_batch_wanted(const hl_launch_options_t *options);
 hl_status_t hl_batch_build(const hl_launch_options_t *options, hl_batch_t *out_batch);
 void hl_batch_deinit(hl_batch_t *batch);
 
+// Where entry `e` reads its --args-dir inputs: DIR/<its file name>/ when
+// --args-dir DIR has that folder (written into buf), else DIR (or NULL).
+const char *hl_batch_args_dir(const hl_launch_options_t *options, const hl_batch_entry_t *e,
+                              char *buf, size_t cap);
+
 // Loads an entry: its file, or its case padded with the blank lines before
-// it, so diagnostics name the user's file and its line numbers.
+// it, so diagnostics name the user's file and its line numbers. A program
+// with dynamic shapes is refined from process 0's arguments (--args,
+// --global-args, or --args-dir, which `options` must give as the entry's:
+// hl_batch_args_dir), as a single program is.
 hl_status_t hl_batch_load(const hl_batch_t *batch, int index, const hl_launch_options_t *options,
                           hl_program_t *out_program);
 

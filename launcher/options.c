@@ -80,6 +80,7 @@ static const char kHelp[] =
     "  shapes) takes its shapes from the files (--args, --args-dir, --global-args):\n"
     "  they refine its shapes before it is lowered, and a failing shape_assertion\n"
     "  stops the job with its message (docs/STABLEHLO.md, Shape polymorphism).\n"
+    "  In batch mode such a program refines from its own --args-dir folder.\n"
     "\n"
     "Outputs:\n"
     "  Rank 0 prints every process's result in rank order, each after a line\n"

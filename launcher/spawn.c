@@ -654,7 +654,10 @@ static int spawn_batch(const hl_launch_options_t *o, int argc, char **argv) {
     if (batch.entries[k].empty) continue;
     hl_program_t program;
     hl_grid_t grid;
-    hl_status_t pst = hl_batch_load(&batch, k, o, &program);
+    hl_launch_options_t po = *o;  // the entry's inputs refine its dynamic shapes
+    char args_dir[4096];
+    po.args_dir = hl_batch_args_dir(o, &batch.entries[k], args_dir, sizeof(args_dir));
+    hl_status_t pst = hl_batch_load(&batch, k, &po, &program);
     if (pst) {  // the ranks report it, in its turn
       hl_status_free(pst);
       continue;

@@ -415,6 +415,7 @@ static bool load_program(worker_t *w, hl_program_t *program) {
                         program);
   // Dynamic shapes: refined before verifying, on every rank from process 0's
   // arguments (the grid is not known before the module is), so all agree.
+  // (A batch entry is refined by hl_batch_load, from its own inputs.)
   if (!st && !w->batch) st = hl_inputs_refine_program(o, program, 0, 0);
   if (!st) st = hl_verify_module(program->module);
   if (!agree(w, st, false) || !agree(w, resolve_grid(w, program->module), false)) {
@@ -583,11 +584,7 @@ static bool run_batch_entry(worker_t *w, const hl_batch_t *batch, int k) {
   }
   // Its own inputs: DIR/<file name>/ when --args-dir DIR has that folder.
   char args_dir[4096];
-  if (job->args_dir) {
-    snprintf(args_dir, sizeof(args_dir), "%s/%s", job->args_dir, base_name(e->label));
-    struct stat st;
-    if (stat(args_dir, &st) == 0 && S_ISDIR(st.st_mode)) po.args_dir = args_dir;
-  }
+  po.args_dir = hl_batch_args_dir(job, e, args_dir, sizeof(args_dir));
   // Directories a program writes into are its own (a probe's file number
   // counts the files already there).
   char outfeed_dir[4096], probe_dir[4096];

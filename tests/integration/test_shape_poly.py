@@ -88,6 +88,35 @@ def top_k():
     return check_all("shape_poly_top_k", os.path.join(PROGRAMS, "shape_poly_top_k.mlir"), cases)
 
 
+def batch_mode():
+    """Two dynamic programs in one batch job, each refined from its own
+    --args-dir folder (D/<file name>/), against NumPy."""
+    b = 5
+    x = rng.standard_normal((b, 4)).astype(np.float32)
+    cs = np.cumsum(x.astype(np.float64), axis=0).astype(np.float32)[:b - 1]
+    s = (x.astype(np.float64).sum(axis=1) + np.arange(b)).astype(np.float32)
+    t = rng.permutation(18).reshape(3, 6).astype(np.float32)
+    idx = np.argsort(-t, axis=1, kind="stable")[:, :5].astype(np.int32)
+    val = np.take_along_axis(t, idx, axis=1)
+    programs = [(os.path.join(PROGRAMS, "shape_poly_export.mlir"), [x], [cs, s]),
+                (os.path.join(PROGRAMS, "shape_poly_top_k.mlir"), [t], [val, idx, val, idx])]
+    with hl.tempdir("polybatch") as d:
+        for path, args, _ in programs:
+            hl.write_args(os.path.join(d, "args", os.path.basename(path)), args)
+        out = os.path.join(d, "out")
+        br = hl.run_batch([p for p, _, _ in programs], output_dir=out,
+                          extra=("--args-dir", os.path.join(d, "args")))
+        if br.result.returncode != 0 or "2 passed, 0 failed" not in br.result.stdout:
+            return br.result.describe()
+        for path, _, want in programs:
+            got = hl.read_outputs(br.program_output_dir(path), 0, 0, len(want))
+            for k, (g, w) in enumerate(zip(got, want)):
+                msg = hl.compare("batch %s result %d" % (os.path.basename(path), k), g, w)
+                if msg:
+                    return msg
+    return None
+
+
 def global_program():
     """A sharded program refined from --global-args (b = 4, 6), then partitioned
     over 2 partitions: each gets its rows of x + iota(b)."""
@@ -269,6 +298,7 @@ if __name__ == "__main__":
     hl.main([
         ("export_form", export_form),
         ("top_k", top_k),
+        ("batch_mode", batch_mode),
         ("global_program", global_program),
         ("failing_shape_assertion", failing_shape_assertion),
         ("refusals", refusals),
