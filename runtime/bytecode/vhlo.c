@@ -295,21 +295,30 @@ static hl_status_t decode_type(const vctx_t *v, uint64_t idx, hl_shape_t *out, i
     case 20:    // RankedTensorV1Type { shape: svarint[], element: Type }
     case 21: {  // ... with a leading encoding attribute
       uint64_t enc, n, el;
+      uint32_t dynamic = 0;
       if (code == 21) {
         if (!hl_bc_read_varint(&r, &enc)) return verr(v, "truncated tensor type");
         return verr(v, "tensor types with an encoding (bounded dynamic shapes) are not supported");
       }
-      if (!hl_bc_read_varint(&r, &n) || n > 64) return verr(v, "bad tensor rank");
-      int64_t dims[64];
+      if (!hl_bc_read_varint(&r, &n) || n > HL_MAX_RANK) return verr(v, "bad tensor rank");
+      int64_t dims[HL_MAX_RANK];
       for (uint64_t k = 0; k < n; k++) {
         if (!hl_bc_read_svarint(&r, &dims[k])) return verr(v, "truncated tensor type");
-        if (dims[k] < 0) return verr(v, "dynamic dimensions ('?') are not supported");
+        // MLIR writes a dynamic dimension ('?') as ShapedType::kDynamic.
+        if (dims[k] == INT64_MIN) {
+          dims[k] = -1;
+          dynamic |= 1u << k;
+        } else if (dims[k] < 0) {
+          return verr(v, "bad tensor dimension %lld", (long long)dims[k]);
+        }
       }
       if (!hl_bc_read_varint(&r, &el)) return verr(v, "truncated tensor type");
       hl_dtype_t dt;
       *v->last_quant = 0;
       HL_RETURN_IF_ERROR(decode_element(v, el, &dt, depth + 1));
       *out = hl_shape_array(dt, (int)n, dims);
+      out->dynamic_mask = dynamic;
+      if (dynamic) v->file->has_dynamic_shapes = true;  // refined from the arguments
       if (!hl_shape_size_fits(out)) return verr(v, "tensor type too large");
       return NULL;
     }
@@ -1282,15 +1291,39 @@ hl_status_t hl_vhlo_to_mlir_partial(const hl_bc_module_t *bc, hl_mlir_file_t *ou
   return version_note(&v, st);
 }
 
-hl_status_t hl_bytecode_load(const uint8_t *data, size_t size, const char *path,
-                             hl_module_t **out_module) {
+hl_status_t hl_bytecode_load_with_args(const uint8_t *data, size_t size, const char *path,
+                                       hl_literal_t *const *args, int arg_count,
+                                       hl_module_t **out_module, bool *out_needs_args) {
   *out_module = NULL;
+  if (out_needs_args) *out_needs_args = false;
   hl_bc_module_t bc;
   HL_RETURN_IF_ERROR(hl_bc_read(data, size, path, &bc));
   hl_mlir_file_t file;
   hl_status_t st = hl_vhlo_to_mlir(&bc, &file);
   if (!st) {
-    st = hl_stablehlo_lower_file(&file, path, out_module);
+    if (file.has_dynamic_shapes && arg_count < 0 && out_needs_args) *out_needs_args = true;
+    st = hl_stablehlo_lower_file_with_args(&file, path, args, arg_count, out_module);
+    hl_mlir_file_deinit(&file);
+  }
+  hl_bc_module_deinit(&bc);
+  return st;
+}
+
+hl_status_t hl_bytecode_load(const uint8_t *data, size_t size, const char *path,
+                             hl_module_t **out_module) {
+  return hl_bytecode_load_with_args(data, size, path, NULL, -1, out_module, NULL);
+}
+
+hl_status_t hl_bytecode_entry_types(const uint8_t *data, size_t size, const char *path,
+                                    hl_shape_t **out_types, int *out_count) {
+  *out_types = NULL;
+  *out_count = 0;
+  hl_bc_module_t bc;
+  HL_RETURN_IF_ERROR(hl_bc_read(data, size, path, &bc));
+  hl_mlir_file_t file;
+  hl_status_t st = hl_vhlo_to_mlir(&bc, &file);
+  if (!st) {
+    st = hl_stablehlo_file_entry_types(&file, path, out_types, out_count);
     hl_mlir_file_deinit(&file);
   }
   hl_bc_module_deinit(&bc);

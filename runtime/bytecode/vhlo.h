@@ -38,5 +38,14 @@ void hl_vhlo_skipped_deinit(hl_vhlo_skipped_t *skipped);
 // Reads, converts and lowers a portable artifact into a module.
 hl_status_t hl_bytecode_load(const uint8_t *data, size_t size, const char *path,
                              hl_module_t **out_module);
+// The same, with dynamic shapes ('?') refined from the entry's arguments
+// (hl_stablehlo_load_with_args's contract: arg_count < 0, none given, is an
+// error for such an artifact and sets *out_needs_args, which may be NULL).
+hl_status_t hl_bytecode_load_with_args(const uint8_t *data, size_t size, const char *path,
+                                       hl_literal_t *const *args, int arg_count,
+                                       hl_module_t **out_module, bool *out_needs_args);
+// @main's declared argument types (dynamic dimensions -1).
+hl_status_t hl_bytecode_entry_types(const uint8_t *data, size_t size, const char *path,
+                                    hl_shape_t **out_types, int *out_count);
 
 #endif  // HL_RUNTIME_BYTECODE_VHLO_H_

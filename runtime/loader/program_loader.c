@@ -285,6 +285,19 @@ static void note_jax_export(const uint8_t *data, size_t size, const char *name,
   if (e.module) note_bytecode_header(e.module, e.module_size, out);
 }
 
+// A program with dynamic shapes: its bytes (text or bytecode) are kept until
+// hl_program_refine gives the arguments its shapes come from.
+static hl_status_t keep_for_refinement(const uint8_t *data, size_t size, const char *name,
+                                       hl_program_t *out) {
+  out->dynamic_text = hl_malloc(size + 1);
+  out->dynamic_name = hl_strdup(name);
+  if (!out->dynamic_text || !out->dynamic_name) return HL_OOM();
+  memcpy(out->dynamic_text, data, size);
+  out->dynamic_text[size] = '\0';
+  out->dynamic_length = size;
+  return NULL;
+}
+
 static hl_status_t load_plain(const uint8_t *data, size_t size, const char *name,
                               const hl_program_load_options_t *options, hl_program_t *out) {
   if (hl_jax_export_looks_like(data, size)) {
@@ -295,7 +308,12 @@ static hl_status_t load_plain(const uint8_t *data, size_t size, const char *name
   if (hl_bc_looks_like(data, size)) {
     out->format = HL_FORMAT_STABLEHLO_BYTECODE;
     note_bytecode_header(data, size, out);
-    return hl_bytecode_load(data, size, name, &out->module);
+    bool needs_args = false;
+    hl_status_t st = hl_bytecode_load_with_args(data, size, name, NULL, -1, &out->module,
+                                                &needs_args);
+    if (!st || !needs_args || !options || !options->defer_dynamic_shapes) return st;
+    hl_status_free(st);
+    return keep_for_refinement(data, size, name, out);
   }
   if (hl_stablehlo_looks_like((const char *)data, size)) {
     out->format = HL_FORMAT_STABLEHLO;
@@ -303,15 +321,8 @@ static hl_status_t load_plain(const uint8_t *data, size_t size, const char *name
     hl_status_t st = hl_stablehlo_load_with_args((const char *)data, size, name, 1, NULL, -1,
                                                  &out->module, &needs_args);
     if (!st || !needs_args || !options || !options->defer_dynamic_shapes) return st;
-    // Kept until hl_program_refine gives the arguments its shapes come from.
     hl_status_free(st);
-    out->dynamic_text = hl_malloc(size + 1);
-    out->dynamic_name = hl_strdup(name);
-    if (!out->dynamic_text || !out->dynamic_name) return HL_OOM();
-    memcpy(out->dynamic_text, data, size);
-    out->dynamic_text[size] = '\0';
-    out->dynamic_length = size;
-    return NULL;
+    return keep_for_refinement(data, size, name, out);
   }
   if (looks_like_text(data, size)) {
     out->format = HL_FORMAT_HLO_TEXT;
@@ -411,9 +422,15 @@ hl_status_t hl_program_load_file_with(const char *path, const hl_program_load_op
 
 hl_status_t hl_program_refine(hl_program_t *program, hl_literal_t *const *args, int arg_count) {
   if (!program->dynamic_text) return NULL;
-  HL_RETURN_IF_ERROR(hl_stablehlo_load_with_args(program->dynamic_text, program->dynamic_length,
-                                                 program->dynamic_name, 1, args, arg_count,
-                                                 &program->module, NULL));
+  if (program->format == HL_FORMAT_STABLEHLO_BYTECODE)
+    HL_RETURN_IF_ERROR(hl_bytecode_load_with_args((const uint8_t *)program->dynamic_text,
+                                                  program->dynamic_length, program->dynamic_name,
+                                                  args, arg_count, &program->module, NULL));
+  else
+    HL_RETURN_IF_ERROR(hl_stablehlo_load_with_args(program->dynamic_text,
+                                                   program->dynamic_length,
+                                                   program->dynamic_name, 1, args, arg_count,
+                                                   &program->module, NULL));
   hl_free(program->dynamic_text);
   hl_free(program->dynamic_name);
   program->dynamic_text = NULL;
@@ -427,6 +444,10 @@ hl_status_t hl_program_dynamic_entry_types(const hl_program_t *program, hl_shape
   *out_types = NULL;
   *out_count = 0;
   if (!program->dynamic_text) return HL_INTERNAL_ERROR("the program has no dynamic shapes");
+  if (program->format == HL_FORMAT_STABLEHLO_BYTECODE)
+    return hl_bytecode_entry_types((const uint8_t *)program->dynamic_text,
+                                   program->dynamic_length, program->dynamic_name, out_types,
+                                   out_count);
   return hl_stablehlo_entry_types(program->dynamic_text, program->dynamic_length,
                                   program->dynamic_name, out_types, out_count);
 }

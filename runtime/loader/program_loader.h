@@ -28,8 +28,9 @@ typedef struct hl_program {
   bool gzipped;
   hl_literal_t **arguments;  // HloSnapshot arguments (owned), else NULL
   int argument_count;
-  // A StableHLO program with dynamic shapes loaded with defer_dynamic_shapes:
-  // module is NULL and the text kept until hl_program_refine (owned).
+  // A StableHLO program (text or portable artifact) with dynamic shapes
+  // loaded with defer_dynamic_shapes: module is NULL and its bytes kept until
+  // hl_program_refine (owned; NUL-terminated).
   char *dynamic_text;
   size_t dynamic_length;
   char *dynamic_name;
@@ -56,7 +57,8 @@ typedef struct hl_program_load_options {
   // Most bytes gzip'd input may inflate to (a gzip bomb stops there with an
   // error naming --max-inflated-size); 0: hl_program_default_inflate_limit().
   uint64_t max_inflated_bytes;
-  // A StableHLO program with dynamic shapes ('?') loads without its module
+  // A StableHLO program (text or portable artifact) with dynamic shapes ('?')
+  // loads without its module
   // (program->dynamic_text set) rather than failing; the caller reads the
   // arguments and calls hl_program_refine.
   bool defer_dynamic_shapes;

@@ -43,6 +43,15 @@ hl_status_t hl_stablehlo_load_with_args(const char *text, size_t length, const c
 hl_status_t hl_stablehlo_entry_types(const char *text, size_t length, const char *path,
                                      hl_shape_t **out_types, int *out_count);
 
+// The same two for an already parsed file (the bytecode reader's): lowering
+// with dynamic shapes refined from args (arg_count < 0: none given, an error
+// for a file with dynamic shapes), and @main's declared argument types.
+hl_status_t hl_stablehlo_lower_file_with_args(const hl_mlir_file_t *file, const char *path,
+                                              hl_literal_t *const *args, int arg_count,
+                                              hl_module_t **out_module);
+hl_status_t hl_stablehlo_file_entry_types(const hl_mlir_file_t *file, const char *path,
+                                          hl_shape_t **out_types, int *out_count);
+
 // True when `text` starts (after comments) like MLIR: `module`, `func.func`,
 // `#alias =`, `!alias =`, or a `"builtin.module"` generic op.
 bool hl_stablehlo_looks_like(const char *text, size_t length);

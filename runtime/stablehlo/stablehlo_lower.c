@@ -1161,32 +1161,46 @@ hl_status_t hl_stablehlo_load_with_args(const char *text, size_t length, const c
   return st;
 }
 
+hl_status_t hl_stablehlo_lower_file_with_args(const hl_mlir_file_t *file, const char *path,
+                                              hl_literal_t *const *args, int arg_count,
+                                              hl_module_t **out_module) {
+  *out_module = NULL;
+  if (file->has_dynamic_shapes && arg_count < 0) return needs_arguments(path);
+  return lower_parsed(file, path, args, arg_count, out_module);
+}
+
+hl_status_t hl_stablehlo_file_entry_types(const hl_mlir_file_t *file, const char *path,
+                                          hl_shape_t **out_types, int *out_count) {
+  *out_types = NULL;
+  *out_count = 0;
+  const hl_mlir_op_t *main_fn = NULL;
+  for (int i = 0; i < file->op_count; i++)
+    if (file->ops[i].symbol && strcmp(file->ops[i].symbol, "main") == 0) main_fn = &file->ops[i];
+  if (!main_fn || main_fn->region_count < 1 || main_fn->regions[0].block_count < 1)
+    return HL_INVALID("%s: a program with dynamic shapes needs an entry function @main", path);
+  const hl_mlir_block_t *b = &main_fn->regions[0].blocks[0];
+  hl_shape_t *types = hl_calloc((size_t)b->arg_count + 1, sizeof(hl_shape_t));
+  if (!types) return HL_OOM();
+  hl_status_t st = NULL;
+  for (int i = 0; !st && i < b->arg_count; i++) st = hl_shape_copy(&b->arg_types[i], &types[i]);
+  if (st) {
+    for (int i = 0; i < b->arg_count; i++) hl_shape_deinit(&types[i]);
+    hl_free(types);
+    return st;
+  }
+  *out_types = types;
+  *out_count = b->arg_count;
+  return NULL;
+}
+
 hl_status_t hl_stablehlo_entry_types(const char *text, size_t length, const char *path,
                                      hl_shape_t **out_types, int *out_count) {
   *out_types = NULL;
   *out_count = 0;
+  if (!path) path = "<mlir>";
   hl_mlir_file_t file;
-  HL_RETURN_IF_ERROR(hl_mlir_parse(text, length, path ? path : "<mlir>", 1, &file));
-  hl_status_t st = NULL;
-  const hl_mlir_op_t *main_fn = NULL;
-  for (int i = 0; i < file.op_count; i++)
-    if (file.ops[i].symbol && strcmp(file.ops[i].symbol, "main") == 0) main_fn = &file.ops[i];
-  if (!main_fn || main_fn->region_count < 1 || main_fn->regions[0].block_count < 1)
-    st = HL_INVALID("%s: a program with dynamic shapes needs an entry function @main", path);
-  const hl_mlir_block_t *b = st ? NULL : &main_fn->regions[0].blocks[0];
-  hl_shape_t *types = NULL;
-  if (b) {
-    types = hl_calloc((size_t)b->arg_count + 1, sizeof(hl_shape_t));
-    if (!types) st = HL_OOM();
-  }
-  for (int i = 0; !st && i < b->arg_count; i++) st = hl_shape_copy(&b->arg_types[i], &types[i]);
-  if (!st) {
-    *out_types = types;
-    *out_count = b->arg_count;
-  } else if (types) {
-    for (int i = 0; i < b->arg_count; i++) hl_shape_deinit(&types[i]);
-    hl_free(types);
-  }
+  HL_RETURN_IF_ERROR(hl_mlir_parse(text, length, path, 1, &file));
+  hl_status_t st = hl_stablehlo_file_entry_types(&file, path, out_types, out_count);
   hl_mlir_file_deinit(&file);
   return st;
 }

@@ -12,7 +12,8 @@ stablehlo.dynamic_reduce_window custom call), tests/stablehlo/shape_poly_top_k.m
 dimension variable as a leading i64 argument; dynamic_broadcast_in_dim,
 dynamic_reshape, dynamic_iota, get_dimension_size, gather, reduce...); and
 JAX's own back-compat case for the dynamic reduce_window (its inputs and
-expected outputs, then other shapes). A failing shape_assertion stops the job
+expected outputs, then other shapes), also from its portable artifact
+(mlir_module_serialized). A failing shape_assertion stops the job
 on every rank with the assertion's message filled in.
 """
 
@@ -253,6 +254,27 @@ def dynamic_reduce_window_back_compat():
         return check_all("dynamic_reduce_window", program, cases)
 
 
+def dynamic_reduce_window_bytecode():
+    """The same case's portable artifact (its mlir_module_serialized, StableHLO
+    0.9.0 bytecode with '?' types): refined from the arguments like the text."""
+    path = shared("jax-export-back-compat", "tpu_stablehlo_dynamic_reduce_window.py")
+    if not path:
+        return "SKIP: ../shared/conformance/jax-export-back-compat is not here"
+    data = load_back_compat(path)["data_unary_2023_06_17"]
+    with hl.tempdir("poly") as d:
+        program = os.path.join(d, "p.mlir.bc")
+        with open(program, "wb") as f:
+            f.write(data["mlir_module_serialized"])
+        r = hl.run([hl.HLO_LAUNCH, "--describe", program])
+        if r.returncode != 0 or "  0: f32[?,4]" not in r.stdout.splitlines():
+            return r.describe()
+        cases = [(list(data["inputs"]), list(data["expected_outputs"]))]
+        for b in (1, 6):
+            x = rng.standard_normal((b, 4)).astype(np.float32)
+            cases.append(([x], [np.cumsum(x.astype(np.float64), axis=0).astype(np.float32)]))
+        return check_all("dynamic_reduce_window (bytecode)", program, cases)
+
+
 def load_back_compat(path):
     """The dict literals of a JAX back-compat data file, without running it:
     array(...) / datetime.date(...) calls and literals only."""
@@ -304,4 +326,5 @@ if __name__ == "__main__":
         ("refusals", refusals),
         ("testdata_programs", testdata_programs),
         ("dynamic_reduce_window_back_compat", dynamic_reduce_window_back_compat),
+        ("dynamic_reduce_window_bytecode", dynamic_reduce_window_bytecode),
     ])

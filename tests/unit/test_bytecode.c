@@ -271,6 +271,31 @@ typedef struct counts {
   int lowered_same, lowered_differ;  // of the matched: lowered alone as the entry
 } counts_t;
 
+static bool shape_dynamic(const hl_shape_t *s) {
+  if (s->dynamic_mask) return true;
+  for (int i = 0; i < s->tuple_count; i++)
+    if (shape_dynamic(&s->tuple[i])) return true;
+  return false;
+}
+
+// Whether a function uses dynamic shapes: the file's flag says so for any of
+// its functions, a function lowered alone needs its own.
+static bool op_dynamic(const hl_mlir_op_t *op) {
+  for (int i = 0; i < op->operand_type_count; i++)
+    if (shape_dynamic(&op->operand_types[i])) return true;
+  for (int i = 0; i < op->result_type_count; i++)
+    if (shape_dynamic(&op->result_types[i])) return true;
+  for (int r = 0; r < op->region_count; r++)
+    for (int b = 0; b < op->regions[r].block_count; b++) {
+      const hl_mlir_block_t *blk = &op->regions[r].blocks[b];
+      for (int i = 0; i < blk->arg_count; i++)
+        if (shape_dynamic(&blk->arg_types[i])) return true;
+      for (int i = 0; i < blk->op_count; i++)
+        if (op_dynamic(&blk->ops[i])) return true;
+    }
+  return false;
+}
+
 // The HLO text of `fn` lowered alone as a module's entry; NULL when it does
 // not lower (it calls other functions, an op the lowering refuses, ...).
 static char *lower_alone(const hl_mlir_file_t *f, const hl_mlir_op_t *fn) {
@@ -279,6 +304,7 @@ static char *lower_alone(const hl_mlir_file_t *f, const hl_mlir_op_t *fn) {
   one.op_count = 1;
   one.module_name = NULL;
   one.module_attr_count = 0;
+  one.has_dynamic_shapes = op_dynamic(fn);
   hl_module_t *m = NULL;
   hl_status_t st = hl_stablehlo_lower_file(&one, f->path, &m);
   if (st) {
