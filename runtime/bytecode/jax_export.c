@@ -220,35 +220,67 @@ static hl_status_t bind_platform_index(hl_mlir_file_t *f, const char *path, int 
 
 hl_status_t hl_jax_export_load(const uint8_t *data, size_t size, const char *path,
                                hl_module_t **out_module) {
-  *out_module = NULL;
-  hl_jax_export_t ex;
-  HL_RETURN_IF_ERROR(hl_jax_export_read(data, size, path, &ex));
+  return hl_jax_export_load_with_args(data, size, path, NULL, -1, out_module, NULL);
+}
+
+// Reads the export and decodes its module for the CPU (platform index bound):
+// *bc and *file are the caller's to release on success.
+static hl_status_t decode_for_cpu(const uint8_t *data, size_t size, const char *path,
+                                  hl_jax_export_t *ex, hl_bc_module_t *bc, hl_mlir_file_t *file) {
+  HL_RETURN_IF_ERROR(hl_jax_export_read(data, size, path, ex));
   int cpu = -1;
-  for (int i = 0; i < ex.platform_count; i++)
-    if (strcmp(ex.platforms[i], "cpu") == 0) cpu = i;
+  for (int i = 0; i < ex->platform_count; i++)
+    if (strcmp(ex->platforms[i], "cpu") == 0) cpu = i;
   if (cpu < 0) {
     char list[256] = "";
-    for (int i = 0; i < ex.platform_count; i++)
+    for (int i = 0; i < ex->platform_count; i++)
       snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", i ? ", " : "",
-               ex.platforms[i]);
+               ex->platforms[i]);
     return HL_INVALID("%s: jax.export: exported for platform(s) [%s], not cpu (hlo-launch runs "
                       "programs as JAX's CPU platform)", path, list);
   }
-  if (ex.ordered_effect_count)
+  if (ex->ordered_effect_count)
     return HL_UNIMPL("%s: jax.export: exports with ordered effects (token arguments) are not "
                      "supported", path);
-  if (ex.uses_global_constants)
+  if (ex->uses_global_constants)
     return HL_UNIMPL("%s: jax.export: exports using global constants (shape polymorphism "
                      "dimension arguments) are not supported", path);
-  hl_bc_module_t bc;
-  HL_RETURN_IF_ERROR(hl_bc_read(ex.module, ex.module_size, path, &bc));
-  hl_mlir_file_t file;
-  hl_status_t st = hl_vhlo_to_mlir(&bc, &file);
-  if (!st) {
-    if (ex.platform_count > 1) st = bind_platform_index(&file, path, cpu);
-    if (!st) st = hl_stablehlo_lower_file(&file, path, out_module);
-    hl_mlir_file_deinit(&file);
+  HL_RETURN_IF_ERROR(hl_bc_read(ex->module, ex->module_size, path, bc));
+  hl_status_t st = hl_vhlo_to_mlir(bc, file);
+  if (!st && ex->platform_count > 1) {
+    st = bind_platform_index(file, path, cpu);
+    if (st) hl_mlir_file_deinit(file);
   }
+  if (st) hl_bc_module_deinit(bc);
+  return st;
+}
+
+hl_status_t hl_jax_export_entry_types(const uint8_t *data, size_t size, const char *path,
+                                      hl_shape_t **out_types, int *out_count) {
+  *out_types = NULL;
+  *out_count = 0;
+  hl_jax_export_t ex;
+  hl_bc_module_t bc;
+  hl_mlir_file_t file;
+  HL_RETURN_IF_ERROR(decode_for_cpu(data, size, path, &ex, &bc, &file));
+  hl_status_t st = hl_stablehlo_file_entry_types(&file, path, out_types, out_count);
+  hl_mlir_file_deinit(&file);
+  hl_bc_module_deinit(&bc);
+  return st;
+}
+
+hl_status_t hl_jax_export_load_with_args(const uint8_t *data, size_t size, const char *path,
+                                         hl_literal_t *const *args, int arg_count,
+                                         hl_module_t **out_module, bool *out_needs_args) {
+  *out_module = NULL;
+  if (out_needs_args) *out_needs_args = false;
+  hl_jax_export_t ex;
+  hl_bc_module_t bc;
+  hl_mlir_file_t file;
+  HL_RETURN_IF_ERROR(decode_for_cpu(data, size, path, &ex, &bc, &file));
+  if (file.has_dynamic_shapes && arg_count < 0 && out_needs_args) *out_needs_args = true;
+  hl_status_t st = hl_stablehlo_lower_file_with_args(&file, path, args, arg_count, out_module);
+  hl_mlir_file_deinit(&file);
   hl_bc_module_deinit(&bc);
   int64_t replicas = st ? 1 : (*out_module)->replica_count ? (*out_module)->replica_count : 1;
   int64_t partitions = st ? 1 : (*out_module)->num_partitions ? (*out_module)->num_partitions : 1;

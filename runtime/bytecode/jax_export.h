@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "runtime/base/literal.h"
 #include "runtime/base/status.h"
 #include "runtime/ir/module.h"
 
@@ -40,5 +41,14 @@ hl_status_t hl_jax_export_read(const uint8_t *data, size_t size, const char *pat
 // has its platform-index argument bound to CPU's index.
 hl_status_t hl_jax_export_load(const uint8_t *data, size_t size, const char *path,
                                hl_module_t **out_module);
+// The same, with dynamic shapes refined from the entry's arguments (the
+// kept ones, after the platform index is bound): hl_bytecode_load_with_args's
+// contract.
+hl_status_t hl_jax_export_load_with_args(const uint8_t *data, size_t size, const char *path,
+                                         hl_literal_t *const *args, int arg_count,
+                                         hl_module_t **out_module, bool *out_needs_args);
+// @main's declared argument types after that binding (dynamic dimensions -1).
+hl_status_t hl_jax_export_entry_types(const uint8_t *data, size_t size, const char *path,
+                                      hl_shape_t **out_types, int *out_count);
 
 #endif  // HL_RUNTIME_BYTECODE_JAX_EXPORT_H_

@@ -303,7 +303,12 @@ static hl_status_t load_plain(const uint8_t *data, size_t size, const char *name
   if (hl_jax_export_looks_like(data, size)) {
     out->format = HL_FORMAT_JAX_EXPORT;
     note_jax_export(data, size, name, out);
-    return hl_jax_export_load(data, size, name, &out->module);
+    bool needs_args = false;
+    hl_status_t st = hl_jax_export_load_with_args(data, size, name, NULL, -1, &out->module,
+                                                  &needs_args);
+    if (!st || !needs_args || !options || !options->defer_dynamic_shapes) return st;
+    hl_status_free(st);
+    return keep_for_refinement(data, size, name, out);
   }
   if (hl_bc_looks_like(data, size)) {
     out->format = HL_FORMAT_STABLEHLO_BYTECODE;
@@ -422,7 +427,12 @@ hl_status_t hl_program_load_file_with(const char *path, const hl_program_load_op
 
 hl_status_t hl_program_refine(hl_program_t *program, hl_literal_t *const *args, int arg_count) {
   if (!program->dynamic_text) return NULL;
-  if (program->format == HL_FORMAT_STABLEHLO_BYTECODE)
+  if (program->format == HL_FORMAT_JAX_EXPORT)
+    HL_RETURN_IF_ERROR(hl_jax_export_load_with_args((const uint8_t *)program->dynamic_text,
+                                                    program->dynamic_length,
+                                                    program->dynamic_name, args, arg_count,
+                                                    &program->module, NULL));
+  else if (program->format == HL_FORMAT_STABLEHLO_BYTECODE)
     HL_RETURN_IF_ERROR(hl_bytecode_load_with_args((const uint8_t *)program->dynamic_text,
                                                   program->dynamic_length, program->dynamic_name,
                                                   args, arg_count, &program->module, NULL));
@@ -444,6 +454,10 @@ hl_status_t hl_program_dynamic_entry_types(const hl_program_t *program, hl_shape
   *out_types = NULL;
   *out_count = 0;
   if (!program->dynamic_text) return HL_INTERNAL_ERROR("the program has no dynamic shapes");
+  if (program->format == HL_FORMAT_JAX_EXPORT)
+    return hl_jax_export_entry_types((const uint8_t *)program->dynamic_text,
+                                     program->dynamic_length, program->dynamic_name, out_types,
+                                     out_count);
   if (program->format == HL_FORMAT_STABLEHLO_BYTECODE)
     return hl_bytecode_entry_types((const uint8_t *)program->dynamic_text,
                                    program->dynamic_length, program->dynamic_name, out_types,

@@ -7,6 +7,8 @@ vhlo_emit_version_api.1_1_0.mlir.bc (@main: x + x) from
 ../shared/conformance/stablehlo-vhlo (skipped when absent):
 
 - a CPU export runs on its rank and matches NumPy; hlo-convert lowers it;
+- an export around JAX's dynamic reduce_window artifact ('?' shapes) refines
+  from its argument and matches NumPy on two shapes;
 - an export for other platforms only, one whose @main lacks the platform-index
   argument a multi-platform export must take, one whose nr_devices disagrees
   with the module, and one with ordered effects each stop with their reason.
@@ -30,12 +32,14 @@ VHLO = next((d for d in CANDIDATES if os.path.isdir(d)), None)
 FLATC = shutil.which("flatc")
 
 
-def make_export(d, name, platforms=("cpu",), nr_devices=1, effects=()):
-    with open(os.path.join(VHLO, "vhlo_emit_version_api.1_1_0.mlir.bc"), "rb") as f:
-        module = f.read()
-    aval = {"kind": 0, "shape": [], "dtype": 10}  # f32[]
+def make_export(d, name, platforms=("cpu",), nr_devices=1, effects=(), module=None,
+                shape=(), function="add"):
+    if module is None:
+        with open(os.path.join(VHLO, "vhlo_emit_version_api.1_1_0.mlir.bc"), "rb") as f:
+            module = f.read()
+    aval = {"kind": 0, "shape": list(shape), "dtype": 10}  # f32
     doc = {
-        "serialization_version": 9, "function_name": "add", "in_avals": [aval],
+        "serialization_version": 9, "function_name": function, "in_avals": [aval],
         "out_avals": [aval], "nr_devices_short": nr_devices, "nr_devices": nr_devices,
         "platforms": list(platforms),
         "ordered_effects": [{"type_name": e} for e in effects],
@@ -79,6 +83,37 @@ def test_cpu_export_runs():
     return None
 
 
+def test_dynamic_export_runs():
+    """An export around JAX's back-compat artifact for the dynamic reduce_window
+    (a cumsum over f32[b, 4], '?' types): refined from the argument's shape."""
+    if skip_reason():
+        return skip_reason()
+    import test_shape_poly as poly
+    path = poly.shared("jax-export-back-compat", "tpu_stablehlo_dynamic_reduce_window.py")
+    if not path:
+        return "SKIP: ../shared/conformance/jax-export-back-compat is not here"
+    data = poly.load_back_compat(path)["data_unary_2023_06_17"]
+    with hl.tempdir("jaxexp") as d:
+        prog = make_export(d, "cumsum", module=data["mlir_module_serialized"], shape=("b", "4"),
+                           function="func")
+        r = hl.run([hl.HLO_LAUNCH, "--describe", prog])
+        if r.returncode != 0 or "  0: f32[?,4]" not in r.stdout.splitlines():
+            return r.describe()
+        for b in (2, 7):
+            x = np.random.default_rng(b).standard_normal((b, 4)).astype(np.float32)
+            args, out = os.path.join(d, "args%d" % b), os.path.join(d, "out%d" % b)
+            hl.write_args(args, [x])
+            r = hl.launch(prog, args_dir=args, output_dir=out)
+            if r.returncode != 0:
+                return r.describe()
+            want = np.cumsum(x.astype(np.float64), axis=0).astype(np.float32)
+            msg = hl.compare("b=%d" % b, hl.read_outputs(out, 0, 0, 1)[0], want,
+                             tol=(1e-5, 1e-5))
+            if msg:
+                return msg
+    return None
+
+
 def expect_failure(name, want, **kw):
     if skip_reason():
         return skip_reason()
@@ -92,6 +127,7 @@ def expect_failure(name, want, **kw):
 if __name__ == "__main__":
     hl.main([
         ("cpu_export_runs", test_cpu_export_runs),
+        ("dynamic_export_runs", test_dynamic_export_runs),
         ("other_platforms", lambda: expect_failure(
             "tpu", "exported for platform(s) [tpu, cuda], not cpu", platforms=("tpu", "cuda"))),
         ("platform_index_missing", lambda: expect_failure(
