@@ -128,6 +128,14 @@ int hl_describe_main(const hl_launch_options_t *o, FILE *out) {
       fputs(hl_strbuf_cstr(&sb), out);
       fflush(out);
     } else {
+      if (program.has_jax_export) {  // what the container says, then why it does not load
+        hl_strbuf_appendf(&sb, "program: %s\nformat: %s%s\n", paths[i],
+                          hl_program_format_name(program.format),
+                          program.gzipped ? " (gzip)" : "");
+        append_origin(&program, &sb);
+        if (i) fputs("\n", out);
+        fputs(hl_strbuf_cstr(&sb), out);
+      }
       fflush(out);
       fprintf(stderr, "hlo-launch: %s\n", hl_status_message(st));
       hl_status_free(st);

@@ -374,10 +374,19 @@ hl_status_t hl_program_load_bytes_with(const uint8_t *data, size_t size, const c
   } else {
     st = load_plain(data, size, name, options, out);
   }
-  if (st) {
-    bool gz = out->gzipped;
+  if (st) {  // what was read of the container stays, for messages (--describe)
+    hl_program_t kept = *out;
     hl_program_deinit(out);
-    out->gzipped = gz;
+    out->format = kept.format;
+    out->gzipped = kept.gzipped;
+    out->bytecode_version = kept.bytecode_version;
+    memcpy(out->producer, kept.producer, sizeof(out->producer));
+    out->has_jax_export = kept.has_jax_export;
+    out->jax_serialization_version = kept.jax_serialization_version;
+    out->jax_calling_convention_version = kept.jax_calling_convention_version;
+    out->jax_nr_devices = kept.jax_nr_devices;
+    memcpy(out->jax_function_name, kept.jax_function_name, sizeof(out->jax_function_name));
+    memcpy(out->jax_platforms, kept.jax_platforms, sizeof(out->jax_platforms));
   }
   return st;
 }

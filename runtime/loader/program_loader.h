@@ -35,7 +35,8 @@ typedef struct hl_program {
   size_t dynamic_length;
   char *dynamic_name;
   // What the container says about its origin (hlo-launch --describe); zero
-  // / empty where the format has no such field.
+  // / empty where the format has no such field. A failed load keeps these,
+  // format and gzipped (nothing else).
   uint64_t bytecode_version;          // MLIR bytecode version (portable artifact)
   char producer[64];                  // its producer, e.g. "StableHLO_v1.3.0"
   bool has_jax_export;                // the fields below are set
