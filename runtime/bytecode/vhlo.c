@@ -300,7 +300,11 @@ static hl_status_t decode_type(const vctx_t *v, uint64_t idx, hl_shape_t *out, i
         if (!hl_bc_read_varint(&r, &enc)) return verr(v, "truncated tensor type");
         return verr(v, "tensor types with an encoding (bounded dynamic shapes) are not supported");
       }
-      if (!hl_bc_read_varint(&r, &n) || n > HL_MAX_RANK) return verr(v, "bad tensor rank");
+      if (!hl_bc_read_varint(&r, &n)) return verr(v, "truncated tensor type");
+      // (hl_shape_t holds HL_MAX_RANK dimensions.)
+      if (n > HL_MAX_RANK)
+        return verr(v, "tensor rank %llu is over %d, the most supported", (unsigned long long)n,
+                    HL_MAX_RANK);
       int64_t dims[HL_MAX_RANK];
       for (uint64_t k = 0; k < n; k++) {
         if (!hl_bc_read_svarint(&r, &dims[k])) return verr(v, "truncated tensor type");
