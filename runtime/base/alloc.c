@@ -1,7 +1,37 @@
+// Small blocks come from malloc. Large arrays (>= kBigBytes) are mappings of
+// their own, recycled through a cache of freed mappings: the launcher keeps
+// freed heap memory mapped (launcher/worker.c's mallopt, so a program that
+// reuses a buffer size does not page-fault it in again), and in that heap a
+// large aligned block is rarely reused -- glibc (< 2.38) memalign asks for
+// size + alignment, which the chunk the previous array of the same size left
+// cannot give, and small allocations carve freed chunks -- so the heap grew
+// by an array per run under --repeat (issue 26). A cached mapping is
+// page-aligned, keeps its pages, and is handed back for the next request it
+// fits; the cache holds at most as many bytes as were ever live at once.
+#define _GNU_SOURCE  // mremap
 #include "runtime/base/alloc.h"
 
+#include <malloc.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+
+enum { kPage = 4096 };
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define HL_ALLOC_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(HL_ALLOC_ASAN)
+// Under AddressSanitizer every block is malloc's, so its leak and bounds
+// checks cover large arrays too.
+static const size_t kBigBytes = SIZE_MAX;
+#else
+static const size_t kBigBytes = (size_t)1 << 20;
+#endif
 
 static long g_fail_after = -1;
 
@@ -14,13 +44,153 @@ static int should_fail(void) {
 
 void hl_alloc_fail_after(long count) { g_fail_after = count; }
 
+//===----------------------------------------------------------------------===//
+// Large blocks
+//===----------------------------------------------------------------------===//
+
+struct big_block {
+  void *ptr;
+  size_t bytes;  // the mapping's length (a multiple of the page)
+};
+
+// Live blocks and freed (cached) ones, each an unordered array; a spin lock
+// guards both (large allocations are rare next to the work on them).
+static struct big_block *g_live, *g_cached;
+static size_t g_live_count, g_live_cap, g_cached_count, g_cached_cap;
+static size_t g_live_bytes, g_peak_live_bytes, g_cached_bytes;
+static atomic_size_t g_live_count_atomic;  // read without the lock by hl_free
+static atomic_flag g_lock = ATOMIC_FLAG_INIT;
+
+static void lock(void) {
+  while (atomic_flag_test_and_set_explicit(&g_lock, memory_order_acquire)) {
+  }
+}
+static void unlock(void) { atomic_flag_clear_explicit(&g_lock, memory_order_release); }
+
+static bool push(struct big_block **a, size_t *count, size_t *cap, struct big_block b) {
+  if (*count == *cap) {
+    size_t n = *cap ? 2 * *cap : 16;
+    struct big_block *p = realloc(*a, n * sizeof(*p));
+    if (!p) return false;
+    *a = p;
+    *cap = n;
+  }
+  (*a)[(*count)++] = b;
+  return true;
+}
+
+static size_t page_round(size_t bytes) { return (bytes + kPage - 1) & ~(size_t)(kPage - 1); }
+
+// A mapping of `bytes` (page-rounded): the smallest cached one that fits,
+// else the largest cached one resized, else a fresh one. *zeroed: its
+// contents are zero (a fresh mapping).
+static void *big_take(size_t bytes, bool *zeroed) {
+  *zeroed = false;
+  int fit = -1, largest = -1;
+  for (size_t i = 0; i < g_cached_count; i++) {
+    size_t b = g_cached[i].bytes;
+    if (b >= bytes && (fit < 0 || b < g_cached[fit].bytes)) fit = (int)i;
+    if (largest < 0 || b > g_cached[largest].bytes) largest = (int)i;
+  }
+  int pick = fit >= 0 ? fit : largest;
+  if (pick >= 0) {
+    struct big_block b = g_cached[pick];
+    g_cached[pick] = g_cached[--g_cached_count];
+    g_cached_bytes -= b.bytes;
+    if (b.bytes == bytes) return b.ptr;
+    void *p = mremap(b.ptr, b.bytes, bytes, MREMAP_MAYMOVE);
+    if (p != MAP_FAILED) return p;
+    munmap(b.ptr, b.bytes);
+  }
+  void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return NULL;
+  *zeroed = true;
+  return p;
+}
+
+static void *big_alloc(size_t size, bool zero) {
+  size_t bytes = page_round(size);
+  bool zeroed;
+  lock();
+  void *p = big_take(bytes, &zeroed);
+  if (p && !push(&g_live, &g_live_count, &g_live_cap, (struct big_block){p, bytes})) {
+    munmap(p, bytes);
+    p = NULL;
+  }
+  if (p) {
+    g_live_bytes += bytes;
+    if (g_live_bytes > g_peak_live_bytes) g_peak_live_bytes = g_live_bytes;
+    atomic_store(&g_live_count_atomic, g_live_count);
+  }
+  unlock();
+  if (p && zero && !zeroed) memset(p, 0, size);
+  return p;
+}
+
+// The live block at `ptr` taken out of the live list (bytes 0: not one).
+static struct big_block big_find_and_remove(void *ptr) {
+  struct big_block found = {NULL, 0};
+  if (((uintptr_t)ptr & (kPage - 1)) != 0 || atomic_load(&g_live_count_atomic) == 0) return found;
+  lock();
+  for (size_t i = 0; i < g_live_count; i++)
+    if (g_live[i].ptr == ptr) {
+      found = g_live[i];
+      g_live[i] = g_live[--g_live_count];
+      g_live_bytes -= found.bytes;
+      atomic_store(&g_live_count_atomic, g_live_count);
+      break;
+    }
+  unlock();
+  return found;
+}
+
+// Into the cache, evicting the largest cached blocks while it would hold more
+// than the peak of live bytes.
+static void big_release(struct big_block b) {
+  lock();
+  if (!push(&g_cached, &g_cached_count, &g_cached_cap, b)) {
+    unlock();
+    munmap(b.ptr, b.bytes);
+    return;
+  }
+  g_cached_bytes += b.bytes;
+  while (g_cached_bytes > g_peak_live_bytes && g_cached_count > 0) {
+    size_t largest = 0;
+    for (size_t i = 1; i < g_cached_count; i++)
+      if (g_cached[i].bytes > g_cached[largest].bytes) largest = i;
+    struct big_block out = g_cached[largest];
+    g_cached[largest] = g_cached[--g_cached_count];
+    g_cached_bytes -= out.bytes;
+    munmap(out.ptr, out.bytes);
+  }
+  unlock();
+}
+
+size_t hl_alloc_large_live_bytes(void) {
+  lock();
+  size_t n = g_live_bytes;
+  unlock();
+  return n;
+}
+
+size_t hl_alloc_live_bytes(void) {
+  struct mallinfo2 mi = mallinfo2();
+  return mi.uordblks + mi.hblkhd + hl_alloc_large_live_bytes();
+}
+
+//===----------------------------------------------------------------------===//
+// The wrappers
+//===----------------------------------------------------------------------===//
+
 void *hl_malloc(size_t size) {
   if (should_fail()) return NULL;
+  if (size >= kBigBytes) return big_alloc(size, false);
   return malloc(size ? size : 1);
 }
 
 void *hl_malloc_aligned(size_t size, size_t alignment) {
   if (should_fail()) return NULL;
+  if (size >= kBigBytes && alignment <= kPage) return big_alloc(size, false);
   void *p = NULL;
   return posix_memalign(&p, alignment, size ? size : 1) == 0 ? p : NULL;
 }
@@ -28,15 +198,38 @@ void *hl_malloc_aligned(size_t size, size_t alignment) {
 void *hl_calloc(size_t count, size_t size) {
   if (should_fail()) return NULL;
   if (count == 0 || size == 0) return calloc(1, 1);
+  if (size > SIZE_MAX / count) return NULL;
+  if (count * size >= kBigBytes) return big_alloc(count * size, true);
   return calloc(count, size);
 }
 
 void *hl_realloc(void *ptr, size_t size) {
   if (should_fail()) return NULL;
-  return realloc(ptr, size ? size : 1);
+  struct big_block b = ptr ? big_find_and_remove(ptr) : (struct big_block){NULL, 0};
+  if (!b.bytes) return realloc(ptr, size ? size : 1);
+  // A large block moves into a fresh one (malloc's or the cache's).
+  void *p = size >= kBigBytes ? big_alloc(size, false) : malloc(size ? size : 1);
+  if (!p) {  // still the caller's: back to the live list
+    lock();
+    bool kept = push(&g_live, &g_live_count, &g_live_cap, b);
+    if (kept) {
+      g_live_bytes += b.bytes;
+      atomic_store(&g_live_count_atomic, g_live_count);
+    }
+    unlock();
+    return NULL;
+  }
+  memcpy(p, ptr, size < b.bytes ? size : b.bytes);
+  big_release(b);
+  return p;
 }
 
-void hl_free(void *ptr) { free(ptr); }
+void hl_free(void *ptr) {
+  if (!ptr) return;
+  struct big_block b = big_find_and_remove(ptr);
+  if (b.bytes) big_release(b);
+  else free(ptr);
+}
 
 char *hl_strndup(const char *s, size_t n) {
   char *d = hl_malloc(n + 1);

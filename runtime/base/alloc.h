@@ -16,6 +16,13 @@ void hl_free(void *ptr);
 char *hl_strdup(const char *s);
 char *hl_strndup(const char *s, size_t n);
 
+// Bytes this process holds: malloc's blocks in use plus the large arrays
+// alive (alloc.c maps each array >= 1 MiB of its own; those are
+// hl_alloc_large_live_bytes). For out-of-memory reports; not cheap
+// (mallinfo2 walks the heap's bins).
+size_t hl_alloc_live_bytes(void);
+size_t hl_alloc_large_live_bytes(void);
+
 // Test hook: the next `count` allocations succeed, then all fail.
 // A negative count turns injection off (the default).
 void hl_alloc_fail_after(long count);
