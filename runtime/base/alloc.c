@@ -34,6 +34,7 @@ static const size_t kBigBytes = (size_t)1 << 20;
 #endif
 
 static long g_fail_after = -1;
+static _Atomic size_t g_failed_bytes;  // the last request that failed
 
 static int should_fail(void) {
   if (g_fail_after < 0) return 0;
@@ -43,6 +44,15 @@ static int should_fail(void) {
 }
 
 void hl_alloc_fail_after(long count) { g_fail_after = count; }
+
+size_t hl_alloc_failed_bytes(void) { return atomic_load(&g_failed_bytes); }
+void hl_alloc_clear_failed_bytes(void) { atomic_store(&g_failed_bytes, 0); }
+
+// `p`, recording `bytes` as the failed request when it is NULL.
+static void *noted(void *p, size_t bytes) {
+  if (!p) atomic_store(&g_failed_bytes, bytes ? bytes : 1);
+  return p;
+}
 
 //===----------------------------------------------------------------------===//
 // Large blocks
@@ -103,6 +113,12 @@ static void *big_take(size_t bytes, bool *zeroed) {
     munmap(b.ptr, b.bytes);
   }
   void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED && g_cached_count > 0) {  // give the cache back and try again
+    for (size_t i = 0; i < g_cached_count; i++) munmap(g_cached[i].ptr, g_cached[i].bytes);
+    g_cached_count = 0;
+    g_cached_bytes = 0;
+    p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  }
   if (p == MAP_FAILED) return NULL;
   *zeroed = true;
   return p;
@@ -183,30 +199,30 @@ size_t hl_alloc_live_bytes(void) {
 //===----------------------------------------------------------------------===//
 
 void *hl_malloc(size_t size) {
-  if (should_fail()) return NULL;
-  if (size >= kBigBytes) return big_alloc(size, false);
-  return malloc(size ? size : 1);
+  if (should_fail()) return noted(NULL, size);
+  if (size >= kBigBytes) return noted(big_alloc(size, false), size);
+  return noted(malloc(size ? size : 1), size);
 }
 
 void *hl_malloc_aligned(size_t size, size_t alignment) {
-  if (should_fail()) return NULL;
-  if (size >= kBigBytes && alignment <= kPage) return big_alloc(size, false);
+  if (should_fail()) return noted(NULL, size);
+  if (size >= kBigBytes && alignment <= kPage) return noted(big_alloc(size, false), size);
   void *p = NULL;
-  return posix_memalign(&p, alignment, size ? size : 1) == 0 ? p : NULL;
+  return noted(posix_memalign(&p, alignment, size ? size : 1) == 0 ? p : NULL, size);
 }
 
 void *hl_calloc(size_t count, size_t size) {
-  if (should_fail()) return NULL;
-  if (count == 0 || size == 0) return calloc(1, 1);
-  if (size > SIZE_MAX / count) return NULL;
-  if (count * size >= kBigBytes) return big_alloc(count * size, true);
-  return calloc(count, size);
+  if (should_fail()) return noted(NULL, count * size);
+  if (count == 0 || size == 0) return noted(calloc(1, 1), 1);
+  if (size > SIZE_MAX / count) return noted(NULL, SIZE_MAX);
+  if (count * size >= kBigBytes) return noted(big_alloc(count * size, true), count * size);
+  return noted(calloc(count, size), count * size);
 }
 
 void *hl_realloc(void *ptr, size_t size) {
-  if (should_fail()) return NULL;
+  if (should_fail()) return noted(NULL, size);
   struct big_block b = ptr ? big_find_and_remove(ptr) : (struct big_block){NULL, 0};
-  if (!b.bytes) return realloc(ptr, size ? size : 1);
+  if (!b.bytes) return noted(realloc(ptr, size ? size : 1), size);
   // A large block moves into a fresh one (malloc's or the cache's).
   void *p = size >= kBigBytes ? big_alloc(size, false) : malloc(size ? size : 1);
   if (!p) {  // still the caller's: back to the live list
@@ -217,7 +233,7 @@ void *hl_realloc(void *ptr, size_t size) {
       atomic_store(&g_live_count_atomic, g_live_count);
     }
     unlock();
-    return NULL;
+    return noted(NULL, size);
   }
   memcpy(p, ptr, size < b.bytes ? size : b.bytes);
   big_release(b);

@@ -23,6 +23,11 @@ char *hl_strndup(const char *s, size_t n);
 size_t hl_alloc_live_bytes(void);
 size_t hl_alloc_large_live_bytes(void);
 
+// The size of the last request that failed (0: none since the last clear);
+// the executor names it in out-of-memory errors.
+size_t hl_alloc_failed_bytes(void);
+void hl_alloc_clear_failed_bytes(void);
+
 // Test hook: the next `count` allocations succeed, then all fail.
 // A negative count turns injection off (the default).
 void hl_alloc_fail_after(long count);

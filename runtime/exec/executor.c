@@ -171,11 +171,92 @@ static hl_status_t append_call_site(hl_status_t st, const hl_instruction_t *inst
   return made;
 }
 
+static void append_bytes(char *buf, size_t cap, size_t *len, size_t bytes) {
+  static const char *const kUnits[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
+  double v = (double)bytes;
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    u++;
+  }
+  int n = u ? snprintf(buf + *len, cap - *len, "%.1f %s", v, kUnits[u])
+            : snprintf(buf + *len, cap - *len, "%zu bytes", bytes);
+  if (n > 0) *len = *len + (size_t)n < cap ? *len + (size_t)n : cap - 1;
+}
+
+static size_t literal_bytes(const hl_literal_t *lit) {
+  if (!lit) return 0;
+  size_t n = lit->byte_size;
+  if (lit->elements)
+    for (int i = 0; i < lit->shape.tuple_count; i++) n += literal_bytes(lit->elements[i]);
+  return n;
+}
+
+// An out-of-memory error of `inst` with what it asked for, what the rank held
+// and the largest values alive in the running frame (issue 26): "...: out of
+// memory: asked for 4.0 GiB; the rank held 1.0 GiB (largest values alive:
+// 'b' 512.0 MiB, ...)". The allocator's plain status when even that message
+// cannot be made.
+static hl_status_t explain_oom(hl_kernel_context_t *ctx, const hl_instruction_t *inst,
+                               hl_status_t st) {
+  enum { kTop = 3 };
+  char text[768];
+  size_t len = 0;
+  size_t asked = hl_alloc_failed_bytes();
+  hl_alloc_clear_failed_bytes();
+  const char *loc = hl_instruction_location(inst), *msg = hl_status_message(st);
+  len += strstr(msg, loc) ? (size_t)snprintf(text, sizeof(text), "%s", msg)
+                          : (size_t)snprintf(text, sizeof(text), "%s: %s", loc, msg);
+  if (len >= sizeof(text)) len = sizeof(text) - 1;
+  if (asked) {
+    len += (size_t)snprintf(text + len, sizeof(text) - len, ": asked for ");
+    if (len >= sizeof(text)) len = sizeof(text) - 1;
+    append_bytes(text, sizeof(text), &len, asked);
+  }
+  len += (size_t)snprintf(text + len, sizeof(text) - len, "; the rank held ");
+  if (len >= sizeof(text)) len = sizeof(text) - 1;
+  append_bytes(text, sizeof(text), &len, hl_alloc_live_bytes());
+  const hl_plan_t *p = ctx->plan;
+  int top[kTop];
+  size_t top_bytes[kTop];
+  int found = 0;
+  for (int s = 0; p && s < p->count; s++) {
+    size_t b = literal_bytes(p->values[s]);
+    if (!b) continue;
+    int at = found < kTop ? found++ : kTop;
+    if (at == kTop && b <= top_bytes[kTop - 1]) continue;
+    if (at == kTop) at = kTop - 1;
+    while (at > 0 && top_bytes[at - 1] < b) {
+      top[at] = top[at - 1];
+      top_bytes[at] = top_bytes[at - 1];
+      at--;
+    }
+    top[at] = s;
+    top_bytes[at] = b;
+  }
+  for (int i = 0; i < found; i++) {
+    const hl_instruction_t *v = p->computation->instructions[top[i]];
+    len += (size_t)snprintf(text + len, sizeof(text) - len, "%s'%s' ",
+                            i ? ", " : " (largest values alive: ", v->name);
+    if (len >= sizeof(text)) len = sizeof(text) - 1;
+    append_bytes(text, sizeof(text), &len, top_bytes[i]);
+  }
+  if (found) snprintf(text + len, sizeof(text) - len, ")");
+  hl_status_t made = HL_ERROR(HL_OUT_OF_MEMORY, "%s", text);
+  if (hl_status_message(made) == hl_status_message(st) || !strstr(hl_status_message(made), "the rank held"))
+    return st;  // no room for the message: the plain one
+  hl_status_free(st);
+  return made;
+}
+
 // Names the failing instruction exactly once per level.
 static hl_status_t locate_error(hl_kernel_context_t *ctx, const hl_instruction_t *inst,
                                 hl_status_t st) {
   bool nested = st == ctx->nested_error;
   ctx->nested_error = NULL;
+  if (hl_status_code(st) == HL_OUT_OF_MEMORY && !nested &&
+      !strstr(hl_status_message(st), "the rank held"))
+    return explain_oom(ctx, inst, st);
   if (nested) return append_call_site(st, inst);
   const char *loc = hl_instruction_location(inst);
   if (strstr(hl_status_message(st), loc)) return st;  // the kernel named it already
@@ -468,6 +549,7 @@ hl_status_t hl_executable_run(hl_executable_t *exe, const hl_exec_options_t *opt
   HL_RETURN_IF_ERROR_CTX(check_arguments(entry, args, arg_count), "entry computation '%s'",
                          entry->name);
   hl_kernel_context_t ctx = {.module = module, .exe = exe};
+  hl_alloc_clear_failed_bytes();
   if (options) ctx.options = *options;
   if (ctx.options.num_replicas <= 0) ctx.options.num_replicas = 1;
   if (ctx.options.num_partitions <= 0) ctx.options.num_partitions = 1;

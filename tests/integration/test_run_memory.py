@@ -1,5 +1,9 @@
 """A rank's memory across runs and when it runs out (issue 26).
 
+Out of memory: a rank whose address space (ulimit -v) cannot take a 16 GiB
+array says which instruction asked for how much, what it held, and the
+largest values alive (here the 16 MiB 'e'), on every rank.
+
 --repeat N holds one run's results at a time: a rank's peak resident memory
 (its ru_maxrss, as the kernel counts it) after 6 runs of a program with a
 128 MiB result stays within half the result of its peak after 1 run. Before
@@ -8,6 +12,8 @@ the fix the launcher's never-trimmed heap grew by the result per run
 these programs peaked at 158 / 670 MiB.
 """
 import os
+import re
+import shlex
 import sys
 import tempfile
 import time
@@ -72,6 +78,47 @@ def test_repeat_holds_one_result():
             print("  %s: peak %d MiB at 1 run, %d MiB at 6" % (name, one >> 10, six >> 10))
             if six - one > (RESULT_MIB << 10) // 2:
                 return "%s: peak grew from %d KiB (1 run) to %d KiB (6 runs)" % (name, one, six)
+    return None
+
+
+OOM_PROGRAM = """HloModule huge
+
+ENTRY main {
+  c = f32[] constant(1)
+  b = f32[4194304] broadcast(c), dimensions={}
+  e = f32[4194304] exponential(b)
+  s = f32[1] slice(e), slice={[0:1]}
+  r = f32[] reshape(s)
+  d = f32[4294967296] broadcast(r), dimensions={}
+  ROOT t = (f32[4194304], f32[4294967296]) tuple(e, d)
+}
+"""
+# 4194304 * 4 bytes = 16 MiB; 4294967296 * 4 bytes = 16 GiB.
+OOM_LINE = re.compile(r"^hlo-launch: (all 2 ranks|rank [01] \(replica [01], partition 0\)): "
+                      r"instruction 'd' \(broadcast\) in computation 'main' at [^ ]*huge.hlo:9:3: "
+                      r"out of memory: asked for 16\.0 GiB; the rank held ([0-9.]+) (MiB|GiB) "
+                      r"\(largest values alive: 'e' 16\.0 MiB")
+
+
+def test_out_of_memory_names_bytes():
+    with tempfile.TemporaryDirectory(prefix="hl-run-memory-") as d:
+        path = os.path.join(d, "huge.hlo")
+        with open(path, "w") as f:
+            f.write(OOM_PROGRAM)
+        cmd = "ulimit -v 4000000 && exec %s -np 2 -q --no-fusion-pass %s" % (
+            shlex.quote(HLO_LAUNCH), shlex.quote(path))
+        res = run(["bash", "-c", cmd], timeout=120)
+        if res.timed_out or res.returncode == 0:
+            return "no failure or hung\n" + res.describe()
+        lines = [l for l in res.stderr.splitlines() if l.startswith("hlo-launch:")]
+        matched = [OOM_LINE.match(l) for l in lines]
+        ranks = sum(2 if m.group(1) == "all 2 ranks" else 1 for m in matched if m)
+        if ranks != 2 or len(lines) != sum(1 for m in matched if m):
+            return "expected the out-of-memory line of both ranks\n" + res.describe()
+        for m in matched:
+            held = float(m.group(2)) * (1024 if m.group(3) == "GiB" else 1)
+            if held < 16:
+                return "the rank held %s MiB, less than 'e' alone\n%s" % (held, res.describe())
     return None
 
 
