@@ -70,6 +70,7 @@ struct hl_kernel_context {
   hl_status_t nested_error;
   hl_channel_pending_t *channel_pending;  // started sends / recvs (kernels/channels.c)
   int fusion_depth;  // > 0 inside a fusion: not profiled instruction by instruction
+  double counted_flops;  // hl_kernel_count_flops of the running profiled kernel
   // Async collectives started and not yet done (hl_kernel_pending_put).
   struct pending_entry {
     const hl_instruction_t *start;
@@ -109,6 +110,10 @@ hl_channel_pending_t **hl_kernel_channel_pending(hl_kernel_context_t *ctx) {
 
 const hl_exec_options_t *hl_kernel_options(const hl_kernel_context_t *ctx) {
   return ctx ? &ctx->options : NULL;
+}
+
+void hl_kernel_count_flops(hl_kernel_context_t *ctx, double flops) {
+  if (ctx) ctx->counted_flops += flops;
 }
 
 hl_literal_t *hl_kernel_frame_argument(const hl_kernel_context_t *ctx, int64_t number) {
@@ -319,11 +324,17 @@ static hl_status_t run_profiled(hl_kernel_context_t *ctx, hl_kernel_fn_t kernel,
                op != HL_OP_CONDITIONAL;
   double t0 = timed ? now_seconds() : 0;
   if (op == HL_OP_FUSION) ctx->fusion_depth++;
+  double outer_flops = ctx->counted_flops;
+  ctx->counted_flops = 0;
   hl_status_t st = kernel(ctx, inst, operands, result);
   if (op == HL_OP_FUSION) ctx->fusion_depth--;
-  if (timed && !st)
+  if (timed && !st) {
     hl_profile_record(ctx->options.profile, inst, now_seconds() - t0, operands, operand_count,
                       *result);
+    if (ctx->counted_flops > 0)
+      hl_profile_add_flops(ctx->options.profile, inst, ctx->counted_flops);
+  }
+  ctx->counted_flops = outer_flops;
   return st;
 }
 

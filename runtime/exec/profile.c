@@ -106,6 +106,12 @@ void hl_profile_record(hl_profile_t *p, const hl_instruction_t *inst, double sec
   e->flops += hl_profile_flops(inst, operands, n, result);
 }
 
+void hl_profile_add_flops(hl_profile_t *p, const hl_instruction_t *inst, double flops) {
+  if (!p || !p->cap) return;
+  entry_t *e = find(p->slots, p->cap, inst);
+  if (e->inst == inst) e->flops += flops;
+}
+
 static double now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -32,6 +32,9 @@ void hl_profile_record(hl_profile_t *profile, const hl_instruction_t *inst, doub
                        const hl_literal_t *result);
 
 // FLOPs of one dot / convolution call (0 for other instructions).
+// Adds FLOPs a library kernel counted (hl_kernel_count_flops) to `inst`'s
+// row, recorded just before.
+void hl_profile_add_flops(hl_profile_t *profile, const hl_instruction_t *inst, double flops);
 double hl_profile_flops(const hl_instruction_t *inst, hl_literal_t *const *operands,
                         int operand_count, const hl_literal_t *result);
 

@@ -29,6 +29,10 @@ hl_status_t hl_kernel_call_computation(hl_kernel_context_t *ctx,
 const hl_exec_options_t *hl_kernel_options(const hl_kernel_context_t *ctx);
 // The argument literal of the current frame's parameter `number` (borrowed).
 hl_literal_t *hl_kernel_frame_argument(const hl_kernel_context_t *ctx, int64_t number);
+// A library kernel (a custom-call GEMM such as __cublas$gemm) names the
+// FLOPs it did, for --profile, which counts those of dot and convolution
+// from the instruction itself. NULL-safe.
+void hl_kernel_count_flops(hl_kernel_context_t *ctx, double flops);
 
 // Async pairs (all-reduce-start / -done, ...): the start kernel parks the
 // state of its pending transfer under its own instruction; the done kernel

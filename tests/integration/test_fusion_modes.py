@@ -246,6 +246,36 @@ def test_profile_rows_and_roofline():
     return None
 
 
+# A GEMM the GPU compiler hands to cuBLAS (gemm_rewriter.cc's form): the
+# custom-call counts the dot's FLOPs, 2 * 64 * 32 * 128 per call.
+GEMM_PROGRAM = """HloModule g
+
+ENTRY e {
+  x = f32[64,128]{1,0} parameter(0)
+  y = f32[128,32]{1,0} parameter(1)
+  ROOT cc = f32[64,32]{1,0} custom-call(x, y), custom_call_target="__cublas$gemm", backend_config={"gemm_backend_config":{"alpha_real":1,"alpha_imag":0,"beta":0,"dot_dimension_numbers":{"lhs_contracting_dimensions":["1"],"rhs_contracting_dimensions":["0"],"lhs_batch_dimensions":[],"rhs_batch_dimensions":[]},"epilogue":"DEFAULT"}}
+}
+"""
+
+
+def test_profile_counts_library_gemm_flops():
+    """--profile counts a __cublas$gemm custom-call's FLOPs (it counted 0)."""
+    with tempdir("fusion-profile-gemm") as d:
+        prog = os.path.join(d, "g.hlo")
+        with open(prog, "w") as f:
+            f.write(GEMM_PROGRAM)
+        res = launch(prog, replicas=1, extra=("--profile=1", "--repeat", "2", "--zeros", "-q"))
+        if res.returncode != 0:
+            return res.describe()
+        rows = [PROFILE_ROW.match(l) for l in res.stderr.splitlines()]
+        rows = [m for m in rows if m and m.group(1) == "cc"]
+        want_mflop = 2 * 2 * 64 * 32 * 128 / 1e6
+        if len(rows) != 1 or rows[0].group(2) != "custom-call" or \
+                abs(float(rows[0].group(7)) - want_mflop) > 1e-3:
+            return "expected the row of cc with %.3f MFLOP\n%s" % (want_mflop, res.describe())
+    return None
+
+
 if __name__ == "__main__":
     require_binaries("hlo-launch")
     main([(n[5:], f) for n, f in sorted(globals().items()) if n.startswith("test_")])
