@@ -28,14 +28,16 @@ cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$build" --target hlo-launch -j"${HL_BENCH_JOBS:-2}" >/dev/null
 export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}
 printf '%-22s | %-12s | %-13s | %-9s | %s\n' program "min run ms" "model ms/run" "min/model" \
-  "all runs / model (load)"
+  "runs 2-N / model (load)"
 for p in "${progs[@]}"; do
   out=$("$build/launcher/hlo-launch" -np 1 --threads "$threads" --profile=8 --repeat "$repeat" \
         --seed 0 -q "$p" 2>&1)
-  ratio=$(sed -n 's/.*measured \/ model = \([0-9.]*\).*/\1/p' <<<"$out")
+  # The last roofline line: runs 2-N (steady state) when N > 1, else the one run.
+  ratio=$(sed -n 's/.*measured \/ model = \([0-9.]*\).*/\1/p' <<<"$out" | tail -1)
   best=$(sed -n 's/.*min \([0-9.]*\) ms.*/\1/p' <<<"$out" | head -1)
-  model=$(sed -n 's/.*; model \([0-9.]*\) ms = .*/\1/p' <<<"$out")
-  per_run=$(awk -v m="$model" -v n="$repeat" 'BEGIN { printf "%.3f", m / n }')
+  model=$(sed -n 's/.*; model \([0-9.]*\) ms = .*/\1/p' <<<"$out" | tail -1)
+  steady=$(( repeat > 1 ? repeat - 1 : 1 ))
+  per_run=$(awk -v m="$model" -v n="$steady" 'BEGIN { printf "%.3f", m / n }')
   min_ratio=$(awk -v b="$best" -v r="$per_run" 'BEGIN { printf "%.2f", (r > 0 ? b / r : 0) }')
   printf '%-22s | %-12s | %-13s | %-9s | %s (%s)\n' "$(basename "$p" .hlo)" "$best" "$per_run" \
     "$min_ratio" "$ratio" "$(cut -d' ' -f1 /proc/loadavg)"

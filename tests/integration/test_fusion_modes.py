@@ -202,20 +202,29 @@ ROOFLINE = re.compile(r"^  roofline: 2 runs ([\d.]+) ms \(instructions ([\d.]+) 
 
 
 def test_profile_rows_and_roofline():
-    """--profile=2 on 2 ranks, 2 runs: per rank a header, the two instructions
-    that do work (dot and the fusion) with their calls, bytes and FLOPs as
-    computed here from the shapes, and a roofline line."""
+    """--profile=2 on 2 ranks, 3 runs: per rank a header, the first run's
+    table, then that of runs 2-3 (steady state): the two instructions that do
+    work (dot and the fusion) with their calls, bytes and FLOPs as computed
+    here from the shapes, and a roofline line."""
     with tempdir("fusion-profile") as d:
         prog = os.path.join(d, "p.hlo")
         with open(prog, "w") as f:
             f.write(DOT_PROGRAM)
-        res = launch(prog, replicas=2, extra=("--profile=2", "--repeat", "2", "--zeros", "-q"))
+        res = launch(prog, replicas=2, extra=("--profile=2", "--repeat", "3", "--zeros", "-q"))
         if res.returncode != 0:
             return res.describe()
         lines = res.stderr.splitlines()
         heads = [i for i, l in enumerate(lines) if l.startswith("hlo-launch: profile of rank")]
         if len(heads) != 2:
             return "expected a profile per rank\n" + res.describe()
+        for first in heads:
+            if not lines[first + 1].startswith("  first run (cold") or \
+                    not PROFILE_ROW.match(lines[first + 3]) or \
+                    int(PROFILE_ROW.match(lines[first + 3]).group(3)) != 1:
+                return "expected the first run's table (1 call a row)\n" + res.describe()
+        heads = [i for i, l in enumerate(lines) if l == "  runs 2-3 (steady state):"]
+        if len(heads) != 2:
+            return "expected the steady-state table of runs 2-3 per rank\n" + res.describe()
         for h in heads:
             rows = {}
             for l in lines[h + 2:h + 4]:
@@ -264,12 +273,12 @@ def test_profile_counts_library_gemm_flops():
         prog = os.path.join(d, "g.hlo")
         with open(prog, "w") as f:
             f.write(GEMM_PROGRAM)
-        res = launch(prog, replicas=1, extra=("--profile=1", "--repeat", "2", "--zeros", "-q"))
+        res = launch(prog, replicas=1, extra=("--profile=1", "--zeros", "-q"))
         if res.returncode != 0:
             return res.describe()
         rows = [PROFILE_ROW.match(l) for l in res.stderr.splitlines()]
         rows = [m for m in rows if m and m.group(1) == "cc"]
-        want_mflop = 2 * 2 * 64 * 32 * 128 / 1e6
+        want_mflop = 2 * 64 * 32 * 128 / 1e6
         if len(rows) != 1 or rows[0].group(2) != "custom-call" or \
                 abs(float(rows[0].group(7)) - want_mflop) > 1e-3:
             return "expected the row of cc with %.3f MFLOP\n%s" % (want_mflop, res.describe())
