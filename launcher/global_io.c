@@ -221,6 +221,57 @@ hl_status_t hl_global_args_build(const hl_launch_options_t *o, const hl_program_
   return st;
 }
 
+static hl_status_t random_shard(const hl_launch_options_t *o, const hl_instruction_t *param,
+                               int index, const hl_sharding_t *s, const hl_grid_t *grid,
+                               int64_t partition, hl_literal_t **out) {
+  const hl_shape_t *global_shape = &param->shape;
+  if (!hl_shape_is_array(global_shape))
+    return HL_UNIMPL("--seed on a partitioned program: parameter %d has the shape %s; only "
+                     "array parameters are drawn globally",
+                     index, hl_shape_debug_string(global_shape));
+  int64_t tiles[HL_MAX_RANK], tile[HL_MAX_RANK];
+  bool holds;
+  HL_RETURN_IF_ERROR_CTX(hl_sharding_locate(s, global_shape->rank, grid->partitions, partition,
+                                            tiles, tile, &holds),
+                         "--seed: parameter %d", index);
+  hl_literal_t *global = NULL;
+  HL_RETURN_IF_ERROR(hl_inputs_random(global_shape, o->seed, index, &global));
+  int64_t dims[HL_MAX_RANK];
+  hl_sharding_shard_dims(global_shape->rank, global_shape->dims, tiles, dims);
+  hl_shape_t shard_shape = hl_shape_array(global_shape->dtype, global_shape->rank, dims);
+  hl_literal_t *shard = NULL;
+  hl_status_t st = hl_literal_create(&shard_shape, &shard);
+  if (!st) st = hl_sharding_extract(global, tiles, tile, shard);
+  hl_literal_release(global);
+  if (st) {
+    hl_literal_release(shard);
+    return st;
+  }
+  *out = shard;
+  return NULL;
+}
+
+hl_status_t hl_global_random_args(const hl_launch_options_t *o, const hl_program_t *program,
+                                  const hl_grid_t *grid, int64_t partition, hl_inputs_t *in) {
+  memset(in, 0, sizeof(*in));
+  const hl_computation_t *entry = program->module->entry;
+  if (!entry) return HL_INVALID("the program has no entry computation");
+  int n = entry->parameter_count;
+  in->args = hl_calloc((size_t)(n ? n : 1), sizeof(hl_literal_t *));
+  if (!in->args) return HL_OOM();
+  in->count = n;
+  hl_status_t st = NULL;
+  for (int i = 0; i < n && !st; i++) {
+    hl_sharding_t storage;
+    const hl_sharding_t *s;
+    st = hl_global_param_sharding(o, program, i, &storage, &s);
+    if (!st) st = random_shard(o, entry->parameters[i], i, s, grid, partition, &in->args[i]);
+    hl_sharding_deinit(&storage);
+  }
+  if (st) hl_inputs_deinit(in);
+  return st;
+}
+
 //===----------------------------------------------------------------------===//
 // --global-output
 //===----------------------------------------------------------------------===//

@@ -23,6 +23,16 @@ hl_status_t hl_global_args_build(const hl_launch_options_t *options, const hl_pr
                                  const hl_grid_t *grid, int64_t partition,
                                  hl_inputs_t *out_inputs);
 
+// --seed on a global program the launcher partitions: every entry parameter
+// is drawn whole, at the global program's shape, from its --seed stream
+// (options.c's help) and cut into partition `partition`'s shard by its
+// sharding, so each partition gets its part of the same global arrays (as a
+// program in Shardy form, whose parameters are global, does) whatever the
+// grid. `global_program` is the program before partitioning.
+hl_status_t hl_global_random_args(const hl_launch_options_t *options,
+                                  const hl_program_t *global_program, const hl_grid_t *grid,
+                                  int64_t partition, hl_inputs_t *out_inputs);
+
 // Entry parameter `index`'s sharding: --arg-shardings, else the parameter's
 // sharding attribute, else the module's spmd_parameters_shardings; NULL
 // (replicated) when none says. `storage` holds a parsed option; release it

@@ -455,6 +455,18 @@ static bool run_loaded(worker_t *w, hl_program_t *loaded) {
   // A global program (shardings, no collectives of its own) becomes the
   // per-partition program here; every rank partitions it the same way.
   bool partitioned = false;
+  // --seed on a global program: the global arrays drawn whole and cut into
+  // this partition's shards, before partitioning turns the parameters into
+  // shards (global_io.h).
+  bool drawn_globally = false;
+  if (o->input_source == HL_INPUT_RANDOM && w->grid.partitions > 1) {
+    bool global = false, ambiguous = false;
+    hl_status_t st = hl_program_is_global(o, program.module, &global, &ambiguous);
+    if (!st && global)
+      st = hl_global_random_args(o, &program, &w->grid, w->partition, &inputs);
+    if (!agree(w, st, false)) goto done;
+    drawn_globally = global;
+  }
   if (!agree(w, hl_partition_if_global(o, &program, w->grid.replicas, w->grid.partitions, &partitioned), false)) goto done;
   if (!agree(w, check_collectives_here(w, program.module), false)) goto done;
   // Unfused programs (StableHLO, "before optimizations" dumps) get the
@@ -468,7 +480,8 @@ static bool run_loaded(worker_t *w, hl_program_t *loaded) {
                       (hl_bind_policy_t)o->bind_to);
   if (!agree(w, hl_outputs_check_options(o), false)) goto done;
   if (!agree(w,
-             o->input_source == HL_INPUT_GLOBAL
+             drawn_globally ? NULL
+             : o->input_source == HL_INPUT_GLOBAL
                  ? hl_global_args_build(o, &program, &w->grid, w->partition, &inputs)
                  : hl_inputs_build(o, &program, w->replica, w->partition, &inputs),
              false))

@@ -262,6 +262,40 @@ ENTRY main {
     return None
 
 
+def test_seed_draws_global_arrays():
+    # --seed gives a program the same global inputs however it is sharded:
+    # the launcher-partitioned program on 2 partitions draws each parameter
+    # whole and cuts it (it gave every partition the same shard), so its
+    # assembled result equals the program's on one process (issue 26).
+    text = """HloModule seeded
+
+ENTRY main {
+  x = f32[4,3]{1,0} parameter(0), sharding={devices=[2,1]<=[2]}
+  w = f32[4,3]{1,0} parameter(1), sharding={replicated}
+  n = f32[4,3]{1,0} negate(x), sharding={devices=[2,1]<=[2]}
+  ROOT a = f32[4,3]{1,0} add(n, w), sharding={devices=[2,1]<=[2]}
+}
+"""
+    with hl.tempdir("seeded") as d:
+        prog = write(d, "seeded.hlo", text)
+        one = os.path.join(d, "one")
+        res = launch("-np", 1, "--quiet", "--seed", 7, "--output-dir", one, prog)
+        if res.returncode != 0:
+            return res.describe()
+        want = np.load(os.path.join(one, "replica0_partition0", "result0.npy"))
+        y = os.path.join(d, "y.npy")
+        res = launch("-np", 2, "--partitions", 2, "--global-program", "--quiet", "--seed", 7,
+                     "--global-output", y, prog)
+        if res.returncode != 0:
+            return res.describe()
+        got = np.load(y)
+        if got.shape != (4, 3) or not np.array_equal(got, want):
+            return "2 partitions gave %r, one process %r" % (got, want)
+        if np.array_equal(want[:2], want[2:]):
+            return "the draw repeats itself: %r" % want
+    return None
+
+
 def test_bad_sharding_options():
     with hl.tempdir("bad") as d:
         prog = write(d, "neg.hlo", NEG_BARE)
@@ -282,6 +316,7 @@ TESTS = [
     ("global_args_untyped_bf16", test_global_args_untyped_bf16),
     ("already_global_parameters", test_already_global_parameters),
     ("bad_sharding_options", test_bad_sharding_options),
+    ("seed_draws_global_arrays", test_seed_draws_global_arrays),
 ]
 
 if __name__ == "__main__":
