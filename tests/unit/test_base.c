@@ -1,5 +1,6 @@
 // Status, allocation-failure injection, strbuf, shapes and literals.
 // hl-test-libs: hl_base
+#include <stdint.h>
 #include <string.h>
 
 #include "runtime/base/alloc.h"
@@ -142,7 +143,49 @@ static void test_clone_allocation_failures(void) {
   hl_literal_release(a);
 }
 
+// Large blocks (alloc.c): a freed array's mapping serves the next request
+// of its size (what keeps --repeat at one run's memory), calloc zeroes a
+// recycled one, realloc keeps the contents, live bytes count them, and a
+// failed request is recorded.
+static void test_large_blocks(void) {
+  size_t n = (size_t)3 << 20;
+  size_t before = hl_alloc_large_live_bytes();
+  unsigned char *a = hl_malloc_aligned(n, 64);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+  CU_ASSERT_EQUAL((uintptr_t)a % 64, 0);
+  if (hl_alloc_large_live_bytes() == before) {  // sanitizer build: malloc's blocks only
+    hl_free(a);
+    return;
+  }
+  CU_ASSERT_TRUE(hl_alloc_large_live_bytes() >= before + n);
+  memset(a, 0xAB, n);
+  hl_free(a);
+  CU_ASSERT_EQUAL(hl_alloc_large_live_bytes(), before);
+  unsigned char *b = hl_calloc(n, 1);
+  CU_ASSERT_PTR_EQUAL(b, a);  // the same mapping, recycled
+  bool zero = true;
+  for (size_t i = 0; i < n; i += 4093) zero = zero && b[i] == 0;
+  CU_ASSERT_TRUE(zero && b[n - 1] == 0);
+  b[0] = 7;
+  b[n - 1] = 9;
+  unsigned char *c = hl_realloc(b, 2 * n);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+  CU_ASSERT_TRUE(c[0] == 7 && c[n - 1] == 9);
+  unsigned char *d = hl_realloc(c, 16);  // back into malloc's heap
+  CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+  CU_ASSERT_EQUAL(d[0], 7);
+  hl_free(d);
+  CU_ASSERT_EQUAL(hl_alloc_large_live_bytes(), before);
+  hl_alloc_clear_failed_bytes();
+  hl_alloc_fail_after(0);
+  CU_ASSERT_PTR_NULL(hl_malloc(12345));
+  hl_alloc_fail_after(-1);
+  CU_ASSERT_EQUAL(hl_alloc_failed_bytes(), 12345);
+  hl_alloc_clear_failed_bytes();
+}
+
 static CU_TestInfo tests[] = {
+    {"large_blocks", test_large_blocks},
     {"status", test_status},
     {"strbuf", test_strbuf},
     {"shapes", test_shapes},
