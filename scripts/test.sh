@@ -94,7 +94,11 @@ if [ "$mpich" = 1 ]; then
     test_mpi_collectives test_mpi_comm test_mpi_reduce test_shm_collectives
   mpich_tests=${HL_MPICH_TESTS:-'^integration\.(mpi_families|launcher|launcher_messages|collectives|collectives_backend|collectives_shm|collectives_tune|collective_reduce|collective_broadcast_root|int_wrap_reductions|shm_backend|mpi_comm_ranks|permute_forms|channels|stablehlo|stablehlo_jax|stablehlo_channels|debug_checks|debug_hangs|trace|global_shardings|checked_results|training_step|examples|cluster_local|cluster_slurm)$'}
   hl_log "ctest in $HL_MPICH_BUILD_DIR (MPICH): MPI-facing integration tests"
+  # A failed entry is run once more (and both runs are shown): MPICH's ranks
+  # busy-poll, and 8 of them on 2 cores beside another test lost a rank's
+  # error line once in about ten runs of integration.launcher (Hydra ending
+  # the job first); a real failure fails twice.
   (cd "$HL_MPICH_BUILD_DIR" && ctest --output-on-failure --timeout "$timeout_s" -j "$(hl_jobs)" \
-     -R "$mpich_tests") || rc=1
+     --repeat until-pass:2 -R "$mpich_tests") || rc=1
 fi
 exit $rc
