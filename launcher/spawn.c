@@ -772,21 +772,8 @@ int hl_spawn_main(const hl_launch_options_t *o, int argc, char **argv) {
   // --dry-run, so it shows the command that would run).
   hl_starter_t starter;
   if ((st = find_starter(o, &starter)) != NULL) return fail_status(st);
+  if (o->dry_run) return print_command(o, &starter, &grid, argc, argv, NULL);
   argv_builder_t cmd = {0};
-  if (o->dry_run) {
-    build_command(o, &starter, &grid, argc, argv, NULL, NULL, NULL, &cmd);
-    if (cmd.failed) {
-      builder_free(&cmd);
-      return fail("out of memory");
-    }
-    for (int i = 0; i < cmd.n; i++) {
-      if (i) fputc(' ', stdout);
-      print_quoted(stdout, cmd.v[i]);
-    }
-    fputc('\n', stdout);
-    builder_free(&cmd);
-    return 0;
-  }
 
   const char *tmp = getenv("TMPDIR");
   char status_file[4096];
