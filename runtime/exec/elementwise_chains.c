@@ -23,12 +23,7 @@ static bool chain_candidate(const hl_instruction_t *inst) {
     default:
       break;
   }
-  int arity = hl_opcode_arity(inst->opcode);
-  if (arity == 1 && inst->operand_count == 1)
-    return hl_ew_unary_supported(inst->opcode, inst->operands[0]->shape.dtype, s->dtype);
-  if (arity == 2 && inst->operand_count == 2)
-    return hl_ew_binary_supported(inst->opcode, inst->operands[0]->shape.dtype, s->dtype);
-  return false;
+  return hl_ew_instruction_supported(inst);
 }
 
 void hl_chains_destroy(hl_plan_chain_t *chains, int count) {

@@ -690,6 +690,17 @@ bool hl_ew_binary_supported(hl_opcode_t op, hl_dtype_t in, hl_dtype_t out) {
   }
 }
 
+bool hl_ew_instruction_supported(const hl_instruction_t *inst) {
+  int arity = hl_opcode_arity(inst->opcode);
+  if (arity == 1 && inst->operand_count == 1)
+    return hl_ew_unary_supported(inst->opcode, inst->operands[0]->shape.dtype,
+                                 inst->shape.dtype);
+  if (arity == 2 && inst->operand_count == 2)
+    return hl_ew_binary_supported(inst->opcode, inst->operands[0]->shape.dtype,
+                                  inst->shape.dtype);
+  return false;
+}
+
 void hl_ew_binary_array(hl_opcode_t op, hl_dtype_t in, hl_dtype_t out, const void *a,
                         const void *b, void *y, int64_t n) {
   if (in == out && binary_fast(op, in, a, b, y, n)) return;

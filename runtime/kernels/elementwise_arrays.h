@@ -22,6 +22,9 @@ bool hl_ew_unary_supported(hl_opcode_t op, hl_dtype_t in, hl_dtype_t out);
 void hl_ew_unary_array(hl_opcode_t op, hl_dtype_t in, hl_dtype_t out, const void *x, void *y,
                        int64_t n);
 bool hl_ew_binary_supported(hl_opcode_t op, hl_dtype_t in, hl_dtype_t out);
+// The two checks above for an instruction, by its opcode's arity (operand
+// element type in, its own out); false for other arities.
+bool hl_ew_instruction_supported(const hl_instruction_t *inst);
 // The vmath function an f32 / f64 unary op runs through (HL_VM_NONE: none).
 hl_vmath_fn_t hl_ew_vmath_fn(hl_opcode_t op);
 void hl_ew_binary_array(hl_opcode_t op, hl_dtype_t in, hl_dtype_t out, const void *a,
