@@ -1,28 +1,19 @@
-// The embedding API (api/hlo_runtime.h) over the runtime's pieces: the
-// program loader, the SPMD partitioner, the executor, and the MPI
-// communicator of collectives/ made over the caller's communicator. The
-// steps and their order are the worker's (launcher/worker.c); every step
-// that others depend on ends with an agreement (collectives/agree.h), so a
-// failure on one process is an error on all of them and none waits in a
-// collective the others never reach.
+// The embedding API (api/hlo_runtime.h): programs from the program loader,
+// runners over runner/ (the set-up sequence and runs that hlo-launch's
+// ranks use too: grid, partitioning, checks, collectives, channels, debug
+// checks, executable), and hlo_buffer_t marshalling. Every step that others
+// depend on ends with an agreement (collectives/agree.h), so a failure on
+// one process is an error on all of them and none waits in a collective
+// the others never reach.
 #include "api/hlo_runtime.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "api/buffers.h"
-#include "channels/mpi_channels.h"
-#include "collectives/agree.h"
-#include "collectives/mpi_comm.h"
-#include "collectives/shm/shm_layer.h"
+#include "runner/runner.h"
 #include "runtime/base/alloc.h"
-#include "runtime/debug/collective_check.h"
-#include "runtime/debug/debug_observer.h"
-#include "runtime/exec/executor.h"
-#include "runtime/exec/thread_pool.h"
 #include "runtime/loader/program_loader.h"
-#include "runtime/spmd/grid.h"
-#include "runtime/spmd/partitioner.h"
 #include "runtime/verifier/verifier.h"
 
 #ifndef HL_VERSION
@@ -100,25 +91,15 @@ HLO_API void hlo_program_free(hlo_program_t *program) {
 
 //--- Runners --------------------------------------------------------------
 
+// An hlo_runner_t is the runner of runner/ (the set-up sequence and runs
+// hlo-launch's ranks use too) plus the marshalling of hlo_buffer_t.
 struct hlo_runner {
-  MPI_Comm comm;  // the runner's duplicate of the caller's communicator
-  int rank, size;
-  bool grid_known;
-  hl_grid_t grid;
-  int64_t replica, partition;
-  double stuck_seconds;
-  const hl_module_t *module;  // the program's, or owned_module
-  hl_module_t *owned_module;  // the per-partition module of a global program
+  hl_runner_t *runner;
   const hl_shape_t **params;  // the entry's parameter shapes
   int param_count;
   const hl_shape_t **outs;    // its result shapes (tuple elements, or the root)
   int out_count;
   bool tuple_result;
-  hl_executable_t *exe;
-  hl_comm_t *hl_comm;
-  hl_channel_env_t channels;
-  hl_thread_pool_t *pool;
-  hl_debug_observer_t *checks;  // check_nans / check_infs (NULL: none)
   // Per run: one literal header per argument (pointing at the caller's
   // data, or at scratch for a column-major argument) and the scratch.
   hl_literal_t *arg_headers;
@@ -134,77 +115,10 @@ HLO_API void hlo_runner_options_init(hlo_runner_options_t *o) {
   o->stuck_seconds = 30.0;
 }
 
-static void name_rank(void *ctx, int rank, char *buf, size_t n) {
-  const hlo_runner_t *r = ctx;
-  if (r->grid_known)
-    snprintf(buf, n, "rank %d (replica %lld, partition %lld)", rank,
-             (long long)hl_grid_replica(&r->grid, rank),
-             (long long)hl_grid_partition(&r->grid, rank));
-  else
-    snprintf(buf, n, "rank %d", rank);
-}
-
-// NULL when every process passed NULL; otherwise the same error on all.
-static hl_status_t agree(hlo_runner_t *r, hl_status_t st, double stuck_seconds) {
-  hl_agree_style_t style = {
-      NULL, name_rank, r,
-      "hlo_runtime: the other processes wait in a collective that needs this one, and MPI "
-      "cannot cancel it: ending the job (MPI_Abort; hlo_runner_options_t.stuck_seconds)"};
-  return hl_mpi_agree(r->comm, st, stuck_seconds, &style);
-}
-
-static hl_status_t resolve_grid(hlo_runner_t *r, const hlo_runner_options_t *o,
-                                const hl_module_t *m) {
-  static const hl_grid_words_t words = {
-      "the communicator size", "hlo_runner_options_t's replicas and partitions"};
-  if (o->replicas < 0 || o->partitions < 0)
-    return HL_INVALID("hlo_runner_options_t: negative replicas or partitions");
-  HL_RETURN_IF_ERROR(hl_grid_resolve_worded(&words, r->size, o->replicas, o->partitions,
-                                            m->replica_count, m->num_partitions, &r->grid));
-  r->grid_known = true;
-  r->replica = hl_grid_replica(&r->grid, r->rank);
-  r->partition = hl_grid_partition(&r->grid, r->rank);
-  return NULL;
-}
-
-// A global program (shardings, no collectives of its own) becomes the
-// per-partition program, as hlo-launch decides (launcher/partition_hook.h)
-// minus its file-based rule (--global-args shapes).
-static hl_status_t partition_if_global(hlo_runner_t *r, const hlo_runner_options_t *o) {
-  const hl_module_t *m = r->module;
-  if (r->grid.partitions <= 1 || !hl_spmd_module_may_be_global(m)) return NULL;
-  if (!o->global_program && !hl_spmd_module_has_sharding_constraint(m)) return NULL;
-  hl_spmd_result_t res;
-  HL_RETURN_IF_ERROR_CTX(
-      hl_spmd_partition_grid(m, (int)r->grid.replicas, (int)r->grid.partitions, &res),
-      "partitioning %s", m->source_path ? m->source_path : "the program");
-  r->owned_module = res.module;
-  r->module = res.module;
-  res.module = NULL;
-  hl_spmd_result_deinit(&res);
-  return NULL;
-}
-
-// The static collective check (runtime/debug/collective_check.h) applies
-// when every process runs the same program, as in hlo-launch: judged, as
-// there, by the program's file name (or hlo_program_load_memory's name);
-// processes of an MPMD application with different programs skip it.
-// Collective: every process reaches the same verdict.
-static hl_status_t check_collectives(hlo_runner_t *r, const hlo_runner_options_t *o) {
-  if (o->no_collective_check) return NULL;
-  const char *name = r->module->source_path ? r->module->source_path : "";
-  unsigned long long hash = 14695981039346656037ull, low = 0, high = 0;  // FNV-1a
-  for (const char *p = name; *p; p++) hash = (hash ^ (unsigned char)*p) * 1099511628211ull;
-  MPI_Allreduce(&hash, &low, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, r->comm);
-  MPI_Allreduce(&hash, &high, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, r->comm);
-  if (low != high) return NULL;
-  return hl_collective_check(r->module, r->grid.replicas, r->grid.partitions);
-}
-
 // The entry's parameter and result shapes, each an array hlo_buffer_t can
 // carry.
 static hl_status_t describe_entry(hlo_runner_t *r) {
-  const hl_computation_t *e = r->module->entry;
+  const hl_computation_t *e = hl_runner_module(r->runner)->entry;
   r->param_count = e->parameter_count;
   r->params = hl_calloc((size_t)(r->param_count ? r->param_count : 1), sizeof(*r->params));
   if (!r->params) return HL_OOM();
@@ -241,11 +155,7 @@ static hl_status_t describe_entry(hlo_runner_t *r) {
 
 HLO_API void hlo_runner_free(hlo_runner_t *r) {
   if (!r) return;
-  hl_mpi_channels_release_routes(&r->channels);
-  hl_comm_destroy(r->hl_comm);
-  hl_executable_destroy(r->exe);
-  hl_thread_pool_destroy(r->pool);
-  hl_debug_observer_destroy(r->checks);
+  hl_runner_free(r->runner, false);
   for (int i = 0; r->scratch && i < r->param_count; i++) hl_free(r->scratch[i]);
   hl_free(r->scratch);
   hl_free(r->scratch_bytes);
@@ -253,17 +163,8 @@ HLO_API void hlo_runner_free(hlo_runner_t *r) {
   hl_free(r->arg_ptrs);
   hl_free(r->params);
   hl_free(r->outs);
-  if (r->owned_module) hl_module_destroy(r->owned_module);
-  if (r->comm != MPI_COMM_NULL) MPI_Comm_free(&r->comm);
   hl_free(r);
 }
-
-// One set-up step: every process runs it and they agree on the outcome.
-#define STEP(expr)                                      \
-  do {                                                  \
-    st = agree(r, (expr), -1);                          \
-    if (st) goto fail;                                  \
-  } while (0)
 
 HLO_API hlo_status_t hlo_runner_create(const hlo_program_t *program, MPI_Comm comm,
                                        const hlo_runner_options_t *options,
@@ -285,58 +186,46 @@ HLO_API hlo_status_t hlo_runner_create(const hlo_program_t *program, MPI_Comm co
   hlo_runner_options_t defaults;
   hlo_runner_options_init(&defaults);
   const hlo_runner_options_t *o = options ? options : &defaults;
+  static const hl_grid_words_t words = {
+      "the communicator size", "hlo_runner_options_t's replicas and partitions"};
+  hl_runner_options_t ro = {
+      .replicas = o->replicas,
+      .partitions = o->partitions,
+      .grid_words = &words,
+      .global_program = o->global_program != 0,
+      // Judged, as in hlo-launch, by the program's file name (or
+      // hlo_program_load_memory's name): processes of an MPMD application
+      // with different programs skip it.
+      .collective_check = o->no_collective_check ? HL_RUNNER_CHECK_NONE : HL_RUNNER_CHECK_SAME_NAME,
+      // The program is the caller's and may serve several runners at once,
+      // so its module is never rewritten: no fusion pass (runner.h).
+      .fusion_pass = false,
+      .threads = o->threads,
+      .collectives = (hl_collectives_mode_t)o->collectives,
+      .debug = {.check_nans = o->check_nans != 0, .check_infs = o->check_infs != 0},
+      .abort_note =
+          "hlo_runtime: the other processes wait in a collective that needs this one, and MPI "
+          "cannot cancel it: ending the job (MPI_Abort; hlo_runner_options_t.stuck_seconds)",
+      .stuck_seconds = o->stuck_seconds,
+  };
   hlo_runner_t *r = hl_calloc(1, sizeof(*r));
   // A process without memory for its runner cannot take part in the
-  // agreements, so the others would wait for it: this is the one error
-  // that is not collective (it never happens short of a dying process).
+  // agreements: the one error that is not collective.
   if (!r) return to_api(HL_OOM());
-  r->comm = MPI_COMM_NULL;
-  r->stuck_seconds = o->stuck_seconds;
-  int err = MPI_Comm_dup(comm, &r->comm);
-  if (err != MPI_SUCCESS) {
-    hl_free(r);
-    return to_api(hl_mpi_status(err, "hlo_runner_create: duplicating the communicator"));
+  // A NULL program is agreed on by the runner's first step, so the other
+  // processes learn it too.
+  hl_module_t *module = program ? program->program.module : NULL;
+  // The options are checked by the runner's first step, agreed on.
+  hl_status_t st = hl_runner_create(module, false, comm, &ro, &r->runner);
+  if (!st) st = hl_runner_agree(r->runner, describe_entry(r), -1);
+  if (!st) st = hl_runner_start(r->runner);
+  if (st) {
+    hlo_runner_free(r);
+    return to_api(st);
   }
-  MPI_Comm_set_errhandler(r->comm, MPI_ERRORS_RETURN);
-  MPI_Comm_rank(r->comm, &r->rank);
-  MPI_Comm_size(r->comm, &r->size);
-
-  hl_status_t st = NULL;
-  STEP(program && program->program.module
-           ? NULL
-           : HL_INVALID("hlo_runner_create: program is NULL"));
-  r->module = program->program.module;
-  STEP(o->collectives < HLO_COLLECTIVES_AUTO || o->collectives > HLO_COLLECTIVES_SHM
-           ? HL_INVALID("hlo_runner_options_t: collectives %d is not an hlo_collectives_t",
-                        (int)o->collectives)
-           : NULL);
-  STEP(resolve_grid(r, o, r->module));
-  STEP(partition_if_global(r, o));
-  STEP(check_collectives(r, o));
-  STEP(describe_entry(r));
-  STEP(o->threads > 1 ? hl_thread_pool_create(o->threads, &r->pool) : NULL);
-  STEP(hl_executable_create(r->module, &r->exe));
-  STEP(o->check_nans || o->check_infs
-           ? hl_debug_observer_create(
-                 &(hl_debug_observer_options_t){NULL, o->check_nans != 0, o->check_infs != 0,
-                                                NULL},
-                 &r->checks)
-           : NULL);
-  // The communicator (collective: created once every process got here).
-  STEP(hl_mpi_comm_create(r->comm, &r->hl_comm));
-  STEP(hl_shm_layer_install(r->hl_comm, (hl_collectives_mode_t)o->collectives));
-  STEP(r->hl_comm->vtable->prepare(r->hl_comm, r->module, r->grid.replicas,
-                                   r->grid.partitions));
-  STEP(hl_mpi_channels_connect(r->hl_comm, r->comm, r->module, r->grid.replicas,
-                               r->grid.partitions, r->rank, &r->channels));
   *out_runner = r;
   return NULL;
-
-fail:
-  hlo_runner_free(r);
-  return to_api(st);
 }
-#undef STEP
 
 HLO_API hlo_status_t hlo_runner_create_f(const hlo_program_t *program, MPI_Fint comm,
                                          const hlo_runner_options_t *options,
@@ -443,29 +332,14 @@ HLO_API hlo_status_t hlo_runner_run(hlo_runner_t *r, const hlo_buffer_t *args, i
   bool *allocated = hl_calloc((size_t)(nresults > 0 ? nresults : 1), sizeof(bool));
   hl_status_t st = allocated ? prepare_run(r, args, nargs, results, nresults, allocated)
                              : HL_OOM();
-  st = agree(r, st, -1);
+  st = hl_runner_agree(r->runner, st, -1);
   hl_literal_t *out = NULL;
   if (!st) {
-    hl_exec_options_t opts = {
-        .replica_id = r->replica,
-        .partition_id = r->partition,
-        .num_replicas = r->grid.replicas,
-        .num_partitions = r->grid.partitions,
-        .comm = r->hl_comm,
-        .channels = &r->channels,
-        .pool = r->pool,
-        .observer = r->checks ? hl_debug_observer_base(r->checks) : NULL,
-    };
     // The argument headers keep a second reference during the run: the
     // executor treats them as shared and never writes into them.
     for (int i = 0; i < nargs; i++) hl_literal_retain(r->arg_ptrs[i]);
-    hl_status_t run_st = hl_executable_run(r->exe, &opts, r->arg_ptrs, nargs, &out);
+    st = hl_runner_run(r->runner, r->arg_ptrs, nargs, &out, NULL);
     for (int i = 0; i < nargs; i++) r->arg_ptrs[i]->refcount--;
-    if (!run_st && !out) run_st = HL_INTERNAL_ERROR("the executor returned no result");
-    if (!run_st && r->tuple_result && out->shape.tuple_count != nresults)
-      run_st = HL_INTERNAL_ERROR("the result has %d elements, the entry %d",
-                                 out->shape.tuple_count, nresults);
-    st = agree(r, run_st, r->stuck_seconds);
   }
   if (!st) {
     for (int i = 0; i < nresults; i++)

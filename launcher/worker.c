@@ -11,33 +11,25 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "channels/host_feeds.h"
-#include "channels/mpi_channels.h"
 #include "collectives/agree.h"
-#include "collectives/mpi_comm.h"
-#include "collectives/shm/shm_layer.h"
 #include "launcher/batch_list.h"
 #include "launcher/binding.h"
 #include "launcher/checked_results.h"
-#include "launcher/debug_session.h"
 #include "launcher/global_io.h"
-#include "runtime/spmd/grid.h"
 #include "launcher/inputs.h"
 #include "launcher/outputs.h"
 #include "launcher/partition_hook.h"
 #include "launcher/spawn.h"
 #include "launcher/starter.h"
-#include "runtime/fusion/fusion_pass.h"
 #include "launcher/timing.h"
-#include "runtime/debug/collective_check.h"
+#include "runner/runner.h"
 #include "runtime/base/alloc.h"
 #include "runtime/base/strbuf.h"
 #include "runtime/custom_calls/ffi_plugin.h"
-#include "runtime/exec/executor.h"
-#include "runtime/exec/profile.h"
 #include "runtime/exec/thread_pool.h"
 #include "runtime/fusion/jit/jit_kernel.h"
 #include "runtime/loader/program_loader.h"
+#include "runtime/spmd/grid.h"
 #include "runtime/verifier/verifier.h"
 
 // How long a failed rank waits for the others to reach the same agreement
@@ -53,21 +45,13 @@ typedef struct worker {
   const hl_batch_t *batch;    // batch mode: the programs (NULL: one program)
   int entry;                  // batch mode: the program running now
   hl_strbuf_t *failure;       // batch mode, rank 0: the program's first failure message
+  char prefix[512];           // of every message line: "hlo-launch: " (batch: "... program X: ")
   bool grid_known;
   hl_grid_t grid;
   int64_t replica, partition;
   hl_binding_t binding;
-  hl_channel_env_t channels;  // channel routes and host feeds (channels/)
-  hl_debug_session_t debug;   // hang watchdog, NaN checks (launcher/debug_session.h)
   int exit_code;              // of a job that ran to the end (HL_EXIT_MISMATCH: --expect)
   hl_thread_pool_t *pool;     // --threads (NULL: one thread)
-  hl_profile_t *profile;      // --profile (NULL: off)
-  double profile_seconds;     // this rank's execution time over the profiled runs
-  int64_t profile_runs;
-  // --profile with --repeat N > 1: run 1 (cold: plans, JIT, first touch of
-  // memory) in a table of its own; `profile` then holds runs 2-N.
-  hl_profile_t *profile_first;
-  double profile_first_seconds;
 } worker_t;
 
 // "rank 3 (replica 1, partition 1)", or "rank 3" before the grid is known.
@@ -84,19 +68,11 @@ static void name_rank(void *ctx, int rank, char *buf, size_t n) {
   describe_rank(ctx, rank, buf, n);
 }
 
-// Every rank calls this at the same point with its status (NULL = ok); it
-// returns true when every rank succeeded. Otherwise rank 0 has printed the
-// failures (collectives/agree.h merges identical ones) and every rank
-// returns false. `others_may_block`: the other ranks may be stuck in a
-// collective that needs this one (during execution), so a failed rank that
-// cannot reach agreement in time aborts the job instead.
-static bool agree(const worker_t *w, hl_status_t st, bool others_may_block) {
-  char prefix[512] = "hlo-launch: ";
-  if (w->batch)
-    snprintf(prefix, sizeof(prefix), "hlo-launch: program %s: ",
-             w->batch->entries[w->entry].label);
-  hl_agree_style_t style = {prefix, name_rank, (void *)w, NULL};
-  hl_status_t all = hl_mpi_agree(w->comm, st, others_may_block ? kAgreeWaitSeconds : -1, &style);
+// The verdict of an agreement (collectives/agree.h; the runner's steps
+// return theirs): true when every rank succeeded. Otherwise rank 0 prints
+// the failures (identical ones merged), the batch's verdict line keeps the
+// first, and every rank returns false. Consumes `all`.
+static bool report(const worker_t *w, hl_status_t all) {
   if (!all) return true;
   if (w->rank == 0) {
     fprintf(stderr, "%s\n", hl_status_message(all));
@@ -105,12 +81,21 @@ static bool agree(const worker_t *w, hl_status_t st, bool others_may_block) {
   if (w->failure && w->failure->length == 0) {
     // The verdict line: the first failure, without the line prefix.
     const char *msg = hl_status_message(all);
-    size_t skip = strlen(prefix);
-    if (strncmp(msg, prefix, skip) == 0) msg += skip;
+    size_t skip = strlen(w->prefix);
+    if (strncmp(msg, w->prefix, skip) == 0) msg += skip;
     hl_strbuf_append_n(w->failure, msg, strcspn(msg, "\n"));
   }
   hl_status_free(all);
   return false;
+}
+
+// Every rank calls this at the same point with its status (NULL = ok); it
+// returns true when every rank succeeded (report above). Before the program
+// runs no rank can be blocked in a collective that needs another, so the
+// agreement waits as long as it takes.
+static bool agree(const worker_t *w, hl_status_t st) {
+  hl_agree_style_t style = {w->prefix, name_rank, (void *)w, NULL};
+  return report(w, hl_mpi_agree(w->comm, st, -1, &style));
 }
 
 // Rank 0 tells the launcher that started mpiexec how the job ended, so the
@@ -204,62 +189,22 @@ static void print_results(const worker_t *w, const char *text, size_t length) {
   if (w->rank == 0) fflush(stdout);
 }
 
-static hl_status_t execute(const worker_t *w, hl_comm_t *comm, hl_executable_t *exe,
-                           const hl_inputs_t *inputs, hl_profile_t *profile,
-                           hl_literal_t **out_result) {
-  hl_exec_options_t opts = {
-      .replica_id = w->replica,
-      .partition_id = w->partition,
-      .num_replicas = w->grid.replicas,
-      .num_partitions = w->grid.partitions,
-      .comm = comm,
-      .channels = (hl_channel_env_t *)&w->channels,
-      .observer = hl_debug_session_observer(&w->debug),
-      .no_fusion_blocking = w->options->no_fusion_blocking,
-      .pool = w->pool,
-      .profile = profile,
-  };
-  const char *inject = getenv("HL_TEST_EXEC_FAIL_RANK");
-  if (inject && *inject) {
-    // Test hook: that rank fails while the others block in a barrier, as
-    // they would in a collective that needs it; the job must still end.
-    if (atoi(inject) == w->rank)
-      return HL_INVALID("injected execution failure (HL_TEST_EXEC_FAIL_RANK)");
-    return comm->vtable->barrier(comm);
-  }
-  return hl_executable_run(exe, &opts, inputs->args, inputs->count, out_result);
-}
-
 // Runs the program once, or --repeat times with the timing report on rank
-// 0's stderr. Every run ends with an agreement, so a rank that fails in run k
-// ends the job instead of leaving the others in run k + 1.
-static bool execute_runs(worker_t *w, hl_comm_t *comm, const hl_program_t *program,
-                         const hl_inputs_t *inputs, hl_literal_t **result) {
+// 0's stderr. Every run ends with an agreement (the runner's), so a rank
+// that fails in run k ends the job instead of leaving the others in run
+// k + 1.
+static bool execute_runs(worker_t *w, hl_runner_t *runner, const hl_inputs_t *inputs,
+                         hl_literal_t **result) {
   bool timed = w->options->repeat > 0;
   int64_t runs = timed ? w->options->repeat : 1;
-  hl_executable_t *exe = NULL;
   double *seconds = hl_calloc((size_t)runs, sizeof(double));
-  hl_status_t st = seconds ? hl_executable_create(program->module, &exe) : HL_OOM();
-  if (!st && w->profile && runs > 1) st = hl_profile_create(&w->profile_first);
-  bool ok = agree(w, st, false);
+  bool ok = agree(w, seconds ? NULL : HL_OOM());
   for (int64_t i = 0; ok && i < runs; i++) {
     hl_literal_release(*result);
     *result = NULL;
     if (timed) MPI_Barrier(w->comm);
-    double start = MPI_Wtime();
-    hl_debug_session_phase(&w->debug, HL_PHASE_RUNNING);
-    hl_profile_t *profile = i == 0 && w->profile_first ? w->profile_first : w->profile;
-    st = execute(w, comm, exe, inputs, profile, result);
-    double mine = MPI_Wtime() - start;
-    hl_debug_session_phase(&w->debug, HL_PHASE_WAITING);
-    if (profile == w->profile_first && profile) {
-      w->profile_first_seconds = mine;
-    } else {
-      w->profile_seconds += mine;
-      w->profile_runs++;
-    }
-    ok = agree(w, st, true);
-    hl_debug_session_phase(&w->debug, HL_PHASE_DONE);
+    double mine = 0;
+    ok = report(w, hl_runner_run(runner, inputs->args, inputs->count, result, &mine));
     if (ok && timed)
       MPI_Reduce(&mine, &seconds[i], 1, MPI_DOUBLE, MPI_MAX, 0, w->comm);
   }
@@ -272,22 +217,8 @@ static bool execute_runs(worker_t *w, hl_comm_t *comm, const hl_program_t *progr
     fflush(stderr);
     hl_strbuf_deinit(&line);
   }
-  hl_executable_destroy(exe);
   hl_free(seconds);
   return ok;
-}
-
-// Pairs the program's channels with every other rank's (collective: every
-// rank gets here, and a rank whose own step failed still takes part in the
-// exchange, with no endpoints, so the others do not hang) and opens the host
-// feeds. Every rank reaches the same verdict on the pairing.
-static hl_status_t setup_channels(worker_t *w, hl_comm_t *comm, const hl_program_t *program) {
-  const hl_launch_options_t *o = w->options;
-  HL_RETURN_IF_ERROR(hl_mpi_channels_connect(comm, w->comm, program->module,
-                                             w->grid.replicas, w->grid.partitions, w->rank,
-                                             &w->channels));
-  return hl_host_feeds_open(o->infeed_files, o->infeed_file_count, o->infeed_dir, o->outfeed_dir,
-                            w->replica, w->partition, &w->channels);
 }
 
 // --expect: every rank compares its result; rank 0 prints one line per rank
@@ -300,7 +231,7 @@ static bool check_expectation(worker_t *w, const hl_program_t *program,
   bool checked = false, matched = false;
   hl_status_t st = hl_expect_check(w->options, program, result, w->replica, w->partition, line,
                                    sizeof(line), &checked, &matched);
-  if (!agree(w, st, false)) return false;
+  if (!agree(w, st)) return false;
   int checked_here = checked, checked_anywhere = 0;
   MPI_Allreduce(&checked_here, &checked_anywhere, 1, MPI_INT, MPI_MAX, w->comm);
   if (!checked_anywhere) return true;  // snapshots without a recorded result
@@ -333,7 +264,7 @@ static bool check_expectation(worker_t *w, const hl_program_t *program,
 static bool check_global_expectation(worker_t *w, const hl_program_t *program,
                                      const hl_literal_t *result) {
   const char *flag = "--expect-global";
-  if (!agree(w, hl_global_result_check(w->options, program, result, &w->grid, flag), false)) return false;
+  if (!agree(w, hl_global_result_check(w->options, program, result, &w->grid, flag))) return false;
   hl_literal_t *global = NULL;
   hl_status_t st = hl_global_output_assemble(w->comm, w->options, program, result, &w->grid,
                                              w->rank, flag, &global);
@@ -341,7 +272,7 @@ static bool check_global_expectation(worker_t *w, const hl_program_t *program,
   bool matched = false;
   if (!st && global) st = hl_expect_global_check(w->options, global, line, sizeof(line), &matched);
   hl_literal_release(global);
-  if (!agree(w, st, false)) return false;
+  if (!agree(w, st)) return false;
   int differ = w->rank == 0 && !matched;
   MPI_Bcast(&differ, 1, MPI_INT, 0, w->comm);
   if (w->rank == 0) {
@@ -352,69 +283,70 @@ static bool check_global_expectation(worker_t *w, const hl_program_t *program,
   return true;
 }
 
-// The static collective check (runtime/debug/collective_check.h) for ranks
-// started by a user's own mpirun / srun; hlo-launch's spawner ran it already
-// (--worker). Collective: it applies only when every rank runs the same
-// program file (an MPMD job's programs differ), and then every rank reaches
-// the same verdict.
-static hl_status_t check_collectives_here(const worker_t *w, const hl_module_t *module) {
-  const hl_launch_options_t *o = w->options;
-  if (o->no_collective_check) return NULL;
-  if (w->batch)  // the launcher checked none of the batch's programs
-    return hl_spawn_check_program(o, module, &w->grid);
-  if (o->worker) return NULL;
-  unsigned long long hash = 14695981039346656037ull, low = 0, high = 0;  // FNV-1a of the path
-  for (const char *p = o->program; *p; p++) hash = (hash ^ (unsigned char)*p) * 1099511628211ull;
-  MPI_Allreduce(&hash, &low, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, w->comm);
-  MPI_Allreduce(&hash, &high, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, w->comm);
-  if (low != high) return NULL;
-  return hl_collective_check(module, w->grid.replicas, w->grid.partitions);
+// Batch mode: the launcher checked none of the batch's programs, so each
+// rank runs its pre-launch checks (custom-call targets, instructions,
+// collectives) on the program it is about to run.
+static hl_status_t check_batch_program(void *ctx, const hl_module_t *module,
+                                       const hl_grid_t *grid) {
+  return hl_spawn_check_program(ctx, module, grid);
 }
 
-// The steps after MPI_Init; returns true when the job succeeded everywhere.
-// --profile: every rank formats its table and roofline line (rates
-// measured in the rank itself, after the runs); rank 0 prints them in rank
-// order to stderr.
-static void print_profile(worker_t *w) {
-  double flops_per_s = 0, bytes_per_s = 0;
-  hl_profile_measure_machine(w->pool, &flops_per_s, &bytes_per_s);
-  hl_strbuf_t sb;
-  hl_strbuf_init(&sb);
-  char who[96];
-  describe_rank(w, w->rank, who, sizeof(who));
-  hl_strbuf_appendf(&sb, "hlo-launch: profile of %s (%d thread%s):\n", who,
-                    hl_thread_pool_size(w->pool), hl_thread_pool_size(w->pool) == 1 ? "" : "s");
-  if (w->profile_first) {
-    hl_strbuf_append(&sb, "  first run (cold: plans, compiled loops, first touch of memory):\n");
-    hl_profile_format(w->profile_first, (int)w->options->profile_top, w->profile_first_seconds,
-                      1, flops_per_s, bytes_per_s, &sb);
-    hl_strbuf_appendf(&sb, "  runs 2-%lld (steady state):\n", (long long)w->profile_runs + 1);
+// Rank 0's watchdog found a hang and printed its report: the launcher
+// learns the status from its status file; the debug session then ends the
+// job with MPI_Abort.
+static void end_hung_job(void *ctx) {
+  const hl_launch_options_t *o = ctx;
+  if (!o->status_file) return;
+  int fd = open(o->status_file, O_WRONLY | O_TRUNC);
+  if (fd >= 0) {
+    dprintf(fd, "%d\n", HL_EXIT_HANG);
+    close(fd);
   }
-  hl_profile_format(w->profile, (int)w->options->profile_top, w->profile_seconds,
-                    w->profile_runs, flops_per_s, bytes_per_s, &sb);
-  int len = sb.failed ? 0 : (int)sb.length;
-  int *lens = w->rank == 0 ? hl_calloc((size_t)w->size, sizeof(int)) : NULL;
-  MPI_Gather(&len, 1, MPI_INT, lens, 1, MPI_INT, 0, w->comm);
-  int *offs = w->rank == 0 ? hl_calloc((size_t)w->size, sizeof(int)) : NULL;
-  char *all = NULL;
-  if (w->rank == 0 && lens && offs) {
-    int total = 0;
-    for (int r = 0; r < w->size; r++) {
-      offs[r] = total;
-      total += lens[r];
-    }
-    all = hl_malloc((size_t)total + 1);
-  }
-  MPI_Gatherv(hl_strbuf_cstr(&sb), len, MPI_CHAR, all, lens, offs, MPI_CHAR, 0, w->comm);
-  if (w->rank == 0 && all) {
-    int total = offs[w->size - 1] + lens[w->size - 1];
-    fwrite(all, 1, (size_t)total, stderr);
-    fflush(stderr);
-  }
-  hl_free(all);
-  hl_free(lens);
-  hl_free(offs);
-  hl_strbuf_deinit(&sb);
+}
+
+// The runner's options (runner/runner.h) from the command line: the
+// embedding API fills the same struct from hlo_runner_options_t.
+static void runner_options(const worker_t *w, bool global, hl_runner_options_t *ro) {
+  const hl_launch_options_t *o = w->options;
+  hl_runner_collective_check_t check = HL_RUNNER_CHECK_NONE;
+  // The static collective check: hlo-launch's spawner ran it already
+  // (--worker); ranks started by a user's own mpirun / srun run it when
+  // every rank runs the same program file (an MPMD job's programs differ).
+  if (!o->no_collective_check && !w->batch && !o->worker) check = HL_RUNNER_CHECK_SAME_NAME;
+  *ro = (hl_runner_options_t){
+      .grid = &w->grid,
+      .global_program = global,
+      .collective_check = check,
+      .check_name = o->program,
+      .check_module = w->batch && !o->no_collective_check ? check_batch_program : NULL,
+      .check_ctx = (void *)o,
+      .fusion_pass = !o->no_fusion_pass,
+      .no_fusion_blocking = o->no_fusion_blocking,
+      .pool = w->pool,
+      .collectives = (hl_collectives_mode_t)o->collectives,
+      .collectives_tuning = o->collectives_tuning,
+      .collectives_tune = o->collectives_tune,
+      .collectives_tuning_out = o->collectives_tuning_out,
+      .collectives_tune_report = o->report_bindings,
+      .infeed_files = o->infeed_files,
+      .infeed_file_count = o->infeed_file_count,
+      .infeed_dir = o->infeed_dir,
+      .outfeed_dir = o->outfeed_dir,
+      .debug = {.label = o->program,
+                .hang_timeout_s = o->hang_timeout_s,
+                .debug_dir = o->debug_dir,
+                .trace_file = o->trace_file,
+                .check_nans = o->check_nans,
+                .check_infs = o->check_infs,
+                .end_job = end_hung_job,
+                .end_job_ctx = (void *)o},
+      .profile = o->profile_top > 0,
+      .profile_first_apart = o->repeat > 1,
+      .line_prefix = w->prefix,
+      // During a run the other ranks may be stuck in a collective that
+      // needs a failed one: it waits this long, then aborts the job.
+      .stuck_seconds = kAgreeWaitSeconds,
+  };
 }
 
 // Every rank loads the program itself (the file must be readable on every
@@ -435,103 +367,70 @@ static bool load_program(worker_t *w, hl_program_t *program) {
   // (A batch entry is refined by hl_batch_load, from its own inputs.)
   if (!st && !w->batch) st = hl_inputs_refine_program(o, program, 0, 0);
   if (!st) st = hl_verify_module(program->module);
-  if (!agree(w, st, false) || !agree(w, resolve_grid(w, program->module), false)) {
+  if (!agree(w, st) || !agree(w, resolve_grid(w, program->module))) {
     hl_program_deinit(program);
     return false;
   }
   return true;
 }
 
-// The steps after loading, on the program's ranks (w->comm); takes
-// `program` over.
+// The steps after loading, on the program's ranks (w->comm), through the
+// runner (runner/runner.h) that api/ uses too; takes `program` over.
 static bool run_loaded(worker_t *w, hl_program_t *loaded) {
   const hl_launch_options_t *o = w->options;
   hl_program_t program = *loaded;
   hl_inputs_t inputs;
   memset(&inputs, 0, sizeof(inputs));
   hl_literal_t *result = NULL;
-  hl_comm_t *comm = NULL;
-  bool ok = false, debug_begun = false;
+  hl_runner_t *runner = NULL;
+  bool ok = false;
   // A global program (shardings, no collectives of its own) becomes the
-  // per-partition program here; every rank partitions it the same way.
-  bool partitioned = false;
+  // per-partition program in the runner (launcher/partition_hook.h says
+  // which are global).
+  bool global = false, ambiguous = false;
+  if (!agree(w, hl_program_is_global(o, program.module, &global, &ambiguous))) goto done;
   // --seed on a global program: the global arrays drawn whole and cut into
   // this partition's shards, before partitioning turns the parameters into
   // shards (global_io.h).
-  bool drawn_globally = false;
-  if (o->input_source == HL_INPUT_RANDOM && w->grid.partitions > 1) {
-    bool global = false, ambiguous = false;
-    hl_status_t st = hl_program_is_global(o, program.module, &global, &ambiguous);
-    if (!st && global)
-      st = hl_global_random_args(o, &program, &w->grid, w->partition, &inputs);
-    if (!agree(w, st, false)) goto done;
-    drawn_globally = global;
-  }
-  if (!agree(w, hl_partition_if_global(o, &program, w->grid.replicas, w->grid.partitions, &partitioned), false)) goto done;
-  if (!agree(w, check_collectives_here(w, program.module), false)) goto done;
-  // Unfused programs (StableHLO, "before optimizations" dumps) get the
-  // fusions XLA's CPU compiler would form; fused ones pass unchanged.
-  // --check-nans / --check-infs look at every value the program names, so
-  // they keep its instructions as written.
-  bool fuse = !o->no_fusion_pass && !o->check_nans && !o->check_infs;
-  if (fuse && !agree(w, hl_fusion_pass_run(program.module, NULL, NULL), false)) goto done;
+  bool drawn_globally = o->input_source == HL_INPUT_RANDOM && w->grid.partitions > 1 && global;
+  if (drawn_globally &&
+      !agree(w, hl_global_random_args(o, &program, &w->grid, w->partition, &inputs)))
+    goto done;
+  hl_runner_options_t ro;
+  runner_options(w, global, &ro);
+  // The runner takes the module over (it partitions and fuses it); the
+  // program borrows the module that runs back for the inputs and outputs.
+  hl_module_t *module = program.module;
+  program.module = NULL;
+  if (!report(w, hl_runner_create(module, true, w->comm, &ro, &runner))) goto done;
+  program.module = (hl_module_t *)hl_runner_module(runner);
   if (o->report_bindings)
     hl_binding_report(w->comm, &w->binding, w->rank, w->replica, w->partition,
                       (hl_bind_policy_t)o->bind_to);
-  if (!agree(w, hl_outputs_check_options(o), false)) goto done;
-  if (!agree(w,
-             drawn_globally ? NULL
-             : o->input_source == HL_INPUT_GLOBAL
-                 ? hl_global_args_build(o, &program, &w->grid, w->partition, &inputs)
-                 : hl_inputs_build(o, &program, w->replica, w->partition, &inputs),
-             false))
+  if (!agree(w, hl_outputs_check_options(o))) goto done;
+  if (!agree(w, drawn_globally ? NULL
+                : o->input_source == HL_INPUT_GLOBAL
+                    ? hl_global_args_build(o, &program, &w->grid, w->partition, &inputs)
+                    : hl_inputs_build(o, &program, w->replica, w->partition, &inputs)))
     goto done;
-  // Created only once every rank got this far: it is collective.
-  if (!agree(w, hl_mpi_comm_create(w->comm, &comm), false)) goto done;
-  if (!agree(w, hl_shm_layer_install(comm, (hl_collectives_mode_t)o->collectives), false))
-    goto done;
-  if (o->collectives_tuning &&
-      !agree(w, hl_shm_layer_set_tuning_file(comm, o->collectives_tuning), false))
-    goto done;
-  if (o->collectives_tune &&
-      !agree(w, hl_shm_layer_set_autotune(comm, o->collectives_tuning_out, o->report_bindings),
-             false))
-    goto done;
-  if (!agree(w, comm->vtable->prepare(comm, program.module, w->grid.replicas, w->grid.partitions),
-             false))
-    goto done;
-  if (!agree(w, setup_channels(w, comm, &program), false)) goto done;
-  if (!agree(w, hl_debug_session_begin(&w->debug, o, w->comm, w->rank, w->size), false))
-    goto done;
-  debug_begun = true;
-  if (!agree(w, hl_debug_session_start(&w->debug, program.module, w->grid.replicas,
-                                       w->grid.partitions), false))
-    goto done;
-  // Freed only after the agreement, which a failed rank may end with
-  // MPI_Abort: freeing is collective too, and the others may never get there.
-  if (!execute_runs(w, comm, &program, &inputs, &result)) goto done;
-  if (!agree(w,
-             hl_debug_session_write_trace(&w->debug, w->grid.replicas, w->grid.partitions,
-                                          &w->channels),
-             false))
-    goto done;
-  if (w->profile) print_profile(w);
-  hl_profile_destroy(w->profile_first);
-  w->profile_first = NULL;
+  // Communicators, channels, debug session, executable: collective, so
+  // made only once every rank got this far.
+  if (!report(w, hl_runner_start(runner))) goto done;
+  if (!execute_runs(w, runner, &inputs, &result)) goto done;
+  if (!report(w, hl_runner_write_trace(runner))) goto done;
+  if (o->profile_top > 0) hl_runner_print_profile(runner, "hlo-launch: ", (int)o->profile_top, stderr);
   if (o->output_dir &&
-      !agree(w, hl_outputs_write(o->output_dir, result, w->replica, w->partition, &inputs), false))
+      !agree(w, hl_outputs_write(o->output_dir, result, w->replica, w->partition, &inputs)))
     goto done;
   if (o->global_output) {
-    if (!agree(w, hl_global_output_check(o, &program, result, &w->grid), false)) goto done;
-    if (!agree(w,
-               hl_global_output_write(w->comm, o, &program, result, &w->grid, w->rank,
-                                      &inputs),
-               false))
+    if (!agree(w, hl_global_output_check(o, &program, result, &w->grid))) goto done;
+    if (!agree(w, hl_global_output_write(w->comm, o, &program, result, &w->grid, w->rank,
+                                         &inputs)))
       goto done;
   }
   if (o->record_dir &&
       !agree(w, hl_record_write(o->record_dir, &program, &inputs, result, w->replica,
-                                w->partition), false))
+                                w->partition)))
     goto done;
   if (hl_expect_wanted(o, &program) && !check_expectation(w, &program, result)) goto done;
   if (o->expect_global && !check_global_expectation(w, &program, result)) goto done;
@@ -540,7 +439,7 @@ static bool run_loaded(worker_t *w, hl_program_t *loaded) {
     hl_strbuf_init(&sb);
     hl_outputs_format(result, w->replica, w->partition, w->rank, &sb);
     hl_status_t fail = sb.failed ? HL_OOM() : NULL;
-    if (!agree(w, fail, false)) {
+    if (!agree(w, fail)) {
       hl_strbuf_deinit(&sb);
       goto done;
     }
@@ -551,14 +450,9 @@ static bool run_loaded(worker_t *w, hl_program_t *loaded) {
 
 done:
   // Every rank gets here together unless the job is being aborted.
-  if (debug_begun) hl_debug_session_end(&w->debug, ok);
-  if (!ok && w->channels.route_count) hl_mpi_channels_retire(comm);
-  hl_mpi_channels_release_routes(&w->channels);
-  hl_host_feeds_close(&w->channels);
-  hl_comm_destroy(comm);
-  hl_profile_destroy(w->profile_first);  // a failed run's
-  w->profile_first = NULL;
   hl_literal_release(result);
+  program.module = NULL;  // the runner's
+  hl_runner_free(runner, !ok);
   hl_inputs_deinit(&inputs);
   hl_program_deinit(&program);
   return ok;
@@ -635,6 +529,7 @@ static bool run_batch_entry(worker_t *w, const hl_batch_t *batch, int k) {
   w->options = &po;
   w->batch = batch;
   w->entry = k;
+  snprintf(w->prefix, sizeof(w->prefix), "hlo-launch: program %s: ", e->label);
   w->exit_code = 0;
   bool ok = true;
   if (!e->empty) {
@@ -647,14 +542,6 @@ static bool run_batch_entry(worker_t *w, const hl_batch_t *batch, int k) {
       if (in_grid) {
         w->comm = mine;
         w->size = (int)w->grid.processes;
-        w->profile_seconds = 0;
-        w->profile_runs = 0;
-        if (w->profile) {  // each program's own profile
-          hl_profile_destroy(w->profile);
-          w->profile = NULL;
-          hl_status_t prof_st = hl_profile_create(&w->profile);
-          if (prof_st) hl_status_free(prof_st);
-        }
         ok = run_loaded(w, &program);
         if (ok && w->exit_code) {
           ok = false;
@@ -672,6 +559,7 @@ static bool run_batch_entry(worker_t *w, const hl_batch_t *batch, int k) {
   w->size = world_size;
   w->options = job;
   w->grid_known = false;
+  snprintf(w->prefix, sizeof(w->prefix), "hlo-launch: ");
   return ok;
 }
 
@@ -681,7 +569,7 @@ static bool run_batch_entry(worker_t *w, const hl_batch_t *batch, int k) {
 static int run_batch(worker_t *w) {
   const hl_launch_options_t *o = w->options;
   hl_batch_t batch;
-  if (!agree(w, hl_batch_build(o, &batch), false)) return 1;
+  if (!agree(w, hl_batch_build(o, &batch))) return 1;
   FILE *progress = w->rank == 0 && o->batch_progress ? fopen(o->batch_progress, "a") : NULL;
   hl_strbuf_t failure;
   hl_strbuf_init(&failure);
@@ -737,7 +625,7 @@ int hl_worker_main(const hl_launch_options_t *options) {
     fprintf(stderr, "hlo-launch: MPI_Init failed\n");
     return 1;
   }
-  worker_t w = {.options = options, .comm = MPI_COMM_WORLD};
+  worker_t w = {.options = options, .comm = MPI_COMM_WORLD, .prefix = "hlo-launch: "};
   MPI_Comm_rank(MPI_COMM_WORLD, &w.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &w.size);
   // Started by another MPI's starter, every rank is a job of its own: one
@@ -762,14 +650,6 @@ int hl_worker_main(const hl_launch_options_t *options) {
             hl_status_message(pool_st));
     hl_status_free(pool_st);
   }
-  if (options->profile_top > 0) {
-    hl_status_t prof_st = hl_profile_create(&w.profile);
-    if (prof_st) {  // no profile: the rank still runs
-      fprintf(stderr, "hlo-launch: rank %d: %s; not profiling\n", w.rank,
-              hl_status_message(prof_st));
-      hl_status_free(prof_st);
-    }
-  }
   int code;
   if (hl_batch_wanted(options)) {
     code = run_batch(&w);
@@ -778,7 +658,6 @@ int hl_worker_main(const hl_launch_options_t *options) {
     code = ok ? w.exit_code : 1;
   }
   hl_thread_pool_destroy(w.pool);
-  hl_profile_destroy(w.profile);
   // After a reported failure the ranks exit 0 when the launcher can learn
   // the real status from the file, so mpiexec adds no banner of its own.
   if (write_status_file(&w, code)) code = 0;

@@ -1,16 +1,17 @@
-// The per-rank debugging session of hlo-launch (docs/DEBUGGING.md): the
-// job's debug directory, this rank's state file, the executor observer
-// (stack, flight recorder, --check-nans / --check-infs) and the hang
-// watchdog (--hang-timeout). Everything is off, and the executor gets no
-// observer, when --hang-timeout is 0 and no check is asked for.
-#ifndef HL_LAUNCHER_DEBUG_SESSION_H_
-#define HL_LAUNCHER_DEBUG_SESSION_H_
+// A runner's per-process debugging session (docs/DEBUGGING.md): the job's
+// debug directory, this process's state file, the executor observer (stack,
+// flight recorder, --check-nans / --check-infs), the hang watchdog
+// (--hang-timeout) and the --trace recorder. Everything is off, and the
+// executor gets no observer, when hang_timeout_s is 0 and no check or trace
+// is asked for. (Messages name hlo-launch's flags: the embedding API exposes
+// only the checks.)
+#ifndef HL_RUNNER_DEBUG_SESSION_H_
+#define HL_RUNNER_DEBUG_SESSION_H_
 
 #include <mpi.h>
 #include <stdbool.h>
 
 #include "collectives/progress_hook.h"
-#include "launcher/options.h"
 #include "runtime/debug/debug_observer.h"
 #include "runtime/debug/rank_state.h"
 #include "runtime/debug/watchdog.h"
@@ -18,8 +19,20 @@
 // The exit status of a job that the hang watchdog ended.
 enum { HL_EXIT_HANG = 3 };
 
+typedef struct hl_debug_session_options {
+  const char *label;       // the program, as the rank state names it
+  double hang_timeout_s;   // --hang-timeout (0: no watchdog, no state file)
+  const char *debug_dir;   // --debug-dir (NULL: a new directory in $TMPDIR)
+  const char *trace_file;  // --trace FILE.json (NULL: no trace)
+  bool check_nans, check_infs;
+  // Called on process 0 after the watchdog printed its report; it must end
+  // the job (NULL: MPI_Abort of MPI_COMM_WORLD with HL_EXIT_HANG).
+  void (*end_job)(void *ctx);
+  void *end_job_ctx;
+} hl_debug_session_options_t;
+
 typedef struct hl_debug_session {
-  const hl_launch_options_t *options;
+  const hl_debug_session_options_t *options;  // borrowed for the session's life
   MPI_Comm comm;
   int rank, size;
   char dir[4096];          // "" when no directory is used
@@ -36,8 +49,9 @@ typedef struct hl_debug_session {
 
 // Collective over `comm`: rank 0 prepares the directory (--debug-dir, else
 // a new one in $TMPDIR) and tells the others; each rank creates its state.
-hl_status_t hl_debug_session_begin(hl_debug_session_t *session, const hl_launch_options_t *options,
-                                   MPI_Comm comm, int rank, int size);
+hl_status_t hl_debug_session_begin(hl_debug_session_t *session,
+                                   const hl_debug_session_options_t *options, MPI_Comm comm,
+                                   int rank, int size);
 // Starts the watchdog, once the program and grid are known.
 hl_status_t hl_debug_session_start(hl_debug_session_t *session, const hl_module_t *module,
                                    int64_t num_replicas, int64_t num_partitions);
@@ -52,4 +66,4 @@ hl_status_t hl_debug_session_write_trace(hl_debug_session_t *session, int64_t nu
 // and a directory made here are removed; after a failure they stay.
 void hl_debug_session_end(hl_debug_session_t *session, bool clean);
 
-#endif  // HL_LAUNCHER_DEBUG_SESSION_H_
+#endif  // HL_RUNNER_DEBUG_SESSION_H_

@@ -1,6 +1,6 @@
-// hlo-launch's per-rank debugging session (see debug_session.h).
+// A runner's per-process debugging session (see debug_session.h).
 #define _GNU_SOURCE
-#include "launcher/debug_session.h"
+#include "runner/debug_session.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -32,7 +32,7 @@ static void remove_stale_files(const char *dir, int size) {
 
 // Rank 0's part of begin: the directory, or an error message.
 static void prepare_dir(hl_debug_session_t *s, char *error, size_t cap) {
-  const hl_launch_options_t *o = s->options;
+  const hl_debug_session_options_t *o = s->options;
   if (o->debug_dir) {
     snprintf(s->dir, sizeof(s->dir), "%s", o->debug_dir);
     if (mkdir(s->dir, 0755) != 0 && errno != EEXIST)
@@ -118,7 +118,7 @@ static void record_progress(void *ctx, const hl_instruction_t *inst, int64_t byt
   hl_trace_recorder_progress(ctx, inst, bytes, start_ns, end_ns, tests, completed);
 }
 
-hl_status_t hl_debug_session_begin(hl_debug_session_t *s, const hl_launch_options_t *o,
+hl_status_t hl_debug_session_begin(hl_debug_session_t *s, const hl_debug_session_options_t *o,
                                    MPI_Comm comm, int rank, int size) {
   memset(s, 0, sizeof(*s));
   s->options = o;
@@ -138,7 +138,7 @@ hl_status_t hl_debug_session_begin(hl_debug_session_t *s, const hl_launch_option
     snprintf(s->dir, sizeof(s->dir), "%.4000s", shared);
     char path[4200];
     hl_rank_state_path(s->dir, rank, path, sizeof(path));
-    HL_RETURN_IF_ERROR(hl_rank_state_create(path, rank, o->program, &s->state));
+    HL_RETURN_IF_ERROR(hl_rank_state_create(path, rank, o->label, &s->state));
     hl_watchdog_catch_fatal_signals(s->state);
   }
   if (o->trace_file) {
@@ -158,19 +158,13 @@ hl_status_t hl_debug_session_begin(hl_debug_session_t *s, const hl_launch_option
   return NULL;
 }
 
-// Rank 0's watchdog, after printing the report: the launcher learns the
-// status from its status file, and MPI_Abort ends every rank (the others
-// are blocked, most likely in MPI).
+// Rank 0's watchdog, after printing the report: the session's owner ends
+// the job (hlo-launch first tells its launcher the status), else MPI_Abort
+// ends every rank (the others are blocked, most likely in MPI).
 static void end_job(void *arg, const char *report_path) {
   hl_debug_session_t *s = arg;
   (void)report_path;
-  if (s->options->status_file) {
-    int fd = open(s->options->status_file, O_WRONLY | O_TRUNC);
-    if (fd >= 0) {
-      dprintf(fd, "%d\n", HL_EXIT_HANG);
-      close(fd);
-    }
-  }
+  if (s->options->end_job) s->options->end_job(s->options->end_job_ctx);
   MPI_Abort(MPI_COMM_WORLD, HL_EXIT_HANG);
 }
 
