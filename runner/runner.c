@@ -17,27 +17,38 @@
 #include "runtime/spmd/partitioner.h"
 
 struct hl_runner {
-  hl_runner_options_t options;  // the caller's, copied (strings borrowed)
-  MPI_Comm comm;                // the runner's duplicate of the caller's
-  int rank, size;
-  bool grid_known;
+  // What every run reads first, together (the debug session and the
+  // options, kilobytes, last).
+  hl_executable_t *exe;
+  hl_comm_t *hl_comm;
+  hl_thread_pool_t *pool;  // options.pool, or own_pool
+  hl_module_t *module;
   hl_grid_t grid;
   int64_t replica, partition;
-  hl_module_t *module;
+  MPI_Comm comm;  // the runner's duplicate of the caller's
+  int rank, size;
+  bool grid_known;
   bool owns_module;
-  hl_thread_pool_t *pool;  // options.pool, or own_pool
-  hl_thread_pool_t *own_pool;
-  hl_comm_t *hl_comm;
-  hl_channel_env_t channels;  // channel routes and host feeds (channels/)
-  hl_debug_session_t debug;
+  bool failed;  // a step or run failed
   bool debug_begun;
-  hl_executable_t *exe;
+  // Test hook HL_TEST_EXEC_FAIL_RANK (read once, not per run): that rank's
+  // runs fail while the others block in a barrier, as they would in a
+  // collective that needs it; the job must still end. -1: off.
+  int inject_fail_rank;
+  int64_t runs;
+  // Made once at start: the executor's options (but the profile), the
+  // entry's tuple size (-1: an array), the agreement's style.
+  hl_exec_options_t exec_options;
+  int result_tuple_count;
+  hl_agree_style_t style;
   hl_profile_t *profile;        // runs (all, or 2-N with profile_first)
   hl_profile_t *profile_first;  // the first run's, kept apart
   double profile_seconds, profile_first_seconds;
   int64_t profile_runs;
-  int64_t runs;
-  bool failed;  // a step or run failed
+  hl_thread_pool_t *own_pool;
+  hl_channel_env_t channels;  // channel routes and host feeds (channels/)
+  hl_runner_options_t options;  // the caller's, copied (strings borrowed)
+  hl_debug_session_t debug;
 };
 
 void hl_runner_name_rank(const hl_runner_t *r, int rank, char *buf, size_t n) {
@@ -54,8 +65,7 @@ static void name_rank(void *ctx, int rank, char *buf, size_t n) {
 }
 
 hl_status_t hl_runner_agree(hl_runner_t *r, hl_status_t mine, double stuck_seconds) {
-  hl_agree_style_t style = {r->options.line_prefix, name_rank, r, r->options.abort_note};
-  return hl_mpi_agree(r->comm, mine, stuck_seconds, &style);
+  return hl_mpi_agree(r->comm, mine, stuck_seconds, &r->style);
 }
 
 // An agreement on the runner's own step or run: a failure marks the runner
@@ -175,8 +185,10 @@ hl_status_t hl_runner_create(hl_module_t *module, bool take_module, MPI_Comm com
     return HL_OOM();
   }
   r->options = *options;
+  r->style = (hl_agree_style_t){options->line_prefix, name_rank, r, options->abort_note};
   r->module = module;
   r->owns_module = take_module;
+  r->inject_fail_rank = -1;
   r->comm = MPI_COMM_NULL;
   int err = MPI_Comm_dup(comm, &r->comm);
   if (err != MPI_SUCCESS) {
@@ -237,13 +249,9 @@ hl_status_t hl_runner_start(hl_runner_t *r) {
   STEP(hl_debug_session_start(&r->debug, r->module, r->grid.replicas, r->grid.partitions));
   STEP(hl_executable_create(r->module, &r->exe));
   STEP(make_profiles(r));
-  return NULL;
-}
-#undef STEP
-
-static hl_status_t execute(hl_runner_t *r, hl_literal_t *const *args, int nargs,
-                           hl_profile_t *profile, hl_literal_t **out_result) {
-  hl_exec_options_t opts = {
+  const char *inject = getenv("HL_TEST_EXEC_FAIL_RANK");
+  r->inject_fail_rank = inject && *inject ? atoi(inject) : -1;
+  r->exec_options = (hl_exec_options_t){
       .replica_id = r->replica,
       .partition_id = r->partition,
       .num_replicas = r->grid.replicas,
@@ -251,24 +259,28 @@ static hl_status_t execute(hl_runner_t *r, hl_literal_t *const *args, int nargs,
       .comm = r->hl_comm,
       .channels = &r->channels,
       .observer = hl_debug_session_observer(&r->debug),
-      .no_fusion_blocking = r->options.no_fusion_blocking,
+      .no_fusion_blocking = o->no_fusion_blocking,
       .pool = r->pool,
-      .profile = profile,
   };
-  const char *inject = getenv("HL_TEST_EXEC_FAIL_RANK");
-  if (inject && *inject) {
-    // Test hook: that rank fails while the others block in a barrier, as
-    // they would in a collective that needs it; the job must still end.
-    if (atoi(inject) == r->rank)
+  const hl_shape_t *root = &r->module->entry->root->shape;
+  r->result_tuple_count = hl_shape_is_tuple(root) ? root->tuple_count : -1;
+  return NULL;
+}
+#undef STEP
+
+static hl_status_t execute(hl_runner_t *r, hl_literal_t *const *args, int nargs,
+                           hl_profile_t *profile, hl_literal_t **out_result) {
+  r->exec_options.profile = profile;
+  if (r->inject_fail_rank >= 0) {
+    if (r->inject_fail_rank == r->rank)
       return HL_INVALID("injected execution failure (HL_TEST_EXEC_FAIL_RANK)");
     return r->hl_comm->vtable->barrier(r->hl_comm);
   }
-  HL_RETURN_IF_ERROR(hl_executable_run(r->exe, &opts, args, nargs, out_result));
-  const hl_shape_t *root = &r->module->entry->root->shape;
+  HL_RETURN_IF_ERROR(hl_executable_run(r->exe, &r->exec_options, args, nargs, out_result));
   if (!*out_result) return HL_INTERNAL_ERROR("the executor returned no result");
-  if (hl_shape_is_tuple(root) && (*out_result)->shape.tuple_count != root->tuple_count)
+  if (r->result_tuple_count >= 0 && (*out_result)->shape.tuple_count != r->result_tuple_count)
     return HL_INTERNAL_ERROR("the result has %d elements, the entry %d",
-                             (*out_result)->shape.tuple_count, root->tuple_count);
+                             (*out_result)->shape.tuple_count, r->result_tuple_count);
   return NULL;
 }
 
@@ -276,11 +288,15 @@ hl_status_t hl_runner_run(hl_runner_t *r, hl_literal_t *const *args, int nargs,
                           hl_literal_t **out_result, double *out_seconds) {
   *out_result = NULL;
   hl_profile_t *profile = r->runs == 0 && r->profile_first ? r->profile_first : r->profile;
-  hl_debug_session_phase(&r->debug, HL_PHASE_RUNNING);
-  double start = MPI_Wtime();
+  // Timed only when someone reads it: a small step costs about a
+  // microsecond, and the embedding API's runs are not timed.
+  bool timed = out_seconds || profile;
+  bool phases = r->debug.state != NULL;  // the watchdog's view of this rank
+  if (phases) hl_debug_session_phase(&r->debug, HL_PHASE_RUNNING);
+  double start = timed ? MPI_Wtime() : 0;
   hl_status_t st = execute(r, args, nargs, profile, out_result);
-  double seconds = MPI_Wtime() - start;
-  hl_debug_session_phase(&r->debug, HL_PHASE_WAITING);
+  double seconds = timed ? MPI_Wtime() - start : 0;
+  if (phases) hl_debug_session_phase(&r->debug, HL_PHASE_WAITING);
   if (profile && profile == r->profile_first) {
     r->profile_first_seconds = seconds;
   } else if (profile) {
@@ -289,7 +305,7 @@ hl_status_t hl_runner_run(hl_runner_t *r, hl_literal_t *const *args, int nargs,
   }
   r->runs++;
   st = agree_own(r, st, r->options.stuck_seconds);
-  hl_debug_session_phase(&r->debug, HL_PHASE_DONE);
+  if (phases) hl_debug_session_phase(&r->debug, HL_PHASE_DONE);
   if (st) {
     hl_literal_release(*out_result);
     *out_result = NULL;
