@@ -418,7 +418,8 @@ static bool run_loaded(worker_t *w, hl_program_t *loaded) {
   if (!report(w, hl_runner_start(runner))) goto done;
   if (!execute_runs(w, runner, &inputs, &result)) goto done;
   if (!report(w, hl_runner_write_trace(runner))) goto done;
-  if (o->profile_top > 0) hl_runner_print_profile(runner, "hlo-launch: ", (int)o->profile_top, stderr);
+  if (o->profile_top > 0)
+    hl_runner_print_profile(runner, "hlo-launch: ", (int)o->profile_top, stderr);
   if (o->output_dir &&
       !agree(w, hl_outputs_write(o->output_dir, result, w->replica, w->partition, &inputs)))
     goto done;

@@ -149,18 +149,19 @@ static hl_status_t fuse(hl_runner_t *r) {
 }
 
 // One set-up step: every process runs it and they agree on the outcome.
-#define STEP(expr)                                   \
-  do {                                               \
-    hl_status_t step_ = agree_own(r, (expr), -1);     \
-    if (step_) return step_;                         \
+#define STEP(expr)                                \
+  do {                                            \
+    hl_status_t step_ = agree_own(r, (expr), -1); \
+    if (step_) return step_;                      \
   } while (0)
 
 // What a caller may pass wrong on one process only: agreed on first.
 static hl_status_t check_options(const hl_runner_t *r) {
   const hl_runner_options_t *o = &r->options;
   if (!r->module) return HL_INVALID("no program (NULL)");
-  if ((int)o->collectives < (int)HL_COLLECTIVES_AUTO || (int)o->collectives > (int)HL_COLLECTIVES_SHM)
-    return HL_INVALID("collectives mode %d is none of auto, mpi and shm", (int)o->collectives);
+  int mode = (int)o->collectives;
+  if (mode < (int)HL_COLLECTIVES_AUTO || mode > (int)HL_COLLECTIVES_SHM)
+    return HL_INVALID("collectives mode %d is none of auto, mpi and shm", mode);
   return NULL;
 }
 
