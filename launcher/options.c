@@ -11,6 +11,7 @@
 #include "collectives/mpi_family.h"
 #include "launcher/binding.h"
 #include "runtime/base/alloc.h"
+#include "runtime/fusion/jit/jit_kernel.h"
 #include "runtime/loader/program_loader.h"
 #include "runtime/text/hlo_parser.h"
 
@@ -344,6 +345,7 @@ void hl_launch_print_help(FILE *out) { fputs(kHelp, out); }
 void hl_launch_print_version(FILE *out) {
   fprintf(out, "hlo-launch %s\nMPI: %s (family: %s)\n", HL_VERSION, hl_mpi_library_version_line(),
           hl_mpi_family_name(hl_mpi_library_family()));
+  fprintf(out, "Fusion JIT: %s\n", hl_jit_describe());  // loads the code generator
 }
 
 enum {

@@ -22,6 +22,7 @@ HL_PACKAGES=(
   flatbuffers-compiler
   clang libclang-rt-14-dev
   chromium
+  llvm-15-dev
 )
 
 hl_log() { printf '==> %s\n' "$*" >&2; }

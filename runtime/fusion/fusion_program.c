@@ -479,14 +479,18 @@ static void make_segments(hl_fusion_program_t *p, const hl_shape_t *xs, const bo
 //===----------------------------------------------------------------------===//
 // JIT regions (runtime/fusion/jit)
 //
-// Covered: f32 / f64 add, subtract, multiply, divide, maximum, minimum,
-// negate, abs, sqrt, compare (FLOAT) feeding select, reshape-like aliases,
-// and the transcendentals vmath runs as one SLEEF routine per vector
-// (exp, log, tanh, ...: called from the loop). A covered node whose value leaves the covered set (an output, or
-// read by any other node) roots a region: one compiled loop over the
-// covered nodes only it reads, whose leaves (any other node; a broadcast
-// scalar is read as its one element) the interpreter evaluates as before.
-// Where a region does not compile, its nodes run interpreted.
+// Covered (jit_body.h): f32 / f64 / bf16 / f16 add, subtract, multiply,
+// divide, maximum, minimum, negate, abs, sqrt, floor, ceil (f32 also
+// rsqrt), and the transcendentals vmath runs (exp, log, tanh, ...: its SLEEF
+// routine called from the loop); integers of every width, signed and
+// unsigned: add, subtract, multiply, divide, remainder, maximum, minimum,
+// negate, abs, and, or, xor, not, the three shifts; compare (FLOAT for
+// floats, SIGNED / UNSIGNED as the integer type is) feeding select, and
+// reshape-like aliases. A covered node whose value leaves the covered set
+// (an output, or read by any other node) roots a region: one compiled loop
+// over the covered nodes only it reads, whose leaves (any other node; a
+// broadcast scalar is read as its one element) the interpreter evaluates as
+// before. Where a region does not compile, its nodes run interpreted.
 //===----------------------------------------------------------------------===//
 
 typedef struct jit_region {
@@ -502,50 +506,99 @@ static void jit_region_destroy(jit_region_t *r) {
   hl_free(r);
 }
 
-// The operation and lane type of node n when the JIT covers it
-// (*op HL_JIT_LOAD for an alias; *fn the vmath routine of a CALL).
-static bool jit_covers(const node_t *n, hl_jit_op_t *op, hl_jit_type_t *type, hl_jit_fn_t *fn) {
+static bool jit_type_of(hl_dtype_t t, hl_jit_type_t *out) {
+  switch (t) {
+    case HL_F32: *out = HL_JIT_F32; return true;
+    case HL_F64: *out = HL_JIT_F64; return true;
+    case HL_BF16: *out = HL_JIT_BF16; return true;
+    case HL_F16: *out = HL_JIT_F16; return true;
+    case HL_S8: *out = HL_JIT_S8; return true;
+    case HL_S16: *out = HL_JIT_S16; return true;
+    case HL_S32: *out = HL_JIT_S32; return true;
+    case HL_S64: *out = HL_JIT_S64; return true;
+    case HL_U8: *out = HL_JIT_U8; return true;
+    case HL_U16: *out = HL_JIT_U16; return true;
+    case HL_U32: *out = HL_JIT_U32; return true;
+    case HL_U64: *out = HL_JIT_U64; return true;
+    default: return false;
+  }
+}
+
+// The vmath routine of a transcendental in the loop: SLEEF's vector routine
+// the array loops call (f32's for the 16-bit types, as they compute there),
+// or their scalar one; name[] identifies it in the generated code.
+static bool jit_routine(hl_opcode_t op, hl_jit_type_t t, hl_jit_value_t *v, char *name,
+                        size_t cap) {
+  hl_vmath_fn_t vf = hl_ew_vmath_fn(op);
+  if (!vf) return false;
+  bool f64 = t == HL_JIT_F64;
+  v->fn = f64 ? hl_vmath_unary_vector_f64(vf) : hl_vmath_unary_vector_f32(vf);
+  v->scalar_fn = v->fn ? NULL : f64 ? hl_vmath_unary_scalar_f64(vf) : hl_vmath_unary_scalar_f32(vf);
+  if (!v->fn && !v->scalar_fn) return false;
+  snprintf(name, cap, "hl_vmath_%d_%s_%s", (int)vf, f64 ? "f64" : "f32",
+           v->fn ? "vector" : "scalar");
+  v->fn_name = name;
+  v->op = HL_JIT_CALL;
+  return true;
+}
+
+// The operation (*v: op, routine) and lane type of node n when the JIT
+// covers it (op HL_JIT_LOAD for an alias).
+static bool jit_covers(const node_t *n, hl_jit_value_t *v, hl_jit_type_t *type, char *name,
+                       size_t cap) {
   hl_dtype_t t = n->kind == K_COMPARE ? n->in_dtype : n->dtype;
-  if (t != HL_F32 && t != HL_F64) return false;
-  *type = t == HL_F64 ? HL_JIT_F64 : HL_JIT_F32;
+  if (!jit_type_of(t, type)) return false;
+  bool fl = hl_jit_type_is_float(*type);
+  bool half = *type == HL_JIT_BF16 || *type == HL_JIT_F16;
+  bool sgn = *type >= HL_JIT_S8 && *type <= HL_JIT_S64;
+  memset(v, 0, sizeof(*v));
   switch (n->kind) {
-    case K_SAME: *op = HL_JIT_LOAD; return true;
-    case K_SELECT: *op = HL_JIT_SELECT; return !n->scalar_op[0];
+    case K_SAME: v->op = HL_JIT_LOAD; return true;
+    case K_SELECT: v->op = HL_JIT_SELECT; return !n->scalar_op[0];
     case K_UNARY:
       if (n->in_dtype != n->dtype) return false;
-      // Transcendentals: the SLEEF routine the array loop calls per vector.
-      *fn = t == HL_F64 ? hl_vmath_unary_vector_f64(hl_ew_vmath_fn(n->op))
-                        : hl_vmath_unary_vector_f32(hl_ew_vmath_fn(n->op));
-      if (*fn) {
-        *op = HL_JIT_CALL;
-        return true;
-      }
+      if (fl && jit_routine(n->op, *type, v, name, cap)) return true;
       switch (n->op) {
-        case HL_OP_NEGATE: *op = HL_JIT_NEG; return true;
-        case HL_OP_ABS: *op = HL_JIT_ABS; return true;
-        case HL_OP_SQRT: *op = HL_JIT_SQRT; return true;
+        case HL_OP_NEGATE: v->op = HL_JIT_NEG; return true;
+        case HL_OP_ABS: v->op = HL_JIT_ABS; return true;
+        case HL_OP_SQRT: v->op = HL_JIT_SQRT; return fl;
+        // The kernels' f64 floor / ceil go through double (the same bits).
+        case HL_OP_FLOOR: v->op = HL_JIT_FLOOR; return fl;
+        case HL_OP_CEIL: v->op = HL_JIT_CEIL; return fl;
+        case HL_OP_RSQRT: v->op = HL_JIT_RSQRT; return *type == HL_JIT_F32;
+        case HL_OP_NOT: v->op = HL_JIT_NOT; return !fl;
         default: return false;
       }
     case K_BINARY:
       if (n->in_dtype != n->dtype) return false;
       switch (n->op) {
-        case HL_OP_ADD: *op = HL_JIT_ADD; return true;
-        case HL_OP_SUBTRACT: *op = HL_JIT_SUB; return true;
-        case HL_OP_MULTIPLY: *op = HL_JIT_MUL; return true;
-        case HL_OP_DIVIDE: *op = HL_JIT_DIV; return true;
-        case HL_OP_MAXIMUM: *op = HL_JIT_MAX; return true;
-        case HL_OP_MINIMUM: *op = HL_JIT_MIN; return true;
+        case HL_OP_ADD: v->op = HL_JIT_ADD; return true;
+        case HL_OP_SUBTRACT: v->op = HL_JIT_SUB; return true;
+        case HL_OP_MULTIPLY: v->op = HL_JIT_MUL; return true;
+        case HL_OP_DIVIDE: v->op = HL_JIT_DIV; return true;
+        case HL_OP_MAXIMUM: v->op = HL_JIT_MAX; return true;
+        case HL_OP_MINIMUM: v->op = HL_JIT_MIN; return true;
+        case HL_OP_REMAINDER: v->op = HL_JIT_REM; return !fl;
+        case HL_OP_AND: v->op = HL_JIT_AND; return !fl;
+        case HL_OP_OR: v->op = HL_JIT_OR; return !fl;
+        case HL_OP_XOR: v->op = HL_JIT_XOR; return !fl;
+        case HL_OP_SHIFT_LEFT: v->op = HL_JIT_SHL; return !fl;
+        case HL_OP_SHIFT_RIGHT_ARITHMETIC: v->op = HL_JIT_SRA; return !fl;
+        case HL_OP_SHIFT_RIGHT_LOGICAL: v->op = HL_JIT_SRL; return !fl;
         default: return false;
       }
     case K_COMPARE:
-      if (n->ctype != HL_CMPTYPE_FLOAT) return false;
+      if (fl ? n->ctype != HL_CMPTYPE_FLOAT
+             : n->ctype != (sgn ? HL_CMPTYPE_SIGNED : HL_CMPTYPE_UNSIGNED))
+        return false;
+      (void)half;
       switch (n->dir) {
-        case HL_CMP_EQ: *op = HL_JIT_CMP_EQ; return true;
-        case HL_CMP_NE: *op = HL_JIT_CMP_NE; return true;
-        case HL_CMP_LT: *op = HL_JIT_CMP_LT; return true;
-        case HL_CMP_LE: *op = HL_JIT_CMP_LE; return true;
-        case HL_CMP_GT: *op = HL_JIT_CMP_GT; return true;
-        case HL_CMP_GE: *op = HL_JIT_CMP_GE; return true;
+        case HL_CMP_EQ: v->op = HL_JIT_CMP_EQ; return true;
+        case HL_CMP_NE: v->op = HL_JIT_CMP_NE; return true;
+        case HL_CMP_LT: v->op = HL_JIT_CMP_LT; return true;
+        case HL_CMP_LE: v->op = HL_JIT_CMP_LE; return true;
+        case HL_CMP_GT: v->op = HL_JIT_CMP_GT; return true;
+        case HL_CMP_GE: v->op = HL_JIT_CMP_GE; return true;
         default: return false;
       }
     default: return false;
@@ -555,8 +608,7 @@ static bool jit_covers(const node_t *n, hl_jit_op_t *op, hl_jit_type_t *type, hl
 typedef struct jit_builder {
   const hl_fusion_program_t *p;
   const bool *covered, *leaves_set;  // leaves_set: value read outside the covered set
-  const hl_jit_op_t *op;
-  const hl_jit_fn_t *fn;
+  const hl_jit_value_t *tmpl;  // per node: its operation (jit_covers)
   int root;
   int *value_of;  // node -> value, -1
   hl_jit_value_t *values;
@@ -585,8 +637,11 @@ static int jit_build(jit_builder_t *b, int k) {
     } else {
       int o[3] = {0, 0, 0};
       for (int i = 0; i < n->nops; i++) o[i] = jit_build(b, n->ops[i]);
-      v = jit_push(b, (hl_jit_value_t){.op = b->op[k], .a = o[0], .b = o[1], .c = o[2],
-                                       .fn = b->fn[k]});
+      hl_jit_value_t x = b->tmpl[k];
+      x.a = o[0];
+      x.b = o[1];
+      x.c = o[2];
+      v = jit_push(b, x);
     }
   } else {
     jit_region_t *r = b->region;
@@ -610,15 +665,15 @@ static hl_status_t plan_jit_regions(hl_fusion_program_t *p) {
   if (!hl_jit_enabled() || p->count == 0) return NULL;
   int c = p->count;
   bool *covered = hl_calloc((size_t)c, sizeof(bool)), *leaves = hl_calloc((size_t)c, sizeof(bool));
-  hl_jit_op_t *op = hl_calloc((size_t)c, sizeof(hl_jit_op_t));
+  hl_jit_value_t *tmpl = hl_calloc((size_t)c, sizeof(hl_jit_value_t));
   hl_jit_type_t *type = hl_calloc((size_t)c, sizeof(hl_jit_type_t));
-  hl_jit_fn_t *fn = hl_calloc((size_t)c, sizeof(hl_jit_fn_t));
+  char(*names)[40] = hl_calloc((size_t)c, sizeof(*names));
   int *value_of = hl_malloc(sizeof(int) * (size_t)c);
   hl_jit_value_t *values = hl_malloc(sizeof(hl_jit_value_t) * HL_JIT_MAX_VALUES);
   hl_status_t st = NULL;
-  if (!covered || !leaves || !op || !type || !fn || !value_of || !values) st = HL_OOM();
+  if (!covered || !leaves || !tmpl || !type || !names || !value_of || !values) st = HL_OOM();
   for (int k = 0; !st && k < c; k++)
-    covered[k] = jit_covers(&p->nodes[k], &op[k], &type[k], &fn[k]);
+    covered[k] = jit_covers(&p->nodes[k], &tmpl[k], &type[k], names[k], sizeof(names[k]));
   // A node's value leaves the covered set when an output or a reduce reads
   // it, or a node of another kind or lane type; a compare's lane mask can
   // only feed a covered select, so such a compare (and then its select)
@@ -658,7 +713,7 @@ static hl_status_t plan_jit_regions(hl_fusion_program_t *p) {
       break;
     }
     for (int i = 0; i < c; i++) value_of[i] = -1;
-    jit_builder_t b = {.p = p, .covered = covered, .leaves_set = leaves, .op = op, .fn = fn, .root = k,
+    jit_builder_t b = {.p = p, .covered = covered, .leaves_set = leaves, .tmpl = tmpl, .root = k,
                        .value_of = value_of, .values = values, .region = r};
     b.body.type = type[k];
     b.body.values = values;
@@ -674,9 +729,9 @@ static hl_status_t plan_jit_regions(hl_fusion_program_t *p) {
   }
   hl_free(covered);
   hl_free(leaves);
-  hl_free(op);
+  hl_free(tmpl);
   hl_free(type);
-  hl_free(fn);
+  hl_free(names);
   hl_free(value_of);
   hl_free(values);
   return st;

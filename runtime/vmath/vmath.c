@@ -46,6 +46,44 @@ static double logistic_d(double x) {
 
 #define LOOP_(f) for (int64_t i = 0; i < n; i++) y[i] = f(x[i])
 
+#define FN_(f) return (hl_vmath_vector_fn_t)(f)
+hl_vmath_vector_fn_t hl_vmath_unary_scalar_f32(hl_vmath_fn_t fn) {
+  if (use_avx2()) return NULL;
+  switch (fn) {  // the routines of hl_vmath_unary_f32 below
+    case HL_VM_EXP: FN_(Sleef_expf_u10);
+    case HL_VM_EXPM1: FN_(Sleef_expm1f_u10);
+    case HL_VM_LOG: FN_(Sleef_logf_u10);
+    case HL_VM_LOG1P: FN_(Sleef_log1pf_u10);
+    case HL_VM_TANH: FN_(Sleef_tanhf_u35);
+    case HL_VM_LOGISTIC: FN_(logistic_f);
+    case HL_VM_SIN: FN_(Sleef_sinf_u10);
+    case HL_VM_COS: FN_(Sleef_cosf_u10);
+    case HL_VM_TAN: FN_(Sleef_tanf_u10);
+    case HL_VM_ERF: FN_(Sleef_erff_u10);
+    case HL_VM_CBRT: FN_(Sleef_cbrtf_u10);
+    default: return NULL;
+  }
+}
+
+hl_vmath_vector_fn_t hl_vmath_unary_scalar_f64(hl_vmath_fn_t fn) {
+  if (use_avx2()) return NULL;
+  switch (fn) {  // the routines of hl_vmath_unary_f64 below
+    case HL_VM_EXP: FN_(Sleef_exp_u10);
+    case HL_VM_EXPM1: FN_(Sleef_expm1_u10);
+    case HL_VM_LOG: FN_(Sleef_log_u10);
+    case HL_VM_LOG1P: FN_(Sleef_log1p_u10);
+    case HL_VM_TANH: FN_(Sleef_tanh_u10);
+    case HL_VM_LOGISTIC: FN_(logistic_d);
+    case HL_VM_SIN: FN_(Sleef_sin_u10);
+    case HL_VM_COS: FN_(Sleef_cos_u10);
+    case HL_VM_TAN: FN_(Sleef_tan_u10);
+    case HL_VM_ERF: FN_(Sleef_erf_u10);
+    case HL_VM_CBRT: FN_(Sleef_cbrt_u10);
+    default: return NULL;
+  }
+}
+#undef FN_
+
 bool hl_vmath_unary_f32(hl_vmath_fn_t fn, const float *x, float *y, int64_t n) {
 #if defined(HL_VMATH_HAVE_AVX2)
   if (use_avx2()) return hl_vmath_avx2_unary_f32(fn, x, y, n);

@@ -36,6 +36,12 @@ bool hl_vmath_binary_f64(hl_vmath_fn_t fn, const double *a, const double *b, dou
 typedef void (*hl_vmath_vector_fn_t)(void);
 hl_vmath_vector_fn_t hl_vmath_unary_vector_f32(hl_vmath_fn_t fn);
 hl_vmath_vector_fn_t hl_vmath_unary_vector_f64(hl_vmath_fn_t fn);
+// Where the array loops run SLEEF's scalar routines instead (no AVX2 + FMA,
+// aarch64, ...): the routine they call per element, float (*)(float) /
+// double (*)(double); NULL where they run vector routines and for fns that
+// are not unary.
+hl_vmath_vector_fn_t hl_vmath_unary_scalar_f32(hl_vmath_fn_t fn);
+hl_vmath_vector_fn_t hl_vmath_unary_scalar_f64(hl_vmath_fn_t fn);
 // "avx2" or "scalar": which SLEEF routines run on this CPU.
 const char *hl_vmath_isa(void);
 

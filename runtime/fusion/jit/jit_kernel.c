@@ -1,121 +1,230 @@
 #include "runtime/fusion/jit/jit_kernel.h"
 
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "runtime/base/alloc.h"
-#include "runtime/fusion/jit/cpu_features.h"
-#include "runtime/fusion/jit/exec_memory.h"
+#include "runtime/fusion/jit/codegen_api.h"
 
-typedef void (*loop_fn_t)(const void *const *inputs, void *out, int64_t bytes,
-                          const void *lane_mask);
-
-static const _Alignas(32) uint32_t kAllLanes[8] = {~0u, ~0u, ~0u, ~0u, ~0u, ~0u, ~0u, ~0u};
+// Widest vector of any target: 64 bytes (AVX-512) of 8-bit lanes.
+#define MAX_VECTOR_BYTES 64
 
 struct hl_jit_kernel {
-  hl_exec_memory_t mem;
-  loop_fn_t main_fn, single_fn, stream_fn;
-  int lanes, unroll;
+  hl_jit_loops_t loops;
   size_t es;
   int input_count;
   bool input_scalar[HL_JIT_MAX_INPUTS];
+  // Process table (see jit_kernel.h): the body's key, the next entry.
+  char *key;
+  size_t key_len;
+  const char *why;  // NULL: compiled
+  struct hl_jit_kernel *next;
 };
 
-// -1: not decided yet (the CPU and environment are read on first use).
+// -1: not decided yet (the environment is read on first use).
 static int g_enabled = -1;
+static int g_vector_bytes = -1;
+static pthread_once_t g_load_once = PTHREAD_ONCE_INIT;
+static const hl_jit_codegen_api_t *g_api;
+static const char *g_target = "not loaded";
+static pthread_mutex_t g_table_mu = PTHREAD_MUTEX_INITIALIZER;
+static hl_jit_kernel_t *g_table;
+static int g_compiled;
+static double g_compile_seconds;
+static bool g_log;
 
-static bool cpu_and_env_allow(void) {
-  const char *off = getenv("HL_NO_FUSION_JIT");
-  if (off && *off && strcmp(off, "0") != 0) return false;
-  return hl_jit_cpu_has_avx2();
+static bool env_on(const char *name) {
+  const char *v = getenv(name);
+  return v && *v && strcmp(v, "0") != 0;
 }
 
 bool hl_jit_enabled(void) {
-  if (g_enabled < 0) g_enabled = cpu_and_env_allow();
+  if (g_enabled < 0) g_enabled = !env_on("HL_NO_FUSION_JIT");
   return g_enabled == 1;
 }
 
-void hl_jit_set_enabled(bool on) { g_enabled = on && hl_jit_cpu_has_avx2(); }
+void hl_jit_set_enabled(bool on) { g_enabled = on; }
 
-static loop_fn_t entry(void *code, size_t offset) {
-  loop_fn_t f;
-  void *p = (char *)code + offset;
-  memcpy(&f, &p, sizeof(f));  // object to function pointer, as dlsym users do
-  return f;
+void hl_jit_set_vector_bytes(int bytes) { g_vector_bytes = bytes; }
+
+#if defined(HL_FUSION_JIT_HAVE_LLVM)
+// The module by HL_FUSION_JIT_MODULE, else where it is installed, else in
+// the build tree (tests and benches run from there).
+static void *open_module(void) {
+  const char *paths[3] = {getenv("HL_FUSION_JIT_MODULE"), HL_FUSION_JIT_INSTALLED_MODULE,
+                          HL_FUSION_JIT_BUILD_MODULE};
+  for (int i = 0; i < 3; i++) {
+    if (!paths[i] || !*paths[i]) continue;
+    void *h = dlopen(paths[i], RTLD_NOW | RTLD_LOCAL);
+    if (h) return h;
+    if (g_log) fprintf(stderr, "fusion jit: %s\n", dlerror());
+  }
+  return NULL;
+}
+#endif
+
+static void load_generator(void) {
+  g_log = env_on("HL_FUSION_JIT_LOG");
+#if defined(HL_FUSION_JIT_HAVE_LLVM)
+  void *h = open_module();
+  if (!h) {
+    g_target = "none: the LLVM code generator module (or libLLVM) did not load";
+    return;
+  }
+  const hl_jit_codegen_api_t *(*entry)(void);
+  void *sym = dlsym(h, HL_JIT_CODEGEN_ENTRY);
+  memcpy(&entry, &sym, sizeof(entry));  // object to function pointer, as dlsym users do
+  const hl_jit_codegen_api_t *api = sym ? entry() : NULL;
+  if (!api || api->version != HL_JIT_CODEGEN_API_VERSION) {
+    g_target = "none: a code generator module of another version";
+    return;
+  }
+  int vb = g_vector_bytes;
+  if (vb < 0) {
+    const char *e = getenv("HL_FUSION_JIT_VECTOR_BYTES");
+    vb = e ? atoi(e) : 0;
+  }
+  if (vb != 0 && vb != 16 && vb != 32 && vb != 64) vb = 0;
+  const char *target = NULL, *why = api->init(vb, &target);
+  if (why) {
+    g_target = why;
+    return;
+  }
+  g_target = target;
+  g_api = api;
+#else
+  g_target = "none: built without LLVM";
+#endif
+}
+
+const char *hl_jit_describe(void) {
+  pthread_once(&g_load_once, load_generator);
+  return g_target;
+}
+
+// The body as bytes: everything that shapes its code (routines by name).
+static char *body_key(const hl_jit_body_t *b, size_t *len) {
+  size_t cap = 64 + (size_t)b->count * 64, n = 0;
+  char *k = hl_malloc(cap);
+  if (!k) return NULL;
+  n += (size_t)snprintf(k + n, cap - n, "t%d i%d:", (int)b->type, b->input_count);
+  for (int i = 0; i < b->input_count; i++) k[n++] = b->input_scalar[i] ? 's' : 'v';
+  for (int i = 0; i < b->count && n < cap; i++) {
+    const hl_jit_value_t *v = &b->values[i];
+    n += (size_t)snprintf(k + n, cap - n, ";%d,%d,%d,%d,%s", (int)v->op, v->a, v->b, v->c,
+                          v->op == HL_JIT_CALL && v->fn_name ? v->fn_name : "");
+  }
+  *len = n < cap ? n : cap;
+  return k;
+}
+
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 hl_status_t hl_jit_kernel_create(const hl_jit_body_t *body, hl_jit_kernel_t **out,
                                  const char **why) {
   *out = NULL;
   *why = NULL;
-  if (!hl_jit_cpu_has_avx2()) {
-    *why = "no AVX2 (or not x86-64)";
+  if (!hl_jit_enabled()) {
+    *why = "the fusion JIT is off";
     return NULL;
   }
-  hl_jit_code_t code;
-  if ((*why = hl_jit_compile_loop(body, &code)) != NULL) return NULL;
-  hl_jit_kernel_t *k = hl_calloc(1, sizeof(*k));
-  if (!k) {
-    hl_x86_buf_free(&code.bytes);
-    return HL_OOM();
+  if ((*why = hl_jit_body_check(body)) != NULL) return NULL;
+  pthread_once(&g_load_once, load_generator);
+  if (!g_api) {
+    *why = g_target;
+    return NULL;
   }
-  hl_status_t st = hl_exec_memory_create(code.bytes.data, code.bytes.len, &k->mem);
-  hl_x86_buf_free(&code.bytes);
-  if (st) {
-    hl_free(k);
-    return st;
+  size_t len = 0;
+  char *key = body_key(body, &len);
+  if (!key) return HL_OOM();
+  // Compiling under the table's lock: a body asked for by several threads
+  // at once is compiled once.
+  pthread_mutex_lock(&g_table_mu);
+  hl_jit_kernel_t *k = g_table;
+  while (k && !(k->key_len == len && memcmp(k->key, key, len) == 0)) k = k->next;
+  if (k) {
+    hl_free(key);
+  } else {
+    k = hl_calloc(1, sizeof(*k));
+    if (!k) {
+      pthread_mutex_unlock(&g_table_mu);
+      hl_free(key);
+      return HL_OOM();
+    }
+    k->key = key;
+    k->key_len = len;
+    k->es = hl_jit_type_size(body->type);
+    k->input_count = body->input_count;
+    memcpy(k->input_scalar, body->input_scalar, sizeof(k->input_scalar));
+    double t0 = now_seconds();
+    k->why = g_api->compile(body, &k->loops);
+    double dt = now_seconds() - t0;
+    g_compiled++;
+    g_compile_seconds += dt;
+    if (g_log)
+      fprintf(stderr, "fusion jit: %d values, %d inputs, %d lanes x %d: %s (%.2f ms)\n",
+              body->count, body->input_count, k->loops.lanes, k->loops.unroll,
+              k->why ? k->why : "compiled", 1e3 * dt);
+    k->next = g_table;
+    g_table = k;
   }
-  k->main_fn = entry(k->mem.code, code.main_entry);
-  k->single_fn = entry(k->mem.code, code.single_entry);
-  k->stream_fn = entry(k->mem.code, code.stream_entry);
-  k->es = body->type == HL_JIT_F64 ? 8 : 4;
-  k->lanes = (int)(32 / k->es);
-  k->unroll = code.unroll;
-  k->input_count = body->input_count;
-  memcpy(k->input_scalar, body->input_scalar, sizeof(k->input_scalar));
-  *out = k;
+  pthread_mutex_unlock(&g_table_mu);
+  if (k->why)
+    *why = k->why;
+  else
+    *out = k;
   return NULL;
 }
 
-void hl_jit_kernel_destroy(hl_jit_kernel_t *k) {
-  if (!k) return;
-  hl_exec_memory_free(&k->mem);
-  hl_free(k);
+void hl_jit_kernel_destroy(hl_jit_kernel_t *k) { (void)k; }
+
+void hl_jit_compile_stats(int *bodies, double *seconds) {
+  pthread_mutex_lock(&g_table_mu);
+  *bodies = g_compiled;
+  *seconds = g_compile_seconds;
+  pthread_mutex_unlock(&g_table_mu);
 }
 
 static void run(const hl_jit_kernel_t *k, const void *const *inputs, void *out, int64_t n,
                 bool stream) {
-  int64_t step = (int64_t)k->lanes * k->unroll;
+  const hl_jit_loops_t *l = &k->loops;
+  int64_t lanes = l->lanes, step = lanes * l->unroll;
   int64_t n_main = n / step * step;
-  if (n_main > 0)
-    (stream ? k->stream_fn : k->main_fn)(inputs, out, n_main * (int64_t)k->es, kAllLanes);
-  int64_t n_single = (n - n_main) / k->lanes * k->lanes;
+  if (n_main > 0) (stream ? l->stream_fn : l->main_fn)(inputs, out, n_main / lanes, lanes);
+  int64_t n_single = (n - n_main) / lanes * lanes;
   const void *moved[HL_JIT_MAX_INPUTS];
   if (n_single > 0) {
     for (int i = 0; i < k->input_count; i++)
       moved[i] = k->input_scalar[i] ? inputs[i]
                                     : (const char *)inputs[i] + (size_t)n_main * k->es;
-    k->single_fn(moved, (char *)out + (size_t)n_main * k->es, n_single * (int64_t)k->es,
-                 kAllLanes);
+    l->single_fn(moved, (char *)out + (size_t)n_main * k->es, n_single / lanes, lanes);
   }
   int64_t done = n_main + n_single, rest = n - done;
   if (rest <= 0) return;
   // The last partial vector: zero-padded copies (the padding lanes' results
-  // are computed and dropped; no FP exception is unmasked).
-  _Alignas(32) unsigned char pad[HL_JIT_MAX_INPUTS][32], result[32];
-  size_t bytes = (size_t)rest * k->es;
+  // are computed and dropped; no FP exception is unmasked), and `rest` valid
+  // lanes for the routines' arguments.
+  _Alignas(64) unsigned char pad[HL_JIT_MAX_INPUTS][MAX_VECTOR_BYTES * 8];
+  _Alignas(64) unsigned char result[MAX_VECTOR_BYTES * 8];
+  size_t bytes = (size_t)rest * k->es, vector = (size_t)lanes * k->es;
   for (int i = 0; i < k->input_count; i++) {
     if (k->input_scalar[i]) {
       moved[i] = inputs[i];
       continue;
     }
-    memset(pad[i], 0, sizeof(pad[i]));
+    memset(pad[i], 0, vector);
     memcpy(pad[i], (const char *)inputs[i] + (size_t)done * k->es, bytes);
     moved[i] = pad[i];
   }
-  _Alignas(32) unsigned char lanes[32] = {0};
-  memset(lanes, 0xFF, bytes);
-  k->single_fn(moved, result, 32, lanes);
+  l->single_fn(moved, result, 1, rest);
   memcpy((char *)out + (size_t)done * k->es, result, bytes);
 }
 
@@ -125,6 +234,6 @@ void hl_jit_kernel_run(const hl_jit_kernel_t *k, const void *const *inputs, void
 
 void hl_jit_kernel_run_streaming(const hl_jit_kernel_t *k, const void *const *inputs, void *out,
                                  int64_t n) {
-  // Non-temporal vector stores need 32-byte aligned addresses.
-  run(k, inputs, out, n, ((uintptr_t)out & 31) == 0);
+  size_t vector = (size_t)k->loops.lanes * k->es;
+  run(k, inputs, out, n, ((uintptr_t)out & (vector - 1)) == 0);
 }

@@ -1,10 +1,16 @@
-// A compiled loop (loop_compiler.h) in executable memory, run over any
-// element count: whole unrolled iterations, then single vectors, then the
-// last partial vector through padded copies of its inputs and output.
+// A compiled loop (jit_body.h) run over any element count: whole unrolled
+// iterations, then single vectors, then the last partial vector through
+// zero-padded copies of its inputs and output.
 //
-// The JIT is used only where hl_jit_enabled(): x86-64 with AVX2 and the OS
-// saving YMM state, and not turned off (HL_NO_FUSION_JIT=1 in the
-// environment, or hl_jit_set_enabled(false): hlo-launch --no-fusion-jit).
+// The loops come from the LLVM code generator (codegen_api.h), a module
+// loaded on the first compile; builds without LLVM, hosts where the module
+// or libLLVM does not load, HL_NO_FUSION_JIT=1 in the environment and
+// hl_jit_set_enabled(false) (hlo-launch --no-fusion-jit) compile nothing,
+// and the blocked executor interprets (the same bits).
+//
+// A body is compiled once per process: kernels are kept in a process-wide
+// table keyed by the body, shared by every fusion program that asks for the
+// same body, and live until the process exits.
 #ifndef HL_RUNTIME_FUSION_JIT_JIT_KERNEL_H_
 #define HL_RUNTIME_FUSION_JIT_JIT_KERNEL_H_
 
@@ -12,27 +18,38 @@
 #include <stdint.h>
 
 #include "runtime/base/status.h"
-#include "runtime/fusion/jit/loop_compiler.h"
+#include "runtime/fusion/jit/jit_body.h"
 
 typedef struct hl_jit_kernel hl_jit_kernel_t;
 
 bool hl_jit_enabled(void);
 // Process-wide switch, set before any fusion is compiled (programs compiled
-// earlier keep their code). Turning it on where the CPU lacks AVX2 is a no-op.
+// earlier keep their code).
 void hl_jit_set_enabled(bool on);
+// Vector width in bytes the generator targets, 0 for the host's widest
+// (HL_FUSION_JIT_VECTOR_BYTES in the environment); before the first compile.
+// Tests use it to run the lane-splitting paths of wider hosts.
+void hl_jit_set_vector_bytes(int bytes);
+// What generates the loops: "LLVM 15.0.6, x86_64-pc-linux-gnu znver3,
+// 32-byte vectors", or why none does ("built without LLVM", ...). Loads the
+// generator if it is not loaded yet.
+const char *hl_jit_describe(void);
 
 // *out NULL with *why set when the body is not compiled; errors only for
-// out of memory or a failed mapping.
+// out of memory.
 hl_status_t hl_jit_kernel_create(const hl_jit_body_t *body, hl_jit_kernel_t **out,
                                  const char **why);
-void hl_jit_kernel_destroy(hl_jit_kernel_t *k);  // NULL-safe
+void hl_jit_kernel_destroy(hl_jit_kernel_t *k);  // NULL-safe; the code stays (see above)
 
 // out[0..n) from inputs (vector inputs n elements each, scalar inputs one).
 void hl_jit_kernel_run(const hl_jit_kernel_t *k, const void *const *inputs, void *out, int64_t n);
-// The same with non-temporal stores for the whole vectors when out is 32-byte
-// aligned (else as hl_jit_kernel_run): the same values, written around the
-// caches, for outputs too large to stay in them.
+// The same with non-temporal stores for the whole vectors when out is
+// aligned to the vector width (else as hl_jit_kernel_run): the same values,
+// written around the caches, for outputs too large to stay in them.
 void hl_jit_kernel_run_streaming(const hl_jit_kernel_t *k, const void *const *inputs, void *out,
                                  int64_t n);
+
+// Bodies compiled in this process and the time spent compiling them.
+void hl_jit_compile_stats(int *bodies, double *seconds);
 
 #endif  // HL_RUNTIME_FUSION_JIT_JIT_KERNEL_H_

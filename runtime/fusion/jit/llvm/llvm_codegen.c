@@ -1,0 +1,661 @@
+// The fusion JIT's code generator (codegen_api.h): a body becomes LLVM IR of
+// explicit vectors (lanes from the host's vector width), compiled by ORC
+// LLJIT for the host CPU with its features (LLVMGetHostCPUName /
+// LLVMGetHostCPUFeatures): AVX-512, AVX2, NEON, whatever LLVM targets. The
+// IR carries no fast-math flags and no fmuladd, so nothing is contracted or
+// reassociated; vmath's routines are bound as absolute symbols by name.
+// Built as a module of its own (runtime/fusion/jit/llvm/CMakeLists.txt).
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Core.h>
+#include <llvm-c/Error.h>
+#include <llvm-c/LLJIT.h>
+#include <llvm-c/Orc.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm/Config/llvm-config.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/fusion/jit/codegen_api.h"
+
+#define MAX_SYMBOLS 128
+
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static LLVMOrcLLJITRef g_jit;
+static LLVMOrcJITDylibRef g_jd;
+static const char *g_data_layout, *g_triple;
+static int g_vector_bytes, g_vector_regs;
+static long g_serial;
+static char g_target[256];
+static char *g_symbols[MAX_SYMBOLS];
+static int g_symbol_count;
+static bool g_log;
+static bool g_signaling_first;  // NaN operand priority (see nan_rule)
+
+static void log_error(const char *what, LLVMErrorRef err) {
+  char *msg = LLVMGetErrorMessage(err);
+  if (g_log) fprintf(stderr, "fusion jit: %s: %s\n", what, msg);
+  LLVMDisposeErrorMessage(msg);
+}
+
+// Whether the comma-separated LLVM feature list has "+name".
+static bool has_feature(const char *features, const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = features; p && *p;) {
+    const char *end = strchr(p, ',');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    if (len == n + 1 && p[0] == '+' && memcmp(p + 1, name, n) == 0) return true;
+    p = end ? end + 1 : NULL;
+  }
+  return false;
+}
+
+static const char *init(int vector_bytes, const char **target) {
+  const char *e = getenv("HL_FUSION_JIT_LOG");
+  g_log = e && *e && strcmp(e, "0") != 0;
+  if (LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter())
+    return "LLVM has no code generator for this host";
+  char *triple = LLVMGetDefaultTargetTriple();
+  char *cpu = LLVMGetHostCPUName(), *features = LLVMGetHostCPUFeatures();
+  LLVMTargetRef t = NULL;
+  char *msg = NULL;
+  const char *why = NULL;
+  if (LLVMGetTargetFromTriple(triple, &t, &msg)) {
+    why = "LLVM has no target for this host's triple";
+    LLVMDisposeMessage(msg);
+  }
+  // Widest vectors the host runs natively; 64-byte vectors are legal (not
+  // split) only where the function asks for them (see min-legal-vector-width).
+  int vb = has_feature(features, "avx512f") ? 64 : has_feature(features, "avx") ? 32 : 16;
+  g_vector_regs = has_feature(features, "avx512f") || strstr(triple, "aarch64") ? 32 : 16;
+  g_signaling_first = strncmp(triple, "aarch64", 7) == 0 || strncmp(triple, "arm", 3) == 0;
+  if (vector_bytes > 0) vb = vector_bytes;
+  g_vector_bytes = vb;
+  if (!why) {
+    LLVMTargetMachineRef tm = LLVMCreateTargetMachine(t, triple, cpu, features,
+                                                      LLVMCodeGenLevelDefault, LLVMRelocDefault,
+                                                      LLVMCodeModelJITDefault);
+    LLVMOrcLLJITBuilderRef builder = LLVMOrcCreateLLJITBuilder();
+    LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(
+        builder, LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(tm));
+    LLVMErrorRef err = LLVMOrcCreateLLJIT(&g_jit, builder);
+    if (err) {
+      log_error("creating the LLJIT", err);
+      why = "LLVM could not create a JIT for this host";
+      g_jit = NULL;
+    }
+  }
+  if (!why) {
+    g_jd = LLVMOrcLLJITGetMainJITDylib(g_jit);
+    // Library calls the code generator may emit (memcpy, a scalarized
+    // floorf on CPUs without a rounding instruction, ...) from the process.
+    LLVMOrcDefinitionGeneratorRef gen = NULL;
+    LLVMErrorRef err = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(
+        &gen, LLVMOrcLLJITGetGlobalPrefix(g_jit), NULL, NULL);
+    if (err) {
+      log_error("binding the process's symbols", err);
+      why = "LLVM could not bind the process's symbols";
+    } else {
+      LLVMOrcJITDylibAddGenerator(g_jd, gen);
+    }
+    g_data_layout = LLVMOrcLLJITGetDataLayoutStr(g_jit);
+    g_triple = LLVMOrcLLJITGetTripleString(g_jit);
+    snprintf(g_target, sizeof g_target, "LLVM %s, %s %s, %d-byte vectors", LLVM_VERSION_STRING,
+             triple, cpu, vb);
+    *target = g_target;
+  }
+  LLVMDisposeMessage(triple);
+  LLVMDisposeMessage(cpu);
+  LLVMDisposeMessage(features);
+  return why;
+}
+
+//===----------------------------------------------------------------------===//
+// IR
+//===----------------------------------------------------------------------===//
+
+typedef struct gen {
+  LLVMContextRef c;
+  LLVMModuleRef m;
+  LLVMBuilderRef b;
+  const hl_jit_body_t *body;
+  hl_jit_type_t t;
+  int lanes;
+  bool is_float, is_half, is_signed;
+  int bits;                   // integer width, or 32 / 64 for floats
+  LLVMTypeRef elem, vec;      // storage element and its vector
+  LLVMTypeRef f32v, i32v, i1v;
+  LLVMValueRef valid_mask;    // single: lanes below `valid`, else NULL
+  LLVMValueRef *val;          // per body value, per unrolled copy
+} gen_t;
+
+static LLVMValueRef splat(gen_t *g, LLVMTypeRef elem, LLVMValueRef scalar) {
+  LLVMValueRef lanes[64];
+  for (int i = 0; i < g->lanes; i++) lanes[i] = scalar;
+  (void)elem;
+  return LLVMConstVector(lanes, (unsigned)g->lanes);
+}
+
+static LLVMValueRef ci(gen_t *g, LLVMTypeRef vec, unsigned long long v) {
+  return splat(g, LLVMGetElementType(vec), LLVMConstInt(LLVMGetElementType(vec), v, 0));
+}
+
+static LLVMValueRef cf(gen_t *g, LLVMTypeRef vec, double v) {
+  return splat(g, LLVMGetElementType(vec), LLVMConstReal(LLVMGetElementType(vec), v));
+}
+
+static LLVMValueRef intrinsic(gen_t *g, const char *name, LLVMValueRef x) {
+  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+  LLVMTypeRef ty = LLVMTypeOf(x);
+  LLVMValueRef fn = LLVMGetIntrinsicDeclaration(g->m, id, &ty, 1);
+  return LLVMBuildCall2(g->b, LLVMIntrinsicGetType(g->c, id, &ty, 1), fn, &x, 1, "");
+}
+
+// 16-bit patterns <-> f32, with the bits of runtime/base/half_arrays.c.
+static LLVMValueRef widen(gen_t *g, LLVMValueRef h) {
+  LLVMBuilderRef b = g->b;
+  LLVMValueRef x = LLVMBuildZExt(b, h, g->i32v, "");
+  if (g->t == HL_JIT_BF16) return LLVMBuildBitCast(b, LLVMBuildShl(b, x, ci(g, g->i32v, 16), ""), g->f32v, "");
+  LLVMValueRef sign = LLVMBuildShl(b, LLVMBuildAnd(b, x, ci(g, g->i32v, 0x8000), ""), ci(g, g->i32v, 16), "");
+  LLVMValueRef e = LLVMBuildAnd(b, LLVMBuildLShr(b, x, ci(g, g->i32v, 10), ""), ci(g, g->i32v, 0x1f), "");
+  LLVMValueRef m = LLVMBuildAnd(b, x, ci(g, g->i32v, 0x3ff), "");
+  LLVMValueRef m13 = LLVMBuildShl(b, m, ci(g, g->i32v, 13), "");
+  LLVMValueRef normal = LLVMBuildOr(
+      b, LLVMBuildOr(b, sign, LLVMBuildShl(b, LLVMBuildAdd(b, e, ci(g, g->i32v, 112), ""),
+                                           ci(g, g->i32v, 23), ""), ""), m13, "");
+  LLVMValueRef special = LLVMBuildOr(b, LLVMBuildOr(b, sign, ci(g, g->i32v, 0x7f800000u), ""), m13, "");
+  LLVMValueRef subf = LLVMBuildFMul(b, LLVMBuildSIToFP(b, m, g->f32v, ""),
+                                    cf(g, g->f32v, 5.9604644775390625e-08), "");
+  LLVMValueRef sub = LLVMBuildOr(b, sign, LLVMBuildBitCast(b, subf, g->i32v, ""), "");
+  LLVMValueRef r = LLVMBuildSelect(
+      b, LLVMBuildICmp(b, LLVMIntEQ, e, ci(g, g->i32v, 0x1f), ""), special,
+      LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, e, ci(g, g->i32v, 0), ""), sub, normal, ""),
+      "");
+  return LLVMBuildBitCast(b, r, g->f32v, "");
+}
+
+static LLVMValueRef narrow(gen_t *g, LLVMValueRef f) {
+  LLVMBuilderRef b = g->b;
+  LLVMTypeRef v = g->i32v;
+  LLVMValueRef u = LLVMBuildBitCast(b, f, v, "");
+  LLVMValueRef a = LLVMBuildAnd(b, u, ci(g, v, 0x7fffffffu), "");
+  LLVMValueRef nan = LLVMBuildICmp(b, LLVMIntUGT, a, ci(g, v, 0x7f800000u), "");
+  LLVMValueRef sign = LLVMBuildAnd(b, LLVMBuildLShr(b, u, ci(g, v, 16), ""), ci(g, v, 0x8000), "");
+  LLVMValueRef r;
+  if (g->t == HL_JIT_BF16) {
+    LLVMValueRef odd = LLVMBuildAnd(b, LLVMBuildLShr(b, u, ci(g, v, 16), ""), ci(g, v, 1), "");
+    LLVMValueRef rne = LLVMBuildLShr(
+        b, LLVMBuildAdd(b, LLVMBuildAdd(b, u, ci(g, v, 0x7fff), ""), odd, ""), ci(g, v, 16), "");
+    r = LLVMBuildSelect(b, nan, LLVMBuildOr(b, sign, ci(g, v, 0x7fc0), ""), rne, "");
+  } else {
+    LLVMValueRef odd = LLVMBuildAnd(b, LLVMBuildLShr(b, a, ci(g, v, 13), ""), ci(g, v, 1), "");
+    LLVMValueRef normal = LLVMBuildLShr(
+        b, LLVMBuildAdd(b, LLVMBuildAdd(b, LLVMBuildSub(b, a, ci(g, v, 0x38000000u), ""),
+                                        ci(g, v, 0xfff), ""), odd, ""),
+        ci(g, v, 13), "");
+    LLVMValueRef sum = LLVMBuildFAdd(b, LLVMBuildBitCast(b, a, g->f32v, ""), cf(g, g->f32v, 0.5), "");
+    LLVMValueRef sub = LLVMBuildSub(b, LLVMBuildBitCast(b, sum, v, ""), ci(g, v, 0x3f000000u), "");
+    LLVMValueRef mag = LLVMBuildSelect(
+        b, nan, ci(g, v, 0x7e00),
+        LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntUGE, a, ci(g, v, 0x477ff000u), ""),
+                        ci(g, v, 0x7c00),
+                        LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, a, ci(g, v, 0x38800000u), ""),
+                                        sub, normal, ""),
+                        ""),
+        "");
+    r = LLVMBuildOr(b, sign, mag, "");
+  }
+  return LLVMBuildTrunc(b, r, g->vec, "");
+}
+
+// XLA maximum / minimum (float_minmax.h): a NaN a, else a NaN b, else for
+// equal operands the one whose sign bit says it is larger (+0 > -0).
+static LLVMValueRef float_minmax(gen_t *g, LLVMValueRef a, LLVMValueRef c, bool max) {
+  LLVMBuilderRef b = g->b;
+  LLVMTypeRef iv = LLVMVectorType(LLVMIntTypeInContext(g->c, (unsigned)(LLVMGetTypeKind(LLVMGetElementType(LLVMTypeOf(a))) == LLVMDoubleTypeKind ? 64 : 32)), (unsigned)g->lanes);
+  LLVMValueRef neg_a = LLVMBuildICmp(b, LLVMIntSLT, LLVMBuildBitCast(b, a, iv, ""),
+                                     LLVMConstNull(iv), "");
+  LLVMValueRef r = LLVMBuildSelect(b, LLVMBuildFCmp(b, max ? LLVMRealOGT : LLVMRealOLT, a, c, ""), a, c, "");
+  LLVMValueRef eq_pick = max ? LLVMBuildSelect(b, neg_a, c, a, "") : LLVMBuildSelect(b, neg_a, a, c, "");
+  r = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOEQ, a, c, ""), eq_pick, r, "");
+  r = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, c, c, ""), c, r, "");
+  return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, a, a, ""), a, r, "");
+}
+
+// The external routine named name (bound to its address in the JITDylib).
+static LLVMValueRef routine(gen_t *g, const char *name, LLVMTypeRef fty) {
+  LLVMValueRef f = LLVMGetNamedFunction(g->m, name);
+  return f ? f : LLVMAddFunction(g->m, name, fty);
+}
+
+static LLVMValueRef shuffle_range(gen_t *g, LLVMValueRef x, LLVMValueRef y, int from, int n) {
+  LLVMValueRef idx[64];
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(g->c);
+  for (int i = 0; i < n; i++) idx[i] = LLVMConstInt(i32, (unsigned long long)(from + i), 0);
+  return LLVMBuildShuffleVector(g->b, x, y ? y : LLVMGetUndef(LLVMTypeOf(x)),
+                                LLVMConstVector(idx, (unsigned)n), "");
+}
+
+// fn over x (floats of the compute type): SLEEF's 32-byte vector routine on
+// groups of its lanes, or the scalar routine lane by lane.
+static LLVMValueRef call_routine(gen_t *g, const hl_jit_value_t *v, LLVMValueRef x) {
+  LLVMBuilderRef b = g->b;
+  LLVMTypeRef ft = LLVMGetElementType(LLVMTypeOf(x));
+  if (v->scalar_fn) {
+    LLVMValueRef f = routine(g, v->fn_name, LLVMFunctionType(ft, &ft, 1, 0));
+    LLVMTypeRef fty = LLVMFunctionType(ft, &ft, 1, 0);
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(g->c);
+    LLVMValueRef r = x;
+    for (int i = 0; i < g->lanes; i++) {
+      LLVMValueRef k = LLVMConstInt(i32, (unsigned long long)i, 0);
+      LLVMValueRef e = LLVMBuildExtractElement(b, x, k, "");
+      r = LLVMBuildInsertElement(b, r, LLVMBuildCall2(b, fty, f, &e, 1, ""), k, "");
+    }
+    return r;
+  }
+  if (g->valid_mask) x = LLVMBuildSelect(b, g->valid_mask, x, LLVMConstNull(LLVMTypeOf(x)), "");
+  int per = LLVMGetTypeKind(ft) == LLVMDoubleTypeKind ? 4 : 8;
+  LLVMTypeRef pv = LLVMVectorType(ft, (unsigned)per);
+  LLVMTypeRef fty = LLVMFunctionType(pv, &pv, 1, 0);
+  LLVMValueRef f = routine(g, v->fn_name, fty);
+  if (per == g->lanes) return LLVMBuildCall2(b, fty, f, &x, 1, "");
+  LLVMValueRef parts[16];
+  int n = g->lanes / per;
+  for (int i = 0; i < n; i++) {
+    LLVMValueRef arg = shuffle_range(g, x, NULL, i * per, per);
+    parts[i] = LLVMBuildCall2(b, fty, f, &arg, 1, "");
+  }
+  for (int w = per; n > 1; w *= 2, n /= 2)  // concatenate pairwise
+    for (int i = 0; i < n / 2; i++) parts[i] = shuffle_range(g, parts[2 * i], parts[2 * i + 1], 0, 2 * w);
+  return parts[0];
+}
+
+// The NaN an arithmetic instruction of this CPU gives for `a op c`, made
+// explicit: LLVM counts a NaN result's sign and payload as unspecified and
+// commutes operands or folds negations (fdiv(-x, -y) -> fdiv(x, y)), while
+// the kernels' compiled loops give what the hardware gives for their operand
+// order. x86: the first NaN operand, quieted; AArch64 (default-NaN mode off,
+// as Linux runs it): a signaling NaN first, then the first NaN, quieted.
+static LLVMValueRef nan_rule(gen_t *g, LLVMValueRef a, LLVMValueRef c, LLVMValueRef r) {
+  LLVMBuilderRef b = g->b;
+  bool f64 = LLVMGetTypeKind(LLVMGetElementType(LLVMTypeOf(a))) == LLVMDoubleTypeKind;
+  LLVMTypeRef iv = LLVMVectorType(LLVMIntTypeInContext(g->c, f64 ? 64 : 32), (unsigned)g->lanes);
+  LLVMValueRef quiet = ci(g, iv, f64 ? 0x0008000000000000ull : 0x00400000ull);
+  LLVMValueRef ia = LLVMBuildBitCast(b, a, iv, ""), ic = LLVMBuildBitCast(b, c, iv, "");
+  LLVMValueRef qa = LLVMBuildBitCast(b, LLVMBuildOr(b, ia, quiet, ""), LLVMTypeOf(a), "");
+  LLVMValueRef qc = LLVMBuildBitCast(b, LLVMBuildOr(b, ic, quiet, ""), LLVMTypeOf(a), "");
+  LLVMValueRef na = LLVMBuildFCmp(b, LLVMRealUNO, a, a, "");
+  LLVMValueRef nc = LLVMBuildFCmp(b, LLVMRealUNO, c, c, "");
+  LLVMValueRef pick = LLVMBuildSelect(b, na, qa, qc, "");
+  if (g_signaling_first) {
+    LLVMValueRef zero = LLVMConstNull(iv);
+    LLVMValueRef sa = LLVMBuildAnd(b, na, LLVMBuildICmp(b, LLVMIntEQ, LLVMBuildAnd(b, ia, quiet, ""), zero, ""), "");
+    LLVMValueRef sc = LLVMBuildAnd(b, nc, LLVMBuildICmp(b, LLVMIntEQ, LLVMBuildAnd(b, ic, quiet, ""), zero, ""), "");
+    pick = LLVMBuildSelect(b, sa, qa, LLVMBuildSelect(b, sc, qc, pick, ""), "");
+  }
+  return LLVMBuildSelect(b, LLVMBuildOr(b, na, nc, ""), pick, r, "");
+}
+
+static LLVMValueRef float_op(gen_t *g, const hl_jit_value_t *v, LLVMValueRef a, LLVMValueRef c) {
+  LLVMBuilderRef b = g->b;
+  switch (v->op) {
+    case HL_JIT_ADD: return nan_rule(g, a, c, LLVMBuildFAdd(b, a, c, ""));
+    case HL_JIT_SUB: return nan_rule(g, a, c, LLVMBuildFSub(b, a, c, ""));
+    case HL_JIT_MUL: return nan_rule(g, a, c, LLVMBuildFMul(b, a, c, ""));
+    case HL_JIT_DIV: return nan_rule(g, a, c, LLVMBuildFDiv(b, a, c, ""));
+    case HL_JIT_MAX: return float_minmax(g, a, c, true);
+    case HL_JIT_MIN: return float_minmax(g, a, c, false);
+    case HL_JIT_NEG: return LLVMBuildFNeg(b, a, "");
+    case HL_JIT_ABS: return intrinsic(g, "llvm.fabs", a);
+    case HL_JIT_SQRT: return intrinsic(g, "llvm.sqrt", a);
+    case HL_JIT_FLOOR: return intrinsic(g, "llvm.floor", a);
+    case HL_JIT_CEIL: return intrinsic(g, "llvm.ceil", a);
+    case HL_JIT_RSQRT: {
+      LLVMTypeRef dv = LLVMVectorType(LLVMDoubleTypeInContext(g->c), (unsigned)g->lanes);
+      LLVMValueRef d = intrinsic(g, "llvm.sqrt", LLVMBuildFPExt(b, a, dv, ""));
+      return LLVMBuildFPTrunc(b, LLVMBuildFDiv(b, cf(g, dv, 1.0), d, ""), LLVMTypeOf(a), "");
+    }
+    case HL_JIT_CALL: return call_routine(g, v, a);
+    default: return NULL;
+  }
+}
+
+static LLVMValueRef int_op(gen_t *g, const hl_jit_value_t *v, LLVMValueRef a, LLVMValueRef c) {
+  LLVMBuilderRef b = g->b;
+  LLVMTypeRef t = g->vec;
+  bool s = g->is_signed;
+  switch (v->op) {
+    case HL_JIT_ADD: return LLVMBuildAdd(b, a, c, "");
+    case HL_JIT_SUB: return LLVMBuildSub(b, a, c, "");
+    case HL_JIT_MUL: return LLVMBuildMul(b, a, c, "");
+    case HL_JIT_AND: return LLVMBuildAnd(b, a, c, "");
+    case HL_JIT_OR: return LLVMBuildOr(b, a, c, "");
+    case HL_JIT_XOR: return LLVMBuildXor(b, a, c, "");
+    case HL_JIT_NOT: return LLVMBuildNot(b, a, "");
+    case HL_JIT_NEG: return LLVMBuildSub(b, LLVMConstNull(t), a, "");
+    case HL_JIT_ABS:
+      if (!s) return a;
+      return LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, a, LLVMConstNull(t), ""),
+                             LLVMBuildSub(b, LLVMConstNull(t), a, ""), a, "");
+    case HL_JIT_MAX:
+    case HL_JIT_MIN: {
+      LLVMIntPredicate p = v->op == HL_JIT_MAX ? (s ? LLVMIntSGT : LLVMIntUGT) : (s ? LLVMIntSLT : LLVMIntULT);
+      return LLVMBuildSelect(b, LLVMBuildICmp(b, p, a, c, ""), a, c, "");
+    }
+    case HL_JIT_DIV:
+    case HL_JIT_REM: {
+      // elementwise.c: x / 0 = -1, x % 0 = x; signed x / -1 = 0 - x (wraps
+      // at INT_MIN), x % -1 = 0. The divisor is made 1 where those apply.
+      LLVMValueRef zero = LLVMBuildICmp(b, LLVMIntEQ, c, LLVMConstNull(t), "");
+      LLVMValueRef special = zero, m1 = NULL;
+      if (s) {
+        m1 = LLVMBuildICmp(b, LLVMIntEQ, c, LLVMConstAllOnes(t), "");
+        special = LLVMBuildOr(b, zero, m1, "");
+      }
+      LLVMValueRef safe = LLVMBuildSelect(b, special, ci(g, t, 1), c, "");
+      LLVMValueRef r;
+      if (v->op == HL_JIT_DIV) {
+        r = s ? LLVMBuildSDiv(b, a, safe, "") : LLVMBuildUDiv(b, a, safe, "");
+        if (s) r = LLVMBuildSelect(b, m1, LLVMBuildSub(b, LLVMConstNull(t), a, ""), r, "");
+        return LLVMBuildSelect(b, zero, LLVMConstAllOnes(t), r, "");
+      }
+      r = s ? LLVMBuildSRem(b, a, safe, "") : LLVMBuildURem(b, a, safe, "");
+      if (s) r = LLVMBuildSelect(b, m1, LLVMConstNull(t), r, "");
+      return LLVMBuildSelect(b, zero, a, r, "");
+    }
+    case HL_JIT_SHL:
+    case HL_JIT_SRA:
+    case HL_JIT_SRL: {
+      // The amount read unsigned; from the width on: 0, or the sign fill.
+      LLVMValueRef big = LLVMBuildICmp(b, LLVMIntUGE, c, ci(g, t, (unsigned)g->bits), "");
+      if (v->op == HL_JIT_SRA)
+        return LLVMBuildAShr(b, a, LLVMBuildSelect(b, big, ci(g, t, (unsigned)g->bits - 1), c, ""), "");
+      LLVMValueRef amt = LLVMBuildSelect(b, big, LLVMConstNull(t), c, "");
+      LLVMValueRef r = v->op == HL_JIT_SHL ? LLVMBuildShl(b, a, amt, "") : LLVMBuildLShr(b, a, amt, "");
+      return LLVMBuildSelect(b, big, LLVMConstNull(t), r, "");
+    }
+    default: return NULL;
+  }
+}
+
+static LLVMValueRef compare(gen_t *g, hl_jit_op_t op, LLVMValueRef a, LLVMValueRef c) {
+  static const LLVMRealPredicate kReal[] = {LLVMRealOEQ, LLVMRealUNE, LLVMRealOLT,
+                                            LLVMRealOLE, LLVMRealOGT, LLVMRealOGE};
+  static const LLVMIntPredicate kSigned[] = {LLVMIntEQ, LLVMIntNE, LLVMIntSLT,
+                                             LLVMIntSLE, LLVMIntSGT, LLVMIntSGE};
+  static const LLVMIntPredicate kUnsigned[] = {LLVMIntEQ, LLVMIntNE, LLVMIntULT,
+                                               LLVMIntULE, LLVMIntUGT, LLVMIntUGE};
+  int k = (int)(op - HL_JIT_CMP_EQ);
+  if (g->is_half) return LLVMBuildFCmp(g->b, kReal[k], widen(g, a), widen(g, c), "");
+  if (g->is_float) return LLVMBuildFCmp(g->b, kReal[k], a, c, "");
+  return LLVMBuildICmp(g->b, g->is_signed ? kSigned[k] : kUnsigned[k], a, c, "");
+}
+
+// One copy of the body at element offset `elem` (i64), stored to out.
+static void emit_copy(gen_t *g, LLVMValueRef *inputs, LLVMValueRef *scalars, LLVMValueRef out,
+                      LLVMValueRef elem, bool stream, LLVMValueRef *val) {
+  LLVMBuilderRef b = g->b;
+  size_t es = hl_jit_type_size(g->t);
+  for (int i = 0; i < g->body->count; i++) {
+    const hl_jit_value_t *v = &g->body->values[i];
+    LLVMValueRef a = hl_jit_arity(v->op) > 0 ? val[v->a] : NULL;
+    LLVMValueRef c = hl_jit_arity(v->op) > 1 ? val[v->b] : NULL;
+    LLVMValueRef r;
+    if (v->op == HL_JIT_LOAD) {
+      LLVMValueRef p = LLVMBuildGEP2(b, g->elem, inputs[v->a], &elem, 1, "");
+      r = LLVMBuildLoad2(b, g->vec, p, "");
+      LLVMSetAlignment(r, (unsigned)es);
+    } else if (v->op == HL_JIT_BROADCAST) {
+      r = scalars[v->a];
+    } else if (v->op == HL_JIT_SELECT) {
+      r = LLVMBuildSelect(b, a, c, val[v->c], "");
+    } else if (hl_jit_is_mask_op(v->op)) {
+      r = compare(g, v->op, a, c);
+    } else if (g->is_half) {
+      r = narrow(g, float_op(g, v, widen(g, a), c ? widen(g, c) : NULL));
+    } else if (g->is_float) {
+      r = float_op(g, v, a, c);
+    } else {
+      r = int_op(g, v, a, c);
+    }
+    val[i] = r;
+  }
+  LLVMValueRef p = LLVMBuildGEP2(b, g->elem, out, &elem, 1, "");
+  LLVMValueRef st = LLVMBuildStore(b, val[g->body->count - 1], p);
+  if (stream) {
+    LLVMSetAlignment(st, (unsigned)(es * (size_t)g->lanes));
+    LLVMValueRef one = LLVMConstInt(LLVMInt32TypeInContext(g->c), 1, 0);
+    LLVMSetMetadata(st, LLVMGetMDKindIDInContext(g->c, "nontemporal", 11),
+                    LLVMMDNodeInContext(g->c, &one, 1));
+  } else {
+    LLVMSetAlignment(st, (unsigned)es);
+  }
+}
+
+static void emit_function(gen_t *g, const char *name, int unroll, bool single, bool stream) {
+  LLVMContextRef c = g->c;
+  LLVMTypeRef ptr = LLVMPointerTypeInContext(c, 0), i64 = LLVMInt64TypeInContext(c);
+  LLVMTypeRef params[4] = {ptr, ptr, i64, i64};
+  LLVMValueRef f = LLVMAddFunction(g->m, name, LLVMFunctionType(LLVMVoidTypeInContext(c), params, 4, 0));
+  if (g_vector_bytes * 8 > 256) {
+    char width[16];
+    snprintf(width, sizeof width, "%d", g_vector_bytes * 8);
+    LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+                            LLVMCreateStringAttribute(c, "min-legal-vector-width", 22, width,
+                                                      (unsigned)strlen(width)));
+    LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+                            LLVMCreateStringAttribute(c, "prefer-vector-width", 19, width,
+                                                      (unsigned)strlen(width)));
+  }
+  LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(c, f, "entry");
+  LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(c, f, "loop");
+  LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(c, f, "done");
+  LLVMBuilderRef b = g->b;
+  LLVMPositionBuilderAtEnd(b, entry);
+  LLVMValueRef in = LLVMGetParam(f, 0), out = LLVMGetParam(f, 1);
+  LLVMValueRef nvec = LLVMGetParam(f, 2), valid = LLVMGetParam(f, 3);
+  LLVMValueRef inputs[HL_JIT_MAX_INPUTS], scalars[HL_JIT_MAX_INPUTS];
+  const hl_jit_body_t *body = g->body;
+  for (int i = 0; i < body->input_count; i++) {
+    LLVMValueRef k = LLVMConstInt(i64, (unsigned long long)i, 0);
+    inputs[i] = LLVMBuildLoad2(b, ptr, LLVMBuildGEP2(b, ptr, in, &k, 1, ""), "");
+    if (body->input_scalar[i]) {
+      LLVMValueRef s = LLVMBuildLoad2(b, g->elem, inputs[i], "");
+      LLVMValueRef v = LLVMBuildInsertElement(b, LLVMGetUndef(g->vec), s,
+                                              LLVMConstInt(LLVMInt32TypeInContext(c), 0, 0), "");
+      scalars[i] = LLVMBuildShuffleVector(b, v, LLVMGetUndef(g->vec),
+                                          LLVMConstNull(LLVMVectorType(LLVMInt32TypeInContext(c), (unsigned)g->lanes)), "");
+    }
+  }
+  g->valid_mask = NULL;
+  if (single) {
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(c);
+    LLVMValueRef idx[64];
+    for (int i = 0; i < g->lanes; i++) idx[i] = LLVMConstInt(i32, (unsigned long long)i, 0);
+    LLVMValueRef v32 = LLVMBuildTrunc(b, valid, i32, "");
+    LLVMValueRef vs = LLVMBuildInsertElement(b, LLVMGetUndef(g->i32v), v32, LLVMConstInt(i32, 0, 0), "");
+    vs = LLVMBuildShuffleVector(b, vs, LLVMGetUndef(g->i32v), LLVMConstNull(g->i32v), "");
+    g->valid_mask = LLVMBuildICmp(b, LLVMIntULT, LLVMConstVector(idx, (unsigned)g->lanes), vs, "");
+  }
+  LLVMValueRef any = LLVMBuildICmp(b, LLVMIntSGT, nvec, LLVMConstInt(i64, 0, 0), "");
+  LLVMBuildCondBr(b, any, loop, done);
+  LLVMPositionBuilderAtEnd(b, loop);
+  LLVMValueRef k = LLVMBuildPhi(b, i64, "k");
+  for (int u = 0; u < unroll; u++) {
+    LLVMValueRef vi = LLVMBuildAdd(b, k, LLVMConstInt(i64, (unsigned long long)u, 0), "");
+    LLVMValueRef elem = LLVMBuildMul(b, vi, LLVMConstInt(i64, (unsigned long long)g->lanes, 0), "");
+    emit_copy(g, inputs, scalars, out, elem, stream, g->val);
+  }
+  LLVMValueRef next = LLVMBuildAdd(b, k, LLVMConstInt(i64, (unsigned long long)unroll, 0), "");
+  LLVMValueRef zero = LLVMConstInt(i64, 0, 0);
+  LLVMAddIncoming(k, &zero, &entry, 1);
+  LLVMBasicBlockRef here = LLVMGetInsertBlock(b);
+  LLVMAddIncoming(k, &next, &here, 1);
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, next, nvec, ""), loop, done);
+  LLVMPositionBuilderAtEnd(b, done);
+  // Non-temporal stores are weakly ordered: visible before the caller
+  // reports the block done.
+  if (stream) LLVMBuildFence(b, LLVMAtomicOrderingSequentiallyConsistent, 0, "");
+  LLVMBuildRetVoid(b);
+}
+
+// Values live at once (a value dies at its last use), for the unroll that
+// keeps every copy in registers.
+static int max_live(const hl_jit_body_t *body) {
+  int last[HL_JIT_MAX_VALUES];
+  for (int i = 0; i < body->count; i++) last[i] = i;
+  for (int i = 0; i < body->count; i++) {
+    const hl_jit_value_t *v = &body->values[i];
+    const int ops[3] = {v->a, v->b, v->c};
+    for (int k = 0; k < hl_jit_arity(v->op); k++) last[ops[k]] = i;
+  }
+  last[body->count - 1] = body->count;
+  int live = 0, most = 0;
+  for (int i = 0; i < body->count; i++) {
+    live++;
+    if (live > most) most = live;
+    const hl_jit_value_t *v = &body->values[i];
+    const int ops[3] = {v->a, v->b, v->c};
+    for (int k = 0; k < hl_jit_arity(v->op); k++)
+      if (last[ops[k]] == i) {
+        bool seen = false;  // an operand used twice by this value dies once
+        for (int j = 0; j < k; j++) seen |= ops[j] == ops[k];
+        if (!seen) live--;
+      }
+    if (last[i] == i) live--;
+  }
+  return most;
+}
+
+static bool define_symbol(const char *name, hl_jit_fn_t fn) {
+  for (int i = 0; i < g_symbol_count; i++)
+    if (strcmp(g_symbols[i], name) == 0) return true;
+  if (g_symbol_count == MAX_SYMBOLS) return false;
+  uint64_t addr;
+  memcpy(&addr, &fn, sizeof(addr));
+  LLVMOrcCSymbolMapPair pair = {
+      LLVMOrcLLJITMangleAndIntern(g_jit, name),
+      {addr, {LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable, 0}}};
+  LLVMErrorRef err = LLVMOrcJITDylibDefine(g_jd, LLVMOrcAbsoluteSymbols(&pair, 1));
+  if (err) {
+    log_error("binding a routine", err);
+    return false;
+  }
+  g_symbols[g_symbol_count++] = strdup(name);
+  return true;
+}
+
+static hl_jit_loop_fn lookup(const char *name) {
+  LLVMOrcExecutorAddress addr = 0;
+  LLVMErrorRef err = LLVMOrcLLJITLookup(g_jit, &addr, name);
+  if (err) {
+    log_error("compiling a loop", err);
+    return NULL;
+  }
+  hl_jit_loop_fn f;
+  memcpy(&f, &addr, sizeof(f));
+  return f;
+}
+
+static const char *compile(const hl_jit_body_t *body, hl_jit_loops_t *out) {
+  memset(out, 0, sizeof(*out));
+  if (!g_jit) return "no code generator";
+  const char *why = hl_jit_body_check(body);
+  if (why) return why;
+  gen_t g = {.body = body, .t = body->type};
+  g.is_float = hl_jit_type_is_float(body->type);
+  g.is_half = body->type == HL_JIT_BF16 || body->type == HL_JIT_F16;
+  g.is_signed = body->type >= HL_JIT_S8 && body->type <= HL_JIT_S64;
+  size_t es = hl_jit_type_size(body->type);
+  size_t compute = g.is_half ? 4 : es;
+  g.bits = (int)(8 * es);
+  bool calls = false, vector_calls = false;
+  for (int i = 0; i < body->count; i++) {
+    calls |= body->values[i].op == HL_JIT_CALL;
+    vector_calls |= body->values[i].op == HL_JIT_CALL && body->values[i].fn;
+  }
+  int vb = g_vector_bytes;
+  if (vector_calls && vb < 32) vb = 32;  // the routines take 32-byte vectors
+  g.lanes = (int)((size_t)vb / compute);
+  if (g.lanes > 64) g.lanes = 64;
+  // Copies per iteration: as many as keep every live value in a register.
+  int live = max_live(body), unroll = 1;
+  if (!calls)
+    for (int u = 4; u > 1 && unroll == 1; u /= 2)
+      if (live * u <= g_vector_regs - 3) unroll = u;
+
+  pthread_mutex_lock(&g_mu);
+  for (int i = 0; i < body->count && !why; i++) {
+    const hl_jit_value_t *v = &body->values[i];
+    if (v->op == HL_JIT_CALL && !define_symbol(v->fn_name, v->fn ? v->fn : v->scalar_fn))
+      why = "a routine the JIT could not bind";
+  }
+  long serial = ++g_serial;
+  pthread_mutex_unlock(&g_mu);
+  if (why) return why;
+
+  LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
+  g.c = LLVMOrcThreadSafeContextGetContext(tsc);
+  g.m = LLVMModuleCreateWithNameInContext("hl_fusion_jit", g.c);
+  LLVMSetDataLayout(g.m, g_data_layout);
+  LLVMSetTarget(g.m, g_triple);
+  g.b = LLVMCreateBuilderInContext(g.c);
+  LLVMTypeRef elem_scalar;
+  if (g.is_half) elem_scalar = LLVMInt16TypeInContext(g.c);
+  else if (body->type == HL_JIT_F32) elem_scalar = LLVMFloatTypeInContext(g.c);
+  else if (body->type == HL_JIT_F64) elem_scalar = LLVMDoubleTypeInContext(g.c);
+  else elem_scalar = LLVMIntTypeInContext(g.c, (unsigned)g.bits);
+  g.elem = elem_scalar;
+  g.vec = LLVMVectorType(elem_scalar, (unsigned)g.lanes);
+  g.f32v = LLVMVectorType(LLVMFloatTypeInContext(g.c), (unsigned)g.lanes);
+  g.i32v = LLVMVectorType(LLVMInt32TypeInContext(g.c), (unsigned)g.lanes);
+  g.i1v = LLVMVectorType(LLVMInt1TypeInContext(g.c), (unsigned)g.lanes);
+  g.val = malloc(sizeof(LLVMValueRef) * (size_t)body->count);
+  char names[3][48];
+  snprintf(names[0], sizeof names[0], "hl_jit_%ld_main", serial);
+  snprintf(names[1], sizeof names[1], "hl_jit_%ld_single", serial);
+  snprintf(names[2], sizeof names[2], "hl_jit_%ld_stream", serial);
+  emit_function(&g, names[0], unroll, false, false);
+  emit_function(&g, names[1], 1, true, false);
+  // Loops that call out have no streaming variant (stream = main): their
+  // stores, between calls, would leave write-combining buffers half full.
+  if (!calls) emit_function(&g, names[2], unroll, false, true);
+  free(g.val);
+  LLVMDisposeBuilder(g.b);
+  char *msg = NULL;
+  if (LLVMVerifyModule(g.m, LLVMReturnStatusAction, &msg)) {
+    if (g_log) fprintf(stderr, "fusion jit: invalid IR: %s\n", msg);
+    LLVMDisposeMessage(msg);
+    LLVMDisposeModule(g.m);
+    LLVMOrcDisposeThreadSafeContext(tsc);
+    return "the JIT built invalid IR";
+  }
+  LLVMDisposeMessage(msg);
+  if (getenv("HL_FUSION_JIT_DUMP_IR")) LLVMDumpModule(g.m);
+  LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(g.m, tsc);
+  LLVMOrcDisposeThreadSafeContext(tsc);
+  pthread_mutex_lock(&g_mu);
+  LLVMErrorRef err = LLVMOrcLLJITAddLLVMIRModule(g_jit, g_jd, tsm);
+  if (err) {
+    log_error("adding a module", err);
+    why = "LLVM refused a JIT module";
+  } else {
+    out->main_fn = lookup(names[0]);
+    out->single_fn = lookup(names[1]);
+    out->stream_fn = calls ? out->main_fn : lookup(names[2]);
+    if (!out->main_fn || !out->single_fn || !out->stream_fn) why = "LLVM failed to compile a loop";
+  }
+  pthread_mutex_unlock(&g_mu);
+  out->lanes = g.lanes;
+  out->unroll = unroll;
+  return why;
+}
+
+static const hl_jit_codegen_api_t kApi = {HL_JIT_CODEGEN_API_VERSION, init, compile};
+
+__attribute__((visibility("default"))) const hl_jit_codegen_api_t *hl_jit_codegen_api(void) {
+  return &kApi;
+}
