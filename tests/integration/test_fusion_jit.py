@@ -17,7 +17,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hl_testlib import (launch, main, read_outputs, require_binaries,  # noqa: E402
-                        tempdir, write_args)
+                        run, tempdir, write_args)
 
 N = 2 * 1024 + 45
 FUSIONS = 16
@@ -192,6 +192,179 @@ def test_jit_modes_bitwise_and_numpy():
     return None
 
 
+INT_TYPES = [("s8", np.int8), ("s16", np.int16), ("s32", np.int32), ("s64", np.int64),
+             ("u8", np.uint8), ("u16", np.uint16), ("u32", np.uint32), ("u64", np.uint64)]
+
+INT_FUSION = """fused_{t} {{
+  x = {t}[{n}] parameter(0)
+  y = {t}[{n}] parameter(1)
+  c = {t}[] constant(3)
+  cb = {t}[{n}] broadcast(c), dimensions={{}}
+  a = {t}[{n}] add(x, y)
+  m = {t}[{n}] multiply(a, cb)
+  d = {t}[{n}] divide(m, y)
+  r = {t}[{n}] remainder(x, y)
+  mx = {t}[{n}] maximum(d, r)
+  ng = {t}[{n}] negate(mx)
+  ab = {t}[{n}] abs(ng)
+  xr = {t}[{n}] xor(ab, x)
+  sl = {t}[{n}] shift-left(xr, y)
+  sr = {t}[{n}] shift-right-logical(x, y)
+  sa = {t}[{n}] shift-right-arithmetic(sl, y)
+  p = pred[{n}] compare(sa, sr), direction=LT
+  sel = {t}[{n}] select(p, sr, sa)
+  ROOT out = ({t}[{n}], {t}[{n}]) tuple(sel, d)
+}}"""
+
+
+def int_inputs(rng, dt):
+    info = np.iinfo(dt)
+    bits = 8 * np.dtype(dt).itemsize
+    x = rng.integers(info.min, info.max, N, dtype=dt, endpoint=True)
+    small = rng.integers(0, bits + 3, N).astype(dt)
+    x = np.where(rng.random(N) < 0.3, small, x).astype(dt)
+    ext = np.array([0, 1, info.max, info.min, info.max - 1] + ([-1] if info.min < 0 else []), dt)
+    mask = rng.random(N) < 0.2
+    x[mask] = rng.choice(ext, int(mask.sum()))
+    return x
+
+
+def np_int_fusion(x, y, dt):
+    """The integer fusion by XLA's CPU semantics (elementwise.c's comment)."""
+    info = np.iinfo(dt)
+    bits = 8 * np.dtype(dt).itemsize
+    signed = info.min < 0
+    w = np.int64 if signed else np.uint64
+    wrap = lambda v: v.astype(dt)  # noqa: E731
+    a = wrap(x.astype(w) + y.astype(w))
+    m = wrap(a.astype(w) * w(3))
+    zero = y == 0
+    m1 = (y == -1) if signed else np.zeros(N, bool)
+    safe = np.where(zero | m1, 1, y).astype(w)
+    mw, xw = m.astype(w), x.astype(w)
+    if signed:  # C division truncates toward zero (NumPy's floors)
+        def trunc_div(p, q):
+            f = p // q
+            return f + ((p - f * q != 0) & ((p < 0) != (q < 0)))
+        q = trunc_div(mw, safe)
+        rem = xw - trunc_div(xw, safe) * safe
+    else:
+        q, rem = mw // safe, xw % safe
+    d = wrap(np.where(zero, w(-1) if signed else ~w(0), np.where(m1, w(0) - mw, q)))
+    r = wrap(np.where(zero, xw, np.where(m1, 0, rem)))
+    mx = np.maximum(d, r)
+    ng = wrap(w(0) - mx.astype(w))
+    ab = wrap(np.abs(ng.astype(w))) if signed else ng
+    xr = ab ^ x
+    amt = y.astype(np.uint64) & np.uint64((1 << bits) - 1)
+    big = amt >= bits
+    s_amt = np.where(big, 0, amt).astype(np.uint64)
+    ux = xr.astype(np.uint64) & np.uint64((1 << bits) - 1 if bits < 64 else ~np.uint64(0))
+    sl = wrap(np.where(big, 0, (ux << s_amt) & np.uint64((1 << bits) - 1 if bits < 64
+                                                         else ~np.uint64(0))))
+    xu = x.astype(np.uint64) & np.uint64((1 << bits) - 1 if bits < 64 else ~np.uint64(0))
+    sr = wrap(np.where(big, 0, xu >> s_amt))
+    sls = sl.view(np.dtype("i%d" % (bits // 8))).astype(np.int64)
+    sa = wrap(np.where(big, np.where(sls < 0, -1, 0), sls >> s_amt.astype(np.int64)))
+    sel = np.where(sa < sr, sr, sa).astype(dt)
+    return [sel, d]
+
+
+def test_integer_and_f16_bitwise_and_numpy():
+    """Integer fusions of every width and an f16 fusion: JIT (whose compiled
+    loops the JIT's log confirms), --no-fusion-jit and op by op agree bit for
+    bit, and match NumPy (integers exactly; f16 with any NaN for a NaN)."""
+    rng = np.random.default_rng(20261129)
+    texts, calls, roots, args, want = [], [], [], [], []
+    for k, (t, dt) in enumerate(INT_TYPES):
+        x, y = int_inputs(rng, dt), int_inputs(rng, dt)
+        args += [x, y]
+        texts.append(INT_FUSION.format(t=t, n=N))
+        calls.append("  f%d = (%s[%d], %s[%d]) fusion(a%d, a%d), kind=kLoop, calls=fused_%s" %
+                     (k, t, N, t, N, 2 * k, 2 * k + 1, t))
+        for i in range(2):
+            calls.append("  g%d_%d = %s[%d] get-tuple-element(f%d), index=%d" % (k, i, t, N, k, i))
+            roots.append(("%s[%d]" % (t, N), "g%d_%d" % (k, i)))
+        want += np_int_fusion(x, y, dt)
+    # f16: every bit pattern among the inputs; NumPy's float16 computes each
+    # op in f32 and rounds, as XLA does.
+    hx = rng.integers(0, 1 << 16, N, dtype=np.uint16).view(np.float16)
+    hy = rng.integers(0, 1 << 16, N, dtype=np.uint16).view(np.float16)
+    k = len(INT_TYPES)
+    args += [hx, hy]
+    texts.append("""fused_f16 {{
+  x = f16[{n}] parameter(0)
+  y = f16[{n}] parameter(1)
+  a = f16[{n}] add(x, y)
+  m = f16[{n}] multiply(a, y)
+  d = f16[{n}] divide(m, x)
+  mx = f16[{n}] maximum(d, x)
+  s = f16[{n}] sqrt(mx)
+  p = pred[{n}] compare(s, y), direction=GT
+  sel = f16[{n}] select(p, s, d)
+  ROOT out = (f16[{n}], f16[{n}]) tuple(sel, m)
+}}""".format(n=N))
+    calls.append("  f%d = (f16[%d], f16[%d]) fusion(a%d, a%d), kind=kLoop, calls=fused_f16" %
+                 (k, N, N, 2 * k, 2 * k + 1))
+    for i in range(2):
+        calls.append("  g%d_%d = f16[%d] get-tuple-element(f%d), index=%d" % (k, i, N, k, i))
+        roots.append(("f16[%d]" % N, "g%d_%d" % (k, i)))
+    with np.errstate(all="ignore"):
+        a = hx + hy
+        m = a * hy
+        d = m / hx
+        mx = np_max(d, hx)
+        s = np.sqrt(mx)
+        want += [np.where(s > hy, s, d), m]
+    entry = ["ENTRY main {"]
+    for i, v in enumerate(args):
+        entry.append("  a%d = %s[%d] parameter(%d)" % (i, roots[2 * (i // 2)][0].split("[")[0],
+                                                       N, i))
+    entry += calls
+    entry.append("  ROOT r = (%s) tuple(%s)" % (", ".join(s for s, _ in roots),
+                                                 ", ".join(n for _, n in roots)))
+    entry.append("}")
+    text = "HloModule fusion_jit_int\n" + "\n".join(texts) + "\n" + "\n".join(entry) + "\n"
+    logged = dict(os.environ, HL_FUSION_JIT_LOG="1")
+    modes = [("jit", (), logged), ("no_jit", ("--no-fusion-jit",), None),
+             ("op_by_op", ("--no-fusion-blocking",), None)]
+    with tempdir("fusion-jit-int") as d:
+        prog = os.path.join(d, "p.hlo")
+        with open(prog, "w") as f:
+            f.write(text)
+        write_args(os.path.join(d, "args"), args)
+        outs = {}
+        for name, extra, env in modes:
+            out = os.path.join(d, "out_" + name)
+            res = launch(prog, replicas=2, args_dir=os.path.join(d, "args"), output_dir=out,
+                         extra=extra, env=env)
+            if res.returncode != 0 or res.timed_out:
+                return "%s: %s" % (name, res.describe())
+            # Builds and hosts without the LLVM generator run interpreted.
+            if name == "jit" and "Fusion JIT: LLVM" in run([res.argv[0], "--version"]).stdout:
+                compiled = res.stderr.count(": compiled (")
+                if compiled < 2 * (len(INT_TYPES) + 1):  # per rank, a region per fusion
+                    return "jit: %d compiled loops logged\n%s" % (compiled, res.stderr[-2000:])
+            outs[name] = [read_outputs(out, r, 0, len(want)) for r in range(2)]
+        for r in range(2):
+            for j in range(len(want)):
+                ref = outs["op_by_op"][r][j]
+                for name in ("jit", "no_jit"):
+                    if not same_bits(outs[name][r][j], ref):
+                        return "%s: rank %d result %d differs from op by op" % (name, r, j)
+                got, w = outs["jit"][r][j], np.asarray(want[j])
+                ok = matches_numpy(got, w) if got.dtype == np.float16 else same_bits(got, w)
+                if not ok:
+                    bad = got != w
+                    if got.dtype == np.float16:
+                        bad &= ~(np.isnan(got) & np.isnan(w))
+                    i = int(np.nonzero(bad)[0][0])
+                    return "rank %d result %d (%s) differs from NumPy at %d: %r vs %r" % (
+                        r, j, got.dtype, i, got[i], w[i])
+    return None
+
+
 if __name__ == "__main__":
     require_binaries("hlo-launch")
-    main([("jit_modes_bitwise_and_numpy", test_jit_modes_bitwise_and_numpy)])
+    main([("jit_modes_bitwise_and_numpy", test_jit_modes_bitwise_and_numpy),
+          ("integer_and_f16_bitwise_and_numpy", test_integer_and_f16_bitwise_and_numpy)])

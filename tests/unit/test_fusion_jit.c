@@ -139,7 +139,7 @@ static bool is_cmp(hl_jit_op_t op) { return op >= HL_JIT_CMP_EQ && op <= HL_JIT_
             y[e] = mask[(size_t)x->a * cnt + (size_t)e] ? pc[e]                       \
                                                         : v[(size_t)x->c * cnt + (size_t)e]; \
             break;                                                                    \
-          case HL_JIT_CALL: break;                                                    \
+          default: break; /* not drawn by random_body */                              \
         }                                                                             \
       }                                                                               \
     }                                                                                 \
@@ -486,12 +486,179 @@ static void test_programs_jit_vs_interpreter(void) {
   }
 }
 
+// Random elements of any type: for integers a third full-width, a third
+// small (shift amounts around the width), a third extremes; for 16-bit
+// floats every bit pattern (NaN payloads, infinities, denormals).
+static hl_literal_t *random_any(hl_dtype_t t, int64_t n) {
+  if (t == HL_F32 || t == HL_F64) return random_literal(t, n);
+  hl_shape_t s = {.dtype = t, .rank = 1, .dims = {n}};
+  hl_literal_t *l = NULL;
+  HL_ASSERT_OK(hl_literal_create_uninitialized(&s, &l));
+  size_t es = hl_dtype_size(t);
+  bool is_signed = t == HL_S8 || t == HL_S16 || t == HL_S32 || t == HL_S64;
+  for (int64_t e = 0; e < n; e++) {
+    uint64_t v = (uint64_t)rnd() << 32 | rnd();
+    if (t != HL_BF16 && t != HL_F16) {
+      uint64_t top = UINT64_C(1) << (8 * es - 1);
+      switch (rnd() % 3) {
+        case 0: break;
+        case 1: v = rnd() % (8 * es + 3); break;
+        default: {
+          const uint64_t ex[] = {0, ~UINT64_C(0), top, top - 1, 1, top + 1};
+          v = ex[rnd() % 6];
+        }
+      }
+      (void)is_signed;
+    }
+    memcpy((char *)l->data + (size_t)e * es, &v, es);
+  }
+  return l;
+}
+
+// text with every "T[" replaced by the type's name and every "N]" by n.
+static void instantiate(const char *tmpl, const char *t, int64_t n, char *text, size_t cap) {
+  size_t k = 0;
+  for (const char *c = tmpl; *c && k + 32 < cap; c++) {
+    if (*c == 'T' && c[1] == '[')
+      k += (size_t)snprintf(text + k, cap - k, "%s", t);
+    else if (*c == 'N' && c[1] == ']')
+      k += (size_t)snprintf(text + k, cap - k, "%lld", (long long)n);
+    else
+      text[k++] = *c;
+  }
+  text[k] = 0;
+}
+
+// A fusion run with the JIT on and off: the same bits, and compiled loops
+// in the JIT's run.
+static void check_program(const char *tmpl, const char *tname, hl_dtype_t dt, int64_t n) {
+  char text[8192];
+  instantiate(tmpl, tname, n, text, sizeof text);
+  hl_literal_t *args[2] = {random_any(dt, n), random_any(dt, n)};
+  int on_regions = 0, off_regions = 0;
+  hl_literal_t *on = run_fusion(text, args, 2, true, &on_regions);
+  hl_literal_t *off = run_fusion(text, args, 2, false, &off_regions);
+  if (jit_available()) CU_ASSERT(on_regions >= 1);
+  CU_ASSERT_EQUAL(off_regions, 0);
+  for (int i = 0; i < 2; i++) {
+    size_t bytes = (size_t)n * hl_dtype_size(dt);
+    const unsigned char *x = on->elements[i]->data, *y = off->elements[i]->data;
+    if (memcmp(x, y, bytes) != 0) {
+      size_t at = 0;
+      while (x[at] == y[at]) at++;
+      printf("\n  %s output %d differs at element %zu (jit regions %d)", tname, i,
+             at / hl_dtype_size(dt), on_regions);
+      CU_FAIL("JIT and interpreter differ");
+    }
+  }
+  hl_literal_release(on);
+  hl_literal_release(off);
+  hl_literal_release(args[0]);
+  hl_literal_release(args[1]);
+}
+
+// Every integer operation the JIT covers, at every width, signed and
+// unsigned (division by zero and INT_MIN / -1, shifts past the width among
+// the inputs).
+static void test_integer_programs(void) {
+  static const char kTemplate[] =
+      "HloModule jit_int\n"
+      "fused {\n"
+      "  x = T[N] parameter(0)\n"
+      "  y = T[N] parameter(1)\n"
+      "  c = T[] constant(3)\n"
+      "  cb = T[N] broadcast(c), dimensions={}\n"
+      "  a = T[N] add(x, y)\n"
+      "  m = T[N] multiply(a, cb)\n"
+      "  d = T[N] divide(m, y)\n"
+      "  r = T[N] remainder(x, d)\n"
+      "  mx = T[N] maximum(r, y)\n"
+      "  mn = T[N] minimum(mx, a)\n"
+      "  ng = T[N] negate(mn)\n"
+      "  ab = T[N] abs(ng)\n"
+      "  an = T[N] and(ab, x)\n"
+      "  o = T[N] or(an, y)\n"
+      "  xr = T[N] xor(o, d)\n"
+      "  nt = T[N] not(xr)\n"
+      "  sl = T[N] shift-left(nt, y)\n"
+      "  sa = T[N] shift-right-arithmetic(x, y)\n"
+      "  sr = T[N] shift-right-logical(sa, cb)\n"
+      "  s2 = T[N] shift-right-logical(x, y)\n"
+      "  sum = T[N] add(sl, s2)\n"
+      "  p = pred[N] compare(sum, a), direction=LT\n"
+      "  sel = T[N] select(p, sr, xr)\n"
+      "  q = pred[N] compare(sel, y), direction=NE\n"
+      "  sel2 = T[N] select(q, sel, d)\n"
+      "  sub = T[N] subtract(sel2, m)\n"
+      "  ROOT t = (T[N], T[N]) tuple(sub, d)\n"
+      "}\n"
+      "ENTRY main {\n  x = T[N] parameter(0)\n  y = T[N] parameter(1)\n"
+      "  ROOT f = (T[N], T[N]) fusion(x, y), kind=kLoop, calls=fused\n}\n";
+  static const char *kNames[] = {"s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64"};
+  static const hl_dtype_t kTypes[] = {HL_S8, HL_S16, HL_S32, HL_S64,
+                                      HL_U8, HL_U16, HL_U32, HL_U64};
+  for (int i = 0; i < 8; i++) check_program(kTemplate, kNames[i], kTypes[i], 2053 + 7 * i);
+}
+
+// The float operations on bf16 / f16 (f32 math, rounded per op) and on f32 /
+// f64, transcendentals and floor / ceil included, on every bit pattern.
+static void test_float_programs(void) {
+  static const char kTemplate[] =
+      "HloModule jit_float\n"
+      "fused {\n"
+      "  x = T[N] parameter(0)\n"
+      "  y = T[N] parameter(1)\n"
+      "  c = T[] constant(0.5)\n"
+      "  cb = T[N] broadcast(c), dimensions={}\n"
+      "  a = T[N] add(x, y)\n"
+      "  m = T[N] multiply(a, cb)\n"
+      "  d = T[N] divide(m, y)\n"
+      "  mx = T[N] maximum(d, x)\n"
+      "  mn = T[N] minimum(y, mx)\n"
+      "  s = T[N] sqrt(mn)\n"
+      "  ng = T[N] negate(s)\n"
+      "  ab = T[N] abs(a)\n"
+      "  fl = T[N] floor(d)\n"
+      "  ce = T[N] ceil(m)\n"
+      "  e = T[N] exponential(fl)\n"
+      "  th = T[N] tanh(ce)\n"
+      "  lg = T[N] log(ab)\n"
+      "  p = pred[N] compare(ng, ab), direction=LT\n"
+      "  sel = T[N] select(p, e, th)\n"
+      "  q = pred[N] compare(sel, lg), direction=GE\n"
+      "  sel2 = T[N] select(q, sel, lg)\n"
+      "  sub = T[N] subtract(sel2, x)\n"
+      "  ROOT t = (T[N], T[N]) tuple(sub, a)\n"
+      "}\n"
+      "ENTRY main {\n  x = T[N] parameter(0)\n  y = T[N] parameter(1)\n"
+      "  ROOT f = (T[N], T[N]) fusion(x, y), kind=kLoop, calls=fused\n}\n";
+  static const char *kNames[] = {"bf16", "f16", "f32", "f64"};
+  static const hl_dtype_t kTypes[] = {HL_BF16, HL_F16, HL_F32, HL_F64};
+  for (int i = 0; i < 4; i++) check_program(kTemplate, kNames[i], kTypes[i], 3001 + 5 * i);
+  static const char kRsqrt[] =
+      "HloModule jit_rsqrt\n"
+      "fused {\n"
+      "  x = T[N] parameter(0)\n"
+      "  y = T[N] parameter(1)\n"
+      "  r = T[N] rsqrt(x)\n"
+      "  l = T[N] logistic(y)\n"
+      "  c = T[N] cosine(r)\n"
+      "  a = T[N] add(l, c)\n"
+      "  ROOT t = (T[N], T[N]) tuple(a, r)\n"
+      "}\n"
+      "ENTRY main {\n  x = T[N] parameter(0)\n  y = T[N] parameter(1)\n"
+      "  ROOT f = (T[N], T[N]) fusion(x, y), kind=kLoop, calls=fused\n}\n";
+  check_program(kRsqrt, "f32", HL_F32, 1500);
+}
+
 static CU_TestInfo tests[] = {
     {"each_op", test_each_op},
     {"random_bodies", test_random_bodies},
     {"limits", test_limits},
     {"call_in_partial_vector", test_call_in_partial_vector},
     {"programs_jit_vs_interpreter", test_programs_jit_vs_interpreter},
+    {"integer_programs", test_integer_programs},
+    {"float_programs", test_float_programs},
     CU_TEST_INFO_NULL,
 };
 
