@@ -721,7 +721,7 @@ static hl_status_t plan_jit_regions(hl_fusion_program_t *p) {
     hl_jit_op_t last = b.body.count ? values[b.body.count - 1].op : HL_JIT_LOAD;
     const char *why = NULL;
     if (!b.full && last != HL_JIT_LOAD && last != HL_JIT_BROADCAST)
-      st = hl_jit_kernel_create(&b.body, &r->kernel, &why);
+      st = hl_jit_kernel_create_background(&b.body, &r->kernel, &why);
     if (r->kernel)
       p->nodes[k].jit = r;
     else
@@ -760,6 +760,12 @@ static void jit_region_run(const hl_fusion_program_t *p, workspace_t *w, const v
 int hl_fusion_program_jit_regions(const hl_fusion_program_t *p) {
   int n = 0;
   for (int k = 0; k < p->count; k++) n += p->nodes[k].jit != NULL;
+  return n;
+}
+
+int hl_fusion_program_jit_regions_ready(const hl_fusion_program_t *p) {
+  int n = 0;
+  for (int k = 0; k < p->count; k++) n += p->nodes[k].jit && hl_jit_kernel_ready(p->nodes[k].jit->kernel);
   return n;
 }
 
@@ -1251,7 +1257,8 @@ static const void *eval_to(const hl_fusion_program_t *p, workspace_t *w, const v
     return w->memo_ptr[k];
   const void *r = NULL;
   void *y = NULL;
-  if (n->jit && !idx) {
+  // A region whose loop is still being compiled runs interpreted (same bits).
+  if (n->jit && !idx && hl_jit_kernel_ready(n->jit->kernel)) {
     r = y = result_buffer(w, dst, (size_t)m * n->es);
     jit_region_run(p, w, params, n->jit, start, m, y, dst && w->stream);
   } else switch (n->kind) {

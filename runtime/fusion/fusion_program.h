@@ -59,5 +59,8 @@ int64_t hl_fusion_program_block_elements(const hl_fusion_program_t *program);
 // Compiled loops (runtime/fusion/jit) the program runs, 0 when the JIT is off
 // or covers none of its nodes (for tests and benchmarks).
 int hl_fusion_program_jit_regions(const hl_fusion_program_t *program);
+// Of those, the ones whose loop is compiled (the others are compiled in the
+// background and run interpreted until then: jit_kernel.h).
+int hl_fusion_program_jit_regions_ready(const hl_fusion_program_t *program);
 
 #endif  // HL_RUNTIME_FUSION_FUSION_PROGRAM_H_

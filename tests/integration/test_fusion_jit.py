@@ -19,6 +19,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hl_testlib import (launch, main, read_outputs, require_binaries,  # noqa: E402
                         run, tempdir, write_args)
 
+# The JIT compiles in the background and runs the interpreter until a loop
+# is ready; these runs are short, so they wait for the loops (the modes
+# without the JIT are unaffected).
+os.environ["HL_FUSION_JIT_WAIT"] = "1"
 N = 2 * 1024 + 45
 FUSIONS = 16
 BINARY = ["add", "subtract", "multiply", "divide", "maximum", "minimum"]

@@ -7,6 +7,7 @@
 // on against the same programs with it off.
 #include <CUnit/CUnit.h>
 #include <math.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -410,6 +411,7 @@ static hl_literal_t *random_literal(hl_dtype_t t, int64_t n) {
 static hl_literal_t *run_fusion(const char *text, hl_literal_t **args, int nargs, bool jit,
                                 int *regions) {
   hl_jit_set_enabled(jit);
+  hl_jit_set_wait(true);  // compiled before the run: the loops run, not the interpreter
   hl_module_t *m = NULL;
   HL_ASSERT_OK(hl_parse_hlo_module(text, strlen(text), "jit_test.hlo", &m));
   hl_fusion_program_t *prog = NULL;
@@ -651,6 +653,54 @@ static void test_float_programs(void) {
   check_program(kRsqrt, "f32", HL_F32, 1500);
 }
 
+// Compiled in the background: the program runs interpreted until its loops
+// are ready, then compiled, with the same bits throughout.
+static void test_background_compile(void) {
+  if (!jit_available()) return;
+  static const char kText[] =
+      "HloModule bg\n"
+      "fused {\n"
+      "  x = f32[5000] parameter(0)\n"
+      "  y = f32[5000] parameter(1)\n"
+      "  a = f32[5000] multiply(x, y)\n"
+      "  e = f32[5000] exponential(a)\n"
+      "  d = f32[5000] divide(e, y)\n"
+      "  s = f32[5000] subtract(d, x)\n"
+      "  ROOT t = (f32[5000], f32[5000]) tuple(s, a)\n"
+      "}\n"
+      "ENTRY main {\n  x = f32[5000] parameter(0)\n  y = f32[5000] parameter(1)\n"
+      "  ROOT f = (f32[5000], f32[5000]) fusion(x, y), kind=kLoop, calls=fused\n}\n";
+  hl_literal_t *args[2] = {random_literal(HL_F32, 5000), random_literal(HL_F32, 5000)};
+  int regions = 0;
+  hl_literal_t *want = run_fusion(kText, args, 2, false, &regions);
+  hl_jit_set_wait(false);
+  hl_module_t *m = NULL;
+  HL_ASSERT_OK(hl_parse_hlo_module(kText, strlen(kText), "bg.hlo", &m));
+  hl_fusion_program_t *prog = NULL;
+  const char *why = NULL;
+  HL_ASSERT_OK(hl_fusion_program_compile(hl_module_find_computation(m, "fused"), &prog, &why));
+  CU_ASSERT_PTR_NOT_NULL_FATAL(prog);
+  CU_ASSERT(hl_fusion_program_jit_regions(prog) >= 1);
+  int runs = 0, ready = 0;
+  for (; runs < 100000 && ready < hl_fusion_program_jit_regions(prog); runs++) {
+    ready = hl_fusion_program_jit_regions_ready(prog);
+    hl_literal_t *got = NULL;
+    HL_ASSERT_OK(hl_fusion_program_run(prog, args, 2, NULL, &got));
+    CU_ASSERT_TRUE(hl_literal_equal(got, want));
+    for (int i = 0; i < 2; i++)
+      CU_ASSERT_EQUAL(memcmp(got->elements[i]->data, want->elements[i]->data, 5000 * 4), 0);
+    hl_literal_release(got);
+    if (ready < hl_fusion_program_jit_regions(prog)) sched_yield();
+  }
+  CU_ASSERT_EQUAL(ready, hl_fusion_program_jit_regions(prog));
+  hl_fusion_program_destroy(prog);
+  hl_module_destroy(m);
+  hl_jit_set_wait(true);
+  hl_literal_release(want);
+  hl_literal_release(args[0]);
+  hl_literal_release(args[1]);
+}
+
 static CU_TestInfo tests[] = {
     {"each_op", test_each_op},
     {"random_bodies", test_random_bodies},
@@ -659,6 +709,7 @@ static CU_TestInfo tests[] = {
     {"programs_jit_vs_interpreter", test_programs_jit_vs_interpreter},
     {"integer_programs", test_integer_programs},
     {"float_programs", test_float_programs},
+    {"background_compile", test_background_compile},
     CU_TEST_INFO_NULL,
 };
 

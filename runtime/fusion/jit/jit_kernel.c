@@ -2,6 +2,8 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,8 +24,15 @@ struct hl_jit_kernel {
   char *key;
   size_t key_len;
   const char *why;  // NULL: compiled
-  struct hl_jit_kernel *next;
+  // PENDING until the compile ends (READY or FAILED); a kernel queued for
+  // the background compiler keeps a copy of its body until then.
+  _Atomic int state;
+  hl_jit_body_t body;
+  hl_jit_value_t *values;
+  struct hl_jit_kernel *next, *queue_next;
 };
+
+enum { PENDING, READY, FAILED };
 
 // -1: not decided yet (the environment is read on first use).
 static int g_enabled = -1;
@@ -36,6 +45,13 @@ static hl_jit_kernel_t *g_table;
 static int g_compiled;
 static double g_compile_seconds;
 static bool g_log;
+// The background compiler: one thread, started on the first queued body;
+// at exit it finishes the body in hand and drops the rest (the generator's
+// static destructors must not run under a compile).
+static pthread_cond_t g_queue_cv = PTHREAD_COND_INITIALIZER, g_idle_cv = PTHREAD_COND_INITIALIZER;
+static hl_jit_kernel_t *g_queue_head, *g_queue_tail;
+static bool g_worker_started, g_worker_busy, g_stopping;
+static int g_wait = -1;  // compile in the caller's thread (HL_FUSION_JIT_WAIT=1)
 
 static bool env_on(const char *name) {
   const char *v = getenv(name);
@@ -51,24 +67,44 @@ void hl_jit_set_enabled(bool on) { g_enabled = on; }
 
 void hl_jit_set_vector_bytes(int bytes) { g_vector_bytes = bytes; }
 
+void hl_jit_set_wait(bool wait) { g_wait = wait; }
+
+static bool waiting(void) {
+  if (g_wait < 0) g_wait = env_on("HL_FUSION_JIT_WAIT");
+  return g_wait == 1;
+}
+
 #if defined(HL_FUSION_JIT_HAVE_LLVM)
 // The module by HL_FUSION_JIT_MODULE, else where it is installed, else in
 // the build tree (tests and benches run from there).
 static void *open_module(void) {
   const char *paths[3] = {getenv("HL_FUSION_JIT_MODULE"), HL_FUSION_JIT_INSTALLED_MODULE,
                           HL_FUSION_JIT_BUILD_MODULE};
+  const char *last = NULL;
   for (int i = 0; i < 3; i++) {
     if (!paths[i] || !*paths[i]) continue;
     void *h = dlopen(paths[i], RTLD_NOW | RTLD_LOCAL);
     if (h) return h;
-    if (g_log) fprintf(stderr, "fusion jit: %s\n", dlerror());
+    last = dlerror();
   }
+  if (g_log && last) fprintf(stderr, "fusion jit: %s\n", last);
   return NULL;
 }
 #endif
 
+static double now_seconds(void);
+static void load_generator_untimed(void);
+
 static void load_generator(void) {
   g_log = env_on("HL_FUSION_JIT_LOG");
+  double t0 = now_seconds();
+  load_generator_untimed();
+  if (g_log)
+    fprintf(stderr, "fusion jit: generator %s (loaded in %.2f ms)\n", g_target,
+            1e3 * (now_seconds() - t0));
+}
+
+static void load_generator_untimed(void) {
 #if defined(HL_FUSION_JIT_HAVE_LLVM)
   void *h = open_module();
   if (!h) {
@@ -128,8 +164,114 @@ static double now_seconds(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+// Compiles k's body (under no lock: the generator is thread-safe) and
+// publishes the result.
+static void compile_kernel(hl_jit_kernel_t *k, const hl_jit_body_t *body) {
+  hl_jit_loops_t loops;
+  double t0 = now_seconds();
+  const char *why = g_api->compile(body, &loops);
+  double dt = now_seconds() - t0;
+  pthread_mutex_lock(&g_table_mu);
+  g_compiled++;
+  g_compile_seconds += dt;
+  pthread_mutex_unlock(&g_table_mu);
+  if (g_log)
+    fprintf(stderr, "fusion jit: %d values, %d inputs, %d lanes x %d: %s (%.2f ms)\n",
+            body->count, body->input_count, loops.lanes, loops.unroll,
+            why ? why : "compiled", 1e3 * dt);
+  k->loops = loops;
+  k->why = why;
+  atomic_store_explicit(&k->state, why ? FAILED : READY, memory_order_release);
+}
+
+static void *worker(void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&g_table_mu);
+  for (;;) {
+    while (!g_queue_head && !g_stopping) pthread_cond_wait(&g_queue_cv, &g_table_mu);
+    if (g_stopping) break;
+    hl_jit_kernel_t *k = g_queue_head;
+    g_queue_head = k->queue_next;
+    if (!g_queue_head) g_queue_tail = NULL;
+    g_worker_busy = true;
+    pthread_mutex_unlock(&g_table_mu);
+    compile_kernel(k, &k->body);
+    pthread_mutex_lock(&g_table_mu);
+    for (int i = 0; i < k->body.count; i++) free((char *)k->values[i].fn_name);
+    hl_free(k->values);
+    k->values = NULL;
+    g_worker_busy = false;
+    pthread_cond_broadcast(&g_idle_cv);
+  }
+  pthread_mutex_unlock(&g_table_mu);
+  return NULL;
+}
+
+static void stop_worker(void) {
+  pthread_mutex_lock(&g_table_mu);
+  g_stopping = true;
+  pthread_cond_broadcast(&g_queue_cv);
+  while (g_worker_busy) pthread_cond_wait(&g_idle_cv, &g_table_mu);
+  pthread_mutex_unlock(&g_table_mu);
+}
+
+// Queues k (table lock held); false when no thread could be started.
+static bool enqueue(hl_jit_kernel_t *k, const hl_jit_body_t *body) {
+  if (g_stopping) return false;
+  if (!g_worker_started) {
+    pthread_t t;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    int rc = pthread_create(&t, &attr, worker, NULL);
+    pthread_attr_destroy(&attr);
+    if (rc != 0) return false;
+    // Registered after the generator was loaded, so it runs before the
+    // generator's destructors.
+    atexit(stop_worker);
+    g_worker_started = true;
+  }
+  k->values = hl_malloc(sizeof(hl_jit_value_t) * (size_t)body->count);
+  if (!k->values) return false;
+  memcpy(k->values, body->values, sizeof(hl_jit_value_t) * (size_t)body->count);
+  k->body = *body;
+  k->body.values = k->values;
+  // Routine names point into the caller's memory: the generator binds
+  // them, so keep them here too.
+  for (int i = 0; i < body->count; i++)
+    if (k->values[i].fn_name) {
+      k->values[i].fn_name = strdup(k->values[i].fn_name);
+      if (!k->values[i].fn_name) return false;
+    }
+  k->queue_next = NULL;
+  if (g_queue_tail)
+    g_queue_tail->queue_next = k;
+  else
+    g_queue_head = k;
+  g_queue_tail = k;
+  pthread_cond_signal(&g_queue_cv);
+  return true;
+}
+
+bool hl_jit_kernel_ready(const hl_jit_kernel_t *k) {
+  return atomic_load_explicit(&((hl_jit_kernel_t *)k)->state, memory_order_acquire) == READY;
+}
+
+static hl_status_t create(const hl_jit_body_t *body, bool background, hl_jit_kernel_t **out,
+                          const char **why);
+
 hl_status_t hl_jit_kernel_create(const hl_jit_body_t *body, hl_jit_kernel_t **out,
                                  const char **why) {
+  return create(body, false, out, why);
+}
+
+hl_status_t hl_jit_kernel_create_background(const hl_jit_body_t *body, hl_jit_kernel_t **out,
+                                            const char **why) {
+  return create(body, !waiting(), out, why);
+}
+
+static hl_status_t create(const hl_jit_body_t *body, bool background, hl_jit_kernel_t **out,
+                          const char **why) {
   *out = NULL;
   *why = NULL;
   if (!hl_jit_enabled()) {
@@ -145,11 +287,12 @@ hl_status_t hl_jit_kernel_create(const hl_jit_body_t *body, hl_jit_kernel_t **ou
   size_t len = 0;
   char *key = body_key(body, &len);
   if (!key) return HL_OOM();
-  // Compiling under the table's lock: a body asked for by several threads
-  // at once is compiled once.
+  // A body asked for again (by another program, or by several threads at
+  // once) is the same kernel: compiled once.
   pthread_mutex_lock(&g_table_mu);
   hl_jit_kernel_t *k = g_table;
   while (k && !(k->key_len == len && memcmp(k->key, key, len) == 0)) k = k->next;
+  bool fresh = !k;
   if (k) {
     hl_free(key);
   } else {
@@ -164,20 +307,18 @@ hl_status_t hl_jit_kernel_create(const hl_jit_body_t *body, hl_jit_kernel_t **ou
     k->es = hl_jit_type_size(body->type);
     k->input_count = body->input_count;
     memcpy(k->input_scalar, body->input_scalar, sizeof(k->input_scalar));
-    double t0 = now_seconds();
-    k->why = g_api->compile(body, &k->loops);
-    double dt = now_seconds() - t0;
-    g_compiled++;
-    g_compile_seconds += dt;
-    if (g_log)
-      fprintf(stderr, "fusion jit: %d values, %d inputs, %d lanes x %d: %s (%.2f ms)\n",
-              body->count, body->input_count, k->loops.lanes, k->loops.unroll,
-              k->why ? k->why : "compiled", 1e3 * dt);
+    atomic_init(&k->state, PENDING);
     k->next = g_table;
     g_table = k;
+    if (background && !enqueue(k, body)) background = false;
   }
   pthread_mutex_unlock(&g_table_mu);
-  if (k->why)
+  if (fresh && !background) compile_kernel(k, body);
+  // Not in the background: wait for a compile of the same body under way.
+  while (!background && atomic_load_explicit(&k->state, memory_order_acquire) == PENDING)
+    sched_yield();
+  int state = atomic_load_explicit(&k->state, memory_order_acquire);
+  if (state == FAILED)
     *why = k->why;
   else
     *out = k;

@@ -39,6 +39,15 @@ const char *hl_jit_describe(void);
 // out of memory.
 hl_status_t hl_jit_kernel_create(const hl_jit_body_t *body, hl_jit_kernel_t **out,
                                  const char **why);
+// The same, compiled off the caller's thread: *out is returned at once and
+// runs only once hl_jit_kernel_ready(); until then (and for good where the
+// compile fails) the caller runs its interpreted path, which gives the same
+// bits, as tiered JITs do. HL_FUSION_JIT_WAIT=1 in the environment or
+// hl_jit_set_wait(true) (tests, benchmarks) compiles in the caller instead.
+hl_status_t hl_jit_kernel_create_background(const hl_jit_body_t *body, hl_jit_kernel_t **out,
+                                            const char **why);
+bool hl_jit_kernel_ready(const hl_jit_kernel_t *k);
+void hl_jit_set_wait(bool wait);
 void hl_jit_kernel_destroy(hl_jit_kernel_t *k);  // NULL-safe; the code stays (see above)
 
 // out[0..n) from inputs (vector inputs n elements each, scalar inputs one).
