@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "collectives/shm/shm_layer.h"
@@ -157,10 +158,16 @@ static const char kHelp[] =
     "  --no-fusion-blocking  run fusions op by op, each intermediate a full array\n"
     "                        (the reference mode; default: blocked fusion execution)\n"
     "  --no-fusion-jit       blocked fusions without compiled loops: every op of a\n"
-    "                        block is one interpreted pass (the JIT is also off\n"
-    "                        without x86-64 AVX2, or with HL_NO_FUSION_JIT=1); a\n"
-    "                        fusion whose outputs reach the L3 size writes them\n"
-    "                        with streaming stores (HL_FUSION_STREAM_BYTES=N sets it)\n"
+    "                        block is one interpreted pass (the JIT is also off in\n"
+    "                        builds without LLVM 15, see --version, or with\n"
+    "                        HL_NO_FUSION_JIT=1); a fusion whose outputs reach the\n"
+    "                        L3 size writes them with streaming stores\n"
+    "                        (HL_FUSION_STREAM_BYTES=N sets it). Loops are compiled\n"
+    "                        by LLVM for this CPU in the background; a fusion runs\n"
+    "                        interpreted (the same bits) until its loop is ready\n"
+    "  --cache-dir DIR       keep the fusion JIT's compiled loops in DIR (an existing\n"
+    "                        directory; files hl-jit-<hash>.o) and reuse them in\n"
+    "                        later runs on the same CPU; default: no cache\n"
     "  --profile[=N]         rank 0 prints, for every rank, the N (default 15)\n"
     "                        instructions that took longest (fusions by name) with\n"
     "                        bytes and FLOPs, and a roofline line for the run\n"
@@ -357,6 +364,7 @@ enum {
   OPT_SEED,
   OPT_ZEROS,
   OPT_OUTPUT_DIR,
+  OPT_CACHE_DIR,
   OPT_DRY_RUN,
   OPT_MPIEXEC,
   OPT_MPIEXEC_ARG,
@@ -420,6 +428,7 @@ static const struct option kLongOptions[] = {
     {"seed", required_argument, NULL, OPT_SEED},
     {"zeros", no_argument, NULL, OPT_ZEROS},
     {"output-dir", required_argument, NULL, OPT_OUTPUT_DIR},
+    {"cache-dir", required_argument, NULL, OPT_CACHE_DIR},
     {"quiet", no_argument, NULL, 'q'},
     {"dry-run", no_argument, NULL, OPT_DRY_RUN},
     {"mpiexec", required_argument, NULL, OPT_MPIEXEC},
@@ -665,6 +674,7 @@ static hl_status_t parse_into(int argc, char **argv, hl_launch_options_t *o) {
         break;
       case OPT_ZEROS: HL_RETURN_IF_ERROR(set_source(o, HL_INPUT_ZEROS, "--zeros")); break;
       case OPT_OUTPUT_DIR: o->output_dir = optarg; break;
+      case OPT_CACHE_DIR: o->cache_dir = optarg; break;
       case 'q': o->quiet = true; break;
       case OPT_DRY_RUN: o->dry_run = true; break;
       case OPT_MPIEXEC: o->mpiexec = optarg; break;
@@ -834,6 +844,11 @@ static hl_status_t parse_into(int argc, char **argv, hl_launch_options_t *o) {
   if (o->infeed_dir && !*o->infeed_dir) return HL_INVALID("--infeed-dir is empty");
   if (o->outfeed_dir && !*o->outfeed_dir) return HL_INVALID("--outfeed-dir is empty");
   if (o->output_dir && !*o->output_dir) return HL_INVALID("--output-dir is empty");
+  if (o->cache_dir) {
+    struct stat st;
+    if (stat(o->cache_dir, &st) != 0 || !S_ISDIR(st.st_mode))
+      return HL_INVALID("--cache-dir %s: not an existing directory", o->cache_dir);
+  }
   if (o->args_dir && !*o->args_dir) return HL_INVALID("--args-dir is empty");
   if (o->debug_dir && !*o->debug_dir) return HL_INVALID("--debug-dir is empty");
   if (o->expect_dir && !*o->expect_dir) return HL_INVALID("--expect is empty");

@@ -103,6 +103,7 @@ typedef struct hl_launch_options {
   bool no_fusion_blocking;       // --no-fusion-blocking: run fusions op by op (reference mode)
   bool no_fusion_pass;           // --no-fusion-pass: run unfused programs op by op
   bool no_fusion_jit;            // --no-fusion-jit: blocked fusions without compiled loops
+  const char *cache_dir;          // --cache-dir: the fusion JIT's disk cache of compiled loops
   int64_t profile_top;           // --profile[=N]: per-rank instruction profile, top N (0: off)
   // Internal: set on the command line the launcher gives mpiexec.
   bool worker;                   // --worker: run as one rank

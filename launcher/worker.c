@@ -641,6 +641,7 @@ int hl_worker_main(const hl_launch_options_t *options) {
   // from the rank's own cores (and NUMA node).
   hl_binding_apply(MPI_COMM_WORLD, (hl_bind_policy_t)options->bind_to, &w.binding);
   if (options->no_fusion_jit) hl_jit_set_enabled(false);  // before any fusion is compiled
+  if (options->cache_dir) hl_jit_set_cache_dir(options->cache_dir);
   // Threads of this rank: --threads, else its cpuset's size; BLAS runs on
   // one (the gemm tiles use the pool). Started after binding, so they
   // inherit the rank's cpuset.

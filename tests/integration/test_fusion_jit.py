@@ -368,7 +368,65 @@ def test_integer_and_f16_bitwise_and_numpy():
     return None
 
 
+def test_cache_dir():
+    """--cache-dir: the first launch (2 ranks writing the same bodies at once)
+    compiles and stores, the second reads every loop back; results equal the
+    interpreter's bit for bit; a file of the user's in the directory and an
+    entry whose key does not match (overwritten with other bytes) are left
+    alone."""
+    rng = np.random.default_rng(7)
+    args = [special_inputs(rng, np.float32) for _ in range(3)] + \
+           [special_inputs(rng, np.float64) for _ in range(3)]
+    with np.errstate(all="ignore"):
+        text, want = program(rng, args)
+    logged = dict(os.environ, HL_FUSION_JIT_LOG="1")
+    with tempdir("fusion-jit-cache") as d:
+        prog = os.path.join(d, "p.hlo")
+        with open(prog, "w") as f:
+            f.write(text)
+        write_args(os.path.join(d, "args"), args)
+        cache = os.path.join(d, "cache")
+        os.mkdir(cache)
+        mine = os.path.join(cache, "notes.txt")
+        with open(mine, "w") as f:
+            f.write("mine")
+        outs, logs = [], []
+        for k, extra in enumerate([("--cache-dir", cache), ("--cache-dir", cache),
+                                   ("--no-fusion-jit",)]):
+            out = os.path.join(d, "out%d" % k)
+            res = launch(prog, replicas=2, args_dir=os.path.join(d, "args"), output_dir=out,
+                         extra=extra, env=logged)
+            if res.returncode != 0 or res.timed_out:
+                return "launch %d: %s" % (k, res.describe())
+            outs.append([read_outputs(out, r, 0, len(want)) for r in range(2)])
+            logs.append(res.stderr)
+            if k == 0:
+                entries = sorted(e for e in os.listdir(cache) if e.endswith(".o"))
+                if "Fusion JIT: LLVM" in run([res.argv[0], "--version"]).stdout and not entries:
+                    return "nothing cached\n" + res.stderr[-2000:]
+                if entries:  # a damaged entry: read as a miss, recompiled, kept
+                    with open(os.path.join(cache, entries[0]), "r+b") as f:
+                        f.seek(30)
+                        f.write(b"XXXX")
+        if "Fusion JIT: LLVM" in run([res.argv[0], "--version"]).stdout:
+            compiled, read = logs[1].count(": compiled ("), logs[1].count("read from the cache")
+            if read < 2 * (FUSIONS - 1) or compiled > 2:
+                return "second launch: %d read from the cache, %d compiled\n%s" % (
+                    read, compiled, logs[1][-3000:])
+        with open(mine) as f:
+            if f.read() != "mine":
+                return "the user's file in the cache directory changed"
+        for r in range(2):
+            for j in range(len(want)):
+                for k in (0, 1):
+                    if not same_bits(outs[k][r][j], outs[2][r][j]):
+                        return "launch %d rank %d result %d differs from --no-fusion-jit" % (
+                            k, r, j)
+    return None
+
+
 if __name__ == "__main__":
     require_binaries("hlo-launch")
     main([("jit_modes_bitwise_and_numpy", test_jit_modes_bitwise_and_numpy),
-          ("integer_and_f16_bitwise_and_numpy", test_integer_and_f16_bitwise_and_numpy)])
+          ("integer_and_f16_bitwise_and_numpy", test_integer_and_f16_bitwise_and_numpy),
+          ("cache_dir", test_cache_dir)])

@@ -16,6 +16,7 @@
 #ifndef HL_RUNTIME_FUSION_JIT_CODEGEN_API_H_
 #define HL_RUNTIME_FUSION_JIT_CODEGEN_API_H_
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -29,7 +30,7 @@ typedef struct hl_jit_loops {
   int lanes, unroll;
 } hl_jit_loops_t;
 
-#define HL_JIT_CODEGEN_API_VERSION 1
+#define HL_JIT_CODEGEN_API_VERSION 2
 
 typedef struct hl_jit_codegen_api {
   int version;  // HL_JIT_CODEGEN_API_VERSION
@@ -37,9 +38,12 @@ typedef struct hl_jit_codegen_api {
   // override vector_bytes > 0); NULL or why there is no generator. *target
   // describes it ("x86_64 znver3 avx2, 32-byte vectors, LLVM 15.0.6").
   const char *(*init)(int vector_bytes, const char **target);
-  // Compiles a checked body; NULL or why not. Thread-safe; code stays
-  // mapped until the process exits.
-  const char *(*compile)(const hl_jit_body_t *body, hl_jit_loops_t *out);
+  // Compiles a checked body whose key (the driver's, naming everything that
+  // shapes its code) is key[0..key_len); NULL or why not. With cache_dir,
+  // the object is read from or written to the disk cache there (*cached:
+  // it was read). Thread-safe; code stays mapped until the process exits.
+  const char *(*compile)(const hl_jit_body_t *body, const char *key, size_t key_len,
+                         const char *cache_dir, hl_jit_loops_t *out, bool *cached);
 } hl_jit_codegen_api_t;
 
 // The module's one export (looked up with dlsym by this name).

@@ -69,6 +69,23 @@ void hl_jit_set_vector_bytes(int bytes) { g_vector_bytes = bytes; }
 
 void hl_jit_set_wait(bool wait) { g_wait = wait; }
 
+static const char *g_cache_dir;
+static bool g_cache_dir_set;
+
+void hl_jit_set_cache_dir(const char *dir) {
+  g_cache_dir = dir && *dir ? dir : NULL;
+  g_cache_dir_set = true;
+}
+
+static const char *cache_dir(void) {
+  if (!g_cache_dir_set) {
+    const char *e = getenv("HL_FUSION_JIT_CACHE_DIR");
+    g_cache_dir = e && *e ? e : NULL;
+    g_cache_dir_set = true;
+  }
+  return g_cache_dir;
+}
+
 static bool waiting(void) {
   if (g_wait < 0) g_wait = env_on("HL_FUSION_JIT_WAIT");
   return g_wait == 1;
@@ -168,8 +185,9 @@ static double now_seconds(void) {
 // publishes the result.
 static void compile_kernel(hl_jit_kernel_t *k, const hl_jit_body_t *body) {
   hl_jit_loops_t loops;
+  bool cached = false;
   double t0 = now_seconds();
-  const char *why = g_api->compile(body, &loops);
+  const char *why = g_api->compile(body, k->key, k->key_len, cache_dir(), &loops, &cached);
   double dt = now_seconds() - t0;
   pthread_mutex_lock(&g_table_mu);
   g_compiled++;
@@ -178,7 +196,7 @@ static void compile_kernel(hl_jit_kernel_t *k, const hl_jit_body_t *body) {
   if (g_log)
     fprintf(stderr, "fusion jit: %d values, %d inputs, %d lanes x %d: %s (%.2f ms)\n",
             body->count, body->input_count, loops.lanes, loops.unroll,
-            why ? why : "compiled", 1e3 * dt);
+            why ? why : cached ? "read from the cache" : "compiled", 1e3 * dt);
   k->loops = loops;
   k->why = why;
   atomic_store_explicit(&k->state, why ? FAILED : READY, memory_order_release);

@@ -48,6 +48,12 @@ hl_status_t hl_jit_kernel_create_background(const hl_jit_body_t *body, hl_jit_ke
                                             const char **why);
 bool hl_jit_kernel_ready(const hl_jit_kernel_t *k);
 void hl_jit_set_wait(bool wait);
+// Directory of the disk cache of compiled loops (NULL: none, the default;
+// HL_FUSION_JIT_CACHE_DIR in the environment), before the first compile; a
+// second process finds each body's object there and skips its compile.
+// The directory must exist; files are named hl-jit-<hash>.o and never
+// replace an existing file.
+void hl_jit_set_cache_dir(const char *dir);
 void hl_jit_kernel_destroy(hl_jit_kernel_t *k);  // NULL-safe; the code stays (see above)
 
 // out[0..n) from inputs (vector inputs n elements each, scalar inputs one).

@@ -13,11 +13,15 @@
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 #include <llvm/Config/llvm-config.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "runtime/fusion/jit/codegen_api.h"
 
@@ -28,12 +32,15 @@ static LLVMOrcLLJITRef g_jit;
 static LLVMOrcJITDylibRef g_jd;
 static const char *g_data_layout, *g_triple;
 static int g_vector_bytes, g_vector_regs;
-static long g_serial;
 static char g_target[256];
 static char *g_symbols[MAX_SYMBOLS];
 static int g_symbol_count;
 static bool g_log;
 static bool g_signaling_first;  // NaN operand priority (see nan_rule)
+// Emits objects (the JIT links them): the host's CPU and features, as the
+// JIT's own target machine. Object files are what the disk cache keeps.
+static LLVMTargetMachineRef g_tm;
+static char *g_features;
 
 static void log_error(const char *what, LLVMErrorRef err) {
   char *msg = LLVMGetErrorMessage(err);
@@ -78,6 +85,9 @@ static const char *init(int vector_bytes, const char **target) {
     LLVMTargetMachineRef tm = LLVMCreateTargetMachine(t, triple, cpu, features,
                                                       LLVMCodeGenLevelDefault, LLVMRelocDefault,
                                                       LLVMCodeModelJITDefault);
+    g_tm = LLVMCreateTargetMachine(t, triple, cpu, features, LLVMCodeGenLevelDefault,
+                                   LLVMRelocDefault, LLVMCodeModelJITDefault);
+    g_features = strdup(features);
     LLVMOrcLLJITBuilderRef builder = LLVMOrcCreateLLJITBuilder();
     LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(
         builder, LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(tm));
@@ -560,7 +570,78 @@ static hl_jit_loop_fn lookup(const char *name) {
   return f;
 }
 
-static const char *compile(const hl_jit_body_t *body, hl_jit_loops_t *out) {
+//===----------------------------------------------------------------------===//
+// Disk cache: <dir>/hl-jit-<hash>.o holds a header, the full key (the body,
+// this generator's target and version) and the object file. A file is read
+// only when its key matches; new files are written to a temporary name and
+// linked to theirs (never replacing an existing file: concurrent ranks
+// writing the same body leave one whole copy).
+//===----------------------------------------------------------------------===//
+
+static const char kMagic[8] = "HLJIT02";
+
+static uint64_t fnv1a(uint64_t h, const void *data, size_t n) {
+  const unsigned char *p = data;
+  for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 0x100000001b3ull;
+  return h;
+}
+
+// The full key: what the object depends on besides the body.
+static char *full_key(const char *key, size_t key_len, size_t *len) {
+  size_t n = strlen(g_target) + strlen(g_features) + key_len + 64;
+  char *k = malloc(n);
+  if (!k) return NULL;
+  int h = snprintf(k, n, "%s|%s|api%d|", g_target, g_features, HL_JIT_CODEGEN_API_VERSION);
+  memcpy(k + h, key, key_len);
+  *len = (size_t)h + key_len;
+  return k;
+}
+
+static LLVMMemoryBufferRef cache_read(const char *path, const char *key, size_t len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  LLVMMemoryBufferRef buf = NULL;
+  char magic[8];
+  uint64_t klen = 0, olen = 0;
+  char *k = NULL, *obj = NULL;
+  if (fread(magic, 1, 8, f) == 8 && memcmp(magic, kMagic, 8) == 0 &&
+      fread(&klen, 8, 1, f) == 1 && klen == len && fread(&olen, 8, 1, f) == 1 &&
+      olen > 0 && olen < (1u << 30) && (k = malloc(len)) && fread(k, 1, len, f) == len &&
+      memcmp(k, key, len) == 0 && (obj = malloc(olen)) && fread(obj, 1, olen, f) == olen)
+    buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(obj, olen, "hl_fusion_jit_cached");
+  free(k);
+  free(obj);
+  fclose(f);
+  return buf;
+}
+
+static void cache_write(const char *path, const char *key, size_t len, LLVMMemoryBufferRef obj) {
+  char tmp[4200];
+  snprintf(tmp, sizeof tmp, "%s.%ld.%lx.tmp", path, (long)getpid(), (unsigned long)pthread_self());
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
+  if (fd < 0) {
+    if (g_log) fprintf(stderr, "fusion jit: cache: %s: %s\n", tmp, strerror(errno));
+    return;
+  }
+  FILE *f = fdopen(fd, "wb");
+  uint64_t klen = len, olen = LLVMGetBufferSize(obj);
+  bool ok = f && fwrite(kMagic, 1, 8, f) == 8 && fwrite(&klen, 8, 1, f) == 1 &&
+            fwrite(&olen, 8, 1, f) == 1 && fwrite(key, 1, len, f) == len &&
+            fwrite(LLVMGetBufferStart(obj), 1, olen, f) == olen;
+  ok = (f ? fclose(f) == 0 : (close(fd), false)) && ok;
+  // link, not rename: an existing entry (another rank's) is kept.
+  if (ok && link(tmp, path) != 0 && errno != EEXIST && g_log)
+    fprintf(stderr, "fusion jit: cache: %s: %s\n", path, strerror(errno));
+  unlink(tmp);
+}
+
+static LLVMMemoryBufferRef emit_object(gen_t *gp, const hl_jit_body_t *body,
+                                       char names[3][48], int unroll, bool calls,
+                                       const char **why);
+
+static const char *compile(const hl_jit_body_t *body, const char *key, size_t key_len,
+                           const char *cache_dir, hl_jit_loops_t *out, bool *cached) {
+  *cached = false;
   memset(out, 0, sizeof(*out));
   if (!g_jit) return "no code generator";
   const char *why = hl_jit_body_check(body);
@@ -593,12 +674,52 @@ static const char *compile(const hl_jit_body_t *body, hl_jit_loops_t *out) {
     if (v->op == HL_JIT_CALL && !define_symbol(v->fn_name, v->fn ? v->fn : v->scalar_fn))
       why = "a routine the JIT could not bind";
   }
-  long serial = ++g_serial;
   pthread_mutex_unlock(&g_mu);
   if (why) return why;
+  // Functions named by the key's hash: the same in every process, so a
+  // cached object links as it was compiled.
+  size_t flen = 0;
+  char *fkey = full_key(key, key_len, &flen);
+  if (!fkey) return "out of memory compiling a JIT body";
+  uint64_t hash = fnv1a(0xcbf29ce484222325ull, fkey, flen);
+  char names[3][48];
+  snprintf(names[0], sizeof names[0], "hl_jit_%016llx_main", (unsigned long long)hash);
+  snprintf(names[1], sizeof names[1], "hl_jit_%016llx_single", (unsigned long long)hash);
+  snprintf(names[2], sizeof names[2], "hl_jit_%016llx_stream", (unsigned long long)hash);
+  char path[4096] = "";
+  if (cache_dir && *cache_dir)
+    snprintf(path, sizeof path, "%s/hl-jit-%016llx.o", cache_dir, (unsigned long long)hash);
+  LLVMMemoryBufferRef obj = path[0] ? cache_read(path, fkey, flen) : NULL;
+  *cached = obj != NULL;
+  if (!obj) {
+    obj = emit_object(&g, body, names, unroll, calls, &why);
+    if (obj && path[0]) cache_write(path, fkey, flen, obj);
+  }
+  free(fkey);
+  if (!obj) return why;
+  pthread_mutex_lock(&g_mu);
+  LLVMErrorRef err = LLVMOrcLLJITAddObjectFile(g_jit, g_jd, obj);
+  if (err) {
+    log_error("adding an object", err);
+    why = "LLVM refused a JIT object";
+  } else {
+    out->main_fn = lookup(names[0]);
+    out->single_fn = lookup(names[1]);
+    out->stream_fn = calls ? out->main_fn : lookup(names[2]);
+    if (!out->main_fn || !out->single_fn || !out->stream_fn) why = "LLVM failed to link a loop";
+  }
+  pthread_mutex_unlock(&g_mu);
+  out->lanes = g.lanes;
+  out->unroll = unroll;
+  return why;
+}
 
-  LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
-  g.c = LLVMOrcThreadSafeContextGetContext(tsc);
+// The body's IR, compiled to an object file for the host.
+static LLVMMemoryBufferRef emit_object(gen_t *gp, const hl_jit_body_t *body,
+                                       char names[3][48], int unroll, bool calls,
+                                       const char **why) {
+  gen_t g = *gp;
+  g.c = LLVMContextCreate();
   g.m = LLVMModuleCreateWithNameInContext("hl_fusion_jit", g.c);
   LLVMSetDataLayout(g.m, g_data_layout);
   LLVMSetTarget(g.m, g_triple);
@@ -614,10 +735,6 @@ static const char *compile(const hl_jit_body_t *body, hl_jit_loops_t *out) {
   g.i32v = LLVMVectorType(LLVMInt32TypeInContext(g.c), (unsigned)g.lanes);
   g.i1v = LLVMVectorType(LLVMInt1TypeInContext(g.c), (unsigned)g.lanes);
   g.val = malloc(sizeof(LLVMValueRef) * (size_t)body->count);
-  char names[3][48];
-  snprintf(names[0], sizeof names[0], "hl_jit_%ld_main", serial);
-  snprintf(names[1], sizeof names[1], "hl_jit_%ld_single", serial);
-  snprintf(names[2], sizeof names[2], "hl_jit_%ld_stream", serial);
   emit_function(&g, names[0], unroll, false, false);
   emit_function(&g, names[1], 1, true, false);
   // Loops that call out have no streaming variant (stream = main): their
@@ -626,32 +743,26 @@ static const char *compile(const hl_jit_body_t *body, hl_jit_loops_t *out) {
   free(g.val);
   LLVMDisposeBuilder(g.b);
   char *msg = NULL;
+  LLVMMemoryBufferRef obj = NULL;
   if (LLVMVerifyModule(g.m, LLVMReturnStatusAction, &msg)) {
     if (g_log) fprintf(stderr, "fusion jit: invalid IR: %s\n", msg);
+    *why = "the JIT built invalid IR";
+  } else {
+    if (getenv("HL_FUSION_JIT_DUMP_IR")) LLVMDumpModule(g.m);
     LLVMDisposeMessage(msg);
-    LLVMDisposeModule(g.m);
-    LLVMOrcDisposeThreadSafeContext(tsc);
-    return "the JIT built invalid IR";
+    msg = NULL;
+    pthread_mutex_lock(&g_mu);  // one code generation at a time on g_tm
+    if (LLVMTargetMachineEmitToMemoryBuffer(g_tm, g.m, LLVMObjectFile, &msg, &obj)) {
+      if (g_log) fprintf(stderr, "fusion jit: code generation: %s\n", msg);
+      *why = "LLVM failed to compile a loop";
+      obj = NULL;
+    }
+    pthread_mutex_unlock(&g_mu);
   }
   LLVMDisposeMessage(msg);
-  if (getenv("HL_FUSION_JIT_DUMP_IR")) LLVMDumpModule(g.m);
-  LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(g.m, tsc);
-  LLVMOrcDisposeThreadSafeContext(tsc);
-  pthread_mutex_lock(&g_mu);
-  LLVMErrorRef err = LLVMOrcLLJITAddLLVMIRModule(g_jit, g_jd, tsm);
-  if (err) {
-    log_error("adding a module", err);
-    why = "LLVM refused a JIT module";
-  } else {
-    out->main_fn = lookup(names[0]);
-    out->single_fn = lookup(names[1]);
-    out->stream_fn = calls ? out->main_fn : lookup(names[2]);
-    if (!out->main_fn || !out->single_fn || !out->stream_fn) why = "LLVM failed to compile a loop";
-  }
-  pthread_mutex_unlock(&g_mu);
-  out->lanes = g.lanes;
-  out->unroll = unroll;
-  return why;
+  LLVMDisposeModule(g.m);
+  LLVMContextDispose(g.c);
+  return obj;
 }
 
 static const hl_jit_codegen_api_t kApi = {HL_JIT_CODEGEN_API_VERSION, init, compile};
