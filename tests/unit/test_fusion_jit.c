@@ -31,13 +31,16 @@ static uint32_t rnd(void) {
   return (uint32_t)(g_rng >> 11);
 }
 
+// Inputs without specials (the loops' fast path, with no NaN to recompute).
+static bool g_plain;
+
 static float special_f32(void) {
   static const uint32_t bits[] = {0x7FC00000u, 0xFFC00001u, 0x7FA00000u /* sNaN */,
                                   0x7F800000u, 0xFF800000u, 0x00000000u, 0x80000000u,
                                   0x00000001u, 0x807FFFFFu, 0x3F800000u, 0xBF800000u,
                                   0x00400000u, 0x7F7FFFFFu};
   float f;
-  if (rnd() % 3 == 0) {
+  if (!g_plain && rnd() % 3 == 0) {
     uint32_t b = bits[rnd() % (sizeof bits / sizeof bits[0])];
     memcpy(&f, &b, 4);
   } else {
@@ -52,7 +55,7 @@ static double special_f64(void) {
                                   0x8000000000000000u, 1, 0x800FFFFFFFFFFFFFu,
                                   0x3FF0000000000000u};
   double d;
-  if (rnd() % 3 == 0) {
+  if (!g_plain && rnd() % 3 == 0) {
     uint64_t b = bits[rnd() % (sizeof bits / sizeof bits[0])];
     memcpy(&d, &b, 8);
   } else {
@@ -296,9 +299,11 @@ static void test_random_bodies(void) {
   int bodies = getenv("HL_FUSION_JIT_VECTOR_BYTES") ? 120 : 400;
   for (int t = 0; t < bodies; t++) {
     hl_jit_body_t b = {.type = t % 2 ? HL_JIT_F64 : HL_JIT_F32};
+    g_plain = t % 4 >= 2;
     random_body(v, 1 + (int)(rnd() % 7), (int)(rnd() % 2), 1 + (int)(rnd() % 30), &b);
     compiled += check_body(&b, kCounts[rnd() % (sizeof kCounts / sizeof kCounts[0])]);
   }
+  g_plain = false;
   CU_ASSERT_EQUAL(compiled, bodies);
 }
 

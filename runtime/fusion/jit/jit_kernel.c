@@ -11,6 +11,7 @@
 
 #include "runtime/base/alloc.h"
 #include "runtime/fusion/jit/codegen_api.h"
+#include "runtime/vmath/vmath.h"
 
 // Widest vector of any target: 64 bytes (AVX-512) of 8-bit lanes.
 #define MAX_VECTOR_BYTES 64
@@ -121,6 +122,31 @@ static void load_generator(void) {
             1e3 * (now_seconds() - t0));
 }
 
+#if defined(HL_FUSION_JIT_HAVE_LLVM)
+// One compile in the loading thread, before any in the background: LLVM
+// registers the destructors of the function-local statics a compile first
+// uses with atexit, and exit runs those before handlers registered earlier,
+// so a short process leaving during its first background compile would
+// destroy them under it. After this compile, stop_worker (registered later)
+// runs before them.
+static void warm_up(void) {
+  hl_vmath_fn_t exp = HL_VM_EXP;
+  hl_jit_value_t v[8] = {{.op = HL_JIT_LOAD, .a = 0}, {.op = HL_JIT_LOAD, .a = 1},
+                         {.op = HL_JIT_ADD, .a = 0, .b = 1}, {.op = HL_JIT_DIV, .a = 2, .b = 1},
+                         {.op = HL_JIT_CALL, .a = 3}, {.op = HL_JIT_CMP_LT, .a = 4, .b = 0},
+                         {.op = HL_JIT_SELECT, .a = 5, .b = 4, .c = 2},
+                         {.op = HL_JIT_MAX, .a = 6, .b = 1}};
+  v[4].fn = hl_vmath_unary_vector_f32(exp);
+  v[4].scalar_fn = v[4].fn ? NULL : hl_vmath_unary_scalar_f32(exp);
+  v[4].fn_name = v[4].fn ? "hl_vmath_warm_up_vector" : "hl_vmath_warm_up_scalar";
+  if (!v[4].fn && !v[4].scalar_fn) v[4] = (hl_jit_value_t){.op = HL_JIT_SQRT, .a = 3};
+  hl_jit_body_t b = {.type = HL_JIT_F32, .values = v, .count = 8, .input_count = 2};
+  hl_jit_loops_t loops;
+  bool cached;
+  g_api->compile(&b, "warm-up", 7, NULL, &loops, &cached);
+}
+#endif
+
 static void load_generator_untimed(void) {
 #if defined(HL_FUSION_JIT_HAVE_LLVM)
   void *h = open_module();
@@ -149,6 +175,7 @@ static void load_generator_untimed(void) {
   }
   g_target = target;
   g_api = api;
+  warm_up();
 #else
   g_target = "none: built without LLVM";
 #endif
@@ -202,6 +229,18 @@ static void compile_kernel(hl_jit_kernel_t *k, const hl_jit_body_t *body) {
   atomic_store_explicit(&k->state, why ? FAILED : READY, memory_order_release);
 }
 
+static void stop_worker(void);
+
+// LLVM registers the destructors of its function-local statics with
+// atexit when a compile first uses them, and exit runs those before
+// handlers registered earlier: stop_worker is registered again after each
+// of the first compiles (the ones that meet new statics), so it runs
+// first and no destructor runs under a compile.
+static void register_stop(void) {
+  static int registrations;
+  if (registrations < 64 && atexit(stop_worker) == 0) registrations++;
+}
+
 static void *worker(void *arg) {
   (void)arg;
   pthread_mutex_lock(&g_table_mu);
@@ -215,6 +254,7 @@ static void *worker(void *arg) {
     pthread_mutex_unlock(&g_table_mu);
     compile_kernel(k, &k->body);
     pthread_mutex_lock(&g_table_mu);
+    if (!g_stopping) register_stop();
     for (int i = 0; i < k->body.count; i++) free((char *)k->values[i].fn_name);
     hl_free(k->values);
     k->values = NULL;
@@ -244,9 +284,8 @@ static bool enqueue(hl_jit_kernel_t *k, const hl_jit_body_t *body) {
     int rc = pthread_create(&t, &attr, worker, NULL);
     pthread_attr_destroy(&attr);
     if (rc != 0) return false;
-    // Registered after the generator was loaded, so it runs before the
-    // generator's destructors.
-    atexit(stop_worker);
+    // After the generator was loaded: runs before its destructors.
+    register_stop();
     g_worker_started = true;
   }
   k->values = hl_malloc(sizeof(hl_jit_value_t) * (size_t)body->count);

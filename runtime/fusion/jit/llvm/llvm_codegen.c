@@ -140,6 +140,12 @@ typedef struct gen {
   LLVMTypeRef f32v, i32v, i1v;
   LLVMValueRef valid_mask;    // single: lanes below `valid`, else NULL
   LLVMValueRef *val;          // per body value, per unrolled copy
+  // exact: NaN results made explicit (nan_rule); else the plain operations
+  // and, after each vector, a check that calls `exact_fn` on the vector
+  // when its result has a NaN lane.
+  bool exact;
+  LLVMValueRef exact_fn, fn_in, fn_valid;
+  LLVMTypeRef exact_ty;
 } gen_t;
 
 static LLVMValueRef splat(gen_t *g, LLVMTypeRef elem, LLVMValueRef scalar) {
@@ -309,13 +315,23 @@ static LLVMValueRef nan_rule(gen_t *g, LLVMValueRef a, LLVMValueRef c, LLVMValue
   return LLVMBuildSelect(b, LLVMBuildOr(b, na, nc, ""), pick, r, "");
 }
 
+// A NaN result's bits matter only where they reach the output: if no lane
+// of a vector's result is NaN, every NaN among its intermediates went into
+// a compare (whose answer does not depend on the bits) or an unselected
+// operand, and the plain operations give the output's bits. So loops run the
+// plain operations and recompute, exactly, the rare vectors whose result
+// has a NaN lane (emit_exact).
+static LLVMValueRef arith(gen_t *g, LLVMValueRef a, LLVMValueRef c, LLVMValueRef r) {
+  return g->exact ? nan_rule(g, a, c, r) : r;
+}
+
 static LLVMValueRef float_op(gen_t *g, const hl_jit_value_t *v, LLVMValueRef a, LLVMValueRef c) {
   LLVMBuilderRef b = g->b;
   switch (v->op) {
-    case HL_JIT_ADD: return nan_rule(g, a, c, LLVMBuildFAdd(b, a, c, ""));
-    case HL_JIT_SUB: return nan_rule(g, a, c, LLVMBuildFSub(b, a, c, ""));
-    case HL_JIT_MUL: return nan_rule(g, a, c, LLVMBuildFMul(b, a, c, ""));
-    case HL_JIT_DIV: return nan_rule(g, a, c, LLVMBuildFDiv(b, a, c, ""));
+    case HL_JIT_ADD: return arith(g, a, c, LLVMBuildFAdd(b, a, c, ""));
+    case HL_JIT_SUB: return arith(g, a, c, LLVMBuildFSub(b, a, c, ""));
+    case HL_JIT_MUL: return arith(g, a, c, LLVMBuildFMul(b, a, c, ""));
+    case HL_JIT_DIV: return arith(g, a, c, LLVMBuildFDiv(b, a, c, ""));
     case HL_JIT_MAX: return float_minmax(g, a, c, true);
     case HL_JIT_MIN: return float_minmax(g, a, c, false);
     case HL_JIT_NEG: return LLVMBuildFNeg(b, a, "");
@@ -443,6 +459,87 @@ static void emit_copy(gen_t *g, LLVMValueRef *inputs, LLVMValueRef *scalars, LLV
   } else {
     LLVMSetAlignment(st, (unsigned)es);
   }
+  if (g->exact || !g->exact_fn) return;
+  // A NaN lane in the result: the vector again, exactly (it stores over
+  // this one).
+  LLVMValueRef r = val[g->body->count - 1];
+  if (g->is_half) r = widen(g, r);
+  LLVMValueRef nan = LLVMBuildFCmp(b, LLVMRealUNO, r, r, "");
+  LLVMValueRef bits = LLVMBuildBitCast(b, nan, LLVMIntTypeInContext(g->c, (unsigned)g->lanes), "");
+  LLVMValueRef any = LLVMBuildICmp(b, LLVMIntNE, bits, LLVMConstNull(LLVMTypeOf(bits)), "");
+  LLVMValueRef f = LLVMGetBasicBlockParent(LLVMGetInsertBlock(b));
+  LLVMBasicBlockRef fix = LLVMAppendBasicBlockInContext(g->c, f, "nan");
+  LLVMBasicBlockRef cont = LLVMAppendBasicBlockInContext(g->c, f, "cont");
+  LLVMBuildCondBr(b, any, fix, cont);
+  LLVMPositionBuilderAtEnd(b, fix);
+  LLVMValueRef args[4] = {g->fn_in, out, elem, g->fn_valid};
+  LLVMBuildCall2(b, g->exact_ty, g->exact_fn, args, 4, "");
+  LLVMBuildBr(b, cont);
+  LLVMPositionBuilderAtEnd(b, cont);
+}
+
+static void set_width_attributes(gen_t *g, LLVMValueRef f) {
+  if (g_vector_bytes * 8 <= 256) return;
+  char width[16];
+  snprintf(width, sizeof width, "%d", g_vector_bytes * 8);
+  LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+                          LLVMCreateStringAttribute(g->c, "min-legal-vector-width", 22, width,
+                                                    (unsigned)strlen(width)));
+  LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+                          LLVMCreateStringAttribute(g->c, "prefer-vector-width", 19, width,
+                                                    (unsigned)strlen(width)));
+}
+
+// Input pointers, broadcast scalars and (with_mask) the lanes below valid.
+static void prologue(gen_t *g, LLVMValueRef in, LLVMValueRef valid, bool with_mask,
+                     LLVMValueRef *inputs, LLVMValueRef *scalars) {
+  LLVMContextRef c = g->c;
+  LLVMBuilderRef b = g->b;
+  LLVMTypeRef ptr = LLVMPointerTypeInContext(c, 0), i64 = LLVMInt64TypeInContext(c);
+  LLVMTypeRef i32 = LLVMInt32TypeInContext(c);
+  const hl_jit_body_t *body = g->body;
+  for (int i = 0; i < body->input_count; i++) {
+    LLVMValueRef k = LLVMConstInt(i64, (unsigned long long)i, 0);
+    inputs[i] = LLVMBuildLoad2(b, ptr, LLVMBuildGEP2(b, ptr, in, &k, 1, ""), "");
+    if (body->input_scalar[i]) {
+      LLVMValueRef s = LLVMBuildLoad2(b, g->elem, inputs[i], "");
+      LLVMValueRef v = LLVMBuildInsertElement(b, LLVMGetUndef(g->vec), s, LLVMConstInt(i32, 0, 0), "");
+      scalars[i] = LLVMBuildShuffleVector(b, v, LLVMGetUndef(g->vec), LLVMConstNull(g->i32v), "");
+    }
+  }
+  g->valid_mask = NULL;
+  if (with_mask) {
+    LLVMValueRef idx[64];
+    for (int i = 0; i < g->lanes; i++) idx[i] = LLVMConstInt(i32, (unsigned long long)i, 0);
+    LLVMValueRef v32 = LLVMBuildTrunc(b, valid, i32, "");
+    LLVMValueRef vs = LLVMBuildInsertElement(b, LLVMGetUndef(g->i32v), v32, LLVMConstInt(i32, 0, 0), "");
+    vs = LLVMBuildShuffleVector(b, vs, LLVMGetUndef(g->i32v), LLVMConstNull(g->i32v), "");
+    g->valid_mask = LLVMBuildICmp(b, LLVMIntULT, LLVMConstVector(idx, (unsigned)g->lanes), vs, "");
+  }
+}
+
+// void exact(in, out, elem, valid): the vector at element elem, with every
+// NaN made explicit (nan_rule), stored; out of line and cold.
+static void emit_exact(gen_t *g, const char *name) {
+  LLVMContextRef c = g->c;
+  LLVMTypeRef ptr = LLVMPointerTypeInContext(c, 0), i64 = LLVMInt64TypeInContext(c);
+  LLVMTypeRef params[4] = {ptr, ptr, i64, i64};
+  g->exact_ty = LLVMFunctionType(LLVMVoidTypeInContext(c), params, 4, 0);
+  LLVMValueRef f = LLVMAddFunction(g->m, name, g->exact_ty);
+  LLVMSetLinkage(f, LLVMInternalLinkage);
+  set_width_attributes(g, f);
+  static const char *kAttrs[] = {"noinline", "cold"};
+  for (int i = 0; i < 2; i++)
+    LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
+                            LLVMCreateEnumAttribute(c, LLVMGetEnumAttributeKindForName(kAttrs[i], strlen(kAttrs[i])), 0));
+  LLVMPositionBuilderAtEnd(g->b, LLVMAppendBasicBlockInContext(c, f, "entry"));
+  LLVMValueRef inputs[HL_JIT_MAX_INPUTS], scalars[HL_JIT_MAX_INPUTS];
+  prologue(g, LLVMGetParam(f, 0), LLVMGetParam(f, 3), true, inputs, scalars);
+  g->exact = true;
+  emit_copy(g, inputs, scalars, LLVMGetParam(f, 1), LLVMGetParam(f, 2), false, g->val);
+  g->exact = false;
+  LLVMBuildRetVoid(g->b);
+  g->exact_fn = f;
 }
 
 static void emit_function(gen_t *g, const char *name, int unroll, bool single, bool stream) {
@@ -450,16 +547,7 @@ static void emit_function(gen_t *g, const char *name, int unroll, bool single, b
   LLVMTypeRef ptr = LLVMPointerTypeInContext(c, 0), i64 = LLVMInt64TypeInContext(c);
   LLVMTypeRef params[4] = {ptr, ptr, i64, i64};
   LLVMValueRef f = LLVMAddFunction(g->m, name, LLVMFunctionType(LLVMVoidTypeInContext(c), params, 4, 0));
-  if (g_vector_bytes * 8 > 256) {
-    char width[16];
-    snprintf(width, sizeof width, "%d", g_vector_bytes * 8);
-    LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
-                            LLVMCreateStringAttribute(c, "min-legal-vector-width", 22, width,
-                                                      (unsigned)strlen(width)));
-    LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
-                            LLVMCreateStringAttribute(c, "prefer-vector-width", 19, width,
-                                                      (unsigned)strlen(width)));
-  }
+  set_width_attributes(g, f);
   LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(c, f, "entry");
   LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(c, f, "loop");
   LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(c, f, "done");
@@ -468,28 +556,9 @@ static void emit_function(gen_t *g, const char *name, int unroll, bool single, b
   LLVMValueRef in = LLVMGetParam(f, 0), out = LLVMGetParam(f, 1);
   LLVMValueRef nvec = LLVMGetParam(f, 2), valid = LLVMGetParam(f, 3);
   LLVMValueRef inputs[HL_JIT_MAX_INPUTS], scalars[HL_JIT_MAX_INPUTS];
-  const hl_jit_body_t *body = g->body;
-  for (int i = 0; i < body->input_count; i++) {
-    LLVMValueRef k = LLVMConstInt(i64, (unsigned long long)i, 0);
-    inputs[i] = LLVMBuildLoad2(b, ptr, LLVMBuildGEP2(b, ptr, in, &k, 1, ""), "");
-    if (body->input_scalar[i]) {
-      LLVMValueRef s = LLVMBuildLoad2(b, g->elem, inputs[i], "");
-      LLVMValueRef v = LLVMBuildInsertElement(b, LLVMGetUndef(g->vec), s,
-                                              LLVMConstInt(LLVMInt32TypeInContext(c), 0, 0), "");
-      scalars[i] = LLVMBuildShuffleVector(b, v, LLVMGetUndef(g->vec),
-                                          LLVMConstNull(LLVMVectorType(LLVMInt32TypeInContext(c), (unsigned)g->lanes)), "");
-    }
-  }
-  g->valid_mask = NULL;
-  if (single) {
-    LLVMTypeRef i32 = LLVMInt32TypeInContext(c);
-    LLVMValueRef idx[64];
-    for (int i = 0; i < g->lanes; i++) idx[i] = LLVMConstInt(i32, (unsigned long long)i, 0);
-    LLVMValueRef v32 = LLVMBuildTrunc(b, valid, i32, "");
-    LLVMValueRef vs = LLVMBuildInsertElement(b, LLVMGetUndef(g->i32v), v32, LLVMConstInt(i32, 0, 0), "");
-    vs = LLVMBuildShuffleVector(b, vs, LLVMGetUndef(g->i32v), LLVMConstNull(g->i32v), "");
-    g->valid_mask = LLVMBuildICmp(b, LLVMIntULT, LLVMConstVector(idx, (unsigned)g->lanes), vs, "");
-  }
+  prologue(g, in, valid, single, inputs, scalars);
+  g->fn_in = in;
+  g->fn_valid = valid;
   LLVMValueRef any = LLVMBuildICmp(b, LLVMIntSGT, nvec, LLVMConstInt(i64, 0, 0), "");
   LLVMBuildCondBr(b, any, loop, done);
   LLVMPositionBuilderAtEnd(b, loop);
@@ -735,6 +804,8 @@ static LLVMMemoryBufferRef emit_object(gen_t *gp, const hl_jit_body_t *body,
   g.i32v = LLVMVectorType(LLVMInt32TypeInContext(g.c), (unsigned)g.lanes);
   g.i1v = LLVMVectorType(LLVMInt1TypeInContext(g.c), (unsigned)g.lanes);
   g.val = malloc(sizeof(LLVMValueRef) * (size_t)body->count);
+  g.exact_fn = NULL;
+  if (g.is_float) emit_exact(&g, "exact");
   emit_function(&g, names[0], unroll, false, false);
   emit_function(&g, names[1], 1, true, false);
   // Loops that call out have no streaming variant (stream = main): their
