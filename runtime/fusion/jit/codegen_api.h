@@ -9,8 +9,8 @@
 // over `vectors` vectors of `lanes` elements (inputs read at the same
 // element, scalar inputs broadcast): `main` takes `unroll` vectors per
 // iteration (vectors a positive multiple of it), `single` one, `stream` is
-// main with non-temporal stores (out aligned to lanes * element size) and a
-// fence before it returns. In `single`, lanes from `valid` on are zeroed in
+// main with non-temporal stores (out aligned to lanes * element size); the
+// caller fences after it (store_fence in jit_kernel.c). In `single`, lanes from `valid` on are zeroed in
 // the argument of every vector call (the zero-padded last vector of vmath's
 // array loops); main and stream take whole vectors only.
 #ifndef HL_RUNTIME_FUSION_JIT_CODEGEN_API_H_

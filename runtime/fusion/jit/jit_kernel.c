@@ -391,12 +391,26 @@ void hl_jit_compile_stats(int *bodies, double *seconds) {
   pthread_mutex_unlock(&g_table_mu);
 }
 
+// After non-temporal stores: they are visible before the caller reports
+// the block done (x86: sfence orders stores only, where a C11 fence is an
+// mfence; elsewhere the C11 fence).
+static void store_fence(void) {
+#if defined(__x86_64__)
+  __builtin_ia32_sfence();
+#else
+  atomic_thread_fence(memory_order_seq_cst);
+#endif
+}
+
 static void run(const hl_jit_kernel_t *k, const void *const *inputs, void *out, int64_t n,
                 bool stream) {
   const hl_jit_loops_t *l = &k->loops;
   int64_t lanes = l->lanes, step = lanes * l->unroll;
   int64_t n_main = n / step * step;
-  if (n_main > 0) (stream ? l->stream_fn : l->main_fn)(inputs, out, n_main / lanes, lanes);
+  if (n_main > 0) {
+    (stream ? l->stream_fn : l->main_fn)(inputs, out, n_main / lanes, lanes);
+    if (stream && l->stream_fn != l->main_fn) store_fence();
+  }
   int64_t n_single = (n - n_main) / lanes * lanes;
   const void *moved[HL_JIT_MAX_INPUTS];
   if (n_single > 0) {
