@@ -549,7 +549,6 @@ static bool jit_covers(const node_t *n, hl_jit_value_t *v, hl_jit_type_t *type, 
   hl_dtype_t t = n->kind == K_COMPARE ? n->in_dtype : n->dtype;
   if (!jit_type_of(t, type)) return false;
   bool fl = hl_jit_type_is_float(*type);
-  bool half = *type == HL_JIT_BF16 || *type == HL_JIT_F16;
   bool sgn = *type >= HL_JIT_S8 && *type <= HL_JIT_S64;
   memset(v, 0, sizeof(*v));
   switch (n->kind) {
@@ -591,7 +590,6 @@ static bool jit_covers(const node_t *n, hl_jit_value_t *v, hl_jit_type_t *type, 
       if (fl ? n->ctype != HL_CMPTYPE_FLOAT
              : n->ctype != (sgn ? HL_CMPTYPE_SIGNED : HL_CMPTYPE_UNSIGNED))
         return false;
-      (void)half;
       switch (n->dir) {
         case HL_CMP_EQ: v->op = HL_JIT_CMP_EQ; return true;
         case HL_CMP_NE: v->op = HL_JIT_CMP_NE; return true;
@@ -765,7 +763,8 @@ int hl_fusion_program_jit_regions(const hl_fusion_program_t *p) {
 
 int hl_fusion_program_jit_regions_ready(const hl_fusion_program_t *p) {
   int n = 0;
-  for (int k = 0; k < p->count; k++) n += p->nodes[k].jit && hl_jit_kernel_ready(p->nodes[k].jit->kernel);
+  for (int k = 0; k < p->count; k++)
+    n += p->nodes[k].jit && hl_jit_kernel_ready(p->nodes[k].jit->kernel);
   return n;
 }
 

@@ -2,10 +2,21 @@
 
 size_t hl_jit_type_size(hl_jit_type_t t) {
   switch (t) {
-    case HL_JIT_F64: case HL_JIT_S64: case HL_JIT_U64: return 8;
-    case HL_JIT_F32: case HL_JIT_S32: case HL_JIT_U32: return 4;
-    case HL_JIT_BF16: case HL_JIT_F16: case HL_JIT_S16: case HL_JIT_U16: return 2;
-    default: return 1;
+    case HL_JIT_F64:
+    case HL_JIT_S64:
+    case HL_JIT_U64:
+      return 8;
+    case HL_JIT_F32:
+    case HL_JIT_S32:
+    case HL_JIT_U32:
+      return 4;
+    case HL_JIT_BF16:
+    case HL_JIT_F16:
+    case HL_JIT_S16:
+    case HL_JIT_U16:
+      return 2;
+    default:
+      return 1;
   }
 }
 
@@ -18,7 +29,8 @@ bool hl_jit_is_mask_op(hl_jit_op_t op) { return op >= HL_JIT_CMP_EQ && op <= HL_
 int hl_jit_arity(hl_jit_op_t op) {
   switch (op) {
     case HL_JIT_LOAD:
-    case HL_JIT_BROADCAST: return 0;
+    case HL_JIT_BROADCAST:
+      return 0;
     case HL_JIT_NEG:
     case HL_JIT_ABS:
     case HL_JIT_SQRT:
@@ -26,9 +38,12 @@ int hl_jit_arity(hl_jit_op_t op) {
     case HL_JIT_FLOOR:
     case HL_JIT_CEIL:
     case HL_JIT_RSQRT:
-    case HL_JIT_NOT: return 1;
-    case HL_JIT_SELECT: return 3;
-    default: return 2;
+    case HL_JIT_NOT:
+      return 1;
+    case HL_JIT_SELECT:
+      return 3;
+    default:
+      return 2;
   }
 }
 
@@ -39,8 +54,10 @@ static bool op_of_type(hl_jit_op_t op, hl_jit_type_t t) {
     case HL_JIT_SQRT:
     case HL_JIT_CALL:
     case HL_JIT_FLOOR:
-    case HL_JIT_CEIL: return fl;
-    case HL_JIT_RSQRT: return t == HL_JIT_F32;
+    case HL_JIT_CEIL:
+      return fl;
+    case HL_JIT_RSQRT:
+      return t == HL_JIT_F32;
     case HL_JIT_REM:
     case HL_JIT_AND:
     case HL_JIT_OR:
@@ -48,8 +65,10 @@ static bool op_of_type(hl_jit_op_t op, hl_jit_type_t t) {
     case HL_JIT_NOT:
     case HL_JIT_SHL:
     case HL_JIT_SRA:
-    case HL_JIT_SRL: return !fl;
-    default: return op >= HL_JIT_LOAD && op < HL_JIT_OP_COUNT_;
+    case HL_JIT_SRL:
+      return !fl;
+    default:
+      return op >= HL_JIT_LOAD && op < HL_JIT_OP_COUNT_;
   }
 }
 

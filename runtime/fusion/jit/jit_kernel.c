@@ -131,9 +131,12 @@ static void load_generator(void) {
 // runs before them.
 static void warm_up(void) {
   hl_vmath_fn_t exp = HL_VM_EXP;
-  hl_jit_value_t v[8] = {{.op = HL_JIT_LOAD, .a = 0}, {.op = HL_JIT_LOAD, .a = 1},
-                         {.op = HL_JIT_ADD, .a = 0, .b = 1}, {.op = HL_JIT_DIV, .a = 2, .b = 1},
-                         {.op = HL_JIT_CALL, .a = 3}, {.op = HL_JIT_CMP_LT, .a = 4, .b = 0},
+  hl_jit_value_t v[8] = {{.op = HL_JIT_LOAD, .a = 0},
+                         {.op = HL_JIT_LOAD, .a = 1},
+                         {.op = HL_JIT_ADD, .a = 0, .b = 1},
+                         {.op = HL_JIT_DIV, .a = 2, .b = 1},
+                         {.op = HL_JIT_CALL, .a = 3},
+                         {.op = HL_JIT_CMP_LT, .a = 4, .b = 0},
                          {.op = HL_JIT_SELECT, .a = 5, .b = 4, .c = 2},
                          {.op = HL_JIT_MAX, .a = 6, .b = 1}};
   v[4].fn = hl_vmath_unary_vector_f32(exp);
@@ -221,9 +224,12 @@ static void compile_kernel(hl_jit_kernel_t *k, const hl_jit_body_t *body) {
   g_compile_seconds += dt;
   pthread_mutex_unlock(&g_table_mu);
   if (g_log)
-    fprintf(stderr, "fusion jit: %d values, %d inputs, %d lanes x %d: %s (%.2f ms)\n",
-            body->count, body->input_count, loops.lanes, loops.unroll,
-            why ? why : cached ? "read from the cache" : "compiled", 1e3 * dt);
+    fprintf(stderr, "fusion jit: %d values, %d inputs, %d lanes x %d: %s (%.2f ms)\n", body->count,
+            body->input_count, loops.lanes, loops.unroll,
+            why      ? why
+            : cached ? "read from the cache"
+                     : "compiled",
+            1e3 * dt);
   k->loops = loops;
   k->why = why;
   atomic_store_explicit(&k->state, why ? FAILED : READY, memory_order_release);
@@ -415,8 +421,7 @@ static void run(const hl_jit_kernel_t *k, const void *const *inputs, void *out, 
   const void *moved[HL_JIT_MAX_INPUTS];
   if (n_single > 0) {
     for (int i = 0; i < k->input_count; i++)
-      moved[i] = k->input_scalar[i] ? inputs[i]
-                                    : (const char *)inputs[i] + (size_t)n_main * k->es;
+      moved[i] = k->input_scalar[i] ? inputs[i] : (const char *)inputs[i] + (size_t)n_main * k->es;
     l->single_fn(moved, (char *)out + (size_t)n_main * k->es, n_single / lanes, lanes);
   }
   int64_t done = n_main + n_single, rest = n - done;

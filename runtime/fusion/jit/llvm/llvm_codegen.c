@@ -5,6 +5,8 @@
 // IR carries no fast-math flags and no fmuladd, so nothing is contracted or
 // reassociated; vmath's routines are bound as absolute symbols by name.
 // Built as a module of its own (runtime/fusion/jit/llvm/CMakeLists.txt).
+#include <errno.h>
+#include <fcntl.h>
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Core.h>
 #include <llvm-c/Error.h>
@@ -13,8 +15,6 @@
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 #include <llvm/Config/llvm-config.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -82,9 +82,9 @@ static const char *init(int vector_bytes, const char **target) {
   if (vector_bytes > 0) vb = vector_bytes;
   g_vector_bytes = vb;
   if (!why) {
-    LLVMTargetMachineRef tm = LLVMCreateTargetMachine(t, triple, cpu, features,
-                                                      LLVMCodeGenLevelDefault, LLVMRelocDefault,
-                                                      LLVMCodeModelJITDefault);
+    LLVMTargetMachineRef tm =
+        LLVMCreateTargetMachine(t, triple, cpu, features, LLVMCodeGenLevelDefault, LLVMRelocDefault,
+                                LLVMCodeModelJITDefault);
     g_tm = LLVMCreateTargetMachine(t, triple, cpu, features, LLVMCodeGenLevelDefault,
                                    LLVMRelocDefault, LLVMCodeModelJITDefault);
     g_features = strdup(features);
@@ -135,11 +135,11 @@ typedef struct gen {
   hl_jit_type_t t;
   int lanes;
   bool is_float, is_half, is_signed;
-  int bits;                   // integer width, or 32 / 64 for floats
-  LLVMTypeRef elem, vec;      // storage element and its vector
-  LLVMTypeRef f32v, i32v, i1v;
-  LLVMValueRef valid_mask;    // single: lanes below `valid`, else NULL
-  LLVMValueRef *val;          // per body value, per unrolled copy
+  int bits;               // integer width, or 32 / 64 for floats
+  LLVMTypeRef elem, vec;  // storage element and its vector
+  LLVMTypeRef f32v, i32v;
+  LLVMValueRef valid_mask;  // single: lanes below `valid`, else NULL
+  LLVMValueRef *val;        // per body value, per unrolled copy
   // exact: NaN results made explicit (nan_rule); else the plain operations
   // and, after each vector, a check that calls `exact_fn` on the vector
   // when its result has a NaN lane.
@@ -148,19 +148,19 @@ typedef struct gen {
   LLVMTypeRef exact_ty;
 } gen_t;
 
-static LLVMValueRef splat(gen_t *g, LLVMTypeRef elem, LLVMValueRef scalar) {
+// A constant vector of the body's lanes, every one `scalar`.
+static LLVMValueRef splat(gen_t *g, LLVMValueRef scalar) {
   LLVMValueRef lanes[64];
   for (int i = 0; i < g->lanes; i++) lanes[i] = scalar;
-  (void)elem;
   return LLVMConstVector(lanes, (unsigned)g->lanes);
 }
 
 static LLVMValueRef ci(gen_t *g, LLVMTypeRef vec, unsigned long long v) {
-  return splat(g, LLVMGetElementType(vec), LLVMConstInt(LLVMGetElementType(vec), v, 0));
+  return splat(g, LLVMConstInt(LLVMGetElementType(vec), v, 0));
 }
 
 static LLVMValueRef cf(gen_t *g, LLVMTypeRef vec, double v) {
-  return splat(g, LLVMGetElementType(vec), LLVMConstReal(LLVMGetElementType(vec), v));
+  return splat(g, LLVMConstReal(LLVMGetElementType(vec), v));
 }
 
 static LLVMValueRef intrinsic(gen_t *g, const char *name, LLVMValueRef x) {
@@ -174,15 +174,22 @@ static LLVMValueRef intrinsic(gen_t *g, const char *name, LLVMValueRef x) {
 static LLVMValueRef widen(gen_t *g, LLVMValueRef h) {
   LLVMBuilderRef b = g->b;
   LLVMValueRef x = LLVMBuildZExt(b, h, g->i32v, "");
-  if (g->t == HL_JIT_BF16) return LLVMBuildBitCast(b, LLVMBuildShl(b, x, ci(g, g->i32v, 16), ""), g->f32v, "");
-  LLVMValueRef sign = LLVMBuildShl(b, LLVMBuildAnd(b, x, ci(g, g->i32v, 0x8000), ""), ci(g, g->i32v, 16), "");
-  LLVMValueRef e = LLVMBuildAnd(b, LLVMBuildLShr(b, x, ci(g, g->i32v, 10), ""), ci(g, g->i32v, 0x1f), "");
+  if (g->t == HL_JIT_BF16)
+    return LLVMBuildBitCast(b, LLVMBuildShl(b, x, ci(g, g->i32v, 16), ""), g->f32v, "");
+  LLVMValueRef sign =
+      LLVMBuildShl(b, LLVMBuildAnd(b, x, ci(g, g->i32v, 0x8000), ""), ci(g, g->i32v, 16), "");
+  LLVMValueRef e =
+      LLVMBuildAnd(b, LLVMBuildLShr(b, x, ci(g, g->i32v, 10), ""), ci(g, g->i32v, 0x1f), "");
   LLVMValueRef m = LLVMBuildAnd(b, x, ci(g, g->i32v, 0x3ff), "");
   LLVMValueRef m13 = LLVMBuildShl(b, m, ci(g, g->i32v, 13), "");
   LLVMValueRef normal = LLVMBuildOr(
-      b, LLVMBuildOr(b, sign, LLVMBuildShl(b, LLVMBuildAdd(b, e, ci(g, g->i32v, 112), ""),
-                                           ci(g, g->i32v, 23), ""), ""), m13, "");
-  LLVMValueRef special = LLVMBuildOr(b, LLVMBuildOr(b, sign, ci(g, g->i32v, 0x7f800000u), ""), m13, "");
+      b,
+      LLVMBuildOr(
+          b, sign,
+          LLVMBuildShl(b, LLVMBuildAdd(b, e, ci(g, g->i32v, 112), ""), ci(g, g->i32v, 23), ""), ""),
+      m13, "");
+  LLVMValueRef special =
+      LLVMBuildOr(b, LLVMBuildOr(b, sign, ci(g, g->i32v, 0x7f800000u), ""), m13, "");
   LLVMValueRef subf = LLVMBuildFMul(b, LLVMBuildSIToFP(b, m, g->f32v, ""),
                                     cf(g, g->f32v, 5.9604644775390625e-08), "");
   LLVMValueRef sub = LLVMBuildOr(b, sign, LLVMBuildBitCast(b, subf, g->i32v, ""), "");
@@ -209,18 +216,21 @@ static LLVMValueRef narrow(gen_t *g, LLVMValueRef f) {
   } else {
     LLVMValueRef odd = LLVMBuildAnd(b, LLVMBuildLShr(b, a, ci(g, v, 13), ""), ci(g, v, 1), "");
     LLVMValueRef normal = LLVMBuildLShr(
-        b, LLVMBuildAdd(b, LLVMBuildAdd(b, LLVMBuildSub(b, a, ci(g, v, 0x38000000u), ""),
-                                        ci(g, v, 0xfff), ""), odd, ""),
+        b,
+        LLVMBuildAdd(
+            b, LLVMBuildAdd(b, LLVMBuildSub(b, a, ci(g, v, 0x38000000u), ""), ci(g, v, 0xfff), ""),
+            odd, ""),
         ci(g, v, 13), "");
-    LLVMValueRef sum = LLVMBuildFAdd(b, LLVMBuildBitCast(b, a, g->f32v, ""), cf(g, g->f32v, 0.5), "");
+    LLVMValueRef sum =
+        LLVMBuildFAdd(b, LLVMBuildBitCast(b, a, g->f32v, ""), cf(g, g->f32v, 0.5), "");
     LLVMValueRef sub = LLVMBuildSub(b, LLVMBuildBitCast(b, sum, v, ""), ci(g, v, 0x3f000000u), "");
     LLVMValueRef mag = LLVMBuildSelect(
         b, nan, ci(g, v, 0x7e00),
-        LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntUGE, a, ci(g, v, 0x477ff000u), ""),
-                        ci(g, v, 0x7c00),
-                        LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, a, ci(g, v, 0x38800000u), ""),
-                                        sub, normal, ""),
-                        ""),
+        LLVMBuildSelect(
+            b, LLVMBuildICmp(b, LLVMIntUGE, a, ci(g, v, 0x477ff000u), ""), ci(g, v, 0x7c00),
+            LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, a, ci(g, v, 0x38800000u), ""), sub,
+                            normal, ""),
+            ""),
         "");
     r = LLVMBuildOr(b, sign, mag, "");
   }
@@ -231,11 +241,14 @@ static LLVMValueRef narrow(gen_t *g, LLVMValueRef f) {
 // equal operands the one whose sign bit says it is larger (+0 > -0).
 static LLVMValueRef float_minmax(gen_t *g, LLVMValueRef a, LLVMValueRef c, bool max) {
   LLVMBuilderRef b = g->b;
-  LLVMTypeRef iv = LLVMVectorType(LLVMIntTypeInContext(g->c, (unsigned)(LLVMGetTypeKind(LLVMGetElementType(LLVMTypeOf(a))) == LLVMDoubleTypeKind ? 64 : 32)), (unsigned)g->lanes);
-  LLVMValueRef neg_a = LLVMBuildICmp(b, LLVMIntSLT, LLVMBuildBitCast(b, a, iv, ""),
-                                     LLVMConstNull(iv), "");
-  LLVMValueRef r = LLVMBuildSelect(b, LLVMBuildFCmp(b, max ? LLVMRealOGT : LLVMRealOLT, a, c, ""), a, c, "");
-  LLVMValueRef eq_pick = max ? LLVMBuildSelect(b, neg_a, c, a, "") : LLVMBuildSelect(b, neg_a, a, c, "");
+  bool f64 = LLVMGetTypeKind(LLVMGetElementType(LLVMTypeOf(a))) == LLVMDoubleTypeKind;
+  LLVMTypeRef iv = LLVMVectorType(LLVMIntTypeInContext(g->c, f64 ? 64 : 32), (unsigned)g->lanes);
+  LLVMValueRef neg_a =
+      LLVMBuildICmp(b, LLVMIntSLT, LLVMBuildBitCast(b, a, iv, ""), LLVMConstNull(iv), "");
+  LLVMValueRef r =
+      LLVMBuildSelect(b, LLVMBuildFCmp(b, max ? LLVMRealOGT : LLVMRealOLT, a, c, ""), a, c, "");
+  LLVMValueRef eq_pick =
+      max ? LLVMBuildSelect(b, neg_a, c, a, "") : LLVMBuildSelect(b, neg_a, a, c, "");
   r = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOEQ, a, c, ""), eq_pick, r, "");
   r = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, c, c, ""), c, r, "");
   return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, a, a, ""), a, r, "");
@@ -285,7 +298,8 @@ static LLVMValueRef call_routine(gen_t *g, const hl_jit_value_t *v, LLVMValueRef
     parts[i] = LLVMBuildCall2(b, fty, f, &arg, 1, "");
   }
   for (int w = per; n > 1; w *= 2, n /= 2)  // concatenate pairwise
-    for (int i = 0; i < n / 2; i++) parts[i] = shuffle_range(g, parts[2 * i], parts[2 * i + 1], 0, 2 * w);
+    for (int i = 0; i < n / 2; i++)
+      parts[i] = shuffle_range(g, parts[2 * i], parts[2 * i + 1], 0, 2 * w);
   return parts[0];
 }
 
@@ -308,8 +322,10 @@ static LLVMValueRef nan_rule(gen_t *g, LLVMValueRef a, LLVMValueRef c, LLVMValue
   LLVMValueRef pick = LLVMBuildSelect(b, na, qa, qc, "");
   if (g_signaling_first) {
     LLVMValueRef zero = LLVMConstNull(iv);
-    LLVMValueRef sa = LLVMBuildAnd(b, na, LLVMBuildICmp(b, LLVMIntEQ, LLVMBuildAnd(b, ia, quiet, ""), zero, ""), "");
-    LLVMValueRef sc = LLVMBuildAnd(b, nc, LLVMBuildICmp(b, LLVMIntEQ, LLVMBuildAnd(b, ic, quiet, ""), zero, ""), "");
+    LLVMValueRef sa = LLVMBuildAnd(
+        b, na, LLVMBuildICmp(b, LLVMIntEQ, LLVMBuildAnd(b, ia, quiet, ""), zero, ""), "");
+    LLVMValueRef sc = LLVMBuildAnd(
+        b, nc, LLVMBuildICmp(b, LLVMIntEQ, LLVMBuildAnd(b, ic, quiet, ""), zero, ""), "");
     pick = LLVMBuildSelect(b, sa, qa, LLVMBuildSelect(b, sc, qc, pick, ""), "");
   }
   return LLVMBuildSelect(b, LLVMBuildOr(b, na, nc, ""), pick, r, "");
@@ -328,24 +344,37 @@ static LLVMValueRef arith(gen_t *g, LLVMValueRef a, LLVMValueRef c, LLVMValueRef
 static LLVMValueRef float_op(gen_t *g, const hl_jit_value_t *v, LLVMValueRef a, LLVMValueRef c) {
   LLVMBuilderRef b = g->b;
   switch (v->op) {
-    case HL_JIT_ADD: return arith(g, a, c, LLVMBuildFAdd(b, a, c, ""));
-    case HL_JIT_SUB: return arith(g, a, c, LLVMBuildFSub(b, a, c, ""));
-    case HL_JIT_MUL: return arith(g, a, c, LLVMBuildFMul(b, a, c, ""));
-    case HL_JIT_DIV: return arith(g, a, c, LLVMBuildFDiv(b, a, c, ""));
-    case HL_JIT_MAX: return float_minmax(g, a, c, true);
-    case HL_JIT_MIN: return float_minmax(g, a, c, false);
-    case HL_JIT_NEG: return LLVMBuildFNeg(b, a, "");
-    case HL_JIT_ABS: return intrinsic(g, "llvm.fabs", a);
-    case HL_JIT_SQRT: return intrinsic(g, "llvm.sqrt", a);
-    case HL_JIT_FLOOR: return intrinsic(g, "llvm.floor", a);
-    case HL_JIT_CEIL: return intrinsic(g, "llvm.ceil", a);
+    case HL_JIT_ADD:
+      return arith(g, a, c, LLVMBuildFAdd(b, a, c, ""));
+    case HL_JIT_SUB:
+      return arith(g, a, c, LLVMBuildFSub(b, a, c, ""));
+    case HL_JIT_MUL:
+      return arith(g, a, c, LLVMBuildFMul(b, a, c, ""));
+    case HL_JIT_DIV:
+      return arith(g, a, c, LLVMBuildFDiv(b, a, c, ""));
+    case HL_JIT_MAX:
+      return float_minmax(g, a, c, true);
+    case HL_JIT_MIN:
+      return float_minmax(g, a, c, false);
+    case HL_JIT_NEG:
+      return LLVMBuildFNeg(b, a, "");
+    case HL_JIT_ABS:
+      return intrinsic(g, "llvm.fabs", a);
+    case HL_JIT_SQRT:
+      return intrinsic(g, "llvm.sqrt", a);
+    case HL_JIT_FLOOR:
+      return intrinsic(g, "llvm.floor", a);
+    case HL_JIT_CEIL:
+      return intrinsic(g, "llvm.ceil", a);
     case HL_JIT_RSQRT: {
       LLVMTypeRef dv = LLVMVectorType(LLVMDoubleTypeInContext(g->c), (unsigned)g->lanes);
       LLVMValueRef d = intrinsic(g, "llvm.sqrt", LLVMBuildFPExt(b, a, dv, ""));
       return LLVMBuildFPTrunc(b, LLVMBuildFDiv(b, cf(g, dv, 1.0), d, ""), LLVMTypeOf(a), "");
     }
-    case HL_JIT_CALL: return call_routine(g, v, a);
-    default: return NULL;
+    case HL_JIT_CALL:
+      return call_routine(g, v, a);
+    default:
+      return NULL;
   }
 }
 
@@ -354,21 +383,30 @@ static LLVMValueRef int_op(gen_t *g, const hl_jit_value_t *v, LLVMValueRef a, LL
   LLVMTypeRef t = g->vec;
   bool s = g->is_signed;
   switch (v->op) {
-    case HL_JIT_ADD: return LLVMBuildAdd(b, a, c, "");
-    case HL_JIT_SUB: return LLVMBuildSub(b, a, c, "");
-    case HL_JIT_MUL: return LLVMBuildMul(b, a, c, "");
-    case HL_JIT_AND: return LLVMBuildAnd(b, a, c, "");
-    case HL_JIT_OR: return LLVMBuildOr(b, a, c, "");
-    case HL_JIT_XOR: return LLVMBuildXor(b, a, c, "");
-    case HL_JIT_NOT: return LLVMBuildNot(b, a, "");
-    case HL_JIT_NEG: return LLVMBuildSub(b, LLVMConstNull(t), a, "");
+    case HL_JIT_ADD:
+      return LLVMBuildAdd(b, a, c, "");
+    case HL_JIT_SUB:
+      return LLVMBuildSub(b, a, c, "");
+    case HL_JIT_MUL:
+      return LLVMBuildMul(b, a, c, "");
+    case HL_JIT_AND:
+      return LLVMBuildAnd(b, a, c, "");
+    case HL_JIT_OR:
+      return LLVMBuildOr(b, a, c, "");
+    case HL_JIT_XOR:
+      return LLVMBuildXor(b, a, c, "");
+    case HL_JIT_NOT:
+      return LLVMBuildNot(b, a, "");
+    case HL_JIT_NEG:
+      return LLVMBuildSub(b, LLVMConstNull(t), a, "");
     case HL_JIT_ABS:
       if (!s) return a;
       return LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, a, LLVMConstNull(t), ""),
                              LLVMBuildSub(b, LLVMConstNull(t), a, ""), a, "");
     case HL_JIT_MAX:
     case HL_JIT_MIN: {
-      LLVMIntPredicate p = v->op == HL_JIT_MAX ? (s ? LLVMIntSGT : LLVMIntUGT) : (s ? LLVMIntSLT : LLVMIntULT);
+      LLVMIntPredicate p =
+          v->op == HL_JIT_MAX ? (s ? LLVMIntSGT : LLVMIntUGT) : (s ? LLVMIntSLT : LLVMIntULT);
       return LLVMBuildSelect(b, LLVMBuildICmp(b, p, a, c, ""), a, c, "");
     }
     case HL_JIT_DIV:
@@ -398,21 +436,24 @@ static LLVMValueRef int_op(gen_t *g, const hl_jit_value_t *v, LLVMValueRef a, LL
       // The amount read unsigned; from the width on: 0, or the sign fill.
       LLVMValueRef big = LLVMBuildICmp(b, LLVMIntUGE, c, ci(g, t, (unsigned)g->bits), "");
       if (v->op == HL_JIT_SRA)
-        return LLVMBuildAShr(b, a, LLVMBuildSelect(b, big, ci(g, t, (unsigned)g->bits - 1), c, ""), "");
+        return LLVMBuildAShr(b, a, LLVMBuildSelect(b, big, ci(g, t, (unsigned)g->bits - 1), c, ""),
+                             "");
       LLVMValueRef amt = LLVMBuildSelect(b, big, LLVMConstNull(t), c, "");
-      LLVMValueRef r = v->op == HL_JIT_SHL ? LLVMBuildShl(b, a, amt, "") : LLVMBuildLShr(b, a, amt, "");
+      LLVMValueRef r =
+          v->op == HL_JIT_SHL ? LLVMBuildShl(b, a, amt, "") : LLVMBuildLShr(b, a, amt, "");
       return LLVMBuildSelect(b, big, LLVMConstNull(t), r, "");
     }
-    default: return NULL;
+    default:
+      return NULL;
   }
 }
 
 static LLVMValueRef compare(gen_t *g, hl_jit_op_t op, LLVMValueRef a, LLVMValueRef c) {
   static const LLVMRealPredicate kReal[] = {LLVMRealOEQ, LLVMRealUNE, LLVMRealOLT,
                                             LLVMRealOLE, LLVMRealOGT, LLVMRealOGE};
-  static const LLVMIntPredicate kSigned[] = {LLVMIntEQ, LLVMIntNE, LLVMIntSLT,
+  static const LLVMIntPredicate kSigned[] = {LLVMIntEQ,  LLVMIntNE,  LLVMIntSLT,
                                              LLVMIntSLE, LLVMIntSGT, LLVMIntSGE};
-  static const LLVMIntPredicate kUnsigned[] = {LLVMIntEQ, LLVMIntNE, LLVMIntULT,
+  static const LLVMIntPredicate kUnsigned[] = {LLVMIntEQ,  LLVMIntNE,  LLVMIntULT,
                                                LLVMIntULE, LLVMIntUGT, LLVMIntUGE};
   int k = (int)(op - HL_JIT_CMP_EQ);
   if (g->is_half) return LLVMBuildFCmp(g->b, kReal[k], widen(g, a), widen(g, c), "");
@@ -485,9 +526,9 @@ static void set_width_attributes(gen_t *g, LLVMValueRef f) {
   LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
                           LLVMCreateStringAttribute(g->c, "min-legal-vector-width", 22, width,
                                                     (unsigned)strlen(width)));
-  LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
-                          LLVMCreateStringAttribute(g->c, "prefer-vector-width", 19, width,
-                                                    (unsigned)strlen(width)));
+  LLVMAddAttributeAtIndex(
+      f, LLVMAttributeFunctionIndex,
+      LLVMCreateStringAttribute(g->c, "prefer-vector-width", 19, width, (unsigned)strlen(width)));
 }
 
 // Input pointers, broadcast scalars and (with_mask) the lanes below valid.
@@ -503,7 +544,8 @@ static void prologue(gen_t *g, LLVMValueRef in, LLVMValueRef valid, bool with_ma
     inputs[i] = LLVMBuildLoad2(b, ptr, LLVMBuildGEP2(b, ptr, in, &k, 1, ""), "");
     if (body->input_scalar[i]) {
       LLVMValueRef s = LLVMBuildLoad2(b, g->elem, inputs[i], "");
-      LLVMValueRef v = LLVMBuildInsertElement(b, LLVMGetUndef(g->vec), s, LLVMConstInt(i32, 0, 0), "");
+      LLVMValueRef v =
+          LLVMBuildInsertElement(b, LLVMGetUndef(g->vec), s, LLVMConstInt(i32, 0, 0), "");
       scalars[i] = LLVMBuildShuffleVector(b, v, LLVMGetUndef(g->vec), LLVMConstNull(g->i32v), "");
     }
   }
@@ -512,7 +554,8 @@ static void prologue(gen_t *g, LLVMValueRef in, LLVMValueRef valid, bool with_ma
     LLVMValueRef idx[64];
     for (int i = 0; i < g->lanes; i++) idx[i] = LLVMConstInt(i32, (unsigned long long)i, 0);
     LLVMValueRef v32 = LLVMBuildTrunc(b, valid, i32, "");
-    LLVMValueRef vs = LLVMBuildInsertElement(b, LLVMGetUndef(g->i32v), v32, LLVMConstInt(i32, 0, 0), "");
+    LLVMValueRef vs =
+        LLVMBuildInsertElement(b, LLVMGetUndef(g->i32v), v32, LLVMConstInt(i32, 0, 0), "");
     vs = LLVMBuildShuffleVector(b, vs, LLVMGetUndef(g->i32v), LLVMConstNull(g->i32v), "");
     g->valid_mask = LLVMBuildICmp(b, LLVMIntULT, LLVMConstVector(idx, (unsigned)g->lanes), vs, "");
   }
@@ -530,8 +573,10 @@ static void emit_exact(gen_t *g, const char *name) {
   set_width_attributes(g, f);
   static const char *kAttrs[] = {"noinline", "cold"};
   for (int i = 0; i < 2; i++)
-    LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex,
-                            LLVMCreateEnumAttribute(c, LLVMGetEnumAttributeKindForName(kAttrs[i], strlen(kAttrs[i])), 0));
+    LLVMAddAttributeAtIndex(
+        f, LLVMAttributeFunctionIndex,
+        LLVMCreateEnumAttribute(c, LLVMGetEnumAttributeKindForName(kAttrs[i], strlen(kAttrs[i])),
+                                0));
   LLVMPositionBuilderAtEnd(g->b, LLVMAppendBasicBlockInContext(c, f, "entry"));
   LLVMValueRef inputs[HL_JIT_MAX_INPUTS], scalars[HL_JIT_MAX_INPUTS];
   prologue(g, LLVMGetParam(f, 0), LLVMGetParam(f, 3), true, inputs, scalars);
@@ -546,7 +591,8 @@ static void emit_function(gen_t *g, const char *name, int unroll, bool single, b
   LLVMContextRef c = g->c;
   LLVMTypeRef ptr = LLVMPointerTypeInContext(c, 0), i64 = LLVMInt64TypeInContext(c);
   LLVMTypeRef params[4] = {ptr, ptr, i64, i64};
-  LLVMValueRef f = LLVMAddFunction(g->m, name, LLVMFunctionType(LLVMVoidTypeInContext(c), params, 4, 0));
+  LLVMValueRef f =
+      LLVMAddFunction(g->m, name, LLVMFunctionType(LLVMVoidTypeInContext(c), params, 4, 0));
   set_width_attributes(g, f);
   LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(c, f, "entry");
   LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(c, f, "loop");
@@ -673,10 +719,10 @@ static LLVMMemoryBufferRef cache_read(const char *path, const char *key, size_t 
   char magic[8];
   uint64_t klen = 0, olen = 0;
   char *k = NULL, *obj = NULL;
-  if (fread(magic, 1, 8, f) == 8 && memcmp(magic, kMagic, 8) == 0 &&
-      fread(&klen, 8, 1, f) == 1 && klen == len && fread(&olen, 8, 1, f) == 1 &&
-      olen > 0 && olen < (1u << 30) && (k = malloc(len)) && fread(k, 1, len, f) == len &&
-      memcmp(k, key, len) == 0 && (obj = malloc(olen)) && fread(obj, 1, olen, f) == olen)
+  if (fread(magic, 1, 8, f) == 8 && memcmp(magic, kMagic, 8) == 0 && fread(&klen, 8, 1, f) == 1 &&
+      klen == len && fread(&olen, 8, 1, f) == 1 && olen > 0 && olen < (1u << 30) &&
+      (k = malloc(len)) && fread(k, 1, len, f) == len && memcmp(k, key, len) == 0 &&
+      (obj = malloc(olen)) && fread(obj, 1, olen, f) == olen)
     buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(obj, olen, "hl_fusion_jit_cached");
   free(k);
   free(obj);
@@ -704,9 +750,8 @@ static void cache_write(const char *path, const char *key, size_t len, LLVMMemor
   unlink(tmp);
 }
 
-static LLVMMemoryBufferRef emit_object(gen_t *gp, const hl_jit_body_t *body,
-                                       char names[3][48], int unroll, bool calls,
-                                       const char **why);
+static LLVMMemoryBufferRef emit_object(gen_t *gp, const hl_jit_body_t *body, char names[3][48],
+                                       int unroll, bool calls, const char **why);
 
 static const char *compile(const hl_jit_body_t *body, const char *key, size_t key_len,
                            const char *cache_dir, hl_jit_loops_t *out, bool *cached) {
@@ -784,9 +829,8 @@ static const char *compile(const hl_jit_body_t *body, const char *key, size_t ke
 }
 
 // The body's IR, compiled to an object file for the host.
-static LLVMMemoryBufferRef emit_object(gen_t *gp, const hl_jit_body_t *body,
-                                       char names[3][48], int unroll, bool calls,
-                                       const char **why) {
+static LLVMMemoryBufferRef emit_object(gen_t *gp, const hl_jit_body_t *body, char names[3][48],
+                                       int unroll, bool calls, const char **why) {
   gen_t g = *gp;
   g.c = LLVMContextCreate();
   g.m = LLVMModuleCreateWithNameInContext("hl_fusion_jit", g.c);
@@ -794,15 +838,18 @@ static LLVMMemoryBufferRef emit_object(gen_t *gp, const hl_jit_body_t *body,
   LLVMSetTarget(g.m, g_triple);
   g.b = LLVMCreateBuilderInContext(g.c);
   LLVMTypeRef elem_scalar;
-  if (g.is_half) elem_scalar = LLVMInt16TypeInContext(g.c);
-  else if (body->type == HL_JIT_F32) elem_scalar = LLVMFloatTypeInContext(g.c);
-  else if (body->type == HL_JIT_F64) elem_scalar = LLVMDoubleTypeInContext(g.c);
-  else elem_scalar = LLVMIntTypeInContext(g.c, (unsigned)g.bits);
+  if (g.is_half)
+    elem_scalar = LLVMInt16TypeInContext(g.c);
+  else if (body->type == HL_JIT_F32)
+    elem_scalar = LLVMFloatTypeInContext(g.c);
+  else if (body->type == HL_JIT_F64)
+    elem_scalar = LLVMDoubleTypeInContext(g.c);
+  else
+    elem_scalar = LLVMIntTypeInContext(g.c, (unsigned)g.bits);
   g.elem = elem_scalar;
   g.vec = LLVMVectorType(elem_scalar, (unsigned)g.lanes);
   g.f32v = LLVMVectorType(LLVMFloatTypeInContext(g.c), (unsigned)g.lanes);
   g.i32v = LLVMVectorType(LLVMInt32TypeInContext(g.c), (unsigned)g.lanes);
-  g.i1v = LLVMVectorType(LLVMInt1TypeInContext(g.c), (unsigned)g.lanes);
   g.val = malloc(sizeof(LLVMValueRef) * (size_t)body->count);
   g.exact_fn = NULL;
   if (g.is_float) emit_exact(&g, "exact");
