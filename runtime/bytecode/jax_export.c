@@ -331,10 +331,12 @@ static hl_status_t bind_platform_index(hl_mlir_file_t *f, const char *path, int 
   if (!main || main->region_count != 1 || main->regions[0].block_count < 1)
     return HL_INVALID("%s: jax.export: the module has no @main", path);
   hl_mlir_block_t *b = &main->regions[0].blocks[0];
+  // tensor<i32>, or tensor<i64> in an export JAX made with 64-bit types enabled.
+  hl_dtype_t type = main->operand_type_count > 0 ? main->operand_types[0].dtype : HL_S32;
   if (b->arg_count < 1 || main->operand_type_count < 1 || main->operand_types[0].rank != 0 ||
-      main->operand_types[0].dtype != HL_S32)
+      (type != HL_S32 && type != HL_S64))
     return HL_INVALID("%s: jax.export: a multi-platform export's @main must take the platform "
-                      "index (tensor<i32>) first", path);
+                      "index (tensor<i32> or tensor<i64>) first", path);
   hl_mlir_op_t *ops = hl_realloc(b->ops, ((size_t)b->op_count + 1) * sizeof(*ops));
   if (!ops) return HL_OOM();
   b->ops = ops;
@@ -342,7 +344,8 @@ static hl_status_t bind_platform_index(hl_mlir_file_t *f, const char *path, int 
   b->op_count++;
   hl_mlir_op_t *c = &ops[0];
   memset(c, 0, sizeof(*c));
-  int32_t *value = hl_malloc(sizeof(int32_t));
+  size_t width = type == HL_S64 ? sizeof(int64_t) : sizeof(int32_t);
+  void *value = hl_malloc(width);
   c->name = hl_strdup("stablehlo.constant");
   c->result_names = hl_calloc(1, sizeof(char *));
   c->result_counts = hl_calloc(1, sizeof(int));
@@ -354,18 +357,19 @@ static hl_status_t bind_platform_index(hl_mlir_file_t *f, const char *path, int 
     hl_free(value);
     return HL_OOM();
   }
-  *value = index;
+  if (type == HL_S64) *(int64_t *)value = index;
+  else *(int32_t *)value = index;
   c->generic = c->has_function_type = true;
   c->result_names[0] = b->arg_names[0];  // the argument's uses now read the constant
   c->result_counts[0] = 1;
   c->result_group_count = c->result_count = c->result_type_count = 1;
-  c->result_types[0] = hl_shape_scalar(HL_S32);
+  c->result_types[0] = hl_shape_scalar(type);
   c->attr_count = 1;
   c->attrs[0].kind = HL_MATTR_DENSE;
   c->attrs[0].has_type = true;
-  c->attrs[0].type = hl_shape_scalar(HL_S32);
+  c->attrs[0].type = hl_shape_scalar(type);
   c->attrs[0].blob = (const uint8_t *)value;
-  c->attrs[0].blob_len = sizeof(int32_t);
+  c->attrs[0].blob_len = width;
   c->attrs[0].blob_owned = true;
   // Drop argument 0 from the block and the signature.
   hl_shape_deinit(&b->arg_types[0]);
@@ -420,9 +424,11 @@ static hl_status_t decode_for_cpu(const uint8_t *data, size_t size, const char *
   if (ex->ordered_effect_count)
     return HL_UNIMPL("%s: jax.export: exports with ordered effects (token arguments) are not "
                      "supported", path);
-  if (ex->uses_global_constants)
-    return HL_UNIMPL("%s: jax.export: exports using global constants (shape polymorphism "
-                     "dimension arguments) are not supported", path);
+  // uses_global_constants says the module needs JAX's shape refinement
+  // (refine_polymorphic_shapes) before compiling: its platform index and
+  // dimension variables are global constants threaded through calls. Binding
+  // the platform index below and refining '?' shapes from the arguments
+  // (hl_stablehlo_lower_file_with_args) is that refinement here.
   HL_RETURN_IF_ERROR(hl_bc_read(ex->module, ex->module_size, path, bc));
   hl_status_t st = hl_vhlo_to_mlir(bc, file);
   if (!st && ex->platform_count > 1) {

@@ -1194,6 +1194,68 @@ static void note_types(const hl_bc_block_t *b, uint64_t *types) {
   }
 }
 
+// A module-level `sdy.mesh @name = <[...]>` (Shardy's MeshOp: a symbol name
+// and a MeshAttr, as properties or, unregistered or before bytecode v5, in
+// the attribute dictionary) into f->meshes as the text parser keeps it:
+// items {SYMBOL name, RAW mesh text}.
+static hl_status_t convert_sdy_mesh(const vctx_t *v, const hl_bc_op_t *bop, hl_mlir_file_t *f) {
+  hl_mlir_attr_t found[2];  // [0] the name, [1] the mesh
+  memset(found, 0, sizeof(found));
+  hl_status_t st = NULL;
+  hl_mlir_op_t holder = {0};
+  if (bop->has_properties && bop->properties_are_attr) {
+    hl_mlir_attr_t d;
+    st = decode_attr(v, (uint64_t)bop->properties_attr, &d, 0);
+    for (int i = 0; !st && d.kind == HL_MATTR_DICT && i < d.n; i++)
+      st = add_attr(&holder, d.keys[i], &d.items[i]);
+    hl_mlir_attr_deinit(&d);
+  } else if (bop->has_properties) {  // one attribute index each; told apart by their kind
+    hl_bc_reader_t r = {bop->properties.data, bop->properties.data + bop->properties.size};
+    for (int k = 0; !st && r.p != r.end; k++) {
+      uint64_t idx;
+      hl_mlir_attr_t a;
+      if (k == 2 || !hl_bc_read_varint(&r, &idx)) {
+        st = verr(v, "sdy.mesh: properties are not a name and a mesh");
+        break;
+      }
+      st = decode_attr(v, idx, &a, 0);
+      if (!st) st = add_attr(&holder, a.kind == HL_MATTR_STRING ? "sym_name" : "mesh", &a);
+      hl_mlir_attr_deinit(&a);
+    }
+  }
+  if (!st) st = read_attr_dict(v, bop, &holder);
+  if (!st && (!take(&holder, "sym_name", &found[0]) || found[0].kind != HL_MATTR_STRING))
+    st = verr(v, "sdy.mesh without a symbol name");
+  if (!st && (!take(&holder, "mesh", &found[1]) || found[1].kind != HL_MATTR_RAW ||
+              !found[1].s || strcmp(found[1].s, "sdy.mesh") != 0))
+    st = verr(v, "sdy.mesh @%s without a Shardy mesh attribute", found[0].s ? found[0].s : "?");
+  hl_mlir_op_deinit(&holder);
+  hl_mlir_op_t *ops = st ? NULL : hl_realloc(f->meshes, ((size_t)f->mesh_count + 1) * sizeof(*ops));
+  if (!st && !ops) st = HL_OOM();
+  if (!st) {
+    f->meshes = ops;
+    hl_mlir_op_t *op = &ops[f->mesh_count];
+    memset(op, 0, sizeof(*op));
+    op->name = hl_strdup("sdy.mesh");
+    op->items = hl_calloc(2, sizeof(hl_mlir_attr_t));
+    if (!op->name || !op->items) {
+      hl_free(op->name);
+      hl_free(op->items);
+      st = HL_OOM();
+    } else {
+      f->mesh_count++;
+      op->item_count = 2;
+      op->items[0] = found[0];
+      op->items[0].kind = HL_MATTR_SYMBOL;
+      op->items[1] = found[1];
+      memset(found, 0, sizeof(found));
+    }
+  }
+  hl_mlir_attr_deinit(&found[0]);
+  hl_mlir_attr_deinit(&found[1]);
+  return st;
+}
+
 static hl_status_t convert_module(vctx_t *v, hl_mlir_file_t *f, hl_vhlo_skipped_t *skipped) {
   const hl_bc_module_t *bc = v->bc;
   const hl_bc_block_t *top = &bc->top;
@@ -1233,7 +1295,15 @@ static hl_status_t convert_module(vctx_t *v, hl_mlir_file_t *f, hl_vhlo_skipped_
   const hl_bc_block_t *body = &m->regions[0].blocks[0];
   f->ops = hl_calloc((size_t)body->op_count + 1, sizeof(hl_mlir_op_t));
   if (!f->ops) return HL_OOM();
+  uint32_t sdy = UINT32_MAX;
+  for (uint32_t i = 0; i < bc->dialect_count; i++)
+    if (strcmp(bc->dialects[i], "sdy") == 0) sdy = i;
   for (int i = 0; i < body->op_count; i++) {
+    const hl_bc_op_name_t *on = &bc->op_names[body->ops[i].name];
+    if (on->dialect == sdy && strcmp(on->name, "mesh") == 0) {
+      HL_RETURN_IF_ERROR(convert_sdy_mesh(v, &body->ops[i], f));
+      continue;
+    }
     hl_mlir_op_t *op = &f->ops[f->op_count++];
     hl_status_t st = convert_op(v, &body->ops[i], false, op);
     if (!st && strcmp(op->name, "func.func") != 0)
