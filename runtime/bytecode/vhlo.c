@@ -273,6 +273,28 @@ static void free_types(hl_shape_t *t, int n) {
   hl_free(t);
 }
 
+// A tensor type's encoding: VHLO's TypeExtensionsV1Attr { bounds: svarint[] }
+// (`#stablehlo.type_extensions<bounds = [16, ?]>`, a bounded dynamic shape).
+// Its dimensions stay '?' and are refined from the arguments, as the text
+// parser reads them; other encodings (sparsity, ...) are refused.
+static hl_status_t read_bounds(const vctx_t *v, uint64_t idx, int64_t *bounds, uint64_t *count) {
+  if (idx >= v->bc->attr_count) return verr(v, "bad tensor type encoding");
+  const hl_bc_entry_t *e = &v->bc->attrs[idx];
+  hl_bc_reader_t r;
+  uint64_t code;
+  if (e->dialect != v->vhlo) return verr(v, "tensor types with a non-VHLO encoding are not supported");
+  HL_RETURN_IF_ERROR(entry_reader(v, e, "attribute", idx, &r, &code));
+  if (code != 18)
+    return verr(v, "tensor types with an encoding other than type_extensions (VHLO attribute code "
+                "%llu) are not supported", (unsigned long long)code);
+  if (!hl_bc_read_varint(&r, count) || *count > HL_MAX_RANK) return verr(v, "bad bounds");
+  for (uint64_t k = 0; k < *count; k++)
+    if (!hl_bc_read_svarint(&r, &bounds[k]) || (bounds[k] < 0 && bounds[k] != INT64_MIN))
+      return verr(v, "bad bound");
+  if (r.p != r.end) return verr(v, "trailing bytes after the bounds");
+  return NULL;
+}
+
 // A value type: tensor, token or tuple.
 static hl_status_t decode_type(const vctx_t *v, uint64_t idx, hl_shape_t *out, int depth) {
   memset(out, 0, sizeof(*out));
@@ -297,9 +319,11 @@ static hl_status_t decode_type(const vctx_t *v, uint64_t idx, hl_shape_t *out, i
     case 21: {  // ... with a leading encoding attribute
       uint64_t enc, n, el;
       uint32_t dynamic = 0;
+      int64_t bounds[HL_MAX_RANK];
+      uint64_t bound_count = 0;
       if (code == 21) {
         if (!hl_bc_read_varint(&r, &enc)) return verr(v, "truncated tensor type");
-        return verr(v, "tensor types with an encoding (bounded dynamic shapes) are not supported");
+        HL_RETURN_IF_ERROR(read_bounds(v, enc, bounds, &bound_count));
       }
       if (!hl_bc_read_varint(&r, &n)) return verr(v, "truncated tensor type");
       // (hl_shape_t holds HL_MAX_RANK dimensions.)
@@ -317,6 +341,12 @@ static hl_status_t decode_type(const vctx_t *v, uint64_t idx, hl_shape_t *out, i
           return verr(v, "bad tensor dimension %lld", (long long)dims[k]);
         }
       }
+      if (code == 21 && bound_count != n)
+        return verr(v, "%llu bounds for a tensor of rank %llu", (unsigned long long)bound_count,
+                    (unsigned long long)n);
+      for (uint64_t k = 0; code == 21 && k < n; k++)
+        if (bounds[k] != INT64_MIN && !(dynamic >> k & 1u))
+          return verr(v, "a bound on the static dimension %llu", (unsigned long long)k);
       if (!hl_bc_read_varint(&r, &el)) return verr(v, "truncated tensor type");
       hl_dtype_t dt;
       *v->last_quant = 0;
@@ -637,11 +667,24 @@ static hl_status_t decode_vhlo_attr(const vctx_t *v, uint64_t code, hl_bc_reader
         }
         return NULL;
       }
+      // An element type as a value (dot algorithms' precision and accumulation
+      // types): the text's `f32` is a TYPE of that scalar; TF32 has no dtype
+      // here and stays the word `tf32`, as the text parser keeps it.
+      bool builtin = v->bc->types[u].dialect == v->builtin;
+      bool value = builtin ? tcode == 13 || tcode == 15
+                           : (tcode >= 20 && tcode <= 23) || tcode == 25 || tcode >= 41;
+      if (!builtin && tcode == 34) return set_string(a, HL_MATTR_WORD, "tf32");
       a->kind = HL_MATTR_TYPE;
       a->has_type = true;
-      return decode_type(v, u, &a->type, depth + 1);
+      if (value) return decode_type(v, u, &a->type, depth + 1);
+      hl_dtype_t el;
+      *v->last_quant = 0;
+      HL_RETURN_IF_ERROR(decode_element(v, u, &el, depth + 1));
+      a->type = hl_shape_scalar(el);
+      a->type_quant = *v->last_quant;
+      return NULL;
     }
-    case 18: return verr(v, "type_extensions (bounded dynamic shapes) are not supported");
+    case 18: return verr(v, "type_extensions outside a tensor type");
     case 19:  // ResultAccuracyModeV1Attr: #stablehlo.result_accuracy_mode<X>
       if (!hl_bc_read_varint(r, &u) || u > 2) return verr(v, "bad result accuracy mode");
       HL_RETURN_IF_ERROR(set_string(a, HL_MATTR_DIALECT, "stablehlo.result_accuracy_mode"));
@@ -878,13 +921,13 @@ static hl_status_t stablehlo_attrs(const vctx_t *v, const char *vname, hl_mlir_o
     static const char *const k[] = {"lhs_batching_dimensions", "rhs_batching_dimensions",
                                     "lhs_contracting_dimensions", "rhs_contracting_dimensions", NULL};
     HL_RETURN_IF_ERROR(group(op, "dot_dimension_numbers", "stablehlo.dot", k));
-    const hl_mlir_attr_t *lp = op_attr(op, "lhs_precision_type");
-    if (lp && lp->kind != HL_MATTR_UNIT)
-      return verr(v, "dot_general with a dot algorithm is not supported");
     static const char *const alg[] = {"lhs_precision_type", "rhs_precision_type", "accumulation_type",
                                       "lhs_component_count", "rhs_component_count",
                                       "num_primitive_operations", "allow_imprecise_accumulation", NULL};
-    for (int i = 0; alg[i]; i++) {
+    const hl_mlir_attr_t *lp = op_attr(op, "lhs_precision_type");
+    if (lp && lp->kind != HL_MATTR_UNIT)  // a dot algorithm, as the text writes it
+      return group(op, "algorithm", "stablehlo.dot_algorithm", alg);
+    for (int i = 0; alg[i]; i++) {  // none: VHLO's NoneV1Type placeholders
       hl_mlir_attr_t a;
       take(op, alg[i], &a);
       hl_mlir_attr_deinit(&a);
