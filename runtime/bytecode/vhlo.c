@@ -275,8 +275,8 @@ static void free_types(hl_shape_t *t, int n) {
 
 // A tensor type's encoding: VHLO's TypeExtensionsV1Attr { bounds: svarint[] }
 // (`#stablehlo.type_extensions<bounds = [16, ?]>`, a bounded dynamic shape).
-// Its dimensions stay '?' and are refined from the arguments, as the text
-// parser reads them; other encodings (sparsity, ...) are refused.
+// Its dimensions stay dynamic, holding their bounds, and are refined from the
+// arguments, as the text parser reads them; other encodings are refused.
 static hl_status_t read_bounds(const vctx_t *v, uint64_t idx, int64_t *bounds, uint64_t *count) {
   if (idx >= v->bc->attr_count) return verr(v, "bad tensor type encoding");
   const hl_bc_entry_t *e = &v->bc->attrs[idx];
@@ -344,9 +344,12 @@ static hl_status_t decode_type(const vctx_t *v, uint64_t idx, hl_shape_t *out, i
       if (code == 21 && bound_count != n)
         return verr(v, "%llu bounds for a tensor of rank %llu", (unsigned long long)bound_count,
                     (unsigned long long)n);
-      for (uint64_t k = 0; code == 21 && k < n; k++)
-        if (bounds[k] != INT64_MIN && !(dynamic >> k & 1u))
+      for (uint64_t k = 0; code == 21 && k < n; k++) {
+        if (bounds[k] == INT64_MIN) continue;
+        if (!(dynamic >> k & 1u))
           return verr(v, "a bound on the static dimension %llu", (unsigned long long)k);
+        dims[k] = bounds[k];  // a bounded '?' holds its bound, as the text parser keeps it
+      }
       if (!hl_bc_read_varint(&r, &el)) return verr(v, "truncated tensor type");
       hl_dtype_t dt;
       *v->last_quant = 0;

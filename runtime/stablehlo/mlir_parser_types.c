@@ -117,6 +117,37 @@ static hl_status_t parse_element_type(parser_t *p, hl_dtype_t *out) {
   return NULL;
 }
 
+// A bounded dynamic tensor type's encoding, `#stablehlo.bounds<8, ?>` or
+// `#stablehlo.type_extensions<bounds = [8, ?]>`: each bounded '?' dimension
+// holds its bound, as a bounded dynamic HLO shape (f32[<=8,4]) does, so an
+// argument refined past it is refused (hl_refine_compatible). Other
+// encodings are left alone.
+static hl_status_t apply_bounds(parser_t *p, const hl_mlir_attr_t *enc, int rank, int64_t *dims,
+                                uint32_t dynamic) {
+  if (enc->kind != HL_MATTR_DIALECT || !enc->s) return NULL;
+  const hl_mlir_attr_t *list = NULL;
+  int n = 0;
+  if (strcmp(enc->s, "stablehlo.bounds") == 0) {
+    list = enc->items;
+    n = enc->n;
+  } else if (strcmp(enc->s, "stablehlo.type_extensions") == 0) {
+    const hl_mlir_attr_t *b = hl_mlir_attr_member(enc, "bounds");
+    if (!b || b->kind != HL_MATTR_ARRAY) return ERR("type_extensions without bounds = [...]");
+    list = b->items;
+    n = b->n;
+  } else {
+    return NULL;
+  }
+  if (n != rank) return ERR("%d bounds for a tensor of rank %d", n, rank);
+  for (int d = 0; d < n; d++) {
+    if (list[d].kind == HL_MATTR_WORD && list[d].s && strcmp(list[d].s, "?") == 0) continue;
+    if (list[d].kind != HL_MATTR_INT || list[d].i < 0) return ERR("a bound must be '?' or a size");
+    if (!(dynamic >> d & 1u)) return ERR("a bound on the static dimension %d", d);
+    dims[d] = list[d].i;
+  }
+  return NULL;
+}
+
 static hl_status_t parse_tensor_type(parser_t *p, hl_shape_t *out) {
   advance(p);  // tensor
   if (!at_punct(p, '<')) return ERR("expected '<' after tensor");
@@ -150,10 +181,11 @@ static hl_status_t parse_tensor_type(parser_t *p, hl_shape_t *out) {
   hl_mlir_lex_seek(&p->lx, i);
   hl_dtype_t t;
   HL_RETURN_IF_ERROR(parse_element_type(p, &t));
-  if (accept_punct(p, ',')) {  // encoding (bounds, sparsity): not needed for static shapes
+  if (accept_punct(p, ',')) {  // encoding: bounds are kept, the rest is not needed
     int quant = p->last_quant;
     hl_mlir_attr_t enc = {0};
     hl_status_t st = hl_mlirp_parse_attr_value(p, &enc, false);
+    if (!st) st = apply_bounds(p, &enc, rank, dims, dynamic);
     hl_mlir_attr_deinit(&enc);
     HL_RETURN_IF_ERROR(st);
     p->last_quant = quant;
