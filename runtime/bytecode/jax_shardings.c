@@ -229,8 +229,13 @@ static hl_status_t check_one(const hl_jax_export_t *ex, bool result, int index,
   bool specified;
   HL_RETURN_IF_ERROR(hl_jax_export_sharding(ex, result, index, &js));
   HL_RETURN_IF_ERROR(hl_jax_sharding_to_ir(ex, &js, shape->rank, &want, &specified));
-  if (!specified) return NULL;
-  hl_spmd_sharding_t *a = hl_malloc(2 * sizeof(*a)), *b = a + 1;
+  // Past the partitioner's limits the program cannot run partitioned (it
+  // says so then); --describe still shows the export.
+  if (!specified || ex->nr_devices > HL_SPMD_MAX_DEVICES || shape->rank > HL_SPMD_MAX_RANK) {
+    hl_sharding_deinit(&want);
+    return NULL;
+  }
+  hl_spmd_sharding_t *a = hl_malloc(2 * sizeof(*a)), *b = a ? a + 1 : NULL;
   hl_status_t st = a ? NULL : HL_OOM();
   if (!st) st = hl_spmd_from_ir(have, shape->rank, ex->nr_devices, a);
   if (!st) st = hl_spmd_from_ir(&want, shape->rank, ex->nr_devices, b);
