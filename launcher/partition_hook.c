@@ -30,11 +30,14 @@ static void npy_shape(const char *path, hl_npy_header_t *h, bool *ok) {
   else *ok = true;
 }
 
-hl_status_t hl_program_is_global(const hl_launch_options_t *o, const hl_module_t *m, bool *out_global,
-                                 bool *out_ambiguous) {
+hl_status_t hl_program_is_global(const hl_launch_options_t *o, const hl_program_t *program,
+                                 bool *out_global, bool *out_ambiguous) {
   *out_global = *out_ambiguous = false;
+  const hl_module_t *m = program->module;
   if (!hl_spmd_module_may_be_global(m)) return NULL;
-  if (o->global_program || hl_spmd_module_has_sharding_constraint(m)) {
+  // jax.export lowers before SPMD partitioning: its programs are global.
+  if (o->global_program || program->format == HL_FORMAT_JAX_EXPORT ||
+      hl_spmd_module_has_sharding_constraint(m)) {
     *out_global = true;
     return NULL;
   }
@@ -61,7 +64,7 @@ hl_status_t hl_partition_if_global(const hl_launch_options_t *o, hl_program_t *p
                                    int64_t partitions, bool *out_partitioned) {
   *out_partitioned = false;
   bool global, ambiguous;
-  HL_RETURN_IF_ERROR(hl_program_is_global(o, program->module, &global, &ambiguous));
+  HL_RETURN_IF_ERROR(hl_program_is_global(o, program, &global, &ambiguous));
   if (partitions <= 1 || !global) return NULL;
   hl_spmd_result_t r;
   HL_RETURN_IF_ERROR_CTX(hl_spmd_partition_grid(program->module, (int)replicas, (int)partitions, &r), "partitioning %s",

@@ -5,7 +5,8 @@
 // Shardings on parameters alone do not tell a global program from one that
 // is already partitioned (XLA keeps them on its per-partition programs), so
 // a program is taken as global when it can be (annotated, no collectives of
-// its own) and one of these holds: --global-program; it has a Sharding
+// its own) and one of these holds: --global-program; it is a jax.export
+// (always lowered before partitioning); it has a Sharding
 // custom-call (XLA's partitioner removes them); or --global-args gives, for
 // a parameter whose sharding splits it, an array of exactly the parameter's
 // shape (for a per-partition program it would be larger).
@@ -22,8 +23,8 @@
 
 // Whether `program` is to be partitioned (rule above). *out_ambiguous is set
 // when it carries shardings but is run as a per-partition program.
-hl_status_t hl_program_is_global(const hl_launch_options_t *o, const hl_module_t *m, bool *out_global,
-                                 bool *out_ambiguous);
+hl_status_t hl_program_is_global(const hl_launch_options_t *o, const hl_program_t *program,
+                                 bool *out_global, bool *out_ambiguous);
 
 // Replaces program->module by its per-partition module when it is global
 // and partitions > 1; *out_partitioned says whether it did. A grid with

@@ -752,7 +752,7 @@ int hl_spawn_main(const hl_launch_options_t *o, int argc, char **argv) {
   if (!st) st = hl_partition_if_global(o, &program, grid.replicas, grid.partitions, &partitioned);
   bool global = false, ambiguous = false;
   if (!st && !partitioned && grid.partitions > 1)
-    st = hl_program_is_global(o, program.module, &global, &ambiguous);
+    st = hl_program_is_global(o, &program, &global, &ambiguous);
   if (!st && o->mpmd_count == 0) st = check_instructions(program.module, &grid);
   if (!st && o->mpmd_count == 0) st = hl_global_io_precheck(o, &program, &grid);
   // Ranks whose collectives cannot pair up would deadlock: said before any

@@ -388,7 +388,7 @@ static bool run_loaded(worker_t *w, hl_program_t *loaded) {
   // per-partition program in the runner (launcher/partition_hook.h says
   // which are global).
   bool global = false, ambiguous = false;
-  if (!agree(w, hl_program_is_global(o, program.module, &global, &ambiguous))) goto done;
+  if (!agree(w, hl_program_is_global(o, &program, &global, &ambiguous))) goto done;
   // --seed on a global program: the global arrays drawn whole and cut into
   // this partition's shards, before partitioning turns the parameters into
   // shards (global_io.h).

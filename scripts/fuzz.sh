@@ -60,6 +60,11 @@ make_seeds() {
                "$HL_ROOT"/../../shared/conformance/stablehlo-vhlo/*.bc; do
         [ -e "$f" ] && cp -n "$f" "$out/"
       done
+      # ... and the modules of JAX's back-compat cases (Shardy ops, dynamic shapes).
+      for d in "$HL_ROOT"/../shared/conformance/jax-export-back-compat \
+               "$HL_ROOT"/../../shared/conformance/jax-export-back-compat; do
+        [ -d "$d" ] && /usr/bin/python3 "$HL_ROOT/tests/fuzz/make_bytecode_seeds.py" "$out" "$d"/*.py
+      done
       true ;;
     fuzz_jax_export)
       # Exports around a few of StableHLO's artifacts, encoded by flatc.

@@ -13,7 +13,7 @@
 #include "runtime/base/status.h"
 #include "runtime/ir/module.h"
 
-enum { HL_JAX_EXPORT_MAX_LIST = 64 };
+enum { HL_JAX_EXPORT_MAX_LIST = 64, HL_JAX_MAX_MESH_AXES = 16 };
 
 typedef struct hl_jax_export {
   uint16_t serialization_version;
@@ -28,7 +28,56 @@ typedef struct hl_jax_export {
   bool uses_global_constants;
   const uint8_t *module;       // mlir_module_serialized: the portable artifact
   size_t module_size;
+  // Argument and result shardings (hl_jax_export_sharding reads one): the
+  // counts are those of in_shardings_idxs / out_shardings_idxs (v10+), else
+  // of in_shardings / out_shardings; 0 when the export has none.
+  int in_sharding_count, out_sharding_count;
+  const uint8_t *data;         // the whole flatbuffer, for those reads
+  size_t size;
+  const char *path;
+  size_t kept_var_at;          // module_kept_var_idx's first element (kept_var_count of them)
+  size_t sharding_vec[2], sharding_idx_vec[2];   // [0] in, [1] out; 0: absent
+  size_t unique_shardings_vec, unique_meshes_vec;
+  uint32_t unique_sharding_count, unique_mesh_count;
 } hl_jax_export_t;
+
+// One argument's or result's sharding as the export keeps it
+// (serialization.fbs's Sharding / NamedSharding; strings point into the
+// buffer). Before serialization version 6 an HloSharding proto; later a
+// NamedSharding: an abstract mesh (devices 0..n-1 in row-major order over
+// the axis sizes) and a PartitionSpec.
+typedef enum hl_jax_sharding_kind {
+  HL_JAX_SHARDING_UNSPECIFIED,  // JAX leaves the placement to the caller
+  HL_JAX_SHARDING_HLO,          // hlo_proto: an encoded xla.OpSharding
+  HL_JAX_SHARDING_NAMED,
+} hl_jax_sharding_kind_t;
+
+typedef enum hl_jax_axis_type {
+  HL_JAX_AXIS_MISSING = 0, HL_JAX_AXIS_AUTO = 1, HL_JAX_AXIS_EXPLICIT = 2, HL_JAX_AXIS_MANUAL = 3,
+} hl_jax_axis_type_t;
+
+typedef struct hl_jax_sharding {
+  hl_jax_sharding_kind_t kind;
+  const uint8_t *hlo_proto;
+  size_t hlo_proto_size;
+  int axis_count;                                   // the mesh
+  const char *axis_names[HL_JAX_MAX_MESH_AXES];
+  uint32_t axis_sizes[HL_JAX_MAX_MESH_AXES];
+  uint8_t axis_types[HL_JAX_MAX_MESH_AXES];         // hl_jax_axis_type_t (MISSING if absent)
+  int dim_count;                                    // PartitionSpec entries (<= the rank)
+  int dim_axis_count[HL_MAX_RANK];                  // 0: None
+  uint8_t dim_axes[HL_MAX_RANK][HL_JAX_MAX_MESH_AXES];  // mesh axis indices, major first
+  int reduced_count, unreduced_count;
+  const char *memory_kind;                          // NULL when absent
+} hl_jax_sharding_t;
+
+// The sharding of argument `index` (of in_avals, before module_kept_var_idx
+// drops any) or of result `index`. Every offset is checked; a spec naming an
+// axis the mesh lacks is an error.
+hl_status_t hl_jax_export_sharding(const hl_jax_export_t *ex, bool result, int index,
+                                   hl_jax_sharding_t *out);
+// Entry `k` of module_kept_var_idx (the in_avals index of module argument k).
+hl_status_t hl_jax_export_kept_var(const hl_jax_export_t *ex, int k, int *out_index);
 
 // True when the bytes are a flatbuffer whose root table holds, in the slot
 // of mlir_module_serialized, MLIR bytecode.

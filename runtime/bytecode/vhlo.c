@@ -38,8 +38,9 @@ enum { kMaxAttrDepth = 64 };
 typedef struct vctx {
   const hl_bc_module_t *bc;
   hl_mlir_file_t *file;
-  uint32_t vhlo, builtin;  // dialect indices (UINT32_MAX when absent)
+  uint32_t vhlo, builtin, sdy;  // dialect indices (UINT32_MAX when absent)
   uint64_t *value_type;    // type index of each value number
+  uint32_t *value_alias;   // the value each value number stands for (itself, or a cast's operand)
   int major, minor, patch; // the producer's StableHLO version
   int *last_quant;         // quantization id of the tensor type decoded last (0: none)
 } vctx_t;
@@ -272,6 +273,28 @@ static void free_types(hl_shape_t *t, int n) {
   hl_free(t);
 }
 
+// A tensor type's encoding: VHLO's TypeExtensionsV1Attr { bounds: svarint[] }
+// (`#stablehlo.type_extensions<bounds = [16, ?]>`, a bounded dynamic shape).
+// Its dimensions stay dynamic, holding their bounds, and are refined from the
+// arguments, as the text parser reads them; other encodings are refused.
+static hl_status_t read_bounds(const vctx_t *v, uint64_t idx, int64_t *bounds, uint64_t *count) {
+  if (idx >= v->bc->attr_count) return verr(v, "bad tensor type encoding");
+  const hl_bc_entry_t *e = &v->bc->attrs[idx];
+  hl_bc_reader_t r;
+  uint64_t code;
+  if (e->dialect != v->vhlo) return verr(v, "tensor types with a non-VHLO encoding are not supported");
+  HL_RETURN_IF_ERROR(entry_reader(v, e, "attribute", idx, &r, &code));
+  if (code != 18)
+    return verr(v, "tensor types with an encoding other than type_extensions (VHLO attribute code "
+                "%llu) are not supported", (unsigned long long)code);
+  if (!hl_bc_read_varint(&r, count) || *count > HL_MAX_RANK) return verr(v, "bad bounds");
+  for (uint64_t k = 0; k < *count; k++)
+    if (!hl_bc_read_svarint(&r, &bounds[k]) || (bounds[k] < 0 && bounds[k] != INT64_MIN))
+      return verr(v, "bad bound");
+  if (r.p != r.end) return verr(v, "trailing bytes after the bounds");
+  return NULL;
+}
+
 // A value type: tensor, token or tuple.
 static hl_status_t decode_type(const vctx_t *v, uint64_t idx, hl_shape_t *out, int depth) {
   memset(out, 0, sizeof(*out));
@@ -296,9 +319,11 @@ static hl_status_t decode_type(const vctx_t *v, uint64_t idx, hl_shape_t *out, i
     case 21: {  // ... with a leading encoding attribute
       uint64_t enc, n, el;
       uint32_t dynamic = 0;
+      int64_t bounds[HL_MAX_RANK];
+      uint64_t bound_count = 0;
       if (code == 21) {
         if (!hl_bc_read_varint(&r, &enc)) return verr(v, "truncated tensor type");
-        return verr(v, "tensor types with an encoding (bounded dynamic shapes) are not supported");
+        HL_RETURN_IF_ERROR(read_bounds(v, enc, bounds, &bound_count));
       }
       if (!hl_bc_read_varint(&r, &n)) return verr(v, "truncated tensor type");
       // (hl_shape_t holds HL_MAX_RANK dimensions.)
@@ -315,6 +340,15 @@ static hl_status_t decode_type(const vctx_t *v, uint64_t idx, hl_shape_t *out, i
         } else if (dims[k] < 0) {
           return verr(v, "bad tensor dimension %lld", (long long)dims[k]);
         }
+      }
+      if (code == 21 && bound_count != n)
+        return verr(v, "%llu bounds for a tensor of rank %llu", (unsigned long long)bound_count,
+                    (unsigned long long)n);
+      for (uint64_t k = 0; code == 21 && k < n; k++) {
+        if (bounds[k] == INT64_MIN) continue;
+        if (!(dynamic >> k & 1u))
+          return verr(v, "a bound on the static dimension %llu", (unsigned long long)k);
+        dims[k] = bounds[k];  // a bounded '?' holds its bound, as the text parser keeps it
       }
       if (!hl_bc_read_varint(&r, &el)) return verr(v, "truncated tensor type");
       hl_dtype_t dt;
@@ -636,11 +670,24 @@ static hl_status_t decode_vhlo_attr(const vctx_t *v, uint64_t code, hl_bc_reader
         }
         return NULL;
       }
+      // An element type as a value (dot algorithms' precision and accumulation
+      // types): the text's `f32` is a TYPE of that scalar; TF32 has no dtype
+      // here and stays the word `tf32`, as the text parser keeps it.
+      bool builtin = v->bc->types[u].dialect == v->builtin;
+      bool value = builtin ? tcode == 13 || tcode == 15
+                           : (tcode >= 20 && tcode <= 23) || tcode == 25 || tcode >= 41;
+      if (!builtin && tcode == 34) return set_string(a, HL_MATTR_WORD, "tf32");
       a->kind = HL_MATTR_TYPE;
       a->has_type = true;
-      return decode_type(v, u, &a->type, depth + 1);
+      if (value) return decode_type(v, u, &a->type, depth + 1);
+      hl_dtype_t el;
+      *v->last_quant = 0;
+      HL_RETURN_IF_ERROR(decode_element(v, u, &el, depth + 1));
+      a->type = hl_shape_scalar(el);
+      a->type_quant = *v->last_quant;
+      return NULL;
     }
-    case 18: return verr(v, "type_extensions (bounded dynamic shapes) are not supported");
+    case 18: return verr(v, "type_extensions outside a tensor type");
     case 19:  // ResultAccuracyModeV1Attr: #stablehlo.result_accuracy_mode<X>
       if (!hl_bc_read_varint(r, &u) || u > 2) return verr(v, "bad result accuracy mode");
       HL_RETURN_IF_ERROR(set_string(a, HL_MATTR_DIALECT, "stablehlo.result_accuracy_mode"));
@@ -877,13 +924,13 @@ static hl_status_t stablehlo_attrs(const vctx_t *v, const char *vname, hl_mlir_o
     static const char *const k[] = {"lhs_batching_dimensions", "rhs_batching_dimensions",
                                     "lhs_contracting_dimensions", "rhs_contracting_dimensions", NULL};
     HL_RETURN_IF_ERROR(group(op, "dot_dimension_numbers", "stablehlo.dot", k));
-    const hl_mlir_attr_t *lp = op_attr(op, "lhs_precision_type");
-    if (lp && lp->kind != HL_MATTR_UNIT)
-      return verr(v, "dot_general with a dot algorithm is not supported");
     static const char *const alg[] = {"lhs_precision_type", "rhs_precision_type", "accumulation_type",
                                       "lhs_component_count", "rhs_component_count",
                                       "num_primitive_operations", "allow_imprecise_accumulation", NULL};
-    for (int i = 0; alg[i]; i++) {
+    const hl_mlir_attr_t *lp = op_attr(op, "lhs_precision_type");
+    if (lp && lp->kind != HL_MATTR_UNIT)  // a dot algorithm, as the text writes it
+      return group(op, "algorithm", "stablehlo.dot_algorithm", alg);
+    for (int i = 0; alg[i]; i++) {  // none: VHLO's NoneV1Type placeholders
       hl_mlir_attr_t a;
       take(op, alg[i], &a);
       hl_mlir_attr_deinit(&a);
@@ -1071,6 +1118,86 @@ static char *value_name(uint32_t group) {
 
 static hl_status_t convert_block(const vctx_t *v, const hl_bc_block_t *b, bool func_body,
                                  hl_mlir_block_t *out);
+static bool is_cast(const vctx_t *v, const hl_bc_op_t *op);
+
+// The text between the outer brackets of a RAW attribute's text (`[a, b]`
+// -> `a, b`), as the text parser keeps `key=[...]` / `key={...}`.
+static hl_status_t strip_brackets(const vctx_t *v, hl_mlir_attr_t *a, char open, char close) {
+  if (a->kind != HL_MATTR_RAW || a->raw_len < 2 || a->raw[0] != open ||
+      a->raw[a->raw_len - 1] != close)
+    return verr(v, "unexpected form of the Shardy attribute %s", a->s ? a->s : "?");
+  a->raw++;
+  a->raw_len -= 2;
+  return NULL;
+}
+
+// Shardy's ops in a function (sdy.manual_computation, sdy.return,
+// sdy.sharding_constraint, sdy.reshard) in the form the text parser gives
+// them (sharding_attrs.c lowers them).
+static hl_status_t convert_non_vhlo(const vctx_t *v, const hl_bc_op_t *bop,
+                                    const hl_bc_op_name_t *on, const char *full,
+                                    hl_mlir_op_t *op) {
+  char name[96];
+  if (on->dialect == v->builtin)  // the 1:1 casts were dropped (note_aliases)
+    return verr(v, "'%s' with %d operands and %d results (expected one each)", full,
+                bop->operand_count, bop->result_count);
+  snprintf(name, sizeof(name), "sdy.%s", on->name);
+  static const char *const kKnown[] = {"sdy.manual_computation", "sdy.return",
+                                       "sdy.sharding_constraint", "sdy.reshard"};
+  bool known = false;
+  for (size_t i = 0; i < sizeof(kKnown) / sizeof(kKnown[0]); i++) known |= strcmp(name, kKnown[i]) == 0;
+  if (!known)
+    return verr(v, "Shardy op '%s' is not supported (read: manual_computation, return, "
+                "sharding_constraint, reshard)", full);
+  if (!(op->name = hl_strdup(name))) return HL_OOM();
+  // Properties: one attribute index each (ODS order); Shardy's attributes
+  // say what they are, the two per-value shardings come in and then out.
+  hl_mlir_attr_t props[4];
+  int n = 0;
+  hl_status_t st = NULL;
+  if (bop->has_properties && !bop->properties_are_attr) {
+    hl_bc_reader_t r = {bop->properties.data, bop->properties.data + bop->properties.size};
+    while (!st && r.p != r.end) {
+      uint64_t idx;
+      if (n == 4 || !hl_bc_read_varint(&r, &idx)) {
+        st = verr(v, "'%s': malformed properties", full);
+        break;
+      }
+      st = decode_attr(v, idx, &props[n], 0);
+      if (!st) n++;
+    }
+  } else if (bop->has_properties) {
+    st = verr(v, "'%s' was written as an unregistered op", full);
+  }
+  int per_value = 0;
+  for (int k = 0; k < n && !st; k++) {
+    hl_mlir_attr_t *a = &props[k];
+    const char *kind = a->kind == HL_MATTR_RAW && a->s ? a->s : "";
+    if (strcmp(name, "sdy.manual_computation") == 0 && strcmp(kind, "sdy.sharding_per_value") == 0 &&
+        per_value < 2) {
+      st = strip_brackets(v, a, '[', ']');
+      if (!st) st = add_attr(op, per_value++ ? "out_shardings" : "in_shardings", a);
+    } else if (strcmp(name, "sdy.manual_computation") == 0 && strcmp(kind, "sdy.manual_axes") == 0) {
+      st = strip_brackets(v, a, '{', '}');
+      if (!st) st = add_attr(op, "manual_axes", a);
+    } else if (strcmp(kind, "sdy.sharding") == 0 && op->item_count == 0) {
+      // sharding_constraint / reshard: the sharding as the pretty form's item
+      op->items = hl_calloc(1, sizeof(hl_mlir_attr_t));
+      if (!op->items) {
+        st = HL_OOM();
+        break;
+      }
+      op->items[0] = *a;
+      memset(a, 0, sizeof(*a));
+      op->item_count = 1;
+    } else {
+      st = verr(v, "'%s': unexpected property %s", full, kind[0] ? kind : "(not a Shardy attribute)");
+    }
+  }
+  for (int k = 0; k < n; k++) hl_mlir_attr_deinit(&props[k]);
+  if (!st) st = read_attr_dict(v, bop, op);
+  return st;
+}
 
 static hl_status_t convert_op(const vctx_t *v, const hl_bc_op_t *bop, bool func_body,
                               hl_mlir_op_t *op) {
@@ -1078,27 +1205,37 @@ static hl_status_t convert_op(const vctx_t *v, const hl_bc_op_t *bop, bool func_
   const hl_bc_op_name_t *on = &bc->op_names[bop->name];
   char full[160];
   hl_bc_op_full_name(bc, bop, full, sizeof(full));
-  if (on->dialect != v->vhlo) return verr(v, "op '%s' is not a VHLO op", full);
-  const vhlo_op_info_t *info = find_op(on->name);
-  if (!info)
+  const vhlo_op_info_t *info = NULL;
+  const char *name;
+  if (on->dialect == v->sdy || (on->dialect == v->builtin &&
+                                strcmp(on->name, "unrealized_conversion_cast") == 0)) {
+    name = NULL;  // Shardy's ops and the casts between VHLO and builtin types around them
+  } else if (on->dialect != v->vhlo) {
+    return verr(v, "op '%s' is not a VHLO op", full);
+  } else if (!(info = find_op(on->name))) {
     return verr(v, "unregistered operation '%s' (this reader knows the VHLO ops of StableHLO "
                 "up to %d.%d)", full, HL_VHLO_MAX_MAJOR, HL_VHLO_MAX_MINOR);
-  const char *name = info->stablehlo;
-  if (strcmp(info->vhlo, "return_v1") == 0 && func_body) name = "func.return";
-  op->name = hl_strdup(name);
-  if (!op->name) return HL_OOM();
-  op->generic = true;
-  op->has_function_type = true;
+  } else {
+    name = info->stablehlo;
+    if (strcmp(info->vhlo, "return_v1") == 0 && func_body) name = "func.return";
+  }
   hl_strbuf_t loc;
   hl_strbuf_init(&loc);
   location_text(v, bop->location, &loc, 0);
   if (loc.length && !(op->location = hl_strbuf_take(&loc))) return HL_OOM();
   hl_strbuf_deinit(&loc);
-  if (bop->has_properties) {
-    if (bop->properties_are_attr) return verr(v, "'%s' was written as an unregistered op", full);
-    HL_RETURN_IF_ERROR(read_properties(v, bop, info, op));
+  if (info) {
+    if (!(op->name = hl_strdup(name))) return HL_OOM();
+    op->generic = true;
+    op->has_function_type = true;
+    if (bop->has_properties) {
+      if (bop->properties_are_attr) return verr(v, "'%s' was written as an unregistered op", full);
+      HL_RETURN_IF_ERROR(read_properties(v, bop, info, op));
+    }
+    HL_RETURN_IF_ERROR(read_attr_dict(v, bop, op));
+  } else {
+    HL_RETURN_IF_ERROR(convert_non_vhlo(v, bop, on, full, op));
   }
-  HL_RETURN_IF_ERROR(read_attr_dict(v, bop, op));
   // Results: one group.
   if (bop->result_count) {
     op->result_names = hl_calloc(1, sizeof(char *));
@@ -1121,7 +1258,7 @@ static hl_status_t convert_op(const vctx_t *v, const hl_bc_op_t *bop, bool func_
     op->operand_types = hl_calloc((size_t)bop->operand_count, sizeof(hl_shape_t));
     if (!op->operands || !op->operand_types) return HL_OOM();
     for (int k = 0; k < bop->operand_count; k++) {
-      const hl_bc_value_t *val = &bc->values[bop->operands[k]];
+      const hl_bc_value_t *val = &bc->values[v->value_alias[bop->operands[k]]];
       op->operand_count = op->operand_type_count = k + 1;
       if (!(op->operands[k].name = value_name(val->group))) return HL_OOM();
       op->operands[k].index = (int)val->index;
@@ -1130,13 +1267,13 @@ static hl_status_t convert_op(const vctx_t *v, const hl_bc_op_t *bop, bool func_
     }
   }
   // After the operands and results: some spellings depend on their counts.
-  HL_RETURN_IF_ERROR(stablehlo_attrs(v, info->vhlo, op));
+  if (info) HL_RETURN_IF_ERROR(stablehlo_attrs(v, info->vhlo, op));
   if (bop->successor_count) return verr(v, "'%s' has block successors (unsupported)", full);
   if (bop->region_count) {
     op->regions = hl_calloc((size_t)bop->region_count, sizeof(hl_mlir_region_t));
     if (!op->regions) return HL_OOM();
     op->region_count = bop->region_count;
-    bool is_func = strcmp(info->vhlo, "func_v1") == 0;
+    bool is_func = info && strcmp(info->vhlo, "func_v1") == 0;
     for (int i = 0; i < bop->region_count; i++) {
       const hl_bc_region_t *br = &bop->regions[i];
       op->regions[i].blocks = hl_calloc((size_t)br->block_count + 1, sizeof(hl_mlir_block_t));
@@ -1147,7 +1284,7 @@ static hl_status_t convert_op(const vctx_t *v, const hl_bc_op_t *bop, bool func_
       }
     }
   }
-  if (strcmp(info->vhlo, "func_v1") == 0) {
+  if (info && strcmp(info->vhlo, "func_v1") == 0) {
     // The signature's quantization ids (the generic func keeps only the types).
     const hl_mlir_attr_t *ft = op_attr(op, "function_type");
     for (int side = 0; ft && ft->kind == HL_MATTR_FUNCTION_TYPE && side < 2; side++) {
@@ -1177,8 +1314,8 @@ static hl_status_t convert_block(const vctx_t *v, const hl_bc_block_t *b, bool f
   out->ops = hl_calloc((size_t)b->op_count + 1, sizeof(hl_mlir_op_t));
   if (!out->ops) return HL_OOM();
   for (int i = 0; i < b->op_count; i++) {
-    out->op_count = i + 1;
-    HL_RETURN_IF_ERROR(convert_op(v, &b->ops[i], func_body, &out->ops[i]));
+    if (is_cast(v, &b->ops[i])) continue;
+    HL_RETURN_IF_ERROR(convert_op(v, &b->ops[i], func_body, &out->ops[out->op_count++]));
   }
   return NULL;
 }
@@ -1191,6 +1328,87 @@ static void note_types(const hl_bc_block_t *b, uint64_t *types) {
       types[op->first_result + (uint32_t)k] = op->result_types[k];
     for (int r = 0; r < op->region_count; r++)
       for (int k = 0; k < op->regions[r].block_count; k++) note_types(&op->regions[r].blocks[k], types);
+  }
+}
+
+// A module-level `sdy.mesh @name = <[...]>` (Shardy's MeshOp: a symbol name
+// and a MeshAttr, as properties or, unregistered or before bytecode v5, in
+// the attribute dictionary) into f->meshes as the text parser keeps it:
+// items {SYMBOL name, RAW mesh text}.
+static hl_status_t convert_sdy_mesh(const vctx_t *v, const hl_bc_op_t *bop, hl_mlir_file_t *f) {
+  hl_mlir_attr_t found[2];  // [0] the name, [1] the mesh
+  memset(found, 0, sizeof(found));
+  hl_status_t st = NULL;
+  hl_mlir_op_t holder = {0};
+  if (bop->has_properties && bop->properties_are_attr) {
+    hl_mlir_attr_t d;
+    st = decode_attr(v, (uint64_t)bop->properties_attr, &d, 0);
+    for (int i = 0; !st && d.kind == HL_MATTR_DICT && i < d.n; i++)
+      st = add_attr(&holder, d.keys[i], &d.items[i]);
+    hl_mlir_attr_deinit(&d);
+  } else if (bop->has_properties) {  // one attribute index each; told apart by their kind
+    hl_bc_reader_t r = {bop->properties.data, bop->properties.data + bop->properties.size};
+    for (int k = 0; !st && r.p != r.end; k++) {
+      uint64_t idx;
+      hl_mlir_attr_t a;
+      if (k == 2 || !hl_bc_read_varint(&r, &idx)) {
+        st = verr(v, "sdy.mesh: properties are not a name and a mesh");
+        break;
+      }
+      st = decode_attr(v, idx, &a, 0);
+      if (!st) st = add_attr(&holder, a.kind == HL_MATTR_STRING ? "sym_name" : "mesh", &a);
+      hl_mlir_attr_deinit(&a);
+    }
+  }
+  if (!st) st = read_attr_dict(v, bop, &holder);
+  if (!st && (!take(&holder, "sym_name", &found[0]) || found[0].kind != HL_MATTR_STRING))
+    st = verr(v, "sdy.mesh without a symbol name");
+  if (!st && (!take(&holder, "mesh", &found[1]) || found[1].kind != HL_MATTR_RAW ||
+              !found[1].s || strcmp(found[1].s, "sdy.mesh") != 0))
+    st = verr(v, "sdy.mesh @%s without a Shardy mesh attribute", found[0].s ? found[0].s : "?");
+  hl_mlir_op_deinit(&holder);
+  hl_mlir_op_t *ops = st ? NULL : hl_realloc(f->meshes, ((size_t)f->mesh_count + 1) * sizeof(*ops));
+  if (!st && !ops) st = HL_OOM();
+  if (!st) {
+    f->meshes = ops;
+    hl_mlir_op_t *op = &ops[f->mesh_count];
+    memset(op, 0, sizeof(*op));
+    op->name = hl_strdup("sdy.mesh");
+    op->items = hl_calloc(2, sizeof(hl_mlir_attr_t));
+    if (!op->name || !op->items) {
+      hl_free(op->name);
+      hl_free(op->items);
+      st = HL_OOM();
+    } else {
+      f->mesh_count++;
+      op->item_count = 2;
+      op->items[0] = found[0];
+      op->items[0].kind = HL_MATTR_SYMBOL;
+      op->items[1] = found[1];
+      memset(found, 0, sizeof(found));
+    }
+  }
+  hl_mlir_attr_deinit(&found[0]);
+  hl_mlir_attr_deinit(&found[1]);
+  return st;
+}
+
+// builtin.unrealized_conversion_cast (between VHLO and builtin tensor types,
+// around Shardy's ops) is the identity here: its result stands for its
+// operand, and the cast itself is dropped (is_cast).
+static bool is_cast(const vctx_t *v, const hl_bc_op_t *op) {
+  const hl_bc_op_name_t *on = &v->bc->op_names[op->name];
+  return on->dialect == v->builtin && strcmp(on->name, "unrealized_conversion_cast") == 0 &&
+         op->operand_count == 1 && op->result_count == 1 && op->region_count == 0;
+}
+
+static void note_aliases(const vctx_t *v, const hl_bc_block_t *b) {
+  for (int i = 0; i < b->op_count; i++) {
+    const hl_bc_op_t *op = &b->ops[i];
+    if (is_cast(v, op) && op->operands[0] < v->bc->value_count)
+      v->value_alias[op->first_result] = v->value_alias[op->operands[0]];
+    for (int r = 0; r < op->region_count; r++)
+      for (int k = 0; k < op->regions[r].block_count; k++) note_aliases(v, &op->regions[r].blocks[k]);
   }
 }
 
@@ -1234,6 +1452,11 @@ static hl_status_t convert_module(vctx_t *v, hl_mlir_file_t *f, hl_vhlo_skipped_
   f->ops = hl_calloc((size_t)body->op_count + 1, sizeof(hl_mlir_op_t));
   if (!f->ops) return HL_OOM();
   for (int i = 0; i < body->op_count; i++) {
+    const hl_bc_op_name_t *on = &bc->op_names[body->ops[i].name];
+    if (on->dialect == v->sdy && strcmp(on->name, "mesh") == 0) {
+      HL_RETURN_IF_ERROR(convert_sdy_mesh(v, &body->ops[i], f));
+      continue;
+    }
     hl_mlir_op_t *op = &f->ops[f->op_count++];
     hl_status_t st = convert_op(v, &body->ops[i], false, op);
     if (!st && strcmp(op->name, "func.func") != 0)
@@ -1271,10 +1494,11 @@ hl_status_t hl_vhlo_to_mlir_partial(const hl_bc_module_t *bc, hl_mlir_file_t *ou
   memset(out, 0, sizeof(*out));
   out->path = bc->path;
   int last_quant = 0;
-  vctx_t v = {bc, out, UINT32_MAX, UINT32_MAX, NULL, 0, 0, 0, &last_quant};
+  vctx_t v = {bc, out, UINT32_MAX, UINT32_MAX, UINT32_MAX, NULL, NULL, 0, 0, 0, &last_quant};
   for (uint32_t i = 0; i < bc->dialect_count; i++) {
     if (strcmp(bc->dialects[i], "vhlo") == 0) v.vhlo = i;
     if (strcmp(bc->dialects[i], "builtin") == 0) v.builtin = i;
+    if (strcmp(bc->dialects[i], "sdy") == 0) v.sdy = i;
   }
   // Before StableHLO named itself in the producer (JAX's early exports say
   // "MLIRxxx-trunk"), the VHLO dialect alone identifies the artifact.
@@ -1289,8 +1513,16 @@ hl_status_t hl_vhlo_to_mlir_partial(const hl_bc_module_t *bc, hl_mlir_file_t *ou
   v.value_type = hl_calloc((size_t)bc->value_count + 1, sizeof(uint64_t));
   if (!v.value_type) return HL_OOM();
   note_types(&bc->top, v.value_type);
+  v.value_alias = hl_calloc((size_t)bc->value_count + 1, sizeof(uint32_t));
+  if (!v.value_alias) {
+    hl_free(v.value_type);
+    return HL_OOM();
+  }
+  for (uint32_t i = 0; i < bc->value_count; i++) v.value_alias[i] = i;
+  note_aliases(&v, &bc->top);
   hl_status_t st = convert_module(&v, out, skipped);
   hl_free(v.value_type);
+  hl_free(v.value_alias);
   if (st) hl_mlir_file_deinit(out);
   return version_note(&v, st);
 }

@@ -40,4 +40,9 @@ hl_status_t hl_proto_decode_literal(const uint8_t *data, size_t size, hl_literal
 hl_status_t hl_proto_encode_literal(const hl_literal_t *literal, uint8_t **out_data,
                                     size_t *out_size);
 
+// Decodes an encoded xla.OpSharding (jax.export keeps its argument and result
+// shardings so). Release with hl_sharding_deinit.
+hl_status_t hl_proto_decode_op_sharding(const uint8_t *data, size_t size,
+                                        hl_sharding_t *out_sharding);
+
 #endif  // HL_RUNTIME_PROTO_PROTO_IO_H_

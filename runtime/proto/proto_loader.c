@@ -132,6 +132,17 @@ static hl_status_t sharding_from_message(const Xla__OpSharding *m, hl_sharding_t
   return NULL;
 }
 
+hl_status_t hl_proto_decode_op_sharding(const uint8_t *data, size_t size,
+                                        hl_sharding_t *out_sharding) {
+  memset(out_sharding, 0, sizeof(*out_sharding));
+  Xla__OpSharding *m = xla__op_sharding__unpack(NULL, size, data);
+  if (!m) return HL_INVALID("not a valid xla.OpSharding message (%zu bytes)", size);
+  hl_status_t st = sharding_from_message(m, out_sharding);
+  xla__op_sharding__free_unpacked(m, NULL);
+  if (st) hl_sharding_deinit(out_sharding);
+  return st;
+}
+
 static hl_status_t iota_groups(hl_replica_groups_t *g, const Xla__IotaReplicaGroupListProto *m) {
   g->kind = HL_GROUPS_IOTA;
   g->iota_num_groups = m->num_replica_groups;

@@ -35,13 +35,20 @@ bool hl_spmd_module_may_be_global(const hl_module_t *m) {
     const hl_sharding_t *s = inst->attrs.sharding;
     bool nontrivial = s && s->type != HL_SHARDING_REPLICATED;
     if ((inst->opcode == HL_OP_PARAMETER || inst == e->root) && nontrivial) annotated = true;
-    if (inst->opcode == HL_OP_CUSTOM_CALL && inst->attrs.custom_call_target &&
-        strcmp(inst->attrs.custom_call_target, "Sharding") == 0)
-      annotated = true;
   }
+  // Sharding constraints and manual regions (shard_map bodies, whose
+  // collectives are per partition already) count wherever they are: JAX's
+  // older exports keep them in a function the entry calls.
+  bool manual = false;
+  for (int c = 0; c < m->computation_count; c++)
+    for (int i = 0; i < m->computations[c]->instruction_count; i++) {
+      const hl_instruction_t *inst = m->computations[c]->instructions[i];
+      const char *t = inst->opcode == HL_OP_CUSTOM_CALL ? inst->attrs.custom_call_target : NULL;
+      if (t && strcmp(t, "Sharding") == 0) annotated = true;
+      if (t && strcmp(t, "SPMDFullToShardShape") == 0) manual = true;
+    }
   if (!annotated) return false;
-  // Collectives inside manual regions (shard_map bodies) are per partition already.
-  if (hl_spmd_module_has_manual_region(m)) return true;
+  if (manual) return true;
   for (int c = 0; c < m->computation_count; c++)
     for (int i = 0; i < m->computations[c]->instruction_count; i++)
       if (is_collective(m->computations[c]->instructions[i]->opcode)) return false;

@@ -51,7 +51,7 @@ static bool shape_is_dynamic(const hl_shape_t *s) {
 bool hl_refine_shape_is_dynamic(const hl_shape_t *s) { return shape_is_dynamic(s); }
 
 // `actual` may stand where `declared` was written: same type, every static
-// dimension equal.
+// dimension equal, every bounded dynamic one within its bound.
 bool hl_refine_compatible(const hl_shape_t *declared, const hl_shape_t *actual) {
   if (declared->dtype != actual->dtype) return false;
   if (declared->dtype == HL_TUPLE) {
@@ -61,10 +61,12 @@ bool hl_refine_compatible(const hl_shape_t *declared, const hl_shape_t *actual) 
     return true;
   }
   if (declared->rank != actual->rank) return false;
-  for (int d = 0; d < declared->rank; d++)
-    if (declared->dims[d] >= 0 && !(declared->dynamic_mask & (1u << d)) &&
-        declared->dims[d] != actual->dims[d])
-      return false;
+  for (int d = 0; d < declared->rank; d++) {
+    bool dynamic = declared->dynamic_mask & (1u << d);
+    if (declared->dims[d] >= 0 && !dynamic && declared->dims[d] != actual->dims[d]) return false;
+    // A bounded dynamic dimension (`?` with a bound, f32[<=8]) takes at most its bound.
+    if (dynamic && declared->dims[d] >= 0 && actual->dims[d] > declared->dims[d]) return false;
+  }
   return true;
 }
 

@@ -387,6 +387,10 @@ static void append_sharding(sb_t *out, const hl_sharding_t *s) {
   }
 }
 
+void hl_print_sharding(const hl_sharding_t *sharding, hl_strbuf_t *out) {
+  append_sharding(out, sharding);
+}
+
 static int compare_entries(const void *a, const void *b) {
   const hl_key_value_t *x = *(const hl_key_value_t *const *)a;
   const hl_key_value_t *y = *(const hl_key_value_t *const *)b;

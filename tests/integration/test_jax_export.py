@@ -11,7 +11,8 @@ vhlo_emit_version_api.1_1_0.mlir.bc (@main: x + x) from
   from its argument and matches NumPy on two shapes;
 - an export for other platforms only, one whose @main lacks the platform-index
   argument a multi-platform export must take, one whose nr_devices disagrees
-  with the module, and one with ordered effects each stop with their reason.
+  with the grid its module states, and one with ordered effects each stop with
+  their reason.
 """
 
 import json
@@ -124,6 +125,28 @@ def expect_failure(name, want, **kw):
     return None
 
 
+def nr_devices_disagree():
+    """JAX's dynamic reduce_window module states 1 replica x 1 partition; an
+    export of it claiming 2 devices is refused. (A module that states no grid
+    runs on nr_devices partitions: test_jax_export_shardings.py.)"""
+    if skip_reason():
+        return skip_reason()
+    import test_shape_poly as poly
+    path = poly.shared("jax-export-back-compat", "tpu_stablehlo_dynamic_reduce_window.py")
+    if not path:
+        return "SKIP: ../shared/conformance/jax-export-back-compat is not here"
+    module = poly.load_back_compat(path)["data_unary_2023_06_17"]["mlir_module_serialized"]
+    want = "nr_devices 2, but the module runs on 1 replicas x 1"
+    with hl.tempdir("jaxexp") as d:
+        prog = make_export(d, "devices", nr_devices=2, module=module, shape=("b", "4"),
+                           function="func")
+        hl.write_args(os.path.join(d, "args"), [np.zeros((3, 4), np.float32)])
+        r = hl.launch(prog, args_dir=os.path.join(d, "args"))
+        if r.returncode == 0 or r.timed_out or want not in r.stderr:
+            return "expected a failure naming %r\n%s" % (want, r.describe())
+    return None
+
+
 if __name__ == "__main__":
     hl.main([
         ("cpu_export_runs", test_cpu_export_runs),
@@ -132,8 +155,7 @@ if __name__ == "__main__":
             "tpu", "exported for platform(s) [tpu, cuda], not cpu", platforms=("tpu", "cuda"))),
         ("platform_index_missing", lambda: expect_failure(
             "multi", "must take the platform index", platforms=("cuda", "cpu"))),
-        ("nr_devices_disagree", lambda: expect_failure(
-            "devices", "nr_devices 2, but the module runs on 1 replicas x 1", nr_devices=2)),
+        ("nr_devices_disagree", nr_devices_disagree),
         ("ordered_effects", lambda: expect_failure(
             "effects", "ordered effects", effects=("Debug",))),
     ])

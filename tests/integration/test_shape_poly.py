@@ -162,6 +162,33 @@ def failing_shape_assertion():
     return None
 
 
+def bounded_types():
+    """Bounded dynamic types, in both spellings (`#stablehlo.bounds<8, ?>` and
+    `#stablehlo.type_extensions<bounds = [8, ?]>`): refined from the argument
+    up to the bound, and an argument past it refused naming the bounded type."""
+    for enc in ("#stablehlo.bounds<8, ?>", "#stablehlo.type_extensions<bounds = [8, ?]>"):
+        t = "tensor<?x4xf32, %s>" % enc
+        text = ("func.func @main(%%arg0: %s) -> %s {\n"
+                "  %%0 = stablehlo.add %%arg0, %%arg0 : %s\n  return %%0 : %s\n}\n" % (t, t, t, t))
+        with hl.tempdir("poly") as d:
+            path = os.path.join(d, "bounded.mlir")
+            with open(path, "w") as f:
+                f.write(text)
+            for rows in (3, 8):
+                x = np.random.default_rng(rows).standard_normal((rows, 4)).astype(np.float32)
+                r, got = run(path, [x], 1)
+                if got is None:
+                    return r.describe()
+                msg = hl.compare("%s rows=%d" % (enc, rows), got[0], x + x)
+                if msg:
+                    return msg
+            r, _ = run(path, [np.zeros((9, 4), np.float32)], 1)
+            want = "argument 0 is f32[9,4], which does not fit its type f32[<=8,4]"
+            if r.returncode != 1 or want not in r.stderr:
+                return "%s: expected exit 1 and %r\n%s" % (enc, want, r.describe())
+    return None
+
+
 def refusals():
     """Shapes that cannot be refined stop with an error naming the op (exit 1)."""
     head = "module @m {\n  func.func public @main("
@@ -323,6 +350,7 @@ if __name__ == "__main__":
         ("batch_mode", batch_mode),
         ("global_program", global_program),
         ("failing_shape_assertion", failing_shape_assertion),
+        ("bounded_types", bounded_types),
         ("refusals", refusals),
         ("testdata_programs", testdata_programs),
         ("dynamic_reduce_window_back_compat", dynamic_reduce_window_back_compat),
