@@ -68,6 +68,8 @@ typedef struct worker {
   // memory) in a table of its own; `profile` then holds runs 2-N.
   hl_profile_t *profile_first;
   double profile_first_seconds;
+  int64_t live_bound, live_params;  // --profile: the entry's live-set lower bound
+  double peak_arrays, peak_resident;  // and the process's peaks after the runs
 } worker_t;
 
 // "rank 3 (replica 1, partition 1)", or "rank 3" before the grid is known.
@@ -233,13 +235,12 @@ static hl_status_t execute(const worker_t *w, hl_comm_t *comm, hl_executable_t *
 // Runs the program once, or --repeat times with the timing report on rank
 // 0's stderr. Every run ends with an agreement, so a rank that fails in run k
 // ends the job instead of leaving the others in run k + 1.
-static bool execute_runs(worker_t *w, hl_comm_t *comm, const hl_program_t *program,
+static bool execute_runs(worker_t *w, hl_comm_t *comm, hl_executable_t *exe,
                          const hl_inputs_t *inputs, hl_literal_t **result) {
   bool timed = w->options->repeat > 0;
   int64_t runs = timed ? w->options->repeat : 1;
-  hl_executable_t *exe = NULL;
   double *seconds = hl_calloc((size_t)runs, sizeof(double));
-  hl_status_t st = seconds ? hl_executable_create(program->module, &exe) : HL_OOM();
+  hl_status_t st = seconds ? NULL : HL_OOM();
   if (!st && w->profile && runs > 1) st = hl_profile_create(&w->profile_first);
   bool ok = agree(w, st, false);
   for (int64_t i = 0; ok && i < runs; i++) {
@@ -272,7 +273,9 @@ static bool execute_runs(worker_t *w, hl_comm_t *comm, const hl_program_t *progr
     fflush(stderr);
     hl_strbuf_deinit(&line);
   }
-  hl_executable_destroy(exe);
+  if (ok && w->profile) hl_profile_memory_peaks(&w->peak_arrays, &w->peak_resident);
+  if (ok && w->profile && !hl_executable_live_set_bound(exe, &w->live_bound, &w->live_params))
+    w->live_bound = 0;
   hl_free(seconds);
   return ok;
 }
@@ -392,6 +395,8 @@ static void print_profile(worker_t *w) {
   }
   hl_profile_format(w->profile, (int)w->options->profile_top, w->profile_seconds,
                     w->profile_runs, flops_per_s, bytes_per_s, &sb);
+  if (w->live_bound > 0)
+    hl_profile_format_memory(w->peak_arrays, w->peak_resident, w->live_bound, w->live_params, &sb);
   int len = sb.failed ? 0 : (int)sb.length;
   int *lens = w->rank == 0 ? hl_calloc((size_t)w->size, sizeof(int)) : NULL;
   MPI_Gather(&len, 1, MPI_INT, lens, 1, MPI_INT, 0, w->comm);
@@ -451,6 +456,7 @@ static bool run_loaded(worker_t *w, hl_program_t *loaded) {
   memset(&inputs, 0, sizeof(inputs));
   hl_literal_t *result = NULL;
   hl_comm_t *comm = NULL;
+  hl_executable_t *exe = NULL;
   bool ok = false, debug_begun = false;
   // A global program (shardings, no collectives of its own) becomes the
   // per-partition program here; every rank partitions it the same way.
@@ -475,6 +481,10 @@ static bool run_loaded(worker_t *w, hl_program_t *loaded) {
   // they keep its instructions as written.
   bool fuse = !o->no_fusion_pass && !o->check_nans && !o->check_infs;
   if (fuse && !agree(w, hl_fusion_pass_run(program.module, NULL, NULL), false)) goto done;
+  // Plans, compiled loops and the first run's buffers while the arguments
+  // are made and the ranks connect (executor.h, warm start).
+  if (!agree(w, hl_executable_create(program.module, &exe), false)) goto done;
+  if (!o->no_warm_start) hl_executable_warm_start(exe);
   if (o->report_bindings)
     hl_binding_report(w->comm, &w->binding, w->rank, w->replica, w->partition,
                       (hl_bind_policy_t)o->bind_to);
@@ -509,7 +519,7 @@ static bool run_loaded(worker_t *w, hl_program_t *loaded) {
     goto done;
   // Freed only after the agreement, which a failed rank may end with
   // MPI_Abort: freeing is collective too, and the others may never get there.
-  if (!execute_runs(w, comm, &program, &inputs, &result)) goto done;
+  if (!execute_runs(w, comm, exe, &inputs, &result)) goto done;
   if (!agree(w,
              hl_debug_session_write_trace(&w->debug, w->grid.replicas, w->grid.partitions,
                                           &w->channels),
@@ -560,6 +570,7 @@ done:
   w->profile_first = NULL;
   hl_literal_release(result);
   hl_inputs_deinit(&inputs);
+  hl_executable_destroy(exe);
   hl_program_deinit(&program);
   return ok;
 }

@@ -124,11 +124,10 @@ static void *big_take(size_t bytes, bool *zeroed) {
   return p;
 }
 
-static void *big_alloc(size_t size, bool zero) {
-  size_t bytes = page_round(size);
-  bool zeroed;
+// A mapping of `bytes` (page-rounded) entered in the live list.
+static void *big_take_live(size_t bytes, bool *zeroed) {
   lock();
-  void *p = big_take(bytes, &zeroed);
+  void *p = big_take(bytes, zeroed);
   if (p && !push(&g_live, &g_live_count, &g_live_cap, (struct big_block){p, bytes})) {
     munmap(p, bytes);
     p = NULL;
@@ -139,6 +138,12 @@ static void *big_alloc(size_t size, bool zero) {
     atomic_store(&g_live_count_atomic, g_live_count);
   }
   unlock();
+  return p;
+}
+
+static void *big_alloc(size_t size, bool zero) {
+  bool zeroed;
+  void *p = big_take_live(page_round(size), &zeroed);
   if (p && zero && !zeroed) memset(p, 0, size);
   return p;
 }
@@ -187,6 +192,33 @@ size_t hl_alloc_large_live_bytes(void) {
   size_t n = g_live_bytes;
   unlock();
   return n;
+}
+
+size_t hl_alloc_large_peak_bytes(void) {
+  lock();
+  size_t n = g_peak_live_bytes;
+  unlock();
+  return n;
+}
+
+size_t hl_alloc_large_block_bytes(size_t size) {
+  return size >= kBigBytes ? page_round(size) : 0;
+}
+
+void *hl_alloc_resident(size_t size) {
+  if (size < kBigBytes || should_fail()) return NULL;
+  size_t bytes = page_round(size);
+  bool zeroed;
+  void *p = big_take_live(bytes, &zeroed);
+  if (p && zeroed) {
+    // A fresh mapping: fault its pages in now, in one call where the
+    // kernel has it (Linux 5.14), else by writing a byte a page.
+#ifdef MADV_POPULATE_WRITE
+    if (madvise(p, bytes, MADV_POPULATE_WRITE) != 0)
+#endif
+      for (size_t off = 0; off < bytes; off += kPage) ((volatile char *)p)[off] = 0;
+  }
+  return p;
 }
 
 size_t hl_alloc_live_bytes(void) {

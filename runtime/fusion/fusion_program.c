@@ -1461,6 +1461,13 @@ static hl_status_t ensure_workspace(hl_fusion_program_t *p, int worker) {
   return NULL;
 }
 
+hl_status_t hl_fusion_program_warm(hl_fusion_program_t *p) {
+  (void)streaming_threshold();
+  HL_RETURN_IF_ERROR(ensure_workspace(p, 0));
+  memset(p->ws[0]->arena, 0, p->arena_bytes);  // its pages, before the run needs them
+  return NULL;
+}
+
 hl_status_t hl_fusion_program_run(hl_fusion_program_t *p, hl_literal_t *const *args, int arg_count,
                                   hl_thread_pool_t *pool, hl_literal_t **out) {
   *out = NULL;
