@@ -35,6 +35,9 @@ size_t hl_alloc_large_live_bytes(void);
 size_t hl_alloc_large_block_bytes(size_t size);
 void *hl_alloc_resident(size_t size);
 size_t hl_alloc_large_peak_bytes(void);
+// Bytes of large blocks mapped fresh so far (new mappings and the grown
+// tails of cached ones): what first touches will page-fault in.
+size_t hl_alloc_large_fresh_bytes(void);
 
 // The size of the last request that failed (0: none since the last clear);
 // the executor names it in out-of-memory errors.
