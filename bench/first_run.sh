@@ -2,13 +2,18 @@
 # First run against later runs (issue 24: target first <= 3x the best later
 # run) for every program in bench/: the programs each bench_* harness builds
 # (written out by running the harness with HL_BENCH_DUMP_DIR, its full sizes)
-# and the training steps of bench/training. Each program runs in a fresh
-# `hlo-launch -np 1 --profile --repeat N --seed 0` (one rank, as a user runs
-# a program), which times the first (cold) run and runs 2-N; the table shows
-# both, their ratio, and the peak memory line of the profile.
-# Usage: bench/first_run.sh [--threads T] [--repeat N] [--keep DIR] [files...]
+# and the training steps of bench/training. Each program runs in fresh
+# `hlo-launch -np 1 --profile --repeat N --seed 0` processes (one rank, as a
+# user runs a program), which time the first (cold) run and runs 2-N:
+# alternately with --no-warm-start (the first run builds plans and maps its
+# buffers itself) and without (the default: executor.h's warm start), R
+# rounds of each; the table shows the fastest first run of each kind against
+# the fastest later run of all, and the profile's peak memory line (the
+# large arrays held at once against the live-set lower bound).
+# Usage: bench/first_run.sh [--threads T] [--repeat N] [--rounds R] [--keep DIR] [files...]
 #   (default: every harness's programs and bench/training/*.hlo, 1 thread,
-#   5 runs; --keep DIR writes the harnesses' programs to DIR and keeps them)
+#   5 runs, 2 rounds; --keep DIR writes the harnesses' programs to DIR and
+#   keeps them)
 # bench_collectives (2 and 8 ranks), bench_bytecode_load and
 # bench_stablehlo_parse (loading, no run) are not part of it.
 set -euo pipefail
@@ -16,12 +21,14 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${HL_BENCH_BUILD_DIR:-$root/build-bench-release}
 threads=1
 repeat=5
+rounds=2
 dir=
 progs=()
 while [ $# -gt 0 ]; do
   case $1 in
     --threads) threads=$2; shift 2 ;;
     --repeat) repeat=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
     --keep) dir=$2; shift 2 ;;
     *) progs+=("$1"); shift ;;
   esac
@@ -45,16 +52,37 @@ else
   cmake --build "$build" --target hlo-launch -j"${HL_BENCH_JOBS:-2}" >/dev/null
 fi
 export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}
-printf '%-32s | %10s | %10s | %6s | %s\n' program "first ms" "later ms" ratio "peak / live-set bound"
+printf '%-32s | %9s | %9s | %9s | %6s | %6s | %s\n' program "cold 1st" "warm 1st" "later" \
+  "cold x" "warm x" "peak memory (warm start)"
 fail=0
+min() { awk -v a="$1" -v b="$2" 'BEGIN { print (a == "" || (b != "" && b + 0 < a + 0)) ? b : a }'; }
 for p in "${progs[@]}"; do
-  out=$("$build/launcher/hlo-launch" -np 1 --threads "$threads" --profile=1 --repeat "$repeat" \
-        --seed 0 -q "$p" 2>&1) || { echo "$(basename "$p"): hlo-launch failed:" >&2; echo "$out" >&2; fail=1; continue; }
-  first=$(sed -n 's/.*: first \([0-9.]*\) ms;.*/\1/p' <<<"$out" | head -1)
-  later=$(sed -n 's/.*: min \([0-9.]*\) ms,.*/\1/p' <<<"$out" | head -1)
-  peak=$(sed -n 's/^ *peak memory: \(.*\)/\1/p' <<<"$out" | head -1)
-  ratio=$(awk -v f="$first" -v l="$later" 'BEGIN { printf "%.2f", (l > 0 ? f / l : 0) }')
-  awk -v r="$ratio" 'BEGIN { exit !(r > 3) }' && fail=1
-  printf '%-32s | %10s | %10s | %6s | %s\n' "$(basename "$p")" "$first" "$later" "$ratio" "$peak"
+  cold= warm= later= peak= failed=
+  for ((r = 0; r < rounds; r++)); do
+    for mode in cold warm; do
+      extra=()
+      [ $mode = cold ] && extra=(--no-warm-start)
+      if ! out=$("$build/launcher/hlo-launch" -np 1 --threads "$threads" --profile=1 \
+                 --repeat "$repeat" --seed 0 -q "${extra[@]}" "$p" 2>&1); then
+        echo "$(basename "$p"): hlo-launch failed:" >&2
+        echo "$out" >&2
+        failed=1
+        break 2
+      fi
+      first=$(sed -n 's/.*: first \([0-9.]*\) ms;.*/\1/p' <<<"$out" | head -1)
+      l=$(sed -n 's/.*: min \([0-9.]*\) ms,.*/\1/p' <<<"$out" | head -1)
+      later=$(min "$later" "$l")
+      if [ $mode = cold ]; then cold=$(min "$cold" "$first"); else
+        warm=$(min "$warm" "$first")
+        peak=$(sed -n 's/^ *peak memory: large arrays \(.*\)/\1/p' <<<"$out" | head -1)
+      fi
+    done
+  done
+  if [ -n "$failed" ]; then fail=1; continue; fi
+  rc=$(awk -v f="$cold" -v l="$later" 'BEGIN { printf "%.2f", (l > 0 ? f / l : 0) }')
+  rw=$(awk -v f="$warm" -v l="$later" 'BEGIN { printf "%.2f", (l > 0 ? f / l : 0) }')
+  awk -v r="$rw" 'BEGIN { exit !(r > 3) }' && fail=1
+  printf '%-32s | %9s | %9s | %9s | %6s | %6s | %s\n' "$(basename "$p")" "$cold" "$warm" \
+    "$later" "$rc" "$rw" "$peak"
 done
 exit $fail

@@ -237,8 +237,9 @@ void hl_profile_format_memory(double arrays, double rss, int64_t bound_bytes,
                     "lower bound %.1f MiB (parameters %.1f MiB + values alive at once)",
                     arrays / mib, rss / mib, (double)bound_bytes / mib,
                     (double)parameter_bytes / mib);
-  if (bound_bytes >= (int64_t)1 << 20)
+  // Arrays under 1 MiB come from malloc and are not in the figure.
+  if (bound_bytes >= (int64_t)1 << 20 && arrays > 0)
     hl_strbuf_appendf(out, "; arrays / bound = %.2f\n", arrays / (double)bound_bytes);
   else
-    hl_strbuf_append(out, "; arrays / bound: n/a (under 1 MiB)\n");
+    hl_strbuf_append(out, "; arrays / bound: n/a (no array of 1 MiB or more)\n");
 }
