@@ -573,7 +573,12 @@ static void *warm_main(void *arg) {
   }
   hl_status_free(st);  // the run builds it again and reports the error
   hl_memory_plan_t mp;
-  if (!plan || hl_memory_plan_build(plan, &mp)) return NULL;
+  if (!plan) return NULL;
+  st = hl_memory_plan_build(plan, &mp);
+  if (st) {
+    hl_status_free(st);
+    return NULL;
+  }
   exe->reserved = hl_calloc((size_t)(mp.fresh_block_count ? mp.fresh_block_count : 1),
                             sizeof(void *));
   for (int i = 0; exe->reserved && i < mp.fresh_block_count; i++) {

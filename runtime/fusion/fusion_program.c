@@ -727,8 +727,8 @@ static int arithmetic_nodes(const hl_fusion_program_t *p) {
   return n;
 }
 
-// Rows of at least this many elements, and blocks of at least 32 rows (the
-// strided copy engine's tile), for a program that only moves a parameter.
+// Blocks of a program that only moves a parameter: about this many
+// elements, and at least 32 whole rows (the strided copy engine's tile).
 enum { COPY_BLOCK_ELEMS = 16384, COPY_MIN_ROWS = 32 };
 
 // A program whose one array output is an index map of a parameter copies
