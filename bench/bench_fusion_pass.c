@@ -12,10 +12,13 @@
 // the op-by-op run (--no-fusion-pass) as time / C loop (target <= 1.5 for
 // fused); the first run beside the best later run (target first <= 3x
 // later), and the set-up before it (pass + executable), in this process
-// (whose heap earlier programs have already touched) and in a fresh process
-// as each hlo-launch rank is (whose first run page-faults every buffer it
-// writes); the peak resident memory of that fresh process above what it had
-// before making the inputs, against inputs + outputs (target <= 1.3x).
+// (whose heap earlier programs have already touched; the executable's warm
+// start has nothing to overlap here, so the first run waits for it) and in
+// a fresh process as each hlo-launch rank is (the warm start overlapping
+// the making of the inputs, as in hlo-launch; also without it, whose first
+// run page-faults every buffer it writes); the peak resident memory of that
+// fresh process above what it had before, against inputs + outputs
+// (target <= 1.3x).
 //
 // Run alone (bench/run.sh) or with --quick (tiny sizes, the ctest smoke
 // run). Times are minima over repeats (the machine is shared).
@@ -186,6 +189,7 @@ static hl_module_t *load(const prog_t *p, long r, long c) {
   size_t size = 1 << 16;
   char *text = malloc(size);
   program_text(p, r, c, text, size);
+  hl_bench_dump(text, p->stablehlo ? "mlir" : "hlo");
   hl_program_t prog;
   hl_bench_check(hl_program_load_bytes((const uint8_t *)text, strlen(text), p->name, &prog),
                  "load");
@@ -230,6 +234,7 @@ static timing_t time_program(const prog_t *p, long r, long c, bool fuse, hl_lite
   hl_executable_t *exe = NULL;
   hl_bench_check(hl_executable_create(m, &exe), "executable");
   t.setup = hl_bench_now() - t0;
+  hl_executable_warm_start(exe);  // nothing to overlap here: the first run waits for it
   t.first = run_once(exe, args, n);
   for (int i = 0; i < reps; i++) {
     double x = run_once(exe, args, n);
@@ -253,15 +258,18 @@ static long status_kib(const char *key) {
 
 // --peak INDEX FUSE: this process loads program INDEX, makes its inputs,
 // runs it once; prints the peak resident KiB above what it had before.
-static int peak_main(int index, bool fuse, long r, long c) {
+static int peak_main(int index, bool fuse, bool no_warm, long r, long c) {
   const prog_t *p = &kProgs[index];
   long before = status_kib("VmRSS:");
-  hl_literal_t *args[3];
-  int n = make_args(p, r, c, args);
+  // As hlo-launch's worker: the executable and its warm start, then the
+  // arguments (which the warm start overlaps), then the runs.
   hl_module_t *m = load(p, r, c);
   if (fuse) hl_bench_check(hl_fusion_pass_run(m, NULL, NULL), "fusion pass");
   hl_executable_t *exe = NULL;
   hl_bench_check(hl_executable_create(m, &exe), "executable");
+  if (!no_warm) hl_executable_warm_start(exe);
+  hl_literal_t *args[3];
+  int n = make_args(p, r, c, args);
   double first = run_once(exe, args, n);
   long peak = status_kib("VmHWM:") - before;
   double later = 1e30;
@@ -278,10 +286,10 @@ static int peak_main(int index, bool fuse, long r, long c) {
 
 // A fresh process (as each hlo-launch rank is): peak MiB, first and best
 // later run in seconds.
-static double fresh_process(const char *self, int index, bool fuse, bool quick, double *first,
-                            double *later) {
+static double fresh_process(const char *self, int index, bool fuse, bool quick, bool no_warm,
+                            double *first, double *later) {
   char cmd[4096];
-  snprintf(cmd, sizeof cmd, "'%s' --peak %d %d%s", self, index, fuse ? 1 : 0,
+  snprintf(cmd, sizeof cmd, "'%s' --peak %d %d %d%s", self, index, fuse ? 1 : 0, no_warm ? 1 : 0,
            quick ? " --quick" : "");
   FILE *f = popen(cmd, "r");
   long kib = -1;
@@ -294,9 +302,10 @@ int main(int argc, char **argv) {
   bool quick = hl_bench_quick(argc, argv);
   if (quick) g_rows[0] = g_rows[1] = 64, g_cols[0] = 256, g_cols[1] = 128;
   hl_bench_tune_malloc();  // as hlo-launch's worker
-  if (argc >= 4 && strcmp(argv[1], "--peak") == 0) {
+  if (argc >= 5 && strcmp(argv[1], "--peak") == 0) {
     int i = atoi(argv[2]);
-    return peak_main(i, atoi(argv[3]) != 0, g_rows[kProgs[i].which], g_cols[kProgs[i].which]);
+    return peak_main(i, atoi(argv[3]) != 0, atoi(argv[4]) != 0, g_rows[kProgs[i].which],
+                     g_cols[kProgs[i].which]);
   }
   int reps = quick ? 1 : 5;
   printf("# unfused programs: fused by the pass vs op by op vs a fused C loop (1 thread); "
@@ -331,12 +340,14 @@ int main(int argc, char **argv) {
     hl_bench_report(name, 1 / unfused.later, "runs/s", "C_loop", 1 / t_c, true, 0);
     double io = (double)(args[0]->byte_size * 2) / (1 << 20);
     for (int i = 1; i < n; i++) io += (double)args[i]->byte_size / (1 << 20);
-    double f1, fl, u1, ul;
-    double pf = fresh_process(argv[0], (int)k, true, quick, &f1, &fl);
-    double pu = fresh_process(argv[0], (int)k, false, quick, &u1, &ul);
+    double f1, fl, u1, ul, n1, nl;
+    double pf = fresh_process(argv[0], (int)k, true, quick, false, &f1, &fl);
+    double pu = fresh_process(argv[0], (int)k, false, quick, false, &u1, &ul);
+    double pn = fresh_process(argv[0], (int)k, true, quick, true, &n1, &nl);
     printf("# %s: fresh process: peak resident %.1f MiB fused, %.1f MiB op by op (inputs + "
-           "outputs %.1f MiB); first run %.2f ms, later %.2f ms fused; %.2f / %.2f ms op by op\n",
-           p->name, pf, pu, io, 1e3 * f1, 1e3 * fl, 1e3 * u1, 1e3 * ul);
+           "outputs %.1f MiB); first run %.2f ms, later %.2f ms fused; %.2f / %.2f ms op by "
+           "op; fused without the warm start %.2f / %.2f ms (peak %.1f MiB)\n",
+           p->name, pf, pu, io, 1e3 * f1, 1e3 * fl, 1e3 * u1, 1e3 * ul, 1e3 * n1, 1e3 * nl, pn);
     snprintf(name, sizeof name, "%s_first_run", p->name);
     all &= hl_bench_report(name, fused.first / fused.later, "x_later", "later_ms",
                            1e3 * fused.later, false, 3.0);

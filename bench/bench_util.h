@@ -36,7 +36,27 @@ static inline void hl_bench_check(hl_status_t st, const char *what) {
   exit(1);
 }
 
+extern char *program_invocation_short_name;  // glibc: the benchmark's name
+
+// With HL_BENCH_DUMP_DIR set, every program a benchmark builds is also
+// written there as <benchmark>-<hash of the text>.hlo (or .mlir), so bench/first_run.sh
+// can run the same programs through hlo-launch.
+static inline void hl_bench_dump(const char *text, const char *ext) {
+  const char *dir = getenv("HL_BENCH_DUMP_DIR");
+  if (!dir || !*dir) return;
+  uint32_t h = 2166136261u;  // FNV-1a of the text: the same program, the same file
+  for (const char *c = text; *c; c++) h = (h ^ (uint8_t)*c) * 16777619u;
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s-%08x.%s", dir, program_invocation_short_name, h, ext);
+  FILE *f = fopen(path, "w");
+  if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
+    fprintf(stderr, "bench: cannot write %s\n", path);
+    exit(1);
+  }
+}
+
 static inline hl_module_t *hl_bench_module(const char *text) {
+  hl_bench_dump(text, "hlo");
   hl_module_t *m = NULL;
   hl_bench_check(hl_parse_hlo_module(text, strlen(text), "<bench>", &m), "parse");
   hl_bench_check(hl_verify_module(m), "verify");

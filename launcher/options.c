@@ -155,6 +155,10 @@ static const char kHelp[] =
     "                        fusion pass forms the fusions XLA's CPU compiler would\n"
     "                        (hlo-convert --explain-fusion shows them; off under\n"
     "                        --check-nans / --check-infs, which name every value)\n"
+    "  --no-warm-start       build plans and compiled loops in the first run and\n"
+    "                        map its buffers as it goes (default: while the\n"
+    "                        arguments are made, a thread builds them and makes the\n"
+    "                        first run's large buffers resident)\n"
     "  --no-fusion-blocking  run fusions op by op, each intermediate a full array\n"
     "                        (the reference mode; default: blocked fusion execution)\n"
     "  --no-fusion-jit       blocked fusions without compiled loops: every op of a\n"
@@ -415,6 +419,7 @@ enum {
   OPT_NO_FUSION_BLOCKING,
   OPT_NO_FUSION_JIT,
   OPT_NO_FUSION_PASS,
+  OPT_NO_WARM_START,
   OPT_PROFILE,
   OPT_SPLIT_INPUT_FILE,
   OPT_PROBE_OUTPUT_DIR,
@@ -479,6 +484,7 @@ static const struct option kLongOptions[] = {
     {"no-fusion-blocking", no_argument, NULL, OPT_NO_FUSION_BLOCKING},
     {"no-fusion-jit", no_argument, NULL, OPT_NO_FUSION_JIT},
     {"no-fusion-pass", no_argument, NULL, OPT_NO_FUSION_PASS},
+    {"no-warm-start", no_argument, NULL, OPT_NO_WARM_START},
     {"profile", optional_argument, NULL, OPT_PROFILE},
     {"split-input-file", no_argument, NULL, OPT_SPLIT_INPUT_FILE},
     {"programs", required_argument, NULL, OPT_PROGRAMS},
@@ -812,6 +818,7 @@ static hl_status_t parse_into(int argc, char **argv, hl_launch_options_t *o) {
       case OPT_NO_FUSION_BLOCKING: o->no_fusion_blocking = true; break;
       case OPT_NO_FUSION_JIT: o->no_fusion_jit = true; break;
       case OPT_NO_FUSION_PASS: o->no_fusion_pass = true; break;
+      case OPT_NO_WARM_START: o->no_warm_start = true; break;
       case OPT_PROFILE:
         o->profile_top = 15;
         if (optarg) HL_RETURN_IF_ERROR(parse_count("--profile", optarg, &o->profile_top));

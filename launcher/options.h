@@ -102,6 +102,7 @@ typedef struct hl_launch_options {
   int64_t threads;               // --threads N (0: not given: the rank's cpuset size)
   bool no_fusion_blocking;       // --no-fusion-blocking: run fusions op by op (reference mode)
   bool no_fusion_pass;           // --no-fusion-pass: run unfused programs op by op
+  bool no_warm_start;            // --no-warm-start: plans and buffers in the first run
   bool no_fusion_jit;            // --no-fusion-jit: blocked fusions without compiled loops
   const char *cache_dir;          // --cache-dir: the fusion JIT's disk cache of compiled loops
   int64_t profile_top;           // --profile[=N]: per-rank instruction profile, top N (0: off)

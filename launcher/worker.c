@@ -322,6 +322,7 @@ static void runner_options(const worker_t *w, bool global, hl_runner_options_t *
       .check_ctx = (void *)o,
       .fusion_pass = !o->no_fusion_pass,
       .no_fusion_blocking = o->no_fusion_blocking,
+      .no_warm_start = o->no_warm_start,
       .pool = w->pool,
       .collectives = (hl_collectives_mode_t)o->collectives,
       .collectives_tuning = o->collectives_tuning,
@@ -413,13 +414,14 @@ static bool run_loaded(worker_t *w, hl_program_t *loaded) {
                     ? hl_global_args_build(o, &program, &w->grid, w->partition, &inputs)
                     : hl_inputs_build(o, &program, w->replica, w->partition, &inputs)))
     goto done;
-  // Communicators, channels, debug session, executable: collective, so
-  // made only once every rank got this far.
+  // Communicators, channels, debug session: collective, so made only once
+  // every rank got this far (the executable's warm start runs meanwhile).
   if (!report(w, hl_runner_start(runner))) goto done;
   if (!execute_runs(w, runner, &inputs, &result)) goto done;
-  if (!report(w, hl_runner_write_trace(runner))) goto done;
+  // The profile right after the runs: its peak memory line reads the peaks.
   if (o->profile_top > 0)
     hl_runner_print_profile(runner, "hlo-launch: ", (int)o->profile_top, stderr);
+  if (!report(w, hl_runner_write_trace(runner))) goto done;
   if (o->output_dir &&
       !agree(w, hl_outputs_write(o->output_dir, result, w->replica, w->partition, &inputs)))
     goto done;

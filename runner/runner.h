@@ -4,12 +4,13 @@
 // program the same way. The sequence:
 //
 //   hl_runner_create: the grid -> a global program partitioned -> the static
-//     checks (collectives, the caller's own) -> the fusion pass;
+//     checks (collectives, the caller's own) -> the fusion pass -> the
+//     executable, its warm start begun;
 //   (the caller builds its inputs for the per-partition program here)
 //   hl_runner_start: the MPI communicator of collectives/ with its
 //     shared-memory layer (tuning, autotuning) -> the collectives prepared ->
 //     channels and host feeds -> the debug session (observer, watchdog,
-//     trace) -> the executable;
+//     trace);
 //   hl_runner_run, as often as wanted (plans and compiled loops reused);
 //   hl_runner_free.
 //
@@ -64,6 +65,11 @@ typedef struct hl_runner_options {
   // module the runner owns (taken over, or partitioned) is rewritten.
   bool fusion_pass;
   bool no_fusion_blocking;  // fusions op by op (the reference mode)
+  // The executable is made at the end of hl_runner_create and, unless
+  // no_warm_start, warm-started there (runtime/exec/executor.h: plans,
+  // compiled loops and the first run's large buffers on a thread of its
+  // own while the caller makes its inputs and hl_runner_start connects).
+  bool no_warm_start;
   // Threads: `pool` (borrowed) when given, else a pool of `threads` (> 1).
   hl_thread_pool_t *pool;
   int threads;
@@ -114,8 +120,9 @@ hl_status_t hl_runner_agree(hl_runner_t *runner, hl_status_t mine, double stuck_
 // --trace: collective; process 0 writes every process's spans.
 hl_status_t hl_runner_write_trace(hl_runner_t *runner);
 // --profile: collective; process 0 writes every process's table (top
-// instructions) and roofline line to `out`, each headed
-// "<heading_prefix>profile of rank ...".
+// instructions), roofline line and peak memory line (against the entry's
+// live-set lower bound; peaks read when this is called, so call it right
+// after the runs) to `out`, each headed "<heading_prefix>profile of rank ...".
 void hl_runner_print_profile(hl_runner_t *runner, const char *heading_prefix, int top,
                              FILE *out);
 

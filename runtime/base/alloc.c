@@ -68,6 +68,7 @@ struct big_block {
 static struct big_block *g_live, *g_cached;
 static size_t g_live_count, g_live_cap, g_cached_count, g_cached_cap;
 static size_t g_live_bytes, g_peak_live_bytes, g_cached_bytes;
+static size_t g_fresh_bytes;  // mapped fresh so far (new mappings, grown tails)
 static atomic_size_t g_live_count_atomic;  // read without the lock by hl_free
 static atomic_flag g_lock = ATOMIC_FLAG_INIT;
 
@@ -109,7 +110,10 @@ static void *big_take(size_t bytes, bool *zeroed) {
     g_cached_bytes -= b.bytes;
     if (b.bytes == bytes) return b.ptr;
     void *p = mremap(b.ptr, b.bytes, bytes, MREMAP_MAYMOVE);
-    if (p != MAP_FAILED) return p;
+    if (p != MAP_FAILED) {
+      if (bytes > b.bytes) g_fresh_bytes += bytes - b.bytes;
+      return p;
+    }
     munmap(b.ptr, b.bytes);
   }
   void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -120,15 +124,15 @@ static void *big_take(size_t bytes, bool *zeroed) {
     p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   }
   if (p == MAP_FAILED) return NULL;
+  g_fresh_bytes += bytes;
   *zeroed = true;
   return p;
 }
 
-static void *big_alloc(size_t size, bool zero) {
-  size_t bytes = page_round(size);
-  bool zeroed;
+// A mapping of `bytes` (page-rounded) entered in the live list.
+static void *big_take_live(size_t bytes, bool *zeroed) {
   lock();
-  void *p = big_take(bytes, &zeroed);
+  void *p = big_take(bytes, zeroed);
   if (p && !push(&g_live, &g_live_count, &g_live_cap, (struct big_block){p, bytes})) {
     munmap(p, bytes);
     p = NULL;
@@ -139,6 +143,12 @@ static void *big_alloc(size_t size, bool zero) {
     atomic_store(&g_live_count_atomic, g_live_count);
   }
   unlock();
+  return p;
+}
+
+static void *big_alloc(size_t size, bool zero) {
+  bool zeroed;
+  void *p = big_take_live(page_round(size), &zeroed);
   if (p && zero && !zeroed) memset(p, 0, size);
   return p;
 }
@@ -187,6 +197,40 @@ size_t hl_alloc_large_live_bytes(void) {
   size_t n = g_live_bytes;
   unlock();
   return n;
+}
+
+size_t hl_alloc_large_peak_bytes(void) {
+  lock();
+  size_t n = g_peak_live_bytes;
+  unlock();
+  return n;
+}
+
+size_t hl_alloc_large_fresh_bytes(void) {
+  lock();
+  size_t n = g_fresh_bytes;
+  unlock();
+  return n;
+}
+
+size_t hl_alloc_large_block_bytes(size_t size) {
+  return size >= kBigBytes ? page_round(size) : 0;
+}
+
+void *hl_alloc_resident(size_t size) {
+  if (size < kBigBytes || should_fail()) return NULL;
+  size_t bytes = page_round(size);
+  bool zeroed;
+  void *p = big_take_live(bytes, &zeroed);
+  (void)zeroed;
+  // Fresh pages (a new mapping, or a cached one grown) faulted in now, in
+  // one call where the kernel has it (Linux 5.14: resident pages cost only
+  // the walk), else by writing a byte a page.
+#ifdef MADV_POPULATE_WRITE
+  if (p && madvise(p, bytes, MADV_POPULATE_WRITE) == 0) return p;
+#endif
+  for (size_t off = 0; p && off < bytes; off += kPage) ((volatile char *)p)[off] = 0;
+  return p;
 }
 
 size_t hl_alloc_live_bytes(void) {

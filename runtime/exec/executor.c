@@ -3,12 +3,14 @@
 // releasing every value right after its last use.
 #include "runtime/exec/executor.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "runtime/base/alloc.h"
 #include "runtime/exec/channels.h"
+#include "runtime/exec/memory_plan.h"
 #include "runtime/exec/plan.h"
 #include "runtime/exec/profile.h"
 #include "runtime/exec/scalar_program.h"
@@ -54,6 +56,12 @@ struct hl_executable {
   int scalar_count, scalar_cap;
   struct fusion_entry *fusions;
   int fusion_count, fusion_cap;
+  // Warm start: the thread, and the resident blocks it holds for the first
+  // run (handed to the allocator's cache when that run begins).
+  pthread_t warm_thread;
+  bool warming;
+  void **reserved;
+  int reserved_count;
 };
 
 struct hl_kernel_context {
@@ -456,10 +464,9 @@ static hl_status_t run_computation(hl_kernel_context_t *ctx, const hl_computatio
 // The scalar program of `c`, compiled on first use (NULL: use the walk).
 // Reducers and comparators are called once per element, so the lookup is
 // a short scan of the few computations called so far.
-static hl_status_t scalar_program_for(hl_kernel_context_t *ctx, const hl_computation_t *c,
-                                      hl_scalar_program_t **out) {
+static hl_status_t scalar_program_of(hl_executable_t *exe, const hl_computation_t *c,
+                                     hl_scalar_program_t **out) {
   *out = NULL;
-  hl_executable_t *exe = ctx->exe;
   for (int i = 0; i < exe->scalar_count; i++)
     if (exe->scalars[i].computation == c) {
       *out = exe->scalars[i].program;
@@ -479,10 +486,9 @@ static hl_status_t scalar_program_for(hl_kernel_context_t *ctx, const hl_computa
   return NULL;
 }
 
-hl_status_t hl_kernel_fusion_program(hl_kernel_context_t *ctx, const hl_computation_t *c,
+static hl_status_t fusion_program_of(hl_executable_t *exe, const hl_computation_t *c,
                                      hl_fusion_program_t **out) {
   *out = NULL;
-  hl_executable_t *exe = ctx->exe;
   for (int i = 0; i < exe->fusion_count; i++)
     if (exe->fusions[i].computation == c) {
       *out = exe->fusions[i].program;
@@ -503,6 +509,11 @@ hl_status_t hl_kernel_fusion_program(hl_kernel_context_t *ctx, const hl_computat
   return NULL;
 }
 
+hl_status_t hl_kernel_fusion_program(hl_kernel_context_t *ctx, const hl_computation_t *c,
+                                     hl_fusion_program_t **out) {
+  return fusion_program_of(ctx->exe, c, out);
+}
+
 hl_status_t hl_kernel_call_computation(hl_kernel_context_t *ctx,
                                        const hl_computation_t *computation,
                                        hl_literal_t *const *args, int arg_count,
@@ -515,7 +526,7 @@ hl_status_t hl_kernel_call_computation(hl_kernel_context_t *ctx,
   hl_exec_observer_t *obs = ctx->options.observer;
   if (obs) obs->vtable->call(obs, computation);
   hl_scalar_program_t *program = NULL;
-  st = scalar_program_for(ctx, computation, &program);
+  st = scalar_program_of(ctx->exe, computation, &program);
   if (!st && program) st = hl_scalar_program_run(program, args, out);
   else if (!st) st = run_computation(ctx, computation, args, arg_count, out);
   if (st) ctx->nested_error = st;
@@ -537,8 +548,83 @@ hl_status_t hl_executable_create(const hl_module_t *module, hl_executable_t **ou
   return NULL;
 }
 
+//===----------------------------------------------------------------------===//
+// Warm start
+//===----------------------------------------------------------------------===//
+
+static void *warm_main(void *arg) {
+  hl_executable_t *exe = arg;
+  const hl_module_t *m = exe->module;
+  hl_plan_t *plan = NULL;
+  hl_status_t st = hl_plan_cache_get(exe->plans, m->entry, &plan);
+  for (int i = 0; !st && i < m->computation_count; i++) {
+    const hl_computation_t *c = m->computations[i];
+    for (int j = 0; !st && j < c->instruction_count; j++) {
+      const hl_instruction_t *inst = c->instructions[j];
+      const hl_computation_t *callee = hl_instruction_to_apply(inst);
+      hl_fusion_program_t *program = NULL;
+      if (inst->opcode == HL_OP_FUSION && callee) st = fusion_program_of(exe, callee, &program);
+      if (program) st = hl_fusion_program_warm(program);
+      for (int k = 0; inst->opcode != HL_OP_FUSION && !st && k < inst->called_count; k++) {
+        hl_scalar_program_t *scalar = NULL;  // reducers, comparators, bodies
+        st = scalar_program_of(exe, inst->called_computations[k], &scalar);
+      }
+    }
+  }
+  hl_status_free(st);  // the run builds it again and reports the error
+  hl_memory_plan_t mp;
+  if (!plan) return NULL;
+  st = hl_memory_plan_build(plan, &mp);
+  if (st) {
+    hl_status_free(st);
+    return NULL;
+  }
+  exe->reserved = hl_calloc((size_t)(mp.fresh_block_count ? mp.fresh_block_count : 1),
+                            sizeof(void *));
+  for (int i = 0; exe->reserved && i < mp.fresh_block_count; i++) {
+    void *p = hl_alloc_resident(mp.fresh_blocks[i]);
+    if (!p) break;  // out of memory: the run will say so, if it is
+    exe->reserved[exe->reserved_count++] = p;
+  }
+  hl_memory_plan_deinit(&mp);
+  return NULL;
+}
+
+void hl_executable_warm_start(hl_executable_t *exe) {
+  if (!exe || exe->warming) return;
+  exe->warming = pthread_create(&exe->warm_thread, NULL, warm_main, exe) == 0;
+}
+
+// Waits for the warm start and gives its blocks to the allocator's cache.
+static void warm_finish(hl_executable_t *exe) {
+  if (exe->warming) pthread_join(exe->warm_thread, NULL);
+  exe->warming = false;
+  for (int i = 0; i < exe->reserved_count; i++) hl_free(exe->reserved[i]);
+  hl_free(exe->reserved);
+  exe->reserved = NULL;
+  exe->reserved_count = 0;
+}
+
+bool hl_executable_live_set_bound(hl_executable_t *exe, int64_t *bound_bytes,
+                                  int64_t *parameter_bytes) {
+  warm_finish(exe);
+  hl_plan_t *plan = NULL;
+  hl_memory_plan_t mp;
+  hl_status_t st = hl_plan_cache_get(exe->plans, exe->module->entry, &plan);
+  if (!st) st = hl_memory_plan_build(plan, &mp);
+  if (st) {
+    hl_status_free(st);
+    return false;
+  }
+  *bound_bytes = mp.live_peak_bytes;
+  *parameter_bytes = mp.parameter_bytes;
+  hl_memory_plan_deinit(&mp);
+  return true;
+}
+
 void hl_executable_destroy(hl_executable_t *exe) {
   if (!exe) return;
+  warm_finish(exe);
   for (int i = 0; i < exe->scalar_count; i++) hl_scalar_program_destroy(exe->scalars[i].program);
   hl_free(exe->scalars);
   for (int i = 0; i < exe->fusion_count; i++) hl_fusion_program_destroy(exe->fusions[i].program);
@@ -555,6 +641,7 @@ hl_status_t hl_executable_run(hl_executable_t *exe, const hl_exec_options_t *opt
   if (!exe) return HL_INVALID("hl_executable_run: no executable");
   if (arg_count < 0 || (arg_count > 0 && !args))
     return HL_INVALID("hl_execute: bad argument array");
+  warm_finish(exe);
   const hl_module_t *module = exe->module;
   const hl_computation_t *entry = module->entry;
   HL_RETURN_IF_ERROR_CTX(check_arguments(entry, args, arg_count), "entry computation '%s'",

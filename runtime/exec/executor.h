@@ -46,4 +46,21 @@ hl_status_t hl_executable_run(hl_executable_t *executable, const hl_exec_options
                               hl_literal_t *const *args, int arg_count,
                               hl_literal_t **out_result);
 
+// Warm start (issue 24): what a first run would otherwise do on its way --
+// the entry's plan, the blocked programs of every fusion (compiled loops
+// included), and the large buffers it would map fresh (memory_plan.h; a
+// page fault per 4 KiB on first touch, several times a memory-bound run
+// itself) made resident -- done on a thread of its own, so that what the
+// caller does next (reading or drawing the arguments, connecting ranks)
+// overlaps it. The next run waits for it and hands the buffers to the
+// allocator's cache, where its own requests find them. A failure on the way
+// only leaves the work to the run (which reports any error itself).
+void hl_executable_warm_start(hl_executable_t *executable);
+
+// The entry's live-set lower bound (memory_plan.h: parameters + the largest
+// set of values alive at once in its plan) in bytes, and its parameters'
+// bytes; false when the plan could not be built.
+bool hl_executable_live_set_bound(hl_executable_t *executable, int64_t *bound_bytes,
+                                  int64_t *parameter_bytes);
+
 #endif  // HL_RUNTIME_EXEC_EXECUTOR_H_

@@ -85,25 +85,9 @@ void hl_exec_stats_reset(void);  // zeroes every counter except live_values
 // Used by the executor's walk.
 extern hl_exec_stats_t hl_exec_stats_counters_;
 
-//===----------------------------------------------------------------------===//
-// Buffer donation
-//===----------------------------------------------------------------------===//
-
-// True when operand k of the instruction now running dies right after it and
-// nothing else holds it (refcount 1, not also operand j != k): the kernel may
-// then take its buffer, e.g. by swapping data pointers with its freshly
-// created result, instead of copying. A true answer is counted as a donation.
-bool hl_exec_operand_is_donatable(const hl_kernel_context_t *ctx, int k);
-
-//===----------------------------------------------------------------------===//
-// Cancellation
-//===----------------------------------------------------------------------===//
-
-// Asks running executions to stop: loops (while) check the flag each
-// iteration and fail with "execution cancelled". Async-signal-safe, so a
-// SIGINT handler may call it. The flag stays set until cleared.
-void hl_exec_request_cancel(void);
-void hl_exec_clear_cancel(void);
-bool hl_exec_cancel_requested(void);
+// Buffer donation (hl_exec_operand_is_donatable) and cancellation
+// (hl_exec_request_cancel, hl_exec_cancel_requested) are services the
+// executor gives kernels: declared in the kernel contract,
+// runtime/kernels/kernel.h, which this header includes.
 
 #endif  // HL_RUNTIME_EXEC_PLAN_H_

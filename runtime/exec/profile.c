@@ -2,6 +2,7 @@
 // sorts a copy by time.
 #include "runtime/exec/profile.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -209,4 +210,36 @@ void hl_profile_format(const hl_profile_t *p, int top, double run_seconds, int64
                     1e3 * model, flops / 1e9, gemm_flops_per_s / 1e9, other_bytes / 1e6,
                     copy_bytes_per_s / 1e9, model > 0 ? run_seconds / model : 0);
   hl_free(all);
+}
+
+// A "Key:   N kB" line of /proc/self/status in bytes (0: not there).
+static double status_bytes(const char *key) {
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[256];
+  double v = 0;
+  size_t k = strlen(key);
+  while (f && fgets(line, sizeof line, f))
+    if (strncmp(line, key, k) == 0) v = 1024.0 * atof(line + k);
+  if (f) fclose(f);
+  return v;
+}
+
+void hl_profile_memory_peaks(double *array_bytes, double *resident_bytes) {
+  *array_bytes = (double)hl_alloc_large_peak_bytes();
+  *resident_bytes = status_bytes("VmHWM:");
+}
+
+void hl_profile_format_memory(double arrays, double rss, int64_t bound_bytes,
+                              int64_t parameter_bytes, hl_strbuf_t *out) {
+  const double mib = 1024.0 * 1024.0;
+  hl_strbuf_appendf(out,
+                    "  peak memory: large arrays %.1f MiB at once, resident %.1f MiB; live-set "
+                    "lower bound %.1f MiB (parameters %.1f MiB + values alive at once)",
+                    arrays / mib, rss / mib, (double)bound_bytes / mib,
+                    (double)parameter_bytes / mib);
+  // Arrays under 1 MiB come from malloc and are not in the figure.
+  if (bound_bytes >= (int64_t)1 << 20 && arrays > 0)
+    hl_strbuf_appendf(out, "; arrays / bound = %.2f\n", arrays / (double)bound_bytes);
+  else
+    hl_strbuf_append(out, "; arrays / bound: n/a (no array of 1 MiB or more)\n");
 }

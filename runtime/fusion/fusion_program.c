@@ -17,6 +17,7 @@
 #include "runtime/kernels/elementwise_arrays.h"
 #include "runtime/kernels/reduce_fast.h"
 #include "runtime/kernels/reducer_match.h"
+#include "runtime/kernels/strided_copy.h"
 
 // Target elements per block: 4 KiB of f32 per intermediate keeps a chain of
 // a dozen intermediates within L2 while the per-block overhead stays small.
@@ -128,6 +129,13 @@ struct hl_fusion_program {
   // per element to outweigh handing the accumulator row between cores.
   bool ordered_pays;
   size_t arena_bytes;
+  // > 0: the program moves a parameter's elements and computes nothing (its
+  // one output an index map of a parameter: a transpose, broadcast or slice,
+  // such as XLA's layout-copy fusions in front of dots). Its blocks are then
+  // whole output rows of copy_row elements, each copied by the kernels'
+  // strided copy engine (tiled register transposes), not gathered element
+  // by element through the index map.
+  int64_t copy_row;
   workspace_t *ws[MAX_WORKERS];
 };
 
@@ -779,30 +787,45 @@ static int arithmetic_nodes(const hl_fusion_program_t *p) {
   return n;
 }
 
-// A fusion that is one transpose of a parameter (XLA's layout-copy fusions
-// in front of dots): the transpose kernel copies it in cache tiles with
-// register transposes, several times faster than blocks of the output that
-// gather a strided column each.
-static bool lone_transpose(const hl_computation_t *c) {
-  const hl_instruction_t *root = c->root;
-  if (!root || root->opcode != HL_OP_TRANSPOSE || root->operand_count != 1 ||
-      root->operands[0]->opcode != HL_OP_PARAMETER)
-    return false;
-  for (int i = 0; i < c->instruction_count; i++) {
-    const hl_instruction_t *inst = c->instructions[i];
-    if (inst != root && inst->opcode != HL_OP_PARAMETER) return false;
-  }
-  return true;
+// Blocks of a program that only moves a parameter: about this many
+// elements, and at least 32 whole rows (the strided copy engine's tile).
+enum { COPY_BLOCK_ELEMS = 16384, COPY_MIN_ROWS = 32 };
+
+// A program whose one array output is an index map of a parameter copies
+// blocks of whole rows (hl_fusion_program_t.copy_row): a transpose in cache
+// tiles with register transposes runs several times faster than blocks of
+// the output that gather a strided column each.
+static void plan_copy(hl_fusion_program_t *p) {
+  if (p->has_reduce || p->tuple || p->out_count != 1 || p->outs[0].reduce) return;
+  const node_t *n = &p->nodes[p->outs[0].node];
+  if (n->kind != K_MAP || n->nops != 1 || p->nodes[n->ops[0]].kind != K_PARAM || n->rank < 2 ||
+      n->dims[0] <= 0)
+    return;
+  int64_t row = n->count / n->dims[0];
+  if (row <= 0) return;
+  int64_t rows = COPY_BLOCK_ELEMS / row;
+  if (rows < COPY_MIN_ROWS) rows = COPY_MIN_ROWS;
+  p->copy_row = row;
+  p->block_runs = rows * row;  // run_len is 1: a run is an element
+}
+
+// One block of a copy program: output rows [start / row, + m / row).
+static void copy_block(const hl_fusion_program_t *p, const void *const *params, char *out,
+                       int64_t start, int64_t m) {
+  const node_t *n = &p->nodes[p->outs[0].node];
+  int64_t r0 = start / p->copy_row, dims[HL_MAX_RANK], dst_strides[HL_MAX_RANK];
+  memcpy(dims, n->dims, sizeof(int64_t) * (size_t)n->rank);
+  dims[0] = m / p->copy_row;
+  strides_of(n->rank, n->dims, dst_strides);
+  const char *src = (const char *)params[p->nodes[n->ops[0]].param] +
+                    (n->offset + r0 * n->stride[0]) * (int64_t)n->es;
+  hl_strided_copy(out + (size_t)start * n->es, dst_strides, src, n->stride, n->rank, dims, n->es);
 }
 
 hl_status_t hl_fusion_program_compile(const hl_computation_t *c, hl_fusion_program_t **out,
                                       const char **why) {
   *out = NULL;
   *why = NULL;
-  if (lone_transpose(c)) {
-    *why = "a lone transpose (the transpose kernel tiles it)";
-    return NULL;
-  }
   int n = c->instruction_count;
   hl_fusion_program_t *p = hl_calloc(1, sizeof(*p));
   int *index_of = hl_malloc(sizeof(int) * (size_t)(n ? n : 1));
@@ -904,6 +927,7 @@ hl_status_t hl_fusion_program_compile(const hl_computation_t *c, hl_fusion_progr
     hl_fusion_program_destroy(p);
     return st;
   }
+  plan_copy(p);  // after the arena: a copy program's blocks use none
   *out = p;
   return NULL;
 }
@@ -1439,6 +1463,10 @@ static void run_block_impl(run_state_t *s, int64_t b, int worker, bool ordered) 
   int64_t runs = p->total / p->run_len;
   int64_t r0 = b * p->block_runs, nr = runs - r0 < p->block_runs ? runs - r0 : p->block_runs;
   int64_t start = r0 * p->run_len, m = nr * p->run_len;
+  if (p->copy_row) {
+    copy_block(p, s->param_data, s->out_data[0], start, m);
+    return;
+  }
   const char *vals[MAX_ORDERED_OUTPUTS];
   for (int i = 0; i < p->out_count; i++) {
     const output_t *o = &p->outs[i];
@@ -1519,6 +1547,13 @@ static hl_status_t ensure_workspace(hl_fusion_program_t *p, int worker) {
     return HL_OOM();
   }
   p->ws[worker] = w;
+  return NULL;
+}
+
+hl_status_t hl_fusion_program_warm(hl_fusion_program_t *p) {
+  (void)streaming_threshold();
+  HL_RETURN_IF_ERROR(ensure_workspace(p, 0));
+  memset(p->ws[0]->arena, 0, p->arena_bytes);  // its pages, before the run needs them
   return NULL;
 }
 

@@ -34,6 +34,10 @@ typedef struct hl_fusion_program hl_fusion_program_t;
 hl_status_t hl_fusion_program_compile(const hl_computation_t *computation,
                                       hl_fusion_program_t **out_program, const char **why);
 void hl_fusion_program_destroy(hl_fusion_program_t *program);  // NULL-safe
+// What a first run would otherwise set up on its way (the executable's warm
+// start, issue 24): the calling thread's workspace with its pages touched,
+// the streaming threshold (read from sysfs once).
+hl_status_t hl_fusion_program_warm(hl_fusion_program_t *program);
 
 // Compiles a chain of instructions of an ordinary computation `c` (the
 // executor's unfused element-wise chains, runtime/exec/plan.c): `members`

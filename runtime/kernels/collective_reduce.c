@@ -27,7 +27,6 @@
 #include <string.h>
 
 #include "runtime/base/alloc.h"
-#include "runtime/exec/plan.h"
 #include "runtime/kernels/collective_support.h"
 #include "runtime/kernels/element_access.h"
 #include "runtime/kernels/kernel.h"

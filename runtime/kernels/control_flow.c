@@ -3,7 +3,6 @@
 // instruction of the callee and adds this call site.
 #include <string.h>
 
-#include "runtime/exec/plan.h"
 #include "runtime/kernels/kernel.h"
 
 // call / fusion: to_apply (called_computations[0]) on the operands.

@@ -12,7 +12,6 @@
 
 #include "runtime/base/alloc.h"
 #include "runtime/base/layout.h"
-#include "runtime/exec/plan.h"
 #include "runtime/exec/thread_pool.h"
 #include "runtime/kernels/kernel.h"
 #include "runtime/kernels/strided_copy.h"

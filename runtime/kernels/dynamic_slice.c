@@ -4,7 +4,6 @@
 // the spec says: start = clamp(start, 0, dim - size).
 #include <string.h>
 
-#include "runtime/exec/plan.h"
 #include "runtime/kernels/index_access.h"
 #include "runtime/kernels/kernel.h"
 #include "runtime/kernels/strided_copy.h"

@@ -16,7 +16,6 @@
 #include <string.h>
 
 #include "runtime/base/alloc.h"
-#include "runtime/exec/plan.h"
 #include "runtime/exec/thread_pool.h"
 #include "runtime/kernels/element_access.h"
 #include "runtime/kernels/index_access.h"

@@ -6,7 +6,6 @@
 // releases them. Result: a token.
 #include "runtime/base/alloc.h"
 #include "runtime/exec/channels.h"
-#include "runtime/exec/executor.h"
 #include "runtime/kernels/check.h"
 
 hl_status_t hl_kernel_infeed_enqueue(hl_kernel_context_t *ctx, const hl_instruction_t *inst,

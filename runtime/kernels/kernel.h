@@ -44,6 +44,19 @@ hl_status_t hl_kernel_pending_put(hl_kernel_context_t *ctx, const hl_instruction
 // The parked state of `start` (NULL when none), removed from the table.
 void *hl_kernel_pending_take(hl_kernel_context_t *ctx, const hl_instruction_t *start);
 
+// True when operand k of the instruction now running dies right after it and
+// nothing else holds it (refcount 1, not also operand j != k): the kernel may
+// then take its buffer, e.g. by swapping data pointers with its freshly
+// created result, instead of copying. A true answer is counted as a donation.
+bool hl_exec_operand_is_donatable(const hl_kernel_context_t *ctx, int k);
+
+// Asks running executions to stop: loops (while) check the flag each
+// iteration and fail with "execution cancelled". Async-signal-safe, so a
+// SIGINT handler may call it. The flag stays set until cleared.
+void hl_exec_request_cancel(void);
+void hl_exec_clear_cancel(void);
+bool hl_exec_cancel_requested(void);
+
 // An element-wise kernel's output buffer taken from a dying operand: the
 // first of operands[0..count) whose element type and dimensions equal the
 // result's and that hl_exec_operand_is_donatable allows, retained and

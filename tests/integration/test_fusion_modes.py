@@ -6,8 +6,9 @@ on 2 threads per rank; the results must be bitwise equal across the modes and
 match NumPy. The entry also holds an unfused element-wise chain (multiply,
 subtract, tanh), which the walk runs blocked unless --no-fusion-blocking.
 --report-bindings must show the thread count each rank uses, and
---profile its per-rank table (calls, bytes, FLOPs checked against the shapes)
-and roofline line.
+--profile its per-rank table (calls, bytes, FLOPs checked against the shapes),
+roofline line and peak memory against the live-set lower bound. The warm
+start (--no-warm-start turns it off) must not change a bit.
 """
 
 import os
@@ -122,13 +123,13 @@ def run_modes(d, np_count, modes):
 
 def test_modes_agree_bitwise_and_match_numpy():
     modes = [("blocked", ()), ("reference", ("--no-fusion-blocking",)),
-             ("threads2", ("--threads", "2"))]
+             ("threads2", ("--threads", "2")), ("no_warm_start", ("--no-warm-start",))]
     with tempdir("fusion-modes") as d:
         outs, err = run_modes(d, 2, modes)
         if err:
             return err
         ref = outs["reference"]
-        for name in ("blocked", "threads2"):
+        for name in ("blocked", "threads2", "no_warm_start"):
             for r in range(2):
                 for leaf in range(3):
                     if outs[name][r][leaf].tobytes() != ref[r][leaf].tobytes():
@@ -282,6 +283,44 @@ def test_profile_counts_library_gemm_flops():
         if len(rows) != 1 or rows[0].group(2) != "custom-call" or \
                 abs(float(rows[0].group(7)) - want_mflop) > 1e-3:
             return "expected the row of cc with %.3f MFLOP\n%s" % (want_mflop, res.describe())
+    return None
+
+
+# Parameter x (2 MiB); e = exp(x) (2 MiB) is alive while c (4 MiB) is made.
+PEAK_PROGRAM = """HloModule peak
+ENTRY main {
+  x = f32[512,1024] parameter(0)
+  e = f32[512,1024] exponential(x)
+  ROOT c = f32[1024,1024] concatenate(e, x), dimensions={0}
+}
+"""
+PEAK_LINE = re.compile(r"^  peak memory: large arrays ([\d.]+) MiB at once, resident ([\d.]+) MiB; "
+                       r"live-set lower bound ([\d.]+) MiB \(parameters ([\d.]+) MiB \+ values "
+                       r"alive at once\); arrays / bound = ([\d.]+)$")
+
+
+def test_profile_peak_memory_against_live_set():
+    """--profile ends each rank's report with its peak memory against the
+    live-set lower bound: here 2 + 2 + 4 MiB (x, e and c alive at once), and
+    the large arrays the rank held never less than that nor (with the warm
+    start's buffers) more than 1.3 times it."""
+    with tempdir("fusion-profile-peak") as d:
+        prog = os.path.join(d, "p.hlo")
+        with open(prog, "w") as f:
+            f.write(PEAK_PROGRAM)
+        res = launch(prog, replicas=2, extra=("--profile=1", "--repeat", "2", "--zeros", "-q"))
+        if res.returncode != 0:
+            return res.describe()
+        found = [PEAK_LINE.match(l) for l in res.stderr.splitlines()]
+        found = [m for m in found if m]
+        if len(found) != 2:
+            return "expected a peak memory line per rank\n" + res.describe()
+        for m in found:
+            arrays, resident, bound, params, ratio = (float(m.group(i)) for i in range(1, 6))
+            if bound != 8.0 or params != 2.0:
+                return "live-set bound %s MiB (parameters %s), want 8.0 (2.0)" % (bound, params)
+            if not (bound <= arrays <= 1.3 * bound and resident >= arrays):
+                return "peak line out of range: %r" % m.group(0)
     return None
 
 

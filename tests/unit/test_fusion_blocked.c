@@ -340,8 +340,7 @@ static void test_generated_shapes(void) {
 
 // What the blocked path does not cover falls back to op by op (same result,
 // no error): a dot inside the fusion, a reduce used by another op, a bitcast
-// between layouts; and a lone transpose of a parameter, which the transpose
-// kernel runs in tiles.
+// between layouts.
 static void test_uncovered_falls_back(void) {
   const char *texts[] = {
       "HloModule m\nfused {\n  a = f32[4,4] parameter(0)\n  d = f32[4,4] dot(a, a), "
@@ -356,9 +355,6 @@ static void test_uncovered_falls_back(void) {
       "HloModule m\nfused {\n  a = f32[4,8]{1,0} parameter(0)\n  ROOT b = f32[8,4]{0,1} "
       "bitcast(a)\n}\nENTRY main {\n  p = f32[4,8]{1,0} parameter(0)\n  ROOT f = f32[8,4]{0,1} "
       "fusion(p), kind=kLoop, calls=fused\n}\n",
-      "HloModule m\nfused {\n  a = bf16[40,24] parameter(0)\n  ROOT t = bf16[24,40] "
-      "transpose(a), dimensions={1,0}\n}\nENTRY main {\n  p = bf16[40,24] parameter(0)\n"
-      "  ROOT f = bf16[24,40] fusion(p), kind=kLoop, calls=fused\n}\n",
   };
   for (int i = 0; i < N_(texts); i++) {
     hl_module_t *m = NULL;
@@ -414,7 +410,59 @@ static void test_known_values(void) {
   hl_module_destroy(m);
 }
 
+// A fusion that only moves a parameter's elements (XLA's layout-copy
+// fusions: a lone transpose; a broadcast; a strided slice) is covered and
+// copies blocks of whole rows with the strided copy engine: the same bits as
+// the op-by-op kernels, on one thread and on two, rows not a multiple of
+// the block.
+static void test_data_movement_copies(void) {
+  const char *texts[] = {
+      "HloModule m\nfused {\n  a = bf16[40,24] parameter(0)\n  ROOT t = bf16[24,40] "
+      "transpose(a), dimensions={1,0}\n}\nENTRY main {\n  p = bf16[40,24] parameter(0)\n"
+      "  ROOT f = bf16[24,40] fusion(p), kind=kLoop, calls=fused\n}\n",
+      "HloModule m\nfused {\n  a = f32[300,70] parameter(0)\n  ROOT t = f32[70,300] "
+      "transpose(a), dimensions={1,0}\n}\nENTRY main {\n  p = f32[300,70] parameter(0)\n"
+      "  ROOT f = f32[70,300] fusion(p), kind=kLoop, calls=fused\n}\n",
+      "HloModule m\nfused {\n  a = f64[6,50,33] parameter(0)\n  ROOT t = f64[33,6,50] "
+      "transpose(a), dimensions={2,0,1}\n}\nENTRY main {\n  p = f64[6,50,33] parameter(0)\n"
+      "  ROOT f = f64[33,6,50] fusion(p), kind=kLoop, calls=fused\n}\n",
+      "HloModule m\nfused {\n  a = f32[129] parameter(0)\n  ROOT b = f32[77,129] "
+      "broadcast(a), dimensions={1}\n}\nENTRY main {\n  p = f32[129] parameter(0)\n"
+      "  ROOT f = f32[77,129] fusion(p), kind=kLoop, calls=fused\n}\n",
+      "HloModule m\nfused {\n  a = f32[200,90] parameter(0)\n  ROOT s = f32[66,40] "
+      "slice(a), slice={[3:200:3], [5:85:2]}\n}\nENTRY main {\n  p = f32[200,90] parameter(0)\n"
+      "  ROOT f = f32[66,40] fusion(p), kind=kLoop, calls=fused\n}\n",
+  };
+  hl_thread_pool_t *pool = NULL;
+  HL_ASSERT_OK(hl_thread_pool_create(2, &pool));
+  for (int i = 0; i < N_(texts); i++) {
+    hl_module_t *m = NULL;
+    HL_ASSERT_OK(hl_parse_hlo_module(texts[i], strlen(texts[i]), "fb.hlo", &m));
+    HL_ASSERT_OK(hl_verify_module(m));
+    hl_fusion_program_t *prog = NULL;
+    const char *why = NULL;
+    HL_ASSERT_OK(hl_fusion_program_compile(hl_module_find_computation(m, "fused"), &prog, &why));
+    CU_ASSERT_PTR_NOT_NULL(prog);
+    hl_fusion_program_destroy(prog);
+    hl_literal_t *arg = random_literal(&m->entry->parameters[0]->shape, 7, FLOAT);
+    hl_literal_t *ref = NULL, *got = NULL, *got2 = NULL;
+    hl_exec_options_t on = {0}, two = {.pool = pool}, off = {.no_fusion_blocking = true};
+    HL_ASSERT_OK(hl_execute(m, &off, &arg, 1, &ref));
+    HL_ASSERT_OK(hl_execute(m, &on, &arg, 1, &got));
+    HL_ASSERT_OK(hl_execute(m, &two, &arg, 1, &got2));
+    CU_ASSERT_TRUE(hl_literal_equal(ref, got));
+    CU_ASSERT_TRUE(hl_literal_equal(ref, got2));
+    hl_literal_release(ref);
+    hl_literal_release(got);
+    hl_literal_release(got2);
+    hl_literal_release(arg);
+    hl_module_destroy(m);
+  }
+  hl_thread_pool_destroy(pool);
+}
+
 static CU_TestInfo tests[] = {
+    {"data_movement_copies", test_data_movement_copies},
     {"generated_all_types", test_generated_all_types},
     {"generated_shapes", test_generated_shapes},
     {"uncovered_falls_back", test_uncovered_falls_back},
