@@ -13,7 +13,7 @@ depends on those defining the functions it calls (nm): the implementers of
 a header a whole room shares (runtime/kernels/kernel.h) count too.
 
 Usage: scripts/include_cycles.py [--rooms] [--link BUILD] [DIR...]
-  (default: runtime launcher collectives channels api). Exit status 1 when
+  (default: runtime runner launcher collectives channels api). Exit status 1 when
   a cycle between rooms exists; each is printed with the include lines (or
   calls) between rooms that close it.
 """
@@ -128,7 +128,7 @@ def main(argv):
         build = argv[i + 1]
         argv = argv[:i] + argv[i + 2:]
     dirs = [a.rstrip("/") for a in argv if not a.startswith("--")] or \
-        ["runtime", "launcher", "collectives", "channels", "api"]
+        ["runtime", "runner", "launcher", "collectives", "channels", "api"]
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     if build:
         graph, why = link_graph(root, os.path.abspath(build), dirs)
