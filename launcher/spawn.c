@@ -639,6 +639,23 @@ static hl_watchdog_t *start_watchdog(const hl_launch_options_t *o, const hl_star
   return w;
 }
 
+// --hostfile in the other MPI family's form (Open MPI's "host slots=N" for
+// Hydra, Hydra's "host:N" for Open MPI) is given to the starter as its host
+// list instead (starter.h); `placed` is `o` with that change.
+static hl_status_t place_hosts(const hl_launch_options_t *o, const hl_starter_t *starter,
+                               hl_launch_options_t *placed) {
+  static hl_strbuf_t hosts;  // what placed->hosts points into, for the process's life
+  *placed = *o;
+  if (!o->hostfile || hl_spawn_choose_launcher(o) == HL_LAUNCHER_SRUN) return NULL;
+  hl_strbuf_init(&hosts);
+  HL_RETURN_IF_ERROR(hl_starter_hostfile_hosts(o->hostfile, starter->family, &hosts));
+  if (hosts.length) {
+    placed->hosts = hl_strbuf_cstr(&hosts);
+    placed->hostfile = NULL;
+  }
+  return NULL;
+}
+
 static int print_command(const hl_launch_options_t *o, const hl_starter_t *starter,
                          const hl_grid_t *grid, int argc, char **argv,
                          const char *const *extra) {
@@ -702,10 +719,12 @@ static int spawn_batch(const hl_launch_options_t *o, int argc, char **argv) {
   if (!st) st = hl_batch_build(o, &batch);
   if (st) return fail_status(st);
   hl_starter_t starter;
-  if ((st = find_starter(o, &starter)) != NULL) {
+  hl_launch_options_t placed;
+  if ((st = find_starter(o, &starter)) != NULL || (st = place_hosts(o, &starter, &placed))) {
     hl_batch_deinit(&batch);
     return fail_status(st);
   }
+  o = &placed;
   hl_grid_t job = {1, 1, 1};
   for (int k = 0; k < batch.count; k++) {
     if (batch.entries[k].empty) continue;
@@ -830,7 +849,10 @@ int hl_spawn_main(const hl_launch_options_t *o, int argc, char **argv) {
   // The starter of the MPI this binary was built with (the same check for
   // --dry-run, so it shows the command that would run).
   hl_starter_t starter;
-  if ((st = find_starter(o, &starter)) != NULL) return fail_status(st);
+  hl_launch_options_t placed;
+  if ((st = find_starter(o, &starter)) != NULL || (st = place_hosts(o, &starter, &placed)))
+    return fail_status(st);
+  o = &placed;
   if (o->dry_run) return print_command(o, &starter, &grid, argc, argv, NULL);
   argv_builder_t cmd = {0};
 

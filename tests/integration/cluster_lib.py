@@ -335,9 +335,10 @@ class Netns:
         subprocess.run(["ip", "link", "del", self.bridge], stderr=subprocess.DEVNULL, timeout=10)
 
 
-def hostfile_line(host, slots):
-    """A hostfile line in the format of the built-with MPI's starter."""
-    if hl_testlib.mpi_family() == "mpich":
+def hostfile_line(host, slots, other=False):
+    """A hostfile line in the format of the built-with MPI's starter (with
+    `other`, of the other family's)."""
+    if (hl_testlib.mpi_family() == "mpich") != other:
         return "%s:%d\n" % (host, slots)  # Hydra
     return "%s slots=%d\n" % (host, slots)
 

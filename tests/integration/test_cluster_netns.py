@@ -38,8 +38,15 @@ def launch_argv(count, *extra):
 
 
 def test_three_hosts():
+    # The hostfile in the other MPI family's form (Hydra's "host:N" for Open
+    # MPI, "host slots=N" for Hydra): the launcher gives the starter its own.
+    other = os.path.join(WORK, "hostfile.other")
+    with open(other, "w") as f:
+        f.write("".join(cl.hostfile_line(h, k, other=True) for h, k in zip(NET.hosts, (3, 3, 2))))
     count = cl.write_count(WORK, 20)
-    res = cl.run_env(launch_argv(count, "--report-bindings", "--timeout", "50"), ENV, 60)
+    argv = launch_argv(count, "--report-bindings", "--timeout", "50")
+    argv[argv.index(NET.hostfile)] = other
+    res = cl.run_env(argv, ENV, 60)
     if res.returncode != 0 or res.timed_out:
         return res.describe()
     rows = [(h, int(r), int(l), int(n)) for h, r, l, n in BINDING_RE.findall(res.stderr)]
@@ -50,6 +57,8 @@ def test_three_hosts():
         hosts.setdefault(h, []).append((l, n))
     if sorted(hosts) != sorted(NET.hosts):
         return "ranks should run on all three hosts %s, got %s" % (NET.hosts, sorted(hosts))
+    if [len(hosts[h]) for h in NET.hosts] != [3, 3, 2]:
+        return "the hostfile's slots (3, 3, 2) should place the ranks: %s" % hosts
     for h, locals_ in hosts.items():
         n = len(locals_)
         if sorted(locals_) != [(i, n) for i in range(n)]:
