@@ -31,7 +31,7 @@
 #include "runtime/base/strbuf.h"
 #include "launcher/partition_hook.h"
 #include "launcher/starter.h"
-#include "launcher/watchdog.h"
+#include "launcher/host_watch.h"
 #include "runtime/custom_calls/check.h"
 #include "runtime/custom_calls/ffi_plugin.h"
 #include "runtime/loader/program_loader.h"
@@ -145,15 +145,15 @@ static void push_srun(const hl_launch_options_t *o, const hl_starter_t *s, argv_
 }
 
 // MPICH's Hydra (and Intel MPI's): no root or slot checks to lift, and it
-// forwards the whole environment by itself. `watchdog`: the launcher's
-// address for the ranks (watchdog.h), NULL for none.
-static void push_hydra(const hl_launch_options_t *o, const hl_starter_t *s, const char *watchdog,
+// forwards the whole environment by itself. `host_watch`: the launcher's
+// address for the ranks (host_watch.h), NULL for none.
+static void push_hydra(const hl_launch_options_t *o, const hl_starter_t *s, const char *host_watch,
                        argv_builder_t *b) {
   push(b, s->command);
-  if (watchdog) {
+  if (host_watch) {
     push(b, "-genv");
-    push(b, HL_WATCHDOG_ENV);
-    push(b, watchdog);
+    push(b, HL_HOST_WATCH_ENV);
+    push(b, host_watch);
   }
   // The ranks bind themselves (binding.c), knowing their node-local rank.
   push(b, "-bind-to");
@@ -204,13 +204,13 @@ static void push_mpiexec(const hl_launch_options_t *o, const hl_starter_t *s, ar
 
 static void build_command(const hl_launch_options_t *o, const hl_starter_t *starter,
                           const hl_grid_t *grid, int argc, char **argv, const char *status_file,
-                          const char *debug_dir, const char *const *extra, const char *watchdog,
+                          const char *debug_dir, const char *const *extra, const char *host_watch,
                           argv_builder_t *b) {
   char count[32], self[4096];
   if (hl_spawn_choose_launcher(o) == HL_LAUNCHER_SRUN)
     push_srun(o, starter, b);
   else if (starter->family == HL_MPI_FAMILY_MPICH)
-    push_hydra(o, starter, watchdog, b);
+    push_hydra(o, starter, host_watch, b);
   else
     push_mpiexec(o, starter, b);
   self_path(self, sizeof(self), argv[0]);
@@ -280,7 +280,7 @@ static void print_quoted(FILE *out, const char *s) {
 static volatile sig_atomic_t g_child = 0;
 static volatile sig_atomic_t g_timed_out = 0;
 static volatile sig_atomic_t g_stop_signal = 0;  // the first SIGINT / SIGTERM / SIGHUP received
-static bool g_host_lost = false;  // the watchdog stopped the job
+static bool g_host_lost = false;  // the host watch stopped the job
 
 // Termination requests for the launcher are passed to mpiexec, which stops
 // the ranks; a Ctrl-C from the terminal already reaches mpiexec through the
@@ -428,17 +428,17 @@ static int relay_stderr(int fd, pid_t pid, hl_strbuf_t *head) {
   return wstatus;
 }
 
-// Waits for `pid` while serving the watchdog; when it reports a rank's host
+// Waits for `pid` while serving the host watch; when it reports a rank's host
 // lost, says so and stops the starter (SIGTERM, then SIGKILL after 2 s:
 // Hydra waits for the proxy it can no longer reach).
-static int wait_watched(pid_t pid, hl_watchdog_t *watchdog) {
+static int wait_watched(pid_t pid, hl_host_watch_t *host_watch) {
   int wstatus = 0;
   double kill_in = -1;  // seconds until SIGKILL, once stopping
   for (;;) {
     pid_t r = waitpid(pid, &wstatus, WNOHANG);
     if (r == pid || (r < 0 && errno != EINTR)) return wstatus;
     char msg[1024];
-    if (kill_in < 0 && hl_watchdog_poll(watchdog, 200, msg, sizeof(msg))) {
+    if (kill_in < 0 && hl_host_watch_poll(host_watch, 200, msg, sizeof(msg))) {
       fail("%s", msg);
       g_host_lost = true;
       kill(pid, SIGTERM);
@@ -452,10 +452,10 @@ static int wait_watched(pid_t pid, hl_watchdog_t *watchdog) {
 }
 
 // Runs the starter and waits for it; with `stderr_head`, its stderr passes
-// through this process and its first bytes are kept there; with `watchdog`,
-// a rank's host that stops answering stops the job (watchdog.h).
+// through this process and its first bytes are kept there; with `host_watch`,
+// a rank's host that stops answering stops the job (host_watch.h).
 static int run_mpiexec(const hl_launch_options_t *o, char **cmd, const char *status_file,
-                       hl_strbuf_t *stderr_head, hl_watchdog_t *watchdog) {
+                       hl_strbuf_t *stderr_head, hl_host_watch_t *host_watch) {
   // A close-on-exec pipe tells the parent whether exec itself failed.
   int report[2], errpipe[2] = {-1, -1};
   if (pipe2(report, O_CLOEXEC) != 0) return fail("pipe: %s", strerror(errno));
@@ -493,8 +493,8 @@ static int run_mpiexec(const hl_launch_options_t *o, char **cmd, const char *sta
     close(errpipe[1]);
     wstatus = relay_stderr(errpipe[0], pid, stderr_head);
     close(errpipe[0]);
-  } else if (watchdog) {
-    wstatus = wait_watched(pid, watchdog);
+  } else if (host_watch) {
+    wstatus = wait_watched(pid, host_watch);
   } else {
     while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
     }
@@ -543,8 +543,8 @@ static bool starter_is_open_mpi(const hl_launch_options_t *o, const hl_starter_t
 // the end however the job ended, and once more when the starter failed
 // before any rank ran for a reason known to be transient.
 static int run_job(const hl_launch_options_t *o, const hl_starter_t *starter, char **cmd,
-                   const char *status_file, hl_watchdog_t *watchdog) {
-  if (!starter_is_open_mpi(o, starter)) return run_mpiexec(o, cmd, status_file, NULL, watchdog);
+                   const char *status_file, hl_host_watch_t *host_watch) {
+  if (!starter_is_open_mpi(o, starter)) return run_mpiexec(o, cmd, status_file, NULL, host_watch);
   int code = 0;
   for (int attempt = 0; attempt < 2; attempt++) {
     hl_ompi_session_t session;
@@ -623,17 +623,19 @@ static hl_status_t find_starter(const hl_launch_options_t *o, hl_starter_t *out)
   return hl_starter_find(o->mpiexec, library, out);
 }
 
-// The watchdog over the ranks' hosts (watchdog.h), for Hydra across hosts
+// The watch over the ranks' hosts (host_watch.h), for Hydra across hosts
 // (Open MPI keeps its own, srun has Slurm's); NULL otherwise, or when none
 // can be made (said; the job runs without).
-static hl_watchdog_t *start_watchdog(const hl_launch_options_t *o, const hl_starter_t *starter) {
-  if (starter->family != HL_MPI_FAMILY_MPICH || hl_spawn_choose_launcher(o) != HL_LAUNCHER_MPIRUN ||
-      (!o->hosts && !o->hostfile))
+static hl_host_watch_t *start_host_watch(const hl_launch_options_t *o,
+                                         const hl_starter_t *starter) {
+  if (starter->family != HL_MPI_FAMILY_MPICH ||
+      hl_spawn_choose_launcher(o) != HL_LAUNCHER_MPIRUN || (!o->hosts && !o->hostfile))
     return NULL;
-  hl_watchdog_t *w = NULL;
-  hl_status_t st = hl_watchdog_create(&w);
+  hl_host_watch_t *w = NULL;
+  hl_status_t st = hl_host_watch_create(&w);
   if (st) {
-    fail("%s; a host cut off from the job is then noticed only by --timeout", hl_status_message(st));
+    fail("%s; a host cut off from the job is then noticed only by --timeout",
+         hl_status_message(st));
     hl_status_free(st);
   }
   return w;
@@ -758,7 +760,7 @@ static int spawn_batch(const hl_launch_options_t *o, int argc, char **argv) {
   }
   bool made_debug_dir;
   hl_debug_prepare_dir(o, debug_dir, sizeof(debug_dir), &made_debug_dir);
-  hl_watchdog_t *watchdog = start_watchdog(o, &starter);
+  hl_host_watch_t *host_watch = start_host_watch(o, &starter);
   int passed = 0, failed = 0, code = 0, start = 0;
   bool stopped = false;
   for (;;) {
@@ -768,9 +770,9 @@ static int spawn_batch(const hl_launch_options_t *o, int argc, char **argv) {
                            start_arg, NULL};
     argv_builder_t cmd = {0};
     build_command(o, &starter, &job, argc, argv, have_status ? status_file : NULL, debug_dir,
-                  extra, watchdog ? hl_watchdog_address(watchdog) : NULL, &cmd);
+                  extra, host_watch ? hl_host_watch_address(host_watch) : NULL, &cmd);
     code = cmd.failed ? fail("out of memory")
-                      : run_job(o, &starter, cmd.v, have_status ? status_file : NULL, watchdog);
+                      : run_job(o, &starter, cmd.v, have_status ? status_file : NULL, host_watch);
     bool lost = false;
     if (!cmd.failed)
       code = hydra_status(o, &starter, cmd.v[0], code, have_status ? status_file : NULL, &lost);
@@ -800,7 +802,7 @@ static int spawn_batch(const hl_launch_options_t *o, int argc, char **argv) {
     fflush(stdout);
   }
   if (made_debug_dir) hl_debug_after_job(o, &job, debug_dir, true, 0, false);
-  hl_watchdog_destroy(watchdog);
+  hl_host_watch_destroy(host_watch);
   unlink(progress_file);
   if (have_status) unlink(status_file);
   hl_batch_deinit(&batch);
@@ -869,12 +871,12 @@ int hl_spawn_main(const hl_launch_options_t *o, int argc, char **argv) {
   char debug_dir[4096];
   bool made_debug_dir;
   hl_debug_prepare_dir(o, debug_dir, sizeof(debug_dir), &made_debug_dir);
-  hl_watchdog_t *watchdog = start_watchdog(o, &starter);
+  hl_host_watch_t *host_watch = start_host_watch(o, &starter);
   build_command(o, &starter, &grid, argc, argv, have_status ? status_file : NULL, debug_dir,
-                NULL, watchdog ? hl_watchdog_address(watchdog) : NULL, &cmd);
+                NULL, host_watch ? hl_host_watch_address(host_watch) : NULL, &cmd);
   int code = cmd.failed ? fail("out of memory")
-                        : run_job(o, &starter, cmd.v, have_status ? status_file : NULL, watchdog);
-  hl_watchdog_destroy(watchdog);
+                        : run_job(o, &starter, cmd.v, have_status ? status_file : NULL, host_watch);
+  hl_host_watch_destroy(host_watch);
   bool lost = false;
   if (!cmd.failed)
     code = hydra_status(o, &starter, cmd.v[0], code, have_status ? status_file : NULL, &lost);

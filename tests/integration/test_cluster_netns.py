@@ -189,7 +189,7 @@ def test_cut_third_host_link():
         subprocess.run(["ip", "-n", NET.hosts[2], "link", "set", "eth0", "up"], check=True,
                        timeout=10)
     # Hydra keeps no watch over its proxies: under MPICH the launcher's own
-    # watchdog (launcher/watchdog.h) must name the cut-off rank and host.
+    # watchdog (launcher/host_watch.h) must name the cut-off rank and host.
     expect = re.escape(NET.hosts[2])
     if hl_testlib.mpi_family() == "mpich":
         expect = r"lost contact with rank [67] on host %s" % expect

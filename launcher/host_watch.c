@@ -1,6 +1,6 @@
 #define _GNU_SOURCE  // accept4, getrandom's header
 
-#include "launcher/watchdog.h"
+#include "launcher/host_watch.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -32,7 +32,7 @@ typedef struct connection {
   size_t used;
 } connection_t;
 
-struct hl_watchdog {
+struct hl_host_watch {
   int listen_fd;
   char token[33];
   char address[1024];
@@ -40,7 +40,7 @@ struct hl_watchdog {
   int count, cap;
 };
 
-static void close_connection(hl_watchdog_t *w, int i) {
+static void close_connection(hl_host_watch_t *w, int i) {
   close(w->conns[i].fd);
   w->conns[i] = w->conns[--w->count];
 }
@@ -48,7 +48,7 @@ static void close_connection(hl_watchdog_t *w, int i) {
 // IPv4 addresses of the interfaces that are up, the loopback last (a rank
 // on the launcher's host reaches it there; another host's loopback is its
 // own and refuses).
-static void list_addresses(hl_watchdog_t *w, int port) {
+static void list_addresses(hl_host_watch_t *w, int port) {
   struct ifaddrs *all = NULL;
   size_t used = (size_t)snprintf(w->address, sizeof(w->address), "%s ", w->token);
   bool any = false;
@@ -60,8 +60,8 @@ static void list_addresses(hl_watchdog_t *w, int port) {
           continue;
         char ip[INET_ADDRSTRLEN];
         inet_ntop(AF_INET, &((struct sockaddr_in *)a->ifa_addr)->sin_addr, ip, sizeof(ip));
-        int n = snprintf(w->address + used, sizeof(w->address) - used, "%s%s:%d",
-                         any ? "," : "", ip, port);
+        int n = snprintf(w->address + used, sizeof(w->address) - used, "%s%s:%d", any ? "," : "",
+                         ip, port);
         if (n < 0 || (size_t)n >= sizeof(w->address) - used) break;  // enough addresses
         used += (size_t)n;
         any = true;
@@ -71,9 +71,9 @@ static void list_addresses(hl_watchdog_t *w, int port) {
   if (!any) snprintf(w->address + used, sizeof(w->address) - used, "127.0.0.1:%d", port);
 }
 
-hl_status_t hl_watchdog_create(hl_watchdog_t **out_watchdog) {
-  *out_watchdog = NULL;
-  hl_watchdog_t *w = hl_calloc(1, sizeof(*w));
+hl_status_t hl_host_watch_create(hl_host_watch_t **out_watch) {
+  *out_watch = NULL;
+  hl_host_watch_t *w = hl_calloc(1, sizeof(*w));
   if (!w) return HL_OOM();
   unsigned char bytes[16];
   if (getrandom(bytes, sizeof(bytes), 0) != (ssize_t)sizeof(bytes)) {
@@ -92,14 +92,14 @@ hl_status_t hl_watchdog_create(hl_watchdog_t **out_watchdog) {
     int err = errno;
     if (w->listen_fd >= 0) close(w->listen_fd);
     hl_free(w);
-    return HL_INVALID("cannot listen for the ranks' watchdog connections: %s", strerror(err));
+    return HL_INVALID("cannot listen for the ranks' host-watch connections: %s", strerror(err));
   }
   list_addresses(w, ntohs(addr.sin_port));
-  *out_watchdog = w;
+  *out_watch = w;
   return NULL;
 }
 
-void hl_watchdog_destroy(hl_watchdog_t *w) {
+void hl_host_watch_destroy(hl_host_watch_t *w) {
   if (!w) return;
   while (w->count) close_connection(w, w->count - 1);
   close(w->listen_fd);
@@ -107,9 +107,9 @@ void hl_watchdog_destroy(hl_watchdog_t *w) {
   hl_free(w);
 }
 
-const char *hl_watchdog_address(const hl_watchdog_t *w) { return w->address; }
+const char *hl_host_watch_address(const hl_host_watch_t *w) { return w->address; }
 
-static void accept_all(hl_watchdog_t *w) {
+static void accept_all(hl_host_watch_t *w) {
   for (;;) {
     int fd = accept4(w->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) return;
@@ -137,7 +137,7 @@ static int compare_ints(const void *a, const void *b) {
 }
 
 // The ranks connected from `host`, in order: "6 and 7", "6, 7 and 8".
-static void ranks_on(const hl_watchdog_t *w, const char *host, char *out, size_t cap) {
+static void ranks_on(const hl_host_watch_t *w, const char *host, char *out, size_t cap) {
   int ranks[64], n = 0;
   for (int i = 0; i < w->count && n < 64; i++)
     if (w->conns[i].rank >= 0 && !strcmp(w->conns[i].host, host)) ranks[n++] = w->conns[i].rank;
@@ -145,7 +145,10 @@ static void ranks_on(const hl_watchdog_t *w, const char *host, char *out, size_t
   size_t used = 0;
   out[0] = '\0';
   for (int i = 0; i < n && used < cap; i++) {
-    int k = snprintf(out + used, cap - used, "%s%d", i == 0 ? "" : i == n - 1 ? " and " : ", ",
+    int k = snprintf(out + used, cap - used, "%s%d",
+                     i == 0       ? ""
+                     : i == n - 1 ? " and "
+                                  : ", ",
                      ranks[i]);
     if (k < 0) break;
     used += (size_t)k;
@@ -155,7 +158,7 @@ static void ranks_on(const hl_watchdog_t *w, const char *host, char *out, size_t
 // Reads what connection i sent; false when it is to be closed (its rank
 // ended, or it is no rank of this job). Sets *lost when the peer stopped
 // answering.
-static bool serve(hl_watchdog_t *w, int i, bool *lost) {
+static bool serve(hl_host_watch_t *w, int i, bool *lost) {
   connection_t *c = &w->conns[i];
   for (;;) {
     char buf[128];
@@ -164,8 +167,7 @@ static bool serve(hl_watchdog_t *w, int i, bool *lost) {
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) return true;
-      *lost = c->rank >= 0 && (errno == ETIMEDOUT || errno == EHOSTUNREACH ||
-                               errno == ENETUNREACH);
+      *lost = c->rank >= 0 && (errno == ETIMEDOUT || errno == EHOSTUNREACH || errno == ENETUNREACH);
       return false;
     }
     if (c->rank >= 0) continue;  // nothing more is expected
@@ -189,7 +191,7 @@ static bool serve(hl_watchdog_t *w, int i, bool *lost) {
   }
 }
 
-bool hl_watchdog_poll(hl_watchdog_t *w, int timeout_ms, char *msg, size_t cap) {
+bool hl_host_watch_poll(hl_host_watch_t *w, int timeout_ms, char *msg, size_t cap) {
   struct pollfd *p = hl_calloc((size_t)w->count + 1, sizeof(*p));
   if (!p) {
     struct timespec nap = {timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000};
@@ -263,8 +265,8 @@ static int try_connect(const char *ip, int port, const char *hello) {
   return fd;
 }
 
-void hl_watchdog_join(int rank) {
-  const char *env = getenv(HL_WATCHDOG_ENV);
+void hl_host_watch_join(int rank) {
+  const char *env = getenv(HL_HOST_WATCH_ENV);
   if (!env || !*env) return;
   char token[40], host[64] = "?", hello[kHelloMax];
   int skip = 0;
@@ -288,7 +290,8 @@ void hl_watchdog_join(int rank) {
     if (*p == ',') p++;
   }
   fprintf(stderr,
-          "hlo-launch: rank %d on %s: cannot reach the launcher's watchdog at %s; if this host "
+          "hlo-launch: rank %d on %s: cannot reach the launcher (its watch over the hosts) at %s; "
+          "if this host "
           "is cut off, only --timeout ends the job\n",
           rank, host, env + skip);
 }
