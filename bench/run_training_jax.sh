@@ -29,9 +29,10 @@ while [ $# -gt 0 ]; do
 done
 if [ -z "${HL_BENCH_BUILD_DIR:-}" ]; then
   cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
-  cmake --build "$build" --target hlo-launch -j"${HL_BENCH_JOBS:-2}" >/dev/null
+  cmake --build "$build" --target hlo-launch hlo-convert -j"${HL_BENCH_JOBS:-2}" >/dev/null
 fi
 launch=$build/launcher/hlo-launch
+convert=$build/launcher/hlo-convert
 py=/usr/bin/python3
 export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
@@ -73,6 +74,17 @@ for r in $(seq "$rounds"); do
 done
 base=$(/usr/bin/time -f 'maxrss %M' "$launch" -np 1 --seed 0 -q "$tiny" 2>&1 | sed -n 's/^maxrss //p')
 
+# Bytes read and written outside the dots per step, fused by the pass
+# (hlo-convert --explain-fusion writes the fused module) and XLA-fused.
+for prog in mlp transformer; do
+  "$convert" -f --explain-fusion "$root/bench/training/${prog}_f32.mlir" "$tmp/$prog.fused.hlo" \
+    2>"$tmp/$prog.explain"
+  mj=$("$py" "$root/bench/training/live_set.py" "$tmp/$prog.fused.hlo" --traffic)
+  mx=$("$py" "$root/bench/training/live_set.py" "$root/bench/training/${prog}_f32.hlo" --traffic)
+  awk -v p="$prog" -v j="$mj" -v x="$mx" -v s="$(tail -1 "$tmp/$prog.explain")" 'BEGIN {
+    printf "%s: outside the dots %.1f MB a step fused by the pass, %.1f MB XLA-fused (%.2f); %s\n",
+      p, j / 1e6, x / 1e6, j / x, s }'
+done
 printf '%-11s | %-3s | %-9s | %-9s | %-9s | %-8s | %-9s | %-15s | %-9s | %-13s | %s\n' step threads \
   "jax ms" "xla ms" "torch ms" "jax/xla" "jax/torch" "jax first/later" "xla/torch" \
   "op by op/xla" "peak MB jax, xla / bound (load)"

@@ -5,8 +5,11 @@ total of the other values alive at once, walking the entry in its order and
 freeing a value after its last reader (a get-tuple-element reads its tuple
 and is free itself). Used by bench/run_training_jax.sh on the XLA-fused
 forms of bench/training (their fusions hold no intermediate in memory).
+With --traffic: the bytes the entry's instructions other than dots read and
+write (operands + results; a fusion's intermediates are not counted), a
+figure of fusion that no load on the machine changes.
 
-  live_set.py PROGRAM.hlo [-v]
+  live_set.py PROGRAM.hlo [-v | --traffic]
 """
 
 import re
@@ -80,6 +83,24 @@ def bound(text, verbose=False):
     return inputs + out_bytes + peak
 
 
+def traffic(text):
+    insts = entry(text)
+    by = {i["name"]: i for i in insts}
+
+    def size(n):
+        i = by[n]
+        if i["op"] == "get-tuple-element":
+            return arrays(by[i["ops"][0]]["shape"])[i["index"]]
+        return sum(arrays(i["shape"]))
+    total = 0
+    for i in insts:
+        if i["op"] in ("parameter", "constant", "get-tuple-element", "tuple", "dot"):
+            continue
+        total += sum(arrays(i["shape"])) + sum(size(o) for o in set(i["ops"]) if o in by)
+    return total
+
+
 if __name__ == "__main__":
     with open(sys.argv[1]) as f:
-        print(bound(f.read(), "-v" in sys.argv))
+        text = f.read()
+    print(traffic(text) if "--traffic" in sys.argv else bound(text, "-v" in sys.argv))
