@@ -7,9 +7,10 @@
 # programs; each figure is the minimum over rounds of the fastest of runs 2-N
 # (first runs reported apart); "op by op" is the .mlir with --no-fusion-pass.
 # Peak memory: the largest resident set of the rank (/usr/bin/time's %M of
-# hlo-launch, which waits for it) above that of a one-add program, against
-# inputs + outputs + the largest set of values alive at once in the XLA-fused
-# form (training/live_set.py). On a shared machine the times are upper bounds.
+# hlo-launch, which waits for it) above that of a one-add program on as many
+# threads, against inputs + outputs + the largest set of values alive at once
+# in the XLA-fused form (training/live_set.py). On a shared machine the times
+# are upper bounds.
 # Usage: bench/run_training_jax.sh [--rounds R] [--repeat N] [--threads "1 2"]
 #   (default 3 rounds, 8 runs, threads 1 and 2). HL_JAX_EXTRA: more hlo-launch
 #   options for the fused .mlir runs. HL_BENCH_BUILD_DIR: a build to use as is.
@@ -72,7 +73,11 @@ for r in $(seq "$rounds"); do
     done
   done
 done
-base=$(/usr/bin/time -f 'maxrss %M' "$launch" -np 1 --seed 0 -q "$tiny" 2>&1 | sed -n 's/^maxrss //p')
+declare -A base
+for t in $threads_list; do  # the rank's own cost (threads, libraries), per thread count
+  base[$t]=$(/usr/bin/time -f 'maxrss %M' "$launch" -np 1 --threads "$t" --seed 0 -q "$tiny" 2>&1 |
+             sed -n 's/^maxrss //p')
+done
 
 # Bytes read and written outside the dots per step, fused by the pass
 # (hlo-convert --explain-fusion writes the fused module) and XLA-fused.
@@ -94,7 +99,7 @@ for prog in mlp transformer; do
     j=${best[$prog.jax.$t]} x=${best[$prog.xla.$t]} pt=${best[$prog.torch.$t]}
     awk -v p="$prog" -v t="$t" -v j="$j" -v x="$x" -v pt="$pt" -v f="${first[$prog.jax.$t]}" \
         -v u="${best[$prog.unfused.$t]}" \
-        -v rj="${rss[$prog.jax.$t]}" -v rx="${rss[$prog.xla.$t]}" -v b="$base" -v bound="$bound" \
+        -v rj="${rss[$prog.jax.$t]}" -v rx="${rss[$prog.xla.$t]}" -v b="${base[$t]}" -v bound="$bound" \
         -v load="$(cut -d' ' -f1 /proc/loadavg)" 'BEGIN {
       printf "%-11s | %-3s | %-9.3f | %-9.3f | %-9.3f | %-8.2f | %-9.2f | %-15.2f | %-9.2f | %-13.2f | %.1f, %.1f / %.1f = %.2f, %.2f (%s)\n",
         p, t, j, x, pt, j / x, j / pt, f / j, x / pt, u / x, (rj - b) / 1024, (rx - b) / 1024, bound / 1048576,
