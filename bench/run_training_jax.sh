@@ -9,8 +9,9 @@
 # Peak memory: the largest resident set of the rank (/usr/bin/time's %M of
 # hlo-launch, which waits for it) above that of a one-add program on as many
 # threads, against inputs + outputs + the largest set of values alive at once
-# in the XLA-fused form (training/live_set.py). On a shared machine the times
-# are upper bounds.
+# (training/live_set.py) in the module the pass forms (hlo-convert
+# --explain-fusion writes it), resp. in the XLA-fused form. On a shared
+# machine the times are upper bounds.
 # Usage: bench/run_training_jax.sh [--rounds R] [--repeat N] [--threads "1 2"]
 #   (default 3 rounds, 8 runs, threads 1 and 2). HL_JAX_EXTRA: more hlo-launch
 #   options for the fused .mlir runs. HL_BENCH_BUILD_DIR: a build to use as is.
@@ -92,17 +93,18 @@ for prog in mlp transformer; do
 done
 printf '%-11s | %-3s | %-9s | %-9s | %-9s | %-8s | %-9s | %-15s | %-9s | %-13s | %s\n' step threads \
   "jax ms" "xla ms" "torch ms" "jax/xla" "jax/torch" "jax first/later" "xla/torch" \
-  "op by op/xla" "peak MB jax, xla / bound (load)"
+  "op by op/xla" "peak / bound MB: jax, xla (load)"
 for prog in mlp transformer; do
   bound=$("$py" "$root/bench/training/live_set.py" "$root/bench/training/${prog}_f32.hlo")
+  bound_j=$("$py" "$root/bench/training/live_set.py" "$tmp/$prog.fused.hlo")
   for t in $threads_list; do
     j=${best[$prog.jax.$t]} x=${best[$prog.xla.$t]} pt=${best[$prog.torch.$t]}
     awk -v p="$prog" -v t="$t" -v j="$j" -v x="$x" -v pt="$pt" -v f="${first[$prog.jax.$t]}" \
         -v u="${best[$prog.unfused.$t]}" \
-        -v rj="${rss[$prog.jax.$t]}" -v rx="${rss[$prog.xla.$t]}" -v b="${base[$t]}" -v bound="$bound" \
+        -v rj="${rss[$prog.jax.$t]}" -v rx="${rss[$prog.xla.$t]}" -v b="${base[$t]}" -v bound="$bound" -v bj="$bound_j" \
         -v load="$(cut -d' ' -f1 /proc/loadavg)" 'BEGIN {
-      printf "%-11s | %-3s | %-9.3f | %-9.3f | %-9.3f | %-8.2f | %-9.2f | %-15.2f | %-9.2f | %-13.2f | %.1f, %.1f / %.1f = %.2f, %.2f (%s)\n",
-        p, t, j, x, pt, j / x, j / pt, f / j, x / pt, u / x, (rj - b) / 1024, (rx - b) / 1024, bound / 1048576,
-        (rj - b) * 1024 / bound, (rx - b) * 1024 / bound, load }'
+      printf "%-11s | %-3s | %-9.3f | %-9.3f | %-9.3f | %-8.2f | %-9.2f | %-15.2f | %-9.2f | %-13.2f | %.1f / %.1f = %.2f, %.1f / %.1f = %.2f (%s)\n",
+        p, t, j, x, pt, j / x, j / pt, f / j, x / pt, u / x, (rj - b) / 1024, bj / 1048576,
+        (rj - b) * 1024 / bj, (rx - b) / 1024, bound / 1048576, (rx - b) * 1024 / bound, load }'
   done
 done

@@ -33,6 +33,7 @@ def entry(text):
     body = text[text.index("ENTRY"):]
     insts = []
     for line in body.splitlines()[1:]:
+        line = re.sub(r"/\*.*?\*/", "", line)  # /*index=5*/ in long operand lists
         m = re.match(r"\s*(ROOT\s+)?%?([\w.\-]+) = (\([^=]*?\)|\S+) ([\w\-]+)\((.*)", line)
         if not m:
             continue
