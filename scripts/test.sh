@@ -7,20 +7,25 @@
 # the fuzz harness smoke runs and a few end-to-end integration tests with it.
 # With --mpich, also builds against MPICH (into build-mpich/) and runs the
 # MPI-facing integration tests there (HL_MPICH_TESTS, a ctest regex).
-#   ./scripts/test.sh [--sanitize] [--clang] [--mpich] [extra ctest options, e.g. -R integration]
+# With --aarch64, also cross-compiles for aarch64 (into build-aarch64/) and
+# runs the unit suites and HL_AARCH64_TESTS under qemu-user
+# (scripts/test_aarch64.sh, docs/AARCH64.md).
+#   ./scripts/test.sh [--sanitize] [--clang] [--mpich] [--aarch64] [extra ctest options, e.g. -R integration]
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 
 sanitize=0
 clang=0
 mpich=0
+aarch64=0
 ctest_args=()
 for a in "$@"; do
   case $a in
     --sanitize) sanitize=1 ;;
     --clang) clang=1 ;;
     --mpich) mpich=1 ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    --aarch64) aarch64=1 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     *) ctest_args+=("$a") ;;
   esac
 done
@@ -100,5 +105,8 @@ if [ "$mpich" = 1 ]; then
   # the job first); a real failure fails twice.
   (cd "$HL_MPICH_BUILD_DIR" && ctest --output-on-failure --timeout "$timeout_s" -j "$(hl_jobs)" \
      --repeat until-pass:2 -R "$mpich_tests") || rc=1
+fi
+if [ "$aarch64" = 1 ]; then
+  "$HL_ROOT/scripts/test_aarch64.sh" || rc=1
 fi
 exit $rc
