@@ -9,13 +9,17 @@
 # whole integration suite and the conformance corpora there; with
 # --mpich-subset only the MPI-facing integration tests (HL_MPICH_TESTS, a
 # ctest regex, overrides both).
-#   ./scripts/test.sh [--sanitize] [--clang] [--mpich|--mpich-subset] [extra ctest options]
+# With --aarch64, also cross-compiles for aarch64 (into build-aarch64/) and
+# runs the unit suites and HL_AARCH64_TESTS under qemu-user
+# (scripts/test_aarch64.sh, docs/AARCH64.md).
+#   ./scripts/test.sh [--sanitize] [--clang] [--mpich|--mpich-subset] [--aarch64] [extra ctest options]
 set -euo pipefail
 . "$(dirname "$0")/common.sh"
 
 sanitize=0
 clang=0
 mpich=0
+aarch64=0
 ctest_args=()
 for a in "$@"; do
   case $a in
@@ -23,7 +27,8 @@ for a in "$@"; do
     --clang) clang=1 ;;
     --mpich) mpich=1 ;;
     --mpich-subset) mpich=2 ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    --aarch64) aarch64=1 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) ctest_args+=("$a") ;;
   esac
 done
@@ -104,5 +109,8 @@ if [ "$mpich" != 0 ]; then
   # the job first); a real failure fails twice.
   (cd "$HL_MPICH_BUILD_DIR" && ctest --output-on-failure --timeout "$timeout_s" -j "$(hl_jobs)" \
      --repeat until-pass:2 -R "$mpich_tests") || rc=1
+fi
+if [ "$aarch64" = 1 ]; then
+  "$HL_ROOT/scripts/test_aarch64.sh" || rc=1
 fi
 exit $rc
