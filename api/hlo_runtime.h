@@ -41,7 +41,7 @@ extern "C" {
 #endif
 
 /* The API's version: bumped when a declaration here changes. */
-#define HLO_RUNTIME_API_VERSION 1
+#define HLO_RUNTIME_API_VERSION 2
 /* The most dimensions an array has. */
 #define HLO_MAX_RANK 16
 
@@ -143,7 +143,14 @@ typedef enum hlo_collectives {
   HLO_COLLECTIVES_SHM = 2   /* node shared memory for every node-local group */
 } hlo_collectives_t;
 
+/* Options of a runner. Made by hlo_runner_options_init (the defaults, and
+ * struct_size); then set the fields wanted. The struct only grows, at its
+ * end: a program compiled against an older header passes a smaller
+ * struct_size and gets the defaults for the fields it does not know. */
 typedef struct hlo_runner_options {
+  /* sizeof(hlo_runner_options_t) as the caller compiled it (set by
+   * hlo_runner_options_init; a struct that was not initialized is refused). */
+  size_t struct_size;
   /* The process grid, replicas x partitions = the communicator's size;
    * 0: as the program says (mhlo.num_replicas / num_partitions), or the
    * other count divided out of the size, or all replicas. */
@@ -163,7 +170,8 @@ typedef struct hlo_runner_options {
   int32_t no_collective_check;
   /* Nonzero: a run stops with an error at the first instruction that
    * produces a NaN (check_nans) or an infinity (check_infs), naming it and
-   * describing its operands (hlo-launch --check-nans / --check-infs). */
+   * describing its operands (hlo-launch --check-nans / --check-infs). They
+   * turn the fusion pass off (every value is named). */
   int32_t check_nans, check_infs;
   /* How long a process whose run failed waits for the others to learn it
    * (seconds; default 30). A process that fails alone while the others
@@ -172,10 +180,37 @@ typedef struct hlo_runner_options {
    * its error and calls MPI_Abort on the communicator rather than hang the
    * job. Negative: wait forever. */
   double stuck_seconds;
+  /* Nonzero: run the program as loaded, without the fusion pass (hlo-launch
+   * --no-fusion-pass). By default a runner forms the fusions XLA's CPU
+   * compiler would (StableHLO programs, "before optimizations" dumps) on
+   * its own copy of the program's module; the results are the same. */
+  int32_t no_fusion_pass;
+  /* Nonzero: time every instruction of every run (hlo-launch --profile);
+   * read with hlo_runner_profile_text. profile_first_apart: the first run
+   * (cold: plans, compiled loops, first touch of memory) in a table of its
+   * own. */
+  int32_t profile, profile_first_apart;
+  /* A Chrome / Perfetto trace (JSON) of the runs and their collectives on
+   * every process (hlo-launch --trace), written by hlo_runner_write_trace;
+   * NULL: none. Read during hlo_runner_create only. */
+  const char *trace_path;
+  /* The hang watchdog (hlo-launch --hang-timeout, docs/DEBUGGING.md): when
+   * no process makes progress for this many seconds, process 0 prints a
+   * report of every process's state (the instruction, the collective and
+   * who it waits for) to stderr and ends the job (MPI_Abort of
+   * MPI_COMM_WORLD, exit status 3). 0: off. Rank state files go to
+   * debug_dir (NULL: a new directory in $TMPDIR, removed after a clean
+   * hlo_runner_free). */
+  double hang_timeout_seconds;
+  const char *debug_dir;
 } hlo_runner_options_t;
 
-/* The defaults (what NULL options mean). */
-HLO_API void hlo_runner_options_init(hlo_runner_options_t *options);
+/* The defaults (what NULL options mean) and struct_size; call it through
+ * hlo_runner_options_init, which passes the caller's sizeof. */
+HLO_API void hlo_runner_options_initialize(hlo_runner_options_t *options, size_t struct_size);
+static inline void hlo_runner_options_init(hlo_runner_options_t *options) {
+  hlo_runner_options_initialize(options, sizeof(*options));
+}
 
 typedef struct hlo_runner hlo_runner_t;
 
@@ -217,6 +252,17 @@ HLO_API hlo_status_t hlo_runner_result_shape(const hlo_runner_t *runner, int32_t
  * one. One run at a time per runner. */
 HLO_API hlo_status_t hlo_runner_run(hlo_runner_t *runner, const hlo_buffer_t *args,
                                     int32_t nargs, hlo_buffer_t *results, int32_t nresults);
+
+/* Collective: the per-instruction profile of the runs so far (options
+ * .profile), every process's table of its `top` instructions (0: 20) with
+ * its roofline line, in rank order, each headed "profile of rank ...".
+ * *out_text (free with hlo_text_free) is the whole text on the
+ * communicator's process 0 and "" on the others. */
+HLO_API hlo_status_t hlo_runner_profile_text(hlo_runner_t *runner, int32_t top, char **out_text);
+/* Collective: process 0 writes the trace of the runs so far, every
+ * process's spans, to options.trace_path (Chrome trace JSON). */
+HLO_API hlo_status_t hlo_runner_write_trace(hlo_runner_t *runner);
+HLO_API void hlo_text_free(char *text); /* NULL-safe */
 
 #ifdef __cplusplus
 }

@@ -7,6 +7,8 @@
 // the others never reach.
 #include "api/hlo_runtime.h"
 
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,21 +49,81 @@ HLO_API void hlo_buffer_free(hlo_buffer_t *buffer) {
 
 //--- Programs -------------------------------------------------------------
 
+// The program keeps the bytes it was loaded from: a runner that forms
+// fusions loads its own module from them (the program may serve several
+// runners at once and its module is never rewritten).
 struct hlo_program {
   hl_program_t program;
+  uint8_t *bytes;  // the file's or the caller's bytes, NUL-terminated
+  size_t size;
+  char *name;      // the path, or the memory name, for messages
 };
+
+// The whole file, NUL-terminated (as hl_program_load_file reads it).
+static hl_status_t read_file(const char *path, uint8_t **out, size_t *out_size) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return HL_ERROR(HL_IO_ERROR, "cannot open %s: %s", path, strerror(errno));
+  size_t cap = 1 << 16, len = 0;
+  uint8_t *buf = hl_malloc(cap + 1);
+  hl_status_t st = buf ? NULL : HL_OOM();
+  while (!st) {
+    if (len == cap) {
+      uint8_t *nb = hl_realloc(buf, cap * 2 + 1);
+      if (!nb) {
+        st = HL_OOM();
+        break;
+      }
+      buf = nb;
+      cap *= 2;
+    }
+    size_t got = fread(buf + len, 1, cap - len, f);
+    len += got;
+    if (got == 0) {
+      if (ferror(f)) st = HL_ERROR(HL_IO_ERROR, "cannot read %s: %s", path, strerror(errno));
+      break;
+    }
+  }
+  fclose(f);
+  if (st) {
+    hl_free(buf);
+    return st;
+  }
+  buf[len] = 0;
+  *out = buf;
+  *out_size = len;
+  return NULL;
+}
+
+static void program_destroy(hlo_program_t *p) {
+  hl_program_deinit(&p->program);
+  hl_free(p->bytes);
+  hl_free(p->name);
+  hl_free(p);
+}
 
 // Loads from a file (data NULL) or from memory, then verifies.
 static hlo_status_t load(const char *path, const void *data, size_t size,
                          hlo_program_t **out_program) {
   hlo_program_t *p = hl_calloc(1, sizeof(*p));
   if (!p) return to_api(HL_OOM());
-  hl_status_t st = data ? hl_program_load_bytes(data, size, path, &p->program)
-                        : hl_program_load_file(path, &p->program);
+  hl_status_t st = NULL;
+  p->name = hl_strdup(path);
+  if (!p->name) st = HL_OOM();
+  if (!st && data) {
+    p->bytes = hl_malloc(size + 1);
+    if (!p->bytes) st = HL_OOM();
+    if (!st) {
+      memcpy(p->bytes, data, size);
+      p->bytes[size] = 0;
+      p->size = size;
+    }
+  } else if (!st) {
+    st = read_file(path, &p->bytes, &p->size);
+  }
+  if (!st) st = hl_program_load_bytes(p->bytes, p->size, p->name, &p->program);
   if (!st) st = hl_verify_module(p->program.module);
   if (st) {
-    hl_program_deinit(&p->program);
-    hl_free(p);
+    program_destroy(p);
     return to_api(st);
   }
   *out_program = p;
@@ -85,8 +147,7 @@ HLO_API hlo_status_t hlo_program_load_memory(const void *data, size_t size, cons
 
 HLO_API void hlo_program_free(hlo_program_t *program) {
   if (!program) return;
-  hl_program_deinit(&program->program);
-  hl_free(program);
+  program_destroy(program);
 }
 
 //--- Runners --------------------------------------------------------------
@@ -95,6 +156,7 @@ HLO_API void hlo_program_free(hlo_program_t *program) {
 // hlo-launch's ranks use too) plus the marshalling of hlo_buffer_t.
 struct hlo_runner {
   hl_runner_t *runner;
+  bool profile, trace;
   const hl_shape_t **params;  // the entry's parameter shapes
   int param_count;
   const hl_shape_t **outs;    // its result shapes (tuple elements, or the root)
@@ -108,11 +170,51 @@ struct hlo_runner {
   size_t *scratch_bytes;
 };
 
-HLO_API void hlo_runner_options_init(hlo_runner_options_t *o) {
-  if (!o) return;
+// The struct as this library knows it: the smallest a caller may pass is
+// this first version with struct_size (no field has been added since).
+enum { kOptionsMinSize = sizeof(hlo_runner_options_t) };
+
+static void options_defaults(hlo_runner_options_t *o) {
   memset(o, 0, sizeof(*o));
+  o->struct_size = sizeof(*o);
   o->collectives = HLO_COLLECTIVES_AUTO;
   o->stuck_seconds = 30.0;
+}
+
+HLO_API void hlo_runner_options_initialize(hlo_runner_options_t *o, size_t struct_size) {
+  if (!o || struct_size < sizeof(size_t)) return;
+  hlo_runner_options_t d;
+  options_defaults(&d);
+  // A caller's newer, larger struct: its fields beyond ours are zero (what
+  // a later version's defaults must mean, the way hlo_runner_create reads
+  // them); an older, smaller one gets the fields it has.
+  if (struct_size > sizeof(d)) memset((char *)o + sizeof(d), 0, struct_size - sizeof(d));
+  memcpy(o, &d, struct_size < sizeof(d) ? struct_size : sizeof(d));
+  o->struct_size = struct_size;
+}
+
+// The caller's options over the defaults, by its struct_size.
+static hl_status_t read_options(const hlo_runner_options_t *given, hlo_runner_options_t *o) {
+  options_defaults(o);
+  if (!given) return NULL;
+  size_t n = given->struct_size;
+  if (n < kOptionsMinSize)
+    return HL_INVALID("hlo_runner_create: options.struct_size is %zu, not the size of an "
+                      "hlo_runner_options_t (%zu): initialize the options with "
+                      "hlo_runner_options_init",
+                      n, (size_t)kOptionsMinSize);
+  if (n > sizeof(*o)) {
+    // Fields of a newer header: only their defaults (zero) can be honored.
+    const unsigned char *extra = (const unsigned char *)given + sizeof(*o);
+    for (size_t i = 0; i < n - sizeof(*o); i++)
+      if (extra[i])
+        return HL_UNIMPL("hlo_runner_create: the options set fields of a newer hlo_runtime.h "
+                         "(struct_size %zu) than this library's %s (%zu bytes)",
+                         n, HL_VERSION, sizeof(*o));
+  }
+  memcpy(o, given, n < sizeof(*o) ? n : sizeof(*o));
+  o->struct_size = sizeof(*o);
+  return NULL;
 }
 
 // The entry's parameter and result shapes, each an array hlo_buffer_t can
@@ -183,11 +285,15 @@ HLO_API hlo_status_t hlo_runner_create(const hlo_program_t *program, MPI_Comm co
   if (inter)  // every process of it gets here and says the same
     return to_api(HL_INVALID("hlo_runner_create: comm is an intercommunicator; pass an "
                              "intracommunicator (MPI_Intercomm_merge)"));
-  hlo_runner_options_t defaults;
-  hlo_runner_options_init(&defaults);
-  const hlo_runner_options_t *o = options ? options : &defaults;
+  hlo_runner_options_t opts;
+  hl_status_t local = read_options(options, &opts);  // agreed on below
+  const hlo_runner_options_t *o = &opts;
   static const hl_grid_words_t words = {
       "the communicator size", "hlo_runner_options_t's replicas and partitions"};
+  // The fusion pass rewrites the module it runs, so the runner gets its own,
+  // loaded from the program's bytes by the same loader (as hlo-launch loads
+  // its file); the NaN / Inf checks name every value and run unfused.
+  bool fuse = !o->no_fusion_pass && !o->check_nans && !o->check_infs;
   hl_runner_options_t ro = {
       .replicas = o->replicas,
       .partitions = o->partitions,
@@ -197,26 +303,53 @@ HLO_API hlo_status_t hlo_runner_create(const hlo_program_t *program, MPI_Comm co
       // hlo_program_load_memory's name): processes of an MPMD application
       // with different programs skip it.
       .collective_check = o->no_collective_check ? HL_RUNNER_CHECK_NONE : HL_RUNNER_CHECK_SAME_NAME,
-      // The program is the caller's and may serve several runners at once,
-      // so its module is never rewritten: no fusion pass (runner.h).
-      .fusion_pass = false,
+      .fusion_pass = fuse,
       .threads = o->threads,
       .collectives = (hl_collectives_mode_t)o->collectives,
-      .debug = {.check_nans = o->check_nans != 0, .check_infs = o->check_infs != 0},
+      .debug = {.label = program ? program->name : NULL,
+                .hang_timeout_s = o->hang_timeout_seconds,
+                .debug_dir = o->debug_dir,
+                .trace_file = o->trace_path,
+                .check_nans = o->check_nans != 0,
+                .check_infs = o->check_infs != 0},
+      .profile = o->profile != 0,
+      .profile_first_apart = o->profile_first_apart != 0,
       .abort_note =
           "hlo_runtime: the other processes wait in a collective that needs this one, and MPI "
           "cannot cancel it: ending the job (MPI_Abort; hlo_runner_options_t.stuck_seconds)",
       .stuck_seconds = o->stuck_seconds,
   };
+  if (local) {  // the defaults, until the error is agreed on
+    hl_runner_options_t plain = {.grid_words = &words, .stuck_seconds = -1};
+    ro = plain;
+  }
   hlo_runner_t *r = hl_calloc(1, sizeof(*r));
   // A process without memory for its runner cannot take part in the
   // agreements: the one error that is not collective.
-  if (!r) return to_api(HL_OOM());
+  if (!r) {
+    hl_status_free(local);
+    return to_api(HL_OOM());
+  }
+  r->profile = ro.profile;
+  r->trace = ro.debug.trace_file != NULL;
   // A NULL program is agreed on by the runner's first step, so the other
   // processes learn it too.
   hl_module_t *module = program ? program->program.module : NULL;
-  // The options are checked by the runner's first step, agreed on.
-  hl_status_t st = hl_runner_create(module, false, comm, &ro, &r->runner);
+  hl_program_t own = {0};
+  if (!local && fuse && program) {
+    local = hl_program_load_bytes(program->bytes, program->size, program->name, &own);
+    if (!local) {
+      module = own.module;  // the runner's from here on (hl_runner_create frees it)
+      own.module = NULL;
+    }
+    hl_program_deinit(&own);
+  }
+  bool take = module && (!program || module != program->program.module);
+  // The options are checked by the runner's first step, agreed on; so is
+  // a failure above (after the runner exists, so every process learns it).
+  hl_status_t st = hl_runner_create(module, take, comm, &ro, &r->runner);
+  if (!st) st = hl_runner_agree(r->runner, local, -1);
+  else hl_status_free(local);
   if (!st) st = hl_runner_agree(r->runner, describe_entry(r), -1);
   if (!st) st = hl_runner_start(r->runner);
   if (st) {
@@ -332,7 +465,7 @@ HLO_API hlo_status_t hlo_runner_run(hlo_runner_t *r, const hlo_buffer_t *args, i
   bool *allocated = hl_calloc((size_t)(nresults > 0 ? nresults : 1), sizeof(bool));
   hl_status_t st = allocated ? prepare_run(r, args, nargs, results, nresults, allocated)
                              : HL_OOM();
-  st = hl_runner_agree(r->runner, st, -1);
+  st = hl_runner_agree_before_run(r->runner, st);
   hl_literal_t *out = NULL;
   if (!st) {
     // The argument headers keep a second reference during the run: the
@@ -357,3 +490,48 @@ HLO_API hlo_status_t hlo_runner_run(hlo_runner_t *r, const hlo_buffer_t *args, i
   hl_free(allocated);
   return to_api(st);
 }
+
+HLO_API hlo_status_t hlo_runner_profile_text(hlo_runner_t *r, int32_t top, char **out_text) {
+  if (!r || !out_text) return to_api(HL_INVALID("hlo_runner_profile_text: a NULL argument"));
+  *out_text = NULL;
+  hl_status_t st = hl_runner_agree(
+      r->runner,
+      r->profile ? NULL
+                 : HL_INVALID("hlo_runner_profile_text: the runner does not profile "
+                              "(hlo_runner_options_t.profile)"),
+      -1);
+  if (st) return to_api(st);
+  char *all = hl_runner_profile_text(r->runner, "", top > 0 ? (int)top : 20);
+  int rank = 0;
+  MPI_Comm_rank(hl_runner_comm(r->runner), &rank);
+  // The caller frees it with hlo_text_free (free: malloc'd here).
+  size_t n = all ? strlen(all) : 0;
+  char *text = malloc(n + 1);
+  bool ok = text && (rank != 0 || all);
+  if (text) {
+    if (all) memcpy(text, all, n);
+    text[n] = 0;
+  }
+  hl_free(all);
+  st = hl_runner_agree(r->runner, ok ? NULL : HL_OOM(), -1);
+  if (st) {
+    free(text);
+    return to_api(st);
+  }
+  *out_text = text;
+  return NULL;
+}
+
+HLO_API hlo_status_t hlo_runner_write_trace(hlo_runner_t *r) {
+  if (!r) return to_api(HL_INVALID("hlo_runner_write_trace: runner is NULL"));
+  hl_status_t st = hl_runner_agree(
+      r->runner,
+      r->trace ? NULL
+               : HL_INVALID("hlo_runner_write_trace: the runner has no trace "
+                            "(hlo_runner_options_t.trace_path)"),
+      -1);
+  if (st) return to_api(st);
+  return to_api(hl_runner_write_trace(r->runner));
+}
+
+HLO_API void hlo_text_free(char *text) { free(text); }

@@ -31,6 +31,7 @@
 #include "runtime/base/strbuf.h"
 #include "launcher/partition_hook.h"
 #include "launcher/starter.h"
+#include "launcher/host_watch.h"
 #include "runtime/custom_calls/check.h"
 #include "runtime/custom_calls/ffi_plugin.h"
 #include "runtime/loader/program_loader.h"
@@ -144,9 +145,16 @@ static void push_srun(const hl_launch_options_t *o, const hl_starter_t *s, argv_
 }
 
 // MPICH's Hydra (and Intel MPI's): no root or slot checks to lift, and it
-// forwards the whole environment by itself.
-static void push_hydra(const hl_launch_options_t *o, const hl_starter_t *s, argv_builder_t *b) {
+// forwards the whole environment by itself. `host_watch`: the launcher's
+// address for the ranks (host_watch.h), NULL for none.
+static void push_hydra(const hl_launch_options_t *o, const hl_starter_t *s, const char *host_watch,
+                       argv_builder_t *b) {
   push(b, s->command);
+  if (host_watch) {
+    push(b, "-genv");
+    push(b, HL_HOST_WATCH_ENV);
+    push(b, host_watch);
+  }
   // The ranks bind themselves (binding.c), knowing their node-local rank.
   push(b, "-bind-to");
   push(b, "none");
@@ -196,12 +204,13 @@ static void push_mpiexec(const hl_launch_options_t *o, const hl_starter_t *s, ar
 
 static void build_command(const hl_launch_options_t *o, const hl_starter_t *starter,
                           const hl_grid_t *grid, int argc, char **argv, const char *status_file,
-                          const char *debug_dir, const char *const *extra, argv_builder_t *b) {
+                          const char *debug_dir, const char *const *extra, const char *host_watch,
+                          argv_builder_t *b) {
   char count[32], self[4096];
   if (hl_spawn_choose_launcher(o) == HL_LAUNCHER_SRUN)
     push_srun(o, starter, b);
   else if (starter->family == HL_MPI_FAMILY_MPICH)
-    push_hydra(o, starter, b);
+    push_hydra(o, starter, host_watch, b);
   else
     push_mpiexec(o, starter, b);
   self_path(self, sizeof(self), argv[0]);
@@ -271,6 +280,7 @@ static void print_quoted(FILE *out, const char *s) {
 static volatile sig_atomic_t g_child = 0;
 static volatile sig_atomic_t g_timed_out = 0;
 static volatile sig_atomic_t g_stop_signal = 0;  // the first SIGINT / SIGTERM / SIGHUP received
+static bool g_host_lost = false;  // the host watch stopped the job
 
 // Termination requests for the launcher are passed to mpiexec, which stops
 // the ranks; a Ctrl-C from the terminal already reaches mpiexec through the
@@ -371,9 +381,11 @@ static void reap_orphaned_ranks(double grace_s) {
       break;
     nanosleep(&nap, NULL);
   }
-  kill_adopted_children();
-  while (waitpid(-1, NULL, 0) > 0 || errno == EINTR) {
-  }
+  // Killing a starter's process (a Hydra proxy) hands its ranks to us in
+  // turn: killed on the next round.
+  do {
+    kill_adopted_children();
+  } while (waitpid(-1, NULL, 0) > 0 || errno == EINTR);
 }
 
 // Copies the starter's stderr (read from `fd`) to ours as it comes, keeping
@@ -416,10 +428,34 @@ static int relay_stderr(int fd, pid_t pid, hl_strbuf_t *head) {
   return wstatus;
 }
 
+// Waits for `pid` while serving the host watch; when it reports a rank's host
+// lost, says so and stops the starter (SIGTERM, then SIGKILL after 2 s:
+// Hydra waits for the proxy it can no longer reach).
+static int wait_watched(pid_t pid, hl_host_watch_t *host_watch) {
+  int wstatus = 0;
+  double kill_in = -1;  // seconds until SIGKILL, once stopping
+  for (;;) {
+    pid_t r = waitpid(pid, &wstatus, WNOHANG);
+    if (r == pid || (r < 0 && errno != EINTR)) return wstatus;
+    char msg[1024];
+    if (kill_in < 0 && hl_host_watch_poll(host_watch, 200, msg, sizeof(msg))) {
+      fail("%s", msg);
+      g_host_lost = true;
+      kill(pid, SIGTERM);
+      kill_in = 2.0;
+    } else if (kill_in >= 0) {
+      struct timespec nap = {0, 100 * 1000 * 1000};
+      nanosleep(&nap, NULL);
+      if ((kill_in -= 0.1) <= 0) kill(pid, SIGKILL);
+    }
+  }
+}
+
 // Runs the starter and waits for it; with `stderr_head`, its stderr passes
-// through this process and its first bytes are kept there.
+// through this process and its first bytes are kept there; with `host_watch`,
+// a rank's host that stops answering stops the job (host_watch.h).
 static int run_mpiexec(const hl_launch_options_t *o, char **cmd, const char *status_file,
-                       hl_strbuf_t *stderr_head) {
+                       hl_strbuf_t *stderr_head, hl_host_watch_t *host_watch) {
   // A close-on-exec pipe tells the parent whether exec itself failed.
   int report[2], errpipe[2] = {-1, -1};
   if (pipe2(report, O_CLOEXEC) != 0) return fail("pipe: %s", strerror(errno));
@@ -457,12 +493,16 @@ static int run_mpiexec(const hl_launch_options_t *o, char **cmd, const char *sta
     close(errpipe[1]);
     wstatus = relay_stderr(errpipe[0], pid, stderr_head);
     close(errpipe[0]);
+  } else if (host_watch) {
+    wstatus = wait_watched(pid, host_watch);
   } else {
     while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
     }
   }
   g_child = 0;
-  reap_orphaned_ranks(10.0);
+  // The ranks of a lost host that the launcher started (through an rsh
+  // agent) may never end: they are not waited for.
+  reap_orphaned_ranks(g_host_lost ? 1.0 : 10.0);
   if (n == (ssize_t)sizeof(exec_errno))
     return fail("cannot run '%s': %s (is %s installed? --mpiexec PATH or %s=PATH selects "
                 "another)",
@@ -472,6 +512,7 @@ static int run_mpiexec(const hl_launch_options_t *o, char **cmd, const char *sta
     fail("the job did not finish within --timeout %g s; it was stopped", o->timeout_s);
     return 124;
   }
+  if (g_host_lost) return 255;  // as Hydra's own status for a lost rank
   if (g_stop_signal) {
     // Shells expect 128 + the signal number (130 for Ctrl-C, 143 for kill).
     int sig = g_stop_signal;
@@ -502,15 +543,15 @@ static bool starter_is_open_mpi(const hl_launch_options_t *o, const hl_starter_t
 // the end however the job ended, and once more when the starter failed
 // before any rank ran for a reason known to be transient.
 static int run_job(const hl_launch_options_t *o, const hl_starter_t *starter, char **cmd,
-                   const char *status_file) {
-  if (!starter_is_open_mpi(o, starter)) return run_mpiexec(o, cmd, status_file, NULL);
+                   const char *status_file, hl_host_watch_t *host_watch) {
+  if (!starter_is_open_mpi(o, starter)) return run_mpiexec(o, cmd, status_file, NULL, host_watch);
   int code = 0;
   for (int attempt = 0; attempt < 2; attempt++) {
     hl_ompi_session_t session;
     hl_ompi_session_begin(&session);
     hl_strbuf_t head;
     hl_strbuf_init(&head);
-    code = run_mpiexec(o, cmd, status_file, &head);
+    code = run_mpiexec(o, cmd, status_file, &head, NULL);
     hl_ompi_session_end(&session);
     bool retry = attempt == 0 && code != 0 && !g_timed_out && !g_stop_signal &&
                  (!status_file || read_status_file(status_file) < 0) &&
@@ -582,11 +623,46 @@ static hl_status_t find_starter(const hl_launch_options_t *o, hl_starter_t *out)
   return hl_starter_find(o->mpiexec, library, out);
 }
 
+// The watch over the ranks' hosts (host_watch.h), for Hydra across hosts
+// (Open MPI keeps its own, srun has Slurm's); NULL otherwise, or when none
+// can be made (said; the job runs without).
+static hl_host_watch_t *start_host_watch(const hl_launch_options_t *o,
+                                         const hl_starter_t *starter) {
+  if (starter->family != HL_MPI_FAMILY_MPICH ||
+      hl_spawn_choose_launcher(o) != HL_LAUNCHER_MPIRUN || (!o->hosts && !o->hostfile))
+    return NULL;
+  hl_host_watch_t *w = NULL;
+  hl_status_t st = hl_host_watch_create(&w);
+  if (st) {
+    fail("%s; a host cut off from the job is then noticed only by --timeout",
+         hl_status_message(st));
+    hl_status_free(st);
+  }
+  return w;
+}
+
+// --hostfile in the other MPI family's form (Open MPI's "host slots=N" for
+// Hydra, Hydra's "host:N" for Open MPI) is given to the starter as its host
+// list instead (starter.h); `placed` is `o` with that change.
+static hl_status_t place_hosts(const hl_launch_options_t *o, const hl_starter_t *starter,
+                               hl_launch_options_t *placed) {
+  static hl_strbuf_t hosts;  // what placed->hosts points into, for the process's life
+  *placed = *o;
+  if (!o->hostfile || hl_spawn_choose_launcher(o) == HL_LAUNCHER_SRUN) return NULL;
+  hl_strbuf_init(&hosts);
+  HL_RETURN_IF_ERROR(hl_starter_hostfile_hosts(o->hostfile, starter->family, &hosts));
+  if (hosts.length) {
+    placed->hosts = hl_strbuf_cstr(&hosts);
+    placed->hostfile = NULL;
+  }
+  return NULL;
+}
+
 static int print_command(const hl_launch_options_t *o, const hl_starter_t *starter,
                          const hl_grid_t *grid, int argc, char **argv,
                          const char *const *extra) {
   argv_builder_t cmd = {0};
-  build_command(o, starter, grid, argc, argv, NULL, NULL, extra, &cmd);
+  build_command(o, starter, grid, argc, argv, NULL, NULL, extra, NULL, &cmd);
   if (cmd.failed) {
     builder_free(&cmd);
     return fail("out of memory");
@@ -645,10 +721,12 @@ static int spawn_batch(const hl_launch_options_t *o, int argc, char **argv) {
   if (!st) st = hl_batch_build(o, &batch);
   if (st) return fail_status(st);
   hl_starter_t starter;
-  if ((st = find_starter(o, &starter)) != NULL) {
+  hl_launch_options_t placed;
+  if ((st = find_starter(o, &starter)) != NULL || (st = place_hosts(o, &starter, &placed))) {
     hl_batch_deinit(&batch);
     return fail_status(st);
   }
+  o = &placed;
   hl_grid_t job = {1, 1, 1};
   for (int k = 0; k < batch.count; k++) {
     if (batch.entries[k].empty) continue;
@@ -682,6 +760,7 @@ static int spawn_batch(const hl_launch_options_t *o, int argc, char **argv) {
   }
   bool made_debug_dir;
   hl_debug_prepare_dir(o, debug_dir, sizeof(debug_dir), &made_debug_dir);
+  hl_host_watch_t *host_watch = start_host_watch(o, &starter);
   int passed = 0, failed = 0, code = 0, start = 0;
   bool stopped = false;
   for (;;) {
@@ -691,9 +770,9 @@ static int spawn_batch(const hl_launch_options_t *o, int argc, char **argv) {
                            start_arg, NULL};
     argv_builder_t cmd = {0};
     build_command(o, &starter, &job, argc, argv, have_status ? status_file : NULL, debug_dir,
-                  extra, &cmd);
+                  extra, host_watch ? hl_host_watch_address(host_watch) : NULL, &cmd);
     code = cmd.failed ? fail("out of memory")
-                      : run_job(o, &starter, cmd.v, have_status ? status_file : NULL);
+                      : run_job(o, &starter, cmd.v, have_status ? status_file : NULL, host_watch);
     bool lost = false;
     if (!cmd.failed)
       code = hydra_status(o, &starter, cmd.v[0], code, have_status ? status_file : NULL, &lost);
@@ -702,7 +781,7 @@ static int spawn_batch(const hl_launch_options_t *o, int argc, char **argv) {
     hl_launch_options_t named = *o;  // for naming a rank that died
     named.program = batch.entries[pending >= 0 ? pending : start].path;
     code = hl_debug_after_job(&named, &job, debug_dir, false, code, lost);
-    stopped = g_timed_out || g_stop_signal;
+    stopped = g_timed_out || g_stop_signal || g_host_lost;
     if (pending < 0 || code == 0 || stopped) break;
     printf("hlo-launch: program %s: FAILED: the job ended while it ran (%s exited with status "
            "%d; see the messages above)\n", batch.entries[pending].label,
@@ -723,6 +802,7 @@ static int spawn_batch(const hl_launch_options_t *o, int argc, char **argv) {
     fflush(stdout);
   }
   if (made_debug_dir) hl_debug_after_job(o, &job, debug_dir, true, 0, false);
+  hl_host_watch_destroy(host_watch);
   unlink(progress_file);
   if (have_status) unlink(status_file);
   hl_batch_deinit(&batch);
@@ -771,7 +851,10 @@ int hl_spawn_main(const hl_launch_options_t *o, int argc, char **argv) {
   // The starter of the MPI this binary was built with (the same check for
   // --dry-run, so it shows the command that would run).
   hl_starter_t starter;
-  if ((st = find_starter(o, &starter)) != NULL) return fail_status(st);
+  hl_launch_options_t placed;
+  if ((st = find_starter(o, &starter)) != NULL || (st = place_hosts(o, &starter, &placed)))
+    return fail_status(st);
+  o = &placed;
   if (o->dry_run) return print_command(o, &starter, &grid, argc, argv, NULL);
   argv_builder_t cmd = {0};
 
@@ -788,10 +871,12 @@ int hl_spawn_main(const hl_launch_options_t *o, int argc, char **argv) {
   char debug_dir[4096];
   bool made_debug_dir;
   hl_debug_prepare_dir(o, debug_dir, sizeof(debug_dir), &made_debug_dir);
-  build_command(o, &starter, &grid, argc, argv, have_status ? status_file : NULL, debug_dir, NULL,
-                &cmd);
+  hl_host_watch_t *host_watch = start_host_watch(o, &starter);
+  build_command(o, &starter, &grid, argc, argv, have_status ? status_file : NULL, debug_dir,
+                NULL, host_watch ? hl_host_watch_address(host_watch) : NULL, &cmd);
   int code = cmd.failed ? fail("out of memory")
-                        : run_job(o, &starter, cmd.v, have_status ? status_file : NULL);
+                        : run_job(o, &starter, cmd.v, have_status ? status_file : NULL, host_watch);
+  hl_host_watch_destroy(host_watch);
   bool lost = false;
   if (!cmd.failed)
     code = hydra_status(o, &starter, cmd.v[0], code, have_status ? status_file : NULL, &lost);

@@ -227,3 +227,70 @@ bool hl_starter_explain_singleton(char *buf, size_t cap) {
   }
   return false;
 }
+
+//===----------------------------------------------------------------------===//
+// Hostfiles
+//===----------------------------------------------------------------------===//
+
+// Whether `s` is a whole decimal count of at least 1.
+static bool parse_count(const char *s, long *out) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (end == s || *end || errno || v < 1 || v > 1000000) return false;
+  *out = v;
+  return true;
+}
+
+hl_status_t hl_starter_hostfile_hosts(const char *path, hl_mpi_family_t family,
+                                      hl_strbuf_t *out_hosts) {
+  FILE *f = fopen(path, "r");
+  if (!f) return HL_INVALID("--hostfile %s: %s", path, strerror(errno));
+  hl_strbuf_t list;
+  hl_strbuf_init(&list);
+  bool open_mpi_form = false, hydra_form = false;
+  hl_status_t st = NULL;
+  char line[4096];
+  for (int lineno = 1; !st && fgets(line, sizeof(line), f); lineno++) {
+    line[strcspn(line, "#\n")] = '\0';
+    char *save = NULL, *host = strtok_r(line, " \t\r", &save);
+    if (!host) continue;
+    long slots = 0;
+    char *colon = strchr(host, ':');
+    if (colon) {  // Hydra: host:N
+      *colon = '\0';
+      if (!*host || !parse_count(colon + 1, &slots)) {
+        st = HL_INVALID("%s:%d: '%s:%s' is no host:slots (Hydra's form, e.g. node1:4)", path,
+                        lineno, host, colon + 1);
+        break;
+      }
+      hydra_form = true;
+    }
+    for (char *tok; !st && (tok = strtok_r(NULL, " \t\r", &save)) != NULL;) {
+      long n;
+      if (strncmp(tok, "slots=", 6) == 0 && parse_count(tok + 6, &n) && !colon) {
+        slots = n;
+        open_mpi_form = true;
+      } else if (strncmp(tok, "max_slots=", 10) == 0 && parse_count(tok + 10, &n)) {
+        // Open MPI's cap on oversubscription; Hydra places ranks by slots
+        // alone, and hlo-launch lets Open MPI oversubscribe.
+        open_mpi_form = true;
+      } else {
+        st = HL_INVALID("%s:%d: '%s' after host %s is not understood (hostfile lines are "
+                        "'host', 'host slots=N [max_slots=M]' (Open MPI) or 'host:N' (Hydra))",
+                        path, lineno, tok, host);
+      }
+    }
+    if (st) break;
+    if (list.length) hl_strbuf_append_char(&list, ',');
+    hl_strbuf_append(&list, host);
+    if (slots) hl_strbuf_appendf(&list, ":%ld", slots);
+  }
+  fclose(f);
+  if (!st && list.length == 0) st = HL_INVALID("--hostfile %s names no host", path);
+  // Given as is when it is in the starter's own form (or in a form both read).
+  bool other = family == HL_MPI_FAMILY_MPICH ? open_mpi_form : hydra_form;
+  if (!st && other) hl_strbuf_append(out_hosts, hl_strbuf_cstr(&list));
+  hl_strbuf_deinit(&list);
+  return st;
+}

@@ -11,6 +11,7 @@
 
 #include "collectives/mpi_family.h"
 #include "runtime/base/status.h"
+#include "runtime/base/strbuf.h"
 
 typedef struct hl_starter {
   hl_mpi_family_t family;  // the flags to give it (the library's when it cannot tell)
@@ -45,5 +46,14 @@ const char *hl_starter_srun_mpi_plugin(hl_mpi_family_t library);
 // SLURM_STEP_NUM_TASKS), the starter and the library do not match; writes
 // the message into `buf` and returns true.
 bool hl_starter_explain_singleton(char *buf, size_t cap);
+
+// --hostfile for a starter of `family`: Open MPI reads "host slots=N
+// [max_slots=M]", Hydra "host:N" (both: a bare "host", '#' comments). When
+// the file is in the other family's form, appends its hosts to `out_hosts`
+// as one --host / -hosts list ("node1:4,node2:4", which both starters read)
+// to give instead of the file; appends nothing when the file can be given
+// as is. A line in neither form is an error naming the file and line.
+hl_status_t hl_starter_hostfile_hosts(const char *path, hl_mpi_family_t family,
+                                      hl_strbuf_t *out_hosts);
 
 #endif  // HL_LAUNCHER_STARTER_H_

@@ -23,6 +23,7 @@
 #include "launcher/starter.h"
 #include "launcher/timing.h"
 #include "runner/runner.h"
+#include "launcher/host_watch.h"
 #include "runtime/base/alloc.h"
 #include "runtime/base/strbuf.h"
 #include "runtime/custom_calls/ffi_plugin.h"
@@ -631,6 +632,7 @@ int hl_worker_main(const hl_launch_options_t *options) {
   worker_t w = {.options = options, .comm = MPI_COMM_WORLD, .prefix = "hlo-launch: "};
   MPI_Comm_rank(MPI_COMM_WORLD, &w.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &w.size);
+  hl_host_watch_join(w.rank);  // the launcher's watch over this host (host_watch.h)
   // Started by another MPI's starter, every rank is a job of its own: one
   // message, and no N copies of a 1-process run.
   char singleton[1024];

@@ -1,7 +1,9 @@
 # Writes a man page (roff) from a tool's --help text, so the page says what
 # the binary says. cmake -DTOOL=<binary> -DNAME=hlo-launch -DSUMMARY="..."
-#   -DVERSION=0.1.0 -DOUT=<file> -P help_to_man.cmake
-execute_process(COMMAND ${TOOL} --help OUTPUT_VARIABLE help RESULT_VARIABLE rc)
+#   -DVERSION=0.1.0 -DOUT=<file> [-DEMULATOR=<program|arg|...>] -P help_to_man.cmake
+# -DEMULATOR=<program|arg|...>: what runs TOOL when it was cross-compiled.
+string(REPLACE "|" ";" emulator "${EMULATOR}")
+execute_process(COMMAND ${emulator} ${TOOL} --help OUTPUT_VARIABLE help RESULT_VARIABLE rc)
 if(NOT help)
   message(FATAL_ERROR "${TOOL} --help printed nothing (exit ${rc})")
 endif()

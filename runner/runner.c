@@ -68,6 +68,16 @@ hl_status_t hl_runner_agree(hl_runner_t *r, hl_status_t mine, double stuck_secon
   return hl_mpi_agree(r->comm, mine, stuck_seconds, &r->style);
 }
 
+hl_status_t hl_runner_agree_before_run(hl_runner_t *r, hl_status_t mine) {
+  hl_rank_state_t *state = r->debug.state;
+  if (!state) return hl_runner_agree(r, mine, -1);
+  int32_t before = __atomic_load_n(&state->phase, __ATOMIC_ACQUIRE);
+  hl_rank_state_set_phase(state, HL_PHASE_WAITING);
+  hl_status_t all = hl_runner_agree(r, mine, -1);
+  hl_rank_state_set_phase(state, (hl_rank_phase_t)before);
+  return all;
+}
+
 // An agreement on the runner's own step or run: a failure marks the runner
 // (its channels are retired, state files kept).
 static hl_status_t agree_own(hl_runner_t *r, hl_status_t mine, double stuck_seconds) {
@@ -332,8 +342,8 @@ hl_status_t hl_runner_write_trace(hl_runner_t *r) {
       -1);
 }
 
-void hl_runner_print_profile(hl_runner_t *r, const char *heading_prefix, int top, FILE *out) {
-  if (!r->profile) return;
+char *hl_runner_profile_text(hl_runner_t *r, const char *heading_prefix, int top) {
+  if (!r->profile) return NULL;
   // Memory first: the roofline's measurements below allocate their own.
   double peak_arrays = 0, peak_resident = 0;
   int64_t live_bound = 0, live_params = 0;
@@ -372,15 +382,20 @@ void hl_runner_print_profile(hl_runner_t *r, const char *heading_prefix, int top
     all = hl_malloc((size_t)total + 1);
   }
   MPI_Gatherv(hl_strbuf_cstr(&sb), len, MPI_CHAR, all, lens, offs, MPI_CHAR, 0, r->comm);
-  if (r->rank == 0 && all) {
-    int total = offs[r->size - 1] + lens[r->size - 1];
-    fwrite(all, 1, (size_t)total, out);
-    fflush(out);
-  }
-  hl_free(all);
+  if (all) all[offs[r->size - 1] + lens[r->size - 1]] = 0;
   hl_free(lens);
   hl_free(offs);
   hl_strbuf_deinit(&sb);
+  return all;
+}
+
+void hl_runner_print_profile(hl_runner_t *r, const char *heading_prefix, int top, FILE *out) {
+  char *all = hl_runner_profile_text(r, heading_prefix, top);
+  if (all) {
+    fputs(all, out);
+    fflush(out);
+  }
+  hl_free(all);
 }
 
 void hl_runner_free(hl_runner_t *r, bool failed) {

@@ -116,6 +116,11 @@ hl_status_t hl_runner_run(hl_runner_t *runner, hl_literal_t *const *args, int na
 // Collective: the agreement on a status of the caller's (consumed), in the
 // runner's style; stuck_seconds as in hl_mpi_agree.
 hl_status_t hl_runner_agree(hl_runner_t *runner, hl_status_t mine, double stuck_seconds);
+// The same, waiting forever, for a caller's check just before a run: the
+// hang watchdog sees a process waiting here for one that never comes (an
+// application that skipped a run on one process) as it sees one waiting
+// at the end of a run.
+hl_status_t hl_runner_agree_before_run(hl_runner_t *runner, hl_status_t mine);
 
 // --trace: collective; process 0 writes every process's spans.
 hl_status_t hl_runner_write_trace(hl_runner_t *runner);
@@ -125,6 +130,9 @@ hl_status_t hl_runner_write_trace(hl_runner_t *runner);
 // after the runs) to `out`, each headed "<heading_prefix>profile of rank ...".
 void hl_runner_print_profile(hl_runner_t *runner, const char *heading_prefix, int top,
                              FILE *out);
+// The same text (hl_free), on process 0; NULL on the others, without a
+// profile, or without memory. Collective when profiling.
+char *hl_runner_profile_text(hl_runner_t *runner, const char *heading_prefix, int top);
 
 // Collective. `failed`: the caller's work around the runs failed (a failed
 // run counts by itself): channels are retired, state files kept.

@@ -27,7 +27,7 @@ module hlo_runtime
 
   public :: hlo_program, hlo_runner, hlo_array, hlo_runner_options
   public :: hlo_load, hlo_create, hlo_run, hlo_free, hlo_array_of, hlo_options_default
-  public :: hlo_version_string
+  public :: hlo_version_string, hlo_profile_text, hlo_write_trace
   public :: HLO_PRED, HLO_S32, HLO_S64, HLO_F32, HLO_F64
   public :: HLO_COLLECTIVES_AUTO, HLO_COLLECTIVES_MPI, HLO_COLLECTIVES_SHM
 
@@ -46,14 +46,23 @@ module hlo_runtime
     type(c_ptr) :: handle = c_null_ptr
   end type
 
-  ! hlo_runner_options_t, field for field.
+  ! hlo_runner_options_t, field for field, with its defaults (hlo_create
+  ! sets struct_size). trace_path and debug_dir are C strings: c_loc of a
+  ! character(kind=c_char) array with the TARGET attribute, ending in
+  ! c_null_char, that lives until hlo_create returns.
   type, bind(c) :: hlo_runner_options
+    integer(c_size_t) :: struct_size = 0
     integer(c_int64_t) :: replicas = 0, partitions = 0
     integer(c_int32_t) :: threads = 0
     integer(c_int) :: collectives = 0
     integer(c_int32_t) :: global_program = 0, no_collective_check = 0
     integer(c_int32_t) :: check_nans = 0, check_infs = 0
     real(c_double) :: stuck_seconds = 30.0d0
+    integer(c_int32_t) :: no_fusion_pass = 0
+    integer(c_int32_t) :: profile = 0, profile_first_apart = 0
+    type(c_ptr) :: trace_path = c_null_ptr
+    real(c_double) :: hang_timeout_seconds = 0.0d0
+    type(c_ptr) :: debug_dir = c_null_ptr
   end type
 
   ! One Fortran array for hlo_run (made by hlo_array_of).
@@ -125,6 +134,22 @@ module hlo_runtime
       integer(c_int32_t), value :: nargs, nresults
       type(c_ptr) :: st
     end function
+    function c_profile_text(runner, top, text) bind(c, name='hlo_runner_profile_text') result(st)
+      import :: c_ptr, c_int32_t
+      type(c_ptr), value :: runner
+      integer(c_int32_t), value :: top
+      type(c_ptr), intent(out) :: text
+      type(c_ptr) :: st
+    end function
+    function c_write_trace(runner) bind(c, name='hlo_runner_write_trace') result(st)
+      import :: c_ptr
+      type(c_ptr), value :: runner
+      type(c_ptr) :: st
+    end function
+    subroutine c_text_free(text) bind(c, name='hlo_text_free')
+      import :: c_ptr
+      type(c_ptr), value :: text
+    end subroutine
     function c_strlen(s) bind(c, name='strlen') result(n)
       import :: c_ptr, c_size_t
       type(c_ptr), value :: s
@@ -172,6 +197,34 @@ contains
     o = hlo_runner_options()
   end function
 
+  ! Collective: the per-instruction profile (options%profile) of every
+  ! process on the communicator's process 0, "" on the others; top: the
+  ! instructions per table (0: 20).
+  subroutine hlo_profile_text(runner, top, text, ierr, errmsg)
+    type(hlo_runner), intent(in) :: runner
+    integer, intent(in) :: top
+    character(len=:), allocatable, intent(out) :: text
+    integer, intent(out) :: ierr
+    character(len=*), intent(out), optional :: errmsg
+    type(c_ptr) :: t
+    t = c_null_ptr
+    call take_status(c_profile_text(runner%handle, int(top, c_int32_t), t), ierr, errmsg)
+    if (ierr == 0) then
+      text = from_c(t)
+    else
+      text = ''
+    end if
+    call c_text_free(t)
+  end subroutine
+
+  ! Collective: process 0 writes the trace (options%trace_path).
+  subroutine hlo_write_trace(runner, ierr, errmsg)
+    type(hlo_runner), intent(in) :: runner
+    integer, intent(out) :: ierr
+    character(len=*), intent(out), optional :: errmsg
+    call take_status(c_write_trace(runner%handle), ierr, errmsg)
+  end subroutine
+
   subroutine hlo_load(program, path, ierr, errmsg)
     type(hlo_program), intent(out) :: program
     character(len=*), intent(in) :: path
@@ -188,10 +241,15 @@ contains
     integer, intent(in) :: comm
     integer, intent(out) :: ierr
     character(len=*), intent(out), optional :: errmsg
-    type(hlo_runner_options), intent(in), optional, target :: options
+    type(hlo_runner_options), intent(in), optional :: options
+    type(hlo_runner_options), target :: o
     type(c_ptr) :: opts
     opts = c_null_ptr
-    if (present(options)) opts = c_loc(options)
+    if (present(options)) then
+      o = options
+      o%struct_size = c_sizeof(o)
+      opts = c_loc(o)
+    end if
     call take_status(c_runner_create_f(program%handle, int(comm, c_int), opts, runner%handle), &
                      ierr, errmsg)
   end subroutine

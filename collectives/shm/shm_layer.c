@@ -8,8 +8,9 @@
 //   - the mode says so: shm always; auto from the size: the tuning table's
 //     threshold for (collective, group size) when --collectives-tuning gave
 //     one (shm_tuning.h) or --collectives-tune measured one (shm_autotune.h),
-//     else kAutoMinBytes (measured with
-//     bench/run_collectives.sh, collectives/shm/README.md).
+//     else the built-in thresholds of the MPI in use (kAutoMinBytesOpenMpi,
+//     kAutoMinBytesMpich; measured with bench/run_collectives.sh,
+//     collectives/shm/README.md).
 // Everything else goes to the backend unchanged. The decision depends only
 // on what every member of the group knows alike, so members never split
 // between the two paths.
@@ -28,6 +29,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "collectives/mpi_family.h"
 #include "collectives/mpi_internal.h"
 #include "collectives/progress_hook.h"
 #include "collectives/shm/shm_autotune.h"
@@ -40,14 +42,24 @@
 typedef enum { OP_REDUCE, OP_GATHER, OP_TO_ALL, OP_PERMUTE, OP_BROADCAST, OP_KINDS } op_kind_t;
 
 // Below these sizes (bytes per member: the larger of its operand and
-// result) MPI's own small-message paths are as fast or faster. Measured
-// with bench/run_collectives.sh --shm-mode shm (collectives/shm/README.md):
-// on 2 ranks the layer matches MPI from 4 B up; on 8 ranks sharing 2 cores
-// its flag waits cost more than MPI below about 16 KiB (all-reduce,
-// reduce-scatter), 64 KiB (all-gather, permute) and 256 KiB (all-to-all).
-static const size_t kAutoMinBytes[OP_KINDS] = {
+// result) MPI's own small-message paths are as fast or faster; they depend
+// on the MPI. Measured with bench/run_collectives.sh --shm-mode shm
+// (collectives/shm/README.md). Open MPI 4.1: on 2 ranks the layer matches
+// MPI from 4 B up; on 8 ranks sharing 2 cores its flag waits cost more than
+// MPI below about 16 KiB (all-reduce, reduce-scatter), 64 KiB (all-gather,
+// permute) and 256 KiB (all-to-all).
+static const size_t kAutoMinBytesOpenMpi[OP_KINDS] = {
     [OP_REDUCE] = 16 << 10, [OP_GATHER] = 64 << 10, [OP_TO_ALL] = 256 << 10,
     [OP_PERMUTE] = 64 << 10, [OP_BROADCAST] = 64 << 10};
+// MPICH 4.0.2 (ch4:ucx) polls without ever yielding, so on 8 ranks sharing
+// 2 cores its collectives wait whole time slices: the layer took 0.12-0.91
+// of raw MPICH's time at every size from 4 B to 1 MiB for all-reduce,
+// all-gather, reduce-scatter and all-to-all (two runs, the ratio of a size
+// moving by up to 0.17 between them); permute lost below 1 KiB (1.43 at
+// 4 B, 1.10 at 64 B). Broadcast is not measured by the bench: Open MPI's.
+static const size_t kAutoMinBytesMpich[OP_KINDS] = {
+    [OP_REDUCE] = 0, [OP_GATHER] = 0, [OP_TO_ALL] = 0, [OP_PERMUTE] = 1 << 10,
+    [OP_BROADCAST] = 64 << 10};
 
 typedef struct shm_set {
   bool local;        // the group (or every permute pair) lies on this node
@@ -84,6 +96,7 @@ typedef struct hl_shm_layer {
   hl_comm_vtable_t vtable;
   const hl_comm_vtable_t *base;
   hl_collectives_mode_t mode;
+  const size_t *auto_min_bytes;  // the built-in thresholds of the MPI in use
   hl_shm_node_t *node;  // NULL until prepared, or when nothing can use it
   shm_set_t *sets;
   int set_count;
@@ -449,7 +462,7 @@ static shm_set_t *choose(hl_comm_t *comm, const hl_instruction_t *inst, op_kind_
   if (l->mode == HL_COLLECTIVES_AUTO) {
     // The tuning table's entry for the group's size (permute: the node's
     // ranks), else the built-in threshold; alike on every member.
-    int64_t min = (int64_t)kAutoMinBytes[kind];
+    int64_t min = (int64_t)l->auto_min_bytes[kind];
     int tuned_size = kind == OP_PERMUTE ? l->node->size : size;
     hl_shm_tuning_lookup(l->tuning, tune, tuned_size, &min);
     if (min < 0 || bytes < (uint64_t)min) return NULL;
@@ -713,6 +726,8 @@ hl_status_t hl_shm_layer_install(hl_comm_t *comm, hl_collectives_mode_t mode) {
   shm_layer_t *l = hl_calloc(1, sizeof(*l));
   if (!l) return HL_OOM();
   l->mode = mode;
+  l->auto_min_bytes = hl_mpi_library_family() == HL_MPI_FAMILY_MPICH ? kAutoMinBytesMpich
+                                                                      : kAutoMinBytesOpenMpi;
   pthread_mutex_init(&l->mu, NULL);
   pthread_cond_init(&l->cv, NULL);
   l->base = comm->vtable;

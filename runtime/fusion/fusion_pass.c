@@ -404,14 +404,16 @@ static bool merge_cycles(pass_t *p, int a, int b) {
   while (sp > 0) {
     int x = stack[--sp];
     if (in_group(p, x, a) || in_group(p, x, b)) return true;
-    // x's operands, and those of every member of x's groups.
-    for (int gi = -1; gi < p->mem_n[x]; gi++) {
+    // x's operands, or for an x in fusions those that its fusions read
+    // (a member's operands inside its own fusion are no separate values).
+    for (int gi = p->mem_n[x] ? 0 : -1; gi < p->mem_n[x]; gi++) {
       const group_t *gr = gi < 0 ? NULL : &p->g[p->mem[x][gi]];
       int cnt = gr ? gr->count : 1;
       for (int k = 0; k < cnt; k++) {
         const hl_instruction_t *y = p->c->instructions[gr ? gr->members[k] : x];
         for (int j = 0; j < y->operand_count; j++) {
           int o = y->operands[j]->index;
+          if (gr && in_group(p, o, p->mem[x][gi])) continue;  // inside that fusion
           if (!seen[o]) {
             seen[o] = true;
             if (sp >= p->n) return true;  // cannot happen (each pushed once); be safe
@@ -536,6 +538,28 @@ static hl_status_t merge_groups(pass_t *p) {
       }
       bool merged = false;
       if (share) st = try_merge(p, a, b, "a sibling reduce's fusion (multi-output)", &merged);
+    }
+  }
+  // Producer and consumer loop fusions of one shape: the producer's value,
+  // written out for another reader (the result tuple, a dot), is also an
+  // output of the fusion that reads it (an optimizer update's m' and v' with
+  // W's update: one pass over m, v, g and W instead of writing m' and v'
+  // and reading them back). XLA's CPU compiler forms the same fusion.
+  for (int pg = 0; pg < p->gn && !st; pg++) {
+    if (!p->g[pg].alive || p->g[pg].has_reduce) continue;
+    int v = p->g[pg].root;
+    const hl_shape_t *vs = &p->c->instructions[v]->shape;
+    bool merged = false;
+    for (int k = p->user_start[v]; k < p->user_start[v + 1] && !st && !merged; k++) {
+      int u = p->user_list[k];
+      for (int j = 0; j < p->mem_n[u] && !st && !merged; j++) {
+        int cg = p->mem[u][j];
+        if (cg == pg || !p->g[cg].alive || p->g[cg].has_reduce || in_group(p, v, cg) ||
+            !hl_shape_same_dims(&p->c->instructions[p->g[cg].root]->shape, vs))
+          continue;
+        st = try_merge(p, cg, pg, "an output of the loop fusion that reads it (multi-output)",
+                       &merged);
+      }
     }
   }
   return st;

@@ -169,17 +169,21 @@ def dry(*args, env_extra=None):
 
 
 def test_dry_run_command_lines():
-    hostfile = os.path.join(WORK, "hosts.txt")
-    with open(hostfile, "w") as f:
-        f.write("a slots=2\nb slots=2\n")
+    # A hostfile in each family's form: the starter's own is given as is,
+    # the other one's becomes the starter's host list.
+    ompi_file, hydra_file = os.path.join(WORK, "hosts.ompi"), os.path.join(WORK, "hosts.hydra")
+    with open(ompi_file, "w") as f:
+        f.write("# two hosts\na slots=2 max_slots=4\nb slots=2\n")
+    with open(hydra_file, "w") as f:
+        f.write("a:2  # first\n\nb:2\n")
     # The starter and flags of the MPI built with (test_mpi_families.py has more).
     mpich = hl_testlib.mpi_family() == "mpich"
     if mpich:
-        starter, hosts, hostfile_flag, pmi = ("mpiexec.", " -hosts a:2,b:2 ", " -f %s " % hostfile,
-                                              "--mpi=pmi2")
+        starter, hosts, pmi = "mpiexec.", " -hosts a:2,b:2 ", "--mpi=pmi2"
+        hostfile, hostfile_flag, other_file = hydra_file, " -f %s " % hydra_file, ompi_file
     else:
-        starter, hosts, hostfile_flag, pmi = ("mpiexec ", " --host a:2,b:2 ",
-                                              " --hostfile %s " % hostfile, "--mpi=pmix")
+        starter, hosts, pmi = "mpiexec ", " --host a:2,b:2 ", "--mpi=pmix"
+        hostfile, hostfile_flag, other_file = ompi_file, " --hostfile %s " % ompi_file, hydra_file
     res = dry("-np", 4, "-H", "a:2,b:2", SPIN)
     line = res.stdout.strip()
     if res.returncode != 0 or not line.startswith(starter) or hosts not in line \
@@ -189,6 +193,15 @@ def test_dry_run_command_lines():
     res = dry("-np", 4, "--hostfile", hostfile, SPIN)
     if res.returncode != 0 or hostfile_flag not in res.stdout:
         return "--hostfile\n" + res.describe()
+    res = dry("-np", 4, "--hostfile", other_file, SPIN)
+    if res.returncode != 0 or hosts not in res.stdout or other_file in res.stdout.split(" --worker")[0]:
+        return "--hostfile in the other family's form: expected%s\n%s" % (hosts, res.describe())
+    bad = os.path.join(WORK, "hosts.bad")
+    with open(bad, "w") as f:
+        f.write("a slots=2\nb cpus=2\n")
+    res = dry("-np", 4, "--hostfile", bad, SPIN)
+    if res.returncode == 0 or "%s:2: 'cpus=2'" % bad not in res.stderr:
+        return "a hostfile line in neither form\n" + res.describe()
     # Inside a Slurm allocation: srun -K with the library's PMI; the rank binds itself.
     res = dry("-np", 8, SPIN, env_extra={"SLURM_JOB_ID": "42"})
     line = res.stdout.strip()

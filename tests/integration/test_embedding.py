@@ -6,6 +6,7 @@ with pkg-config (mpicc, mpif90) and with find_package(HloRuntime) (the
 static library too), and run as real 4- and 6-rank MPI jobs. NumPy computes
 the expected numbers."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -124,6 +125,73 @@ def check_global(out):
                                    err_msg="global_matmul sum, rank %d" % r)
 
 
+def gelu_numpy():
+    """gelu_layer.mlir on api_options.c's arguments, in NumPy (float64)."""
+    w = np.array([[0.05 * (i - j) + 0.01 * (i * j) for j in range(8)] for i in range(8)],
+                 dtype=np.float32).astype(np.float64)
+    b = np.array([0.2 * j - 0.7 for j in range(8)], dtype=np.float32).astype(np.float64)
+    gs = []
+    for r in range(4):
+        x = np.array([[0.125 * (4 * r + i) - 0.1 * j for j in range(8)] for i in range(4)],
+                     dtype=np.float32).astype(np.float64)
+        y = x @ w + b
+        gs.append(0.5 * y * (1 + np.tanh(0.7978845608 * (y + 0.044715 * y ** 3))))
+    return gs, sum(g.sum() for g in gs)
+
+
+def check_options(api_options, tests, env, tmp):
+    """api_options.c: fused and unfused runners of one program agree bitwise
+    (the program exits 2 otherwise) and with NumPy; the profile shows the
+    fusion (and its absence); the profile with the first run apart, the trace
+    of 4 ranks, the agreed misuse errors; the hang watchdog ends a job whose
+    rank 2 never calls the run."""
+    out = os.path.join(tmp, "options")
+    res = mpiexec(4, [api_options, os.path.join(tests, "gelu_layer.mlir"), out], env)
+    print(res.stdout.rstrip())
+    gs, total = gelu_numpy()
+    for r in range(4):
+        lines = open("%s.%d.txt" % (out, r)).read().split("\n")
+        got = np.array([[float(v) for v in lines[i].split()] for i in range(4)])
+        np.testing.assert_allclose(got, gs[r], rtol=2e-6, atol=2e-6,
+                                   err_msg="gelu_layer rank %d" % r)
+        np.testing.assert_allclose(float(lines[4]), total, rtol=1e-5,
+                                   err_msg="gelu_layer sum, rank %d" % r)
+    profile = open(out + ".profile.txt").read()
+    fused = profile[profile.index("fused:"):profile.index("unfused:")]
+    unfused = profile[profile.index("unfused:"):profile.index("debug:")]
+    debug = profile[profile.index("debug:"):]
+
+    def ops(text):
+        return {l.split()[1] for l in text.split("\n") if l.startswith("  ") and
+                len(l.split()) > 2 and l.split()[2].isdigit()}
+    if "fusion" not in ops(fused) or "tanh" in ops(fused):
+        sys.exit("FAIL: the API's default runner did not fuse:\n" + fused[:3000])
+    if "fusion" in ops(unfused) or "tanh" not in ops(unfused):
+        sys.exit("FAIL: no_fusion_pass still fused:\n" + unfused[:3000])
+    for want in ["profile of rank %d" % k for k in range(4)] + ["first run (cold", "runs 2-3"]:
+        if want not in debug:
+            sys.exit("FAIL: the profile lacks %r:\n%s" % (want, debug[:3000]))
+    trace = json.load(open(out + ".trace.json"))
+    events = trace["traceEvents"] if isinstance(trace, dict) else trace
+    if sorted({e.get("pid") for e in events if "pid" in e}) != [0, 1, 2, 3]:
+        sys.exit("FAIL: the trace lacks a rank: %r" % sorted({e.get("pid") for e in events}))
+    print("ok   fused (default) and no_fusion_pass runners of one program: bitwise equal, "
+          "NumPy's values; profile (first run apart) and a trace of %d events on 4 ranks"
+          % len(events))
+    argv = mpiexec_argv(4, [api_options, os.path.join(tests, "gelu_layer.mlir"), out, "--hang"])
+    try:
+        res = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                             timeout=60, env=env)
+    except subprocess.TimeoutExpired:
+        sys.exit("FAIL: the watchdog did not end the hung job: %s" % " ".join(argv))
+    want = ["made no collective or channel progress for 3 s", "never arrived: rank 2",
+            "rank 2 had not started the program"]
+    if res.returncode == 0 or any(w not in res.stderr for w in want) or not os.path.exists(
+            os.path.join(out + ".debug", "hang-report.txt")):
+        sys.exit("FAIL: hang: exit %d\n%s" % (res.returncode, res.stderr[-3000:]))
+    print("ok   hang_timeout_seconds: rank 2 skips a run, the watchdog reports it and ends the job")
+
+
 # JAX's own lowerings (README "stablehlo-testdata"), outside the tree: ../shared
 # next to the checkout, or next to its worktree folder.
 TESTDATA = next((d for d in (os.path.join(SOURCE_DIR, "..", "shared", "conformance",
@@ -214,6 +282,9 @@ def main():
         api_corpus = os.path.join(bin_dir, "api_corpus")
         run([MPICC, "-Wall", "-Werror", os.path.join(embed_tests, "api_corpus.c"),
              "-o", api_corpus] + flags, env=env)
+        api_options = os.path.join(bin_dir, "api_options")
+        run([MPICC, "-Wall", "-Werror", os.path.join(embed_tests, "api_options.c"),
+             "-o", api_options] + flags, env=env)
         global_test = os.path.join(bin_dir, "api_global")
         run([MPICC, "-Wall", "-Werror", os.path.join(embed_tests, "api_global.c"),
              "-o", global_test] + flags, env=env)
@@ -251,20 +322,27 @@ def main():
         print("ok   C loop on MPI_COMM_WORLD, 4 ranks, 6 steps (pkg-config, shared)")
 
         out = os.path.join(tmp, "split")
-        res = mpiexec(6, [os.path.join(cm, "relax_loop_static"), model, "5", out, "--split"], env)
+        res = mpiexec(6, [os.path.join(cm, "relax_loop_static"), model, "5", out, "--split",
+                          "--profile"], env)
         check_relax(out, 4, 5)
+        # hlo_runner_options_t.profile: the 4 model processes' tables, fused.
+        if (any("profile of rank %d" % k not in res.stdout for k in range(4))
+                or " fusion " not in res.stdout):
+            sys.exit("FAIL: relax_loop --profile printed no (fused) profile:\n" + res.stdout)
         want = ("all 2 ranks: the grid 4 replicas x 1 partition needs 4 processes, "
                 "but the communicator size is 2")
         if res.stdout.count(want) != 2:
             sys.exit("FAIL: ranks 4 and 5 did not both report %r:\n%s" % (want, res.stdout))
-        print("ok   C loop on a 4-rank sub-communicator of 6 (find_package, static); "
-              "the other 2 get the size error")
+        print("ok   C loop on a 4-rank sub-communicator of 6 (find_package, static), its "
+              "profile fused; the other 2 get the size error")
 
         res = mpiexec(4, [errors, model, os.path.join(embed_tests, "check_after_sum.mlir")], env)
         print(res.stdout.rstrip())
         check_stuck(errors, os.path.join(embed_tests, "check_before_sum.mlir"), env)
         print("ok   a rank failing while the others wait in a collective ends the job "
               "(MPI_Abort after stuck_seconds) instead of hanging")
+
+        check_options(api_options, embed_tests, env, tmp)
 
         out = os.path.join(tmp, "global")
         mpiexec(4, [global_test, os.path.join(embed_tests, "global_matmul.mlir"), out], env)
@@ -286,7 +364,9 @@ def main():
             mpiexec(4, [os.path.join(cm, "jacobi"), jmodel, "3", out], env)
             check_jacobi(out, 3)
             print("ok   Fortran Jacobi stencil, 4 ranks (pkg-config 12 sweeps, find_package 3)")
-            res = mpiexec(4, [ferrors, jmodel], env)
+            res = mpiexec(4, [ferrors, jmodel, os.path.join(tmp, "fortran.trace.json")], env)
+            if not os.path.getsize(os.path.join(tmp, "fortran.trace.json")):
+                sys.exit("FAIL: the Fortran runner's trace is empty")
             print(res.stdout.rstrip())
         else:
             print("note: no mpif90 or Fortran module: the Fortran example was not run")

@@ -97,6 +97,8 @@ def test_version_names_the_mpi():
 def test_dry_run_takes_the_familys_starter():
     with hl.tempdir("hl-fam") as d:
         hostfile = os.path.join(d, "hosts")
+        with open(hostfile, "w") as f:
+            f.write("a\nb\n")  # the same in both families' forms: given as is
         res = launch("-np", 4, "--dry-run", "-H", "a:2,b:2", SCALE)
         res2 = launch("-np", 4, "--dry-run", "--hostfile", hostfile, SCALE)
     for r in (res, res2):

@@ -150,15 +150,14 @@ def failing_shape_assertion():
     r, _ = run(program, [x], 2, np_=2)
     if r.returncode != 1 or "shape assertion failed" not in r.stderr or want not in r.stderr:
         return "expected exit 1 naming the failed shape assertion:\n" + r.describe()
-    # Started by the user's own mpirun, every rank checks and fails alike.
-    argv = ["mpirun", "--oversubscribe", "-n", "2"]
-    if os.geteuid() == 0:
-        argv.insert(1, "--allow-run-as-root")
+    # Started by the user's own mpiexec (the built-with MPI's), every rank
+    # checks and fails alike.
+    argv = hl.mpi_starter(2)
     with hl.tempdir("poly") as d:
         hl.write_args(d, [x])
         r = hl.run(argv + [hl.HLO_LAUNCH, "--args-dir", d, "--quiet", program])
         if r.returncode == 0 or want not in r.stderr:
-            return "mpirun -n 2: expected a non-zero exit naming the assertion:\n" + r.describe()
+            return "mpiexec -n 2: expected a non-zero exit naming the assertion:\n" + r.describe()
     return None
 
 

@@ -131,7 +131,9 @@ __attribute__((target("avx2,fma"))) static void jit_vec_f64(hl_vmath_vector_fn_t
 }
 #endif
 
+#if HAVE_RAW_AVX2
 static bool avx2(void) { return strcmp(hl_vmath_isa(), "avx2") == 0; }
+#endif
 
 #define N 53  // not a multiple of 8 or 4
 #define TRIALS 300

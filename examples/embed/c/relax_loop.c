@@ -3,6 +3,7 @@
 //
 //   mpiexec -n 4 relax_loop MODEL STEPS OUT           (on MPI_COMM_WORLD)
 //   mpiexec -n 6 relax_loop MODEL STEPS OUT --split   (on ranks 0-3 of 6)
+//   ... [--profile]   and the model's per-instruction profile on stdout
 //
 // Each model process starts from u[i] = 0.25 * (8 * rank + i) - 3, runs
 // STEPS steps with k = 0.3, and writes OUT.<rank>.txt: one line per step
@@ -24,14 +25,20 @@ static int fail(const char *what, hlo_status_t st) {
 }
 
 // The model's part of the application: load, bind to `comm`, loop, free.
-static int run_model(const char *model, int steps, const char *out, MPI_Comm comm) {
+static int run_model(const char *model, int steps, const char *out, MPI_Comm comm,
+                     int profile) {
   int rank;
   MPI_Comm_rank(comm, &rank);
   hlo_program_t *program = NULL;
   hlo_runner_t *runner = NULL;
   hlo_status_t st = hlo_program_load(model, &program);
   if (st) return fail("loading the model", st);
-  st = hlo_runner_create(program, comm, NULL, &runner);
+  // The defaults, then the fields wanted (the struct may grow: always
+  // hlo_runner_options_init first).
+  hlo_runner_options_t options;
+  hlo_runner_options_init(&options);
+  options.profile = profile;
+  st = hlo_runner_create(program, comm, &options, &runner);
   if (st) {
     hlo_program_free(program);
     return fail("binding the model to the communicator", st);
@@ -59,6 +66,13 @@ static int run_model(const char *model, int steps, const char *out, MPI_Comm com
   }
   for (int i = 0; f && code == 0 && i < 8; i++) fprintf(f, "%.9g%c", u[i], i == 7 ? '\n' : ' ');
   if (f) fclose(f);
+  if (profile && code == 0) {  // collective: every process's table on process 0
+    char *text = NULL;
+    st = hlo_runner_profile_text(runner, 10, &text);
+    if (st) code = fail("the profile", st);
+    else fputs(text, stdout);  // "" on the other processes
+    hlo_text_free(text);
+  }
   hlo_runner_free(runner);  // collective over comm
   hlo_program_free(program);
   return code;
@@ -67,16 +81,21 @@ static int run_model(const char *model, int steps, const char *out, MPI_Comm com
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
   if (argc < 4) {
-    fprintf(stderr, "usage: relax_loop MODEL STEPS OUT [--split]\n");
+    fprintf(stderr, "usage: relax_loop MODEL STEPS OUT [--split] [--profile]\n");
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   int rank, code;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  if (argc > 4 && strcmp(argv[4], "--split") == 0) {
+  int split = 0, profile = 0;
+  for (int a = 4; a < argc; a++) {
+    split |= strcmp(argv[a], "--split") == 0;
+    profile |= strcmp(argv[a], "--profile") == 0;
+  }
+  if (split) {
     MPI_Comm sub;
     MPI_Comm_split(MPI_COMM_WORLD, rank < 4 ? 0 : 1, rank, &sub);
     if (rank < 4) {
-      code = run_model(argv[1], atoi(argv[2]), argv[3], sub);
+      code = run_model(argv[1], atoi(argv[2]), argv[3], sub, profile);
     } else {
       // A runner over 2 processes for a 4-process model: an error on both.
       hlo_program_t *program = NULL;
@@ -91,7 +110,7 @@ int main(int argc, char **argv) {
     }
     MPI_Comm_free(&sub);
   } else {
-    code = run_model(argv[1], atoi(argv[2]), argv[3], MPI_COMM_WORLD);
+    code = run_model(argv[1], atoi(argv[2]), argv[3], MPI_COMM_WORLD, profile);
   }
   MPI_Finalize();
   return code;

@@ -1,3 +1,4 @@
+#define _GNU_SOURCE  // dladdr: find the generator module beside this binary
 #include "runtime/fusion/jit/jit_kernel.h"
 
 #include <dlfcn.h>
@@ -8,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "runtime/base/alloc.h"
 #include "runtime/fusion/jit/codegen_api.h"
@@ -93,14 +95,30 @@ static bool waiting(void) {
 }
 
 #if defined(HL_FUSION_JIT_HAVE_LLVM)
-// The module by HL_FUSION_JIT_MODULE, else where it is installed, else in
-// the build tree (tests and benches run from there).
+// The module by HL_FUSION_JIT_MODULE, else beside the binary that holds
+// this code (an install moved to another prefix: `cmake --install --prefix`,
+// a relocated package), else where it was configured to be installed, else
+// in the build tree (tests and benches run from there).
 static void *open_module(void) {
-  const char *paths[3] = {getenv("HL_FUSION_JIT_MODULE"), HL_FUSION_JIT_INSTALLED_MODULE,
-                          HL_FUSION_JIT_BUILD_MODULE};
+  char here[4096] = "", beside_lib[4200] = "", beside_exe[4200] = "";
+  Dl_info info;
+  if (dladdr((void *)&open_module, &info) && info.dli_fname &&
+      strlen(info.dli_fname) < sizeof(here)) {
+    strcpy(here, info.dli_fname);
+    char *slash = strrchr(here, '/');
+    if (slash) {
+      *slash = '\0';
+      // Inside libhlo_runtime.so (LIBDIR) or an executable (BINDIR).
+      snprintf(beside_lib, sizeof(beside_lib), "%s/hlo-runtime/libhl_fusion_llvm.so", here);
+      snprintf(beside_exe, sizeof(beside_exe), "%s/../%s", here, HL_FUSION_JIT_MODULE_IN_PREFIX);
+    }
+  }
+  const char *paths[5] = {getenv("HL_FUSION_JIT_MODULE"), beside_lib, beside_exe,
+                          HL_FUSION_JIT_INSTALLED_MODULE, HL_FUSION_JIT_BUILD_MODULE};
   const char *last = NULL;
-  for (int i = 0; i < 3; i++) {
+  for (int i = 0; i < 5; i++) {
     if (!paths[i] || !*paths[i]) continue;
+    if (i >= 1 && i <= 2 && access(paths[i], R_OK) != 0) continue;
     void *h = dlopen(paths[i], RTLD_NOW | RTLD_LOCAL);
     if (h) return h;
     last = dlerror();
