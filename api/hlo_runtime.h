@@ -177,7 +177,8 @@ typedef struct hlo_runner_options {
    * (seconds; default 30). A process that fails alone while the others
    * are blocked in a collective that needs it leaves the communicator
    * unusable (MPI cannot cancel a collective): after this long it prints
-   * its error and calls MPI_Abort on the communicator rather than hang the
+   * its error and calls MPI_Abort on the communicator (on MPI_COMM_WORLD
+   * under MPICH, which would end this process alone) rather than hang the
    * job. Negative: wait forever. */
   double stuck_seconds;
   /* Nonzero: run the program as loaded, without the fusion pass (hlo-launch

@@ -1,4 +1,5 @@
 #include "collectives/agree.h"
+#include "collectives/mpi_family.h"
 
 #include <limits.h>
 #include <stdbool.h>
@@ -81,6 +82,11 @@ static void abort_stuck(MPI_Comm comm, hl_status_t mine, const hl_agree_style_t 
   if (style && style->abort_note) fprintf(stderr, "%s\n", style->abort_note);
   fflush(stderr);
   fflush(stdout);
+  // MPICH (4.0's ch4) aborts a communicator smaller than MPI_COMM_WORLD,
+  // or a duplicate of it, by exiting this process alone, and Hydra then
+  // leaves the others blocked: the job hangs. MPI_COMM_WORLD makes it end
+  // the whole job (the standard allows either).
+  if (hl_mpi_library_family() == HL_MPI_FAMILY_MPICH) comm = MPI_COMM_WORLD;
   MPI_Abort(comm, 1);
 }
 
