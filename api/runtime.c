@@ -59,41 +59,6 @@ struct hlo_program {
   char *name;      // the path, or the memory name, for messages
 };
 
-// The whole file, NUL-terminated (as hl_program_load_file reads it).
-static hl_status_t read_file(const char *path, uint8_t **out, size_t *out_size) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return HL_ERROR(HL_IO_ERROR, "cannot open %s: %s", path, strerror(errno));
-  size_t cap = 1 << 16, len = 0;
-  uint8_t *buf = hl_malloc(cap + 1);
-  hl_status_t st = buf ? NULL : HL_OOM();
-  while (!st) {
-    if (len == cap) {
-      uint8_t *nb = hl_realloc(buf, cap * 2 + 1);
-      if (!nb) {
-        st = HL_OOM();
-        break;
-      }
-      buf = nb;
-      cap *= 2;
-    }
-    size_t got = fread(buf + len, 1, cap - len, f);
-    len += got;
-    if (got == 0) {
-      if (ferror(f)) st = HL_ERROR(HL_IO_ERROR, "cannot read %s: %s", path, strerror(errno));
-      break;
-    }
-  }
-  fclose(f);
-  if (st) {
-    hl_free(buf);
-    return st;
-  }
-  buf[len] = 0;
-  *out = buf;
-  *out_size = len;
-  return NULL;
-}
-
 static void program_destroy(hlo_program_t *p) {
   hl_program_deinit(&p->program);
   hl_free(p->bytes);
@@ -118,7 +83,7 @@ static hlo_status_t load(const char *path, const void *data, size_t size,
       p->size = size;
     }
   } else if (!st) {
-    st = read_file(path, &p->bytes, &p->size);
+    st = hl_program_read_file(path, &p->bytes, &p->size);
   }
   if (!st) st = hl_program_load_bytes(p->bytes, p->size, p->name, &p->program);
   if (!st) st = hl_verify_module(p->program.module);

@@ -395,17 +395,17 @@ hl_status_t hl_program_load_file(const char *path, hl_program_t *out) {
   return hl_program_load_file_with(path, NULL, out);
 }
 
-hl_status_t hl_program_load_file_with(const char *path, const hl_program_load_options_t *options,
-                                      hl_program_t *out) {
-  memset(out, 0, sizeof(*out));
+hl_status_t hl_program_read_file(const char *path, uint8_t **out, size_t *out_size) {
+  *out = NULL;
+  *out_size = 0;
   FILE *f = fopen(path, "rb");
   if (!f) return HL_ERROR(HL_IO_ERROR, "cannot open %s: %s", path, strerror(errno));
   size_t cap = 1 << 16, len = 0;
-  uint8_t *buf = hl_malloc(cap);
+  uint8_t *buf = hl_malloc(cap + 1);
   hl_status_t st = buf ? NULL : HL_OOM();
   while (!st) {
     if (len == cap) {
-      uint8_t *nb = hl_realloc(buf, cap * 2);
+      uint8_t *nb = hl_realloc(buf, cap * 2 + 1);
       if (!nb) {
         st = HL_OOM();
         break;
@@ -421,15 +421,23 @@ hl_status_t hl_program_load_file_with(const char *path, const hl_program_load_op
     }
   }
   fclose(f);
-  if (!st && len == cap) {
-    uint8_t *nb = hl_realloc(buf, cap + 1);
-    if (nb) buf = nb;
-    else st = HL_OOM();
+  if (st) {
+    hl_free(buf);
+    return st;
   }
-  if (!st) {
-    buf[len] = 0;  // terminated, so text consumers may rely on it
-    st = hl_program_load_bytes_with(buf, len, path, options, out);
-  }
+  buf[len] = 0;  // terminated, so text consumers may rely on it
+  *out = buf;
+  *out_size = len;
+  return NULL;
+}
+
+hl_status_t hl_program_load_file_with(const char *path, const hl_program_load_options_t *options,
+                                      hl_program_t *out) {
+  memset(out, 0, sizeof(*out));
+  uint8_t *buf = NULL;
+  size_t len = 0;
+  HL_RETURN_IF_ERROR(hl_program_read_file(path, &buf, &len));
+  hl_status_t st = hl_program_load_bytes_with(buf, len, path, options, out);
   hl_free(buf);
   return st;
 }

@@ -65,6 +65,10 @@ typedef struct hl_program_load_options {
   bool defer_dynamic_shapes;
 } hl_program_load_options_t;
 
+// The whole file at `path` into a new buffer (hl_free), NUL-terminated
+// after its `*out_size` bytes; the read hl_program_load_file does.
+hl_status_t hl_program_read_file(const char *path, uint8_t **out, size_t *out_size);
+
 hl_status_t hl_program_load_file_with(const char *path, const hl_program_load_options_t *options,
                                       hl_program_t *out_program);
 hl_status_t hl_program_load_bytes_with(const uint8_t *data, size_t size, const char *name,
