@@ -10,7 +10,8 @@ itself (room A uses some header of room B) is printed with --rooms.
 
 With --link BUILD the units are the compiled sources of BUILD and a source
 depends on those defining the functions it calls (nm): the implementers of
-a header a whole room shares (runtime/kernels/kernel.h) count too.
+a header a whole room shares (runtime/kernels/kernel.h) count too. ctest runs
+both forms (architecture.include_cycles, architecture.link_cycles).
 
 Usage: scripts/include_cycles.py [--rooms] [--link BUILD] [DIR...]
   (default: runtime runner launcher collectives channels api). Exit status 1 when
@@ -87,26 +88,43 @@ def sccs(graph):
 def link_graph(root, build, dirs):
     """Unit graph from the symbols the compiled objects define and use (nm):
     a source depends on the sources defining the functions it calls, so the
-    implementers of a header shared by a room (kernel.h) count too."""
-    defs, uses = {}, {}
+    implementers of a header shared by a room (kernel.h) count too. Objects
+    whose source is gone (moved or deleted since they were built) are left
+    out; nm reads the objects in batches (one process per object took
+    seconds)."""
+    objects = {}  # object path -> unit
     for base, _, files in os.walk(build):
         for f in files:
             if not f.endswith(".c.o") or ".dir" not in base:
                 continue
-            obj = os.path.join(base, f)
             cm = base.split(os.sep + "CMakeFiles" + os.sep)[0]
             rest = base.split(".dir", 1)[1].lstrip(os.sep)
             src = os.path.normpath(os.path.join(os.path.relpath(cm, build), rest, f[:-2]))
             if not any(src.startswith(d + "/") for d in dirs):
                 continue
-            unit = os.path.splitext(src)[0]
-            out = subprocess.run(["nm", obj], capture_output=True, text=True).stdout
-            for line in out.splitlines():
-                parts = line.split()
-                if len(parts) == 3 and parts[1] in "TDBR":
-                    defs.setdefault(parts[2], unit)
-                elif len(parts) == 2 and parts[0] == "U":
-                    uses.setdefault(unit, set()).add(parts[1])
+            if not os.path.exists(os.path.join(root, src)):
+                continue  # stale: its source moved or was deleted
+            objects[os.path.join(base, f)] = os.path.splitext(src)[0]
+    if not objects:
+        sys.exit("include_cycles.py: no compiled objects of %s under %s (build it first)"
+                 % (" ".join(dirs), build))
+    defs, uses = {}, {}
+    paths = sorted(objects)
+    for i in range(0, len(paths), 256):
+        out = subprocess.run(["nm", "-A", "-P"] + paths[i:i + 256], capture_output=True,
+                             text=True, check=True).stdout
+        for line in out.splitlines():
+            obj, _, rest = line.partition(": ")
+            parts = rest.split()
+            if obj not in objects or len(parts) < 2:
+                continue
+            unit = objects[obj]
+            if parts[1] in "TDBR":
+                defs.setdefault(parts[0], unit)
+            elif parts[1] == "U":
+                uses.setdefault(unit, set()).add(parts[0])
+    if not defs:
+        sys.exit("include_cycles.py: no symbols in the objects under %s (LTO objects?)" % build)
     graph, why = {}, {}
     for u, syms in uses.items():
         graph.setdefault(u, set())

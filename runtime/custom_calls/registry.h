@@ -1,6 +1,6 @@
 // The custom-call subsystem: targets by name, one file per family.
 //
-// custom-call's kernel (runtime/kernels/custom_call.c) looks the instruction's
+// custom-call's kernel (custom_call_kernel.c) looks the instruction's
 // custom_call_target up here and hands the call to the target's function.
 // Families: core.c (annotations, TopK, Threefry), lapack.c (jaxlib's CPU
 // LAPACK targets), blas.c (trsm), stablehlo_test.c (check.* and

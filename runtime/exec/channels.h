@@ -57,14 +57,10 @@ static inline const hl_channel_route_t *hl_channel_env_route(const hl_channel_en
 }
 
 // Per-execution table of started transfers waiting for their send-done /
-// recv-done. Lives in the executor's kernel context (executor.c), is filled
-// and drained by the channel kernels, and is finished by hl_execute.
+// recv-done. Lives in the kernel context (hl_kernel_channel_pending,
+// runtime/kernels/kernel.h), is filled and drained by the channel kernels,
+// and is finished by hl_execute.
 typedef struct hl_channel_pending hl_channel_pending_t;
-
-// Where the running execution keeps its table (defined in executor.c; the
-// argument is the hl_kernel_context_t * a kernel was given).
-struct hl_kernel_context;
-hl_channel_pending_t **hl_kernel_channel_pending(struct hl_kernel_context *ctx);
 
 // At the end of an execution: waits for transfers nobody waited for (when
 // `st` is NULL; a send whose send-done was never run still has to complete),

@@ -64,21 +64,20 @@ struct hl_executable {
   int reserved_count;
 };
 
-struct hl_kernel_context {
+// The executor's context of one execution: the kernel-visible head
+// (struct hl_kernel_context, runtime/kernels/kernel.h) first, so that the
+// hl_kernel_context_t * a kernel hands back is this, then what the walk keeps.
+typedef struct exec_context {
+  hl_kernel_context_t kernel;
   const hl_module_t *module;
-  hl_exec_options_t options;  // num_replicas / num_partitions normalised to >= 1
   hl_executable_t *exe;       // plans and scalar programs, kept across runs
-  hl_literal_t *const *args;  // the running frame's arguments
-  int arg_count;
   const hl_plan_t *plan;      // the running frame's plan and position in it
   int position;
-  // The status hl_kernel_call_computation last returned: an error that
-  // already names the failing instruction of the callee, so the caller's
-  // level adds only "in call from ..." instead of a second location.
+  // The status call_computation last returned: an error that already names
+  // the failing instruction of the callee, so the caller's level adds only
+  // "in call from ..." instead of a second location.
   hl_status_t nested_error;
-  hl_channel_pending_t *channel_pending;  // started sends / recvs (kernels/channels.c)
   int fusion_depth;  // > 0 inside a fusion: not profiled instruction by instruction
-  double counted_flops;  // hl_kernel_count_flops of the running profiled kernel
   // Async collectives started and not yet done (hl_kernel_pending_put).
   struct pending_entry {
     const hl_instruction_t *start;
@@ -86,53 +85,41 @@ struct hl_kernel_context {
     void (*discard)(void *state);
   } *pending;
   int pending_count, pending_cap;
-};
+} exec_context_t;
 
-hl_status_t hl_kernel_pending_put(hl_kernel_context_t *ctx, const hl_instruction_t *start,
-                                  void *state, void (*discard)(void *state)) {
-  if (ctx->pending_count == ctx->pending_cap) {
-    int cap = ctx->pending_cap ? 2 * ctx->pending_cap : 8;
-    struct pending_entry *p = hl_realloc(ctx->pending, (size_t)cap * sizeof(*p));
+static exec_context_t *exec_of(hl_kernel_context_t *ctx) { return (exec_context_t *)ctx; }
+
+static hl_status_t pending_put(hl_kernel_context_t *ctx, const hl_instruction_t *start,
+                               void *state, void (*discard)(void *state)) {
+  exec_context_t *x = exec_of(ctx);
+  if (x->pending_count == x->pending_cap) {
+    int cap = x->pending_cap ? 2 * x->pending_cap : 8;
+    struct pending_entry *p = hl_realloc(x->pending, (size_t)cap * sizeof(*p));
     if (!p) return HL_OOM();
-    ctx->pending = p;
-    ctx->pending_cap = cap;
+    x->pending = p;
+    x->pending_cap = cap;
   }
-  ctx->pending[ctx->pending_count++] = (struct pending_entry){start, state, discard};
+  x->pending[x->pending_count++] = (struct pending_entry){start, state, discard};
   return NULL;
 }
 
-void *hl_kernel_pending_take(hl_kernel_context_t *ctx, const hl_instruction_t *start) {
+static void *pending_take(hl_kernel_context_t *ctx, const hl_instruction_t *start) {
+  exec_context_t *x = exec_of(ctx);
   // Newest first: a start inside a loop body is re-posted each iteration.
-  for (int i = ctx->pending_count - 1; i >= 0; i--) {
-    if (ctx->pending[i].start != start) continue;
-    void *state = ctx->pending[i].state;
-    ctx->pending[i] = ctx->pending[--ctx->pending_count];
+  for (int i = x->pending_count - 1; i >= 0; i--) {
+    if (x->pending[i].start != start) continue;
+    void *state = x->pending[i].state;
+    x->pending[i] = x->pending[--x->pending_count];
     return state;
   }
   return NULL;
 }
 
-hl_channel_pending_t **hl_kernel_channel_pending(hl_kernel_context_t *ctx) {
-  return ctx ? &ctx->channel_pending : NULL;
-}
-
-const hl_exec_options_t *hl_kernel_options(const hl_kernel_context_t *ctx) {
-  return ctx ? &ctx->options : NULL;
-}
-
-void hl_kernel_count_flops(hl_kernel_context_t *ctx, double flops) {
-  if (ctx) ctx->counted_flops += flops;
-}
-
-hl_literal_t *hl_kernel_frame_argument(const hl_kernel_context_t *ctx, int64_t number) {
-  if (!ctx || number < 0 || number >= ctx->arg_count) return NULL;
-  return ctx->args[number];
-}
-
-bool hl_exec_operand_is_donatable(const hl_kernel_context_t *ctx, int k) {
-  if (!ctx || !ctx->plan) return false;
-  const hl_plan_t *p = ctx->plan;
-  int q = ctx->position;
+static bool operand_is_donatable(const hl_kernel_context_t *ctx, int k) {
+  const exec_context_t *x = (const exec_context_t *)ctx;
+  if (!x->plan) return false;
+  const hl_plan_t *p = x->plan;
+  int q = x->position;
   int b = p->operand_start[q], e = p->operand_start[q + 1];
   if (k < 0 || k >= e - b) return false;
   int slot = p->operand_slots[b + k];
@@ -144,20 +131,6 @@ bool hl_exec_operand_is_donatable(const hl_kernel_context_t *ctx, int k) {
   if (!dies || !p->values[slot] || p->values[slot]->refcount != 1) return false;
   hl_exec_stats_counters_.buffers_donated++;
   return true;
-}
-
-hl_literal_t *hl_kernel_reuse_operand(hl_kernel_context_t *ctx, const hl_instruction_t *inst,
-                                      hl_literal_t *const *operands, int count) {
-  if (!ctx || !hl_shape_is_array(&inst->shape)) return NULL;
-  for (int k = 0; k < count; k++) {
-    hl_literal_t *x = operands[k];
-    if (!x || x->elements || x->shape.dtype != inst->shape.dtype ||
-        !hl_shape_same_dims(&x->shape, &inst->shape) || !hl_exec_operand_is_donatable(ctx, k))
-      continue;
-    x->shape = inst->shape;  // an array shape owns no memory; only the layout may differ
-    return hl_literal_retain(x);
-  }
-  return NULL;
 }
 
 //===----------------------------------------------------------------------===//
@@ -210,7 +183,7 @@ static size_t literal_bytes(const hl_literal_t *lit) {
 // memory: asked for 4.0 GiB; the rank held 1.0 GiB (largest values alive:
 // 'b' 512.0 MiB, ...)". The allocator's plain status when even that message
 // cannot be made.
-static hl_status_t explain_oom(hl_kernel_context_t *ctx, const hl_instruction_t *inst,
+static hl_status_t explain_oom(exec_context_t *x, const hl_instruction_t *inst,
                                hl_status_t st) {
   enum { kTop = 3 };
   char text[768];
@@ -229,7 +202,7 @@ static hl_status_t explain_oom(hl_kernel_context_t *ctx, const hl_instruction_t 
   len += (size_t)snprintf(text + len, sizeof(text) - len, "; the rank held ");
   if (len >= sizeof(text)) len = sizeof(text) - 1;
   append_bytes(text, sizeof(text), &len, hl_alloc_live_bytes());
-  const hl_plan_t *p = ctx->plan;
+  const hl_plan_t *p = x->plan;
   int top[kTop];
   size_t top_bytes[kTop];
   int found = 0;
@@ -263,13 +236,13 @@ static hl_status_t explain_oom(hl_kernel_context_t *ctx, const hl_instruction_t 
 }
 
 // Names the failing instruction exactly once per level.
-static hl_status_t locate_error(hl_kernel_context_t *ctx, const hl_instruction_t *inst,
+static hl_status_t locate_error(exec_context_t *x, const hl_instruction_t *inst,
                                 hl_status_t st) {
-  bool nested = st == ctx->nested_error;
-  ctx->nested_error = NULL;
+  bool nested = st == x->nested_error;
+  x->nested_error = NULL;
   if (hl_status_code(st) == HL_OUT_OF_MEMORY && !nested &&
       !strstr(hl_status_message(st), "the rank held"))
-    return explain_oom(ctx, inst, st);
+    return explain_oom(x, inst, st);
   if (nested) return append_call_site(st, inst);
   const char *loc = hl_instruction_location(inst);
   if (strstr(hl_status_message(st), loc)) return st;  // the kernel named it already
@@ -324,31 +297,31 @@ static double now_seconds(void) {
 
 // One kernel call, timed into the profile unless it is control flow (its
 // body's instructions are timed) or runs inside a fusion (the fusion is).
-static hl_status_t run_profiled(hl_kernel_context_t *ctx, hl_kernel_fn_t kernel,
+static hl_status_t run_profiled(exec_context_t *x, hl_kernel_fn_t kernel,
                                 const hl_instruction_t *inst, hl_literal_t *const *operands,
                                 int operand_count, hl_literal_t **result) {
   hl_opcode_t op = inst->opcode;
-  bool timed = ctx->fusion_depth == 0 && op != HL_OP_WHILE && op != HL_OP_CALL &&
+  bool timed = x->fusion_depth == 0 && op != HL_OP_WHILE && op != HL_OP_CALL &&
                op != HL_OP_CONDITIONAL;
   double t0 = timed ? now_seconds() : 0;
-  if (op == HL_OP_FUSION) ctx->fusion_depth++;
-  double outer_flops = ctx->counted_flops;
-  ctx->counted_flops = 0;
-  hl_status_t st = kernel(ctx, inst, operands, result);
-  if (op == HL_OP_FUSION) ctx->fusion_depth--;
+  if (op == HL_OP_FUSION) x->fusion_depth++;
+  double outer_flops = x->kernel.counted_flops;
+  x->kernel.counted_flops = 0;
+  hl_status_t st = kernel(&x->kernel, inst, operands, result);
+  if (op == HL_OP_FUSION) x->fusion_depth--;
   if (timed && !st) {
-    hl_profile_record(ctx->options.profile, inst, now_seconds() - t0, operands, operand_count,
+    hl_profile_record(x->kernel.options.profile, inst, now_seconds() - t0, operands, operand_count,
                       *result);
-    if (ctx->counted_flops > 0)
-      hl_profile_add_flops(ctx->options.profile, inst, ctx->counted_flops);
+    if (x->kernel.counted_flops > 0)
+      hl_profile_add_flops(x->kernel.options.profile, inst, x->kernel.counted_flops);
   }
-  ctx->counted_flops = outer_flops;
+  x->kernel.counted_flops = outer_flops;
   return st;
 }
 
 // An unfused element-wise chain (elementwise_chains.h) in one blocked pass,
 // timed into the profile as its root instruction.
-static hl_status_t run_chain(hl_kernel_context_t *ctx, const hl_plan_chain_t *ch,
+static hl_status_t run_chain(exec_context_t *x, const hl_plan_chain_t *ch,
                              hl_literal_t **values, hl_literal_t **result) {
   hl_literal_t *local[16];
   hl_literal_t **args = ch->input_count <= 16
@@ -356,49 +329,49 @@ static hl_status_t run_chain(hl_kernel_context_t *ctx, const hl_plan_chain_t *ch
                             : hl_malloc(sizeof(hl_literal_t *) * (size_t)ch->input_count);
   if (!args) return HL_OOM();
   for (int i = 0; i < ch->input_count; i++) args[i] = values[ch->input_slots[i]];
-  double t0 = ctx->options.profile && ctx->fusion_depth == 0 ? now_seconds() : 0;
+  double t0 = x->kernel.options.profile && x->fusion_depth == 0 ? now_seconds() : 0;
   hl_status_t st =
-      hl_fusion_program_run(ch->program, args, ch->input_count, ctx->options.pool, result);
-  if (!st && ctx->options.profile && ctx->fusion_depth == 0)
-    hl_profile_record(ctx->options.profile, ch->members[ch->member_count - 1],
+      hl_fusion_program_run(ch->program, args, ch->input_count, x->kernel.options.pool, result);
+  if (!st && x->kernel.options.profile && x->fusion_depth == 0)
+    hl_profile_record(x->kernel.options.profile, ch->members[ch->member_count - 1],
                       now_seconds() - t0, args, ch->input_count, *result);
   if (args != local) hl_free(args);
   return st;
 }
 
-static hl_status_t run_computation(hl_kernel_context_t *ctx, const hl_computation_t *c,
+static hl_status_t run_computation(exec_context_t *x, const hl_computation_t *c,
                                    hl_literal_t *const *args, int arg_count,
                                    hl_literal_t **out) {
   *out = NULL;
   hl_plan_t *plan;
-  HL_RETURN_IF_ERROR(hl_plan_cache_get(ctx->exe->plans, c, &plan));
+  HL_RETURN_IF_ERROR(hl_plan_cache_get(x->exe->plans, c, &plan));
   if (plan->active)
     return HL_INVALID("computation '%s' calls itself (recursion is not allowed in HLO)", c->name);
   plan->active = true;
-  hl_literal_t *const *saved_args = ctx->args;
-  int saved_count = ctx->arg_count;
-  const hl_plan_t *saved_plan = ctx->plan;
-  int saved_position = ctx->position;
-  ctx->args = args;
-  ctx->arg_count = arg_count;
-  ctx->plan = plan;
+  hl_literal_t *const *saved_args = x->kernel.frame_args;
+  int saved_count = x->kernel.frame_arg_count;
+  const hl_plan_t *saved_plan = x->plan;
+  int saved_position = x->position;
+  x->kernel.frame_args = args;
+  x->kernel.frame_arg_count = arg_count;
+  x->plan = plan;
 
   hl_literal_t **values = plan->values;
   hl_literal_t **opbuf = plan->operand_buffer;
   const int *ostart = plan->operand_start, *oslots = plan->operand_slots;
   const int *rstart = plan->release_start, *rslots = plan->release_slots;
   hl_status_t st = NULL;
-  hl_exec_observer_t *obs = ctx->options.observer;
+  hl_exec_observer_t *obs = x->kernel.options.observer;
   int n = plan->count;
   // Chains run blocked unless in the reference mode or observed by one that
   // wants every instruction's value (NaN checks).
   const int *chain_at =
-      !ctx->options.no_fusion_blocking && !(obs && obs->wants_values) ? plan->chain_at : NULL;
+      !x->kernel.options.no_fusion_blocking && !(obs && obs->wants_values) ? plan->chain_at : NULL;
   for (int q = 0; q < n; q++) {
     const hl_instruction_t *inst = plan->order[q];
     int b = ostart[q], e = ostart[q + 1];
     hl_literal_t *result = NULL;
-    ctx->position = q;
+    x->position = q;
     if (chain_at && chain_at[q] == -2) continue;  // computed by its chain's root
     for (int k = b; k < e; k++) opbuf[k - b] = values[oslots[k]];
     unsigned hooks = 0;
@@ -408,11 +381,11 @@ static hl_status_t run_computation(hl_kernel_context_t *ctx, const hl_computatio
       else __atomic_store_n(obs->marker, inst->id, __ATOMIC_RELAXED);
     }
     if (chain_at && chain_at[q] >= 0) {
-      st = run_chain(ctx, &plan->chains[chain_at[q]], values, &result);
-    } else if (ctx->options.profile) {
-      st = run_profiled(ctx, plan->kernels[q], inst, opbuf, e - b, &result);
+      st = run_chain(x, &plan->chains[chain_at[q]], values, &result);
+    } else if (x->kernel.options.profile) {
+      st = run_profiled(x, plan->kernels[q], inst, opbuf, e - b, &result);
     } else {
-      st = plan->kernels[q](ctx, inst, opbuf, &result);
+      st = plan->kernels[q](&x->kernel, inst, opbuf, &result);
     }
     if (hooks & HL_OBSERVE_ENTER) st = observe_leave(obs, inst, opbuf, e - b, result, st);
     else if ((hooks & HL_OBSERVE_LEAVE) && !st &&
@@ -420,7 +393,7 @@ static hl_status_t run_computation(hl_kernel_context_t *ctx, const hl_computatio
       obs->vtable->finished(obs, inst);  // no room in the log (or none)
     if (st) {
       hl_literal_release(result);
-      st = locate_error(ctx, inst, st);
+      st = locate_error(x, inst, st);
       break;
     }
     if (!result || !hl_shape_equal(&result->shape, &inst->shape)) {
@@ -453,10 +426,10 @@ static hl_status_t run_computation(hl_kernel_context_t *ctx, const hl_computatio
       hl_exec_stats_counters_.live_values--;
     }
   }
-  ctx->args = saved_args;
-  ctx->arg_count = saved_count;
-  ctx->plan = saved_plan;
-  ctx->position = saved_position;
+  x->kernel.frame_args = saved_args;
+  x->kernel.frame_arg_count = saved_count;
+  x->plan = saved_plan;
+  x->position = saved_position;
   plan->active = false;
   return st;
 }
@@ -509,29 +482,38 @@ static hl_status_t fusion_program_of(hl_executable_t *exe, const hl_computation_
   return NULL;
 }
 
-hl_status_t hl_kernel_fusion_program(hl_kernel_context_t *ctx, const hl_computation_t *c,
-                                     hl_fusion_program_t **out) {
-  return fusion_program_of(ctx->exe, c, out);
+static hl_status_t fusion_program(hl_kernel_context_t *ctx, const hl_computation_t *c,
+                                  hl_fusion_program_t **out) {
+  return fusion_program_of(exec_of(ctx)->exe, c, out);
 }
 
-hl_status_t hl_kernel_call_computation(hl_kernel_context_t *ctx,
-                                       const hl_computation_t *computation,
-                                       hl_literal_t *const *args, int arg_count,
-                                       hl_literal_t **out) {
+static hl_status_t call_computation(hl_kernel_context_t *ctx, const hl_computation_t *computation,
+                                    hl_literal_t *const *args, int arg_count,
+                                    hl_literal_t **out) {
   *out = NULL;
-  if (!ctx) return HL_INTERNAL_ERROR("no executor context to call a computation from");
+  exec_context_t *x = exec_of(ctx);
   if (!computation) return HL_INVALID("missing called computation");
   hl_status_t st = check_arguments(computation, args, arg_count);
   if (st) return hl_status_annotate(st, "calling computation '%s'", computation->name);
-  hl_exec_observer_t *obs = ctx->options.observer;
+  hl_exec_observer_t *obs = x->kernel.options.observer;
   if (obs) obs->vtable->call(obs, computation);
   hl_scalar_program_t *program = NULL;
-  st = scalar_program_of(ctx->exe, computation, &program);
+  st = scalar_program_of(x->exe, computation, &program);
   if (!st && program) st = hl_scalar_program_run(program, args, out);
-  else if (!st) st = run_computation(ctx, computation, args, arg_count, out);
-  if (st) ctx->nested_error = st;
+  else if (!st) st = run_computation(x, computation, args, arg_count, out);
+  if (st) x->nested_error = st;
   return st;
 }
+
+// What kernels may ask of this executor (the kernel contract, kernel.h).
+static const hl_kernel_services_t kServices = {
+    .call_computation = call_computation,
+    .operand_is_donatable = operand_is_donatable,
+    .pending_put = pending_put,
+    .pending_take = pending_take,
+    .fusion_program = fusion_program,
+    .cancel_requested = hl_exec_cancel_requested,
+};
 
 hl_status_t hl_executable_create(const hl_module_t *module, hl_executable_t **out_executable) {
   *out_executable = NULL;
@@ -646,17 +628,18 @@ hl_status_t hl_executable_run(hl_executable_t *exe, const hl_exec_options_t *opt
   const hl_computation_t *entry = module->entry;
   HL_RETURN_IF_ERROR_CTX(check_arguments(entry, args, arg_count), "entry computation '%s'",
                          entry->name);
-  hl_kernel_context_t ctx = {.module = module, .exe = exe};
+  exec_context_t ctx = {.kernel = {.services = &kServices}, .module = module, .exe = exe};
+  hl_exec_options_t *opts = &ctx.kernel.options;
   hl_alloc_clear_failed_bytes();
-  if (options) ctx.options = *options;
-  if (ctx.options.num_replicas <= 0) ctx.options.num_replicas = 1;
-  if (ctx.options.num_partitions <= 0) ctx.options.num_partitions = 1;
-  if (ctx.options.observer && ctx.options.observer->vtable->begin_run)
-    ctx.options.observer->vtable->begin_run(ctx.options.observer);
+  if (options) *opts = *options;
+  if (opts->num_replicas <= 0) opts->num_replicas = 1;
+  if (opts->num_partitions <= 0) opts->num_partitions = 1;
+  if (opts->observer && opts->observer->vtable->begin_run)
+    opts->observer->vtable->begin_run(opts->observer);
   hl_status_t st = run_computation(&ctx, entry, args, arg_count, out_result);
   for (int i = 0; i < ctx.pending_count; i++) ctx.pending[i].discard(ctx.pending[i].state);
   hl_free(ctx.pending);
-  st = hl_channel_pending_finish(ctx.options.comm, ctx.channel_pending, st);
+  st = hl_channel_pending_finish(opts->comm, ctx.kernel.channel_pending, st);
   if (st) {
     hl_literal_release(*out_result);
     *out_result = NULL;

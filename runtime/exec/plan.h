@@ -85,9 +85,17 @@ void hl_exec_stats_reset(void);  // zeroes every counter except live_values
 // Used by the executor's walk.
 extern hl_exec_stats_t hl_exec_stats_counters_;
 
-// Buffer donation (hl_exec_operand_is_donatable) and cancellation
-// (hl_exec_request_cancel, hl_exec_cancel_requested) are services the
-// executor gives kernels: declared in the kernel contract,
-// runtime/kernels/kernel.h, which this header includes.
+//===----------------------------------------------------------------------===//
+// Cancellation
+//===----------------------------------------------------------------------===//
+
+// Asks running executions to stop: loops (while) check the flag each
+// iteration (kernels ask through the kernel contract's service table,
+// hl_kernel_cancel_requested) and fail with "execution cancelled".
+// Async-signal-safe, so a SIGINT handler may call it. The flag stays set
+// until cleared.
+void hl_exec_request_cancel(void);
+void hl_exec_clear_cancel(void);
+bool hl_exec_cancel_requested(void);
 
 #endif  // HL_RUNTIME_EXEC_PLAN_H_

@@ -147,7 +147,7 @@ hl_status_t hl_kernel_collective_reduce(hl_kernel_context_t *ctx, const hl_instr
       if (!st) st = hl_literal_create(want, &res[k]);
       continue;
     }
-    bool donate = hl_exec_operand_is_donatable(ctx, k);
+    bool donate = hl_kernel_operand_is_donatable(ctx, k);
     if (donate) res[k] = hl_literal_retain(operands[k]);
     else st = hl_literal_create_uninitialized(want, &res[k]);
     if (!st)

@@ -244,7 +244,7 @@ static hl_status_t all_reduce(hl_kernel_context_t *ctx, const hl_instruction_t *
       res[k] = hl_literal_retain(operands[k]);
       continue;
     }
-    bool donate = hl_exec_operand_is_donatable(ctx, k);
+    bool donate = hl_kernel_operand_is_donatable(ctx, k);
     if (donate) res[k] = hl_literal_retain(operands[k]);
     else st = hl_literal_create_uninitialized(rs, &res[k]);
     hl_comm_request_t **slot;
@@ -731,7 +731,7 @@ static hl_status_t permute_combined(hl_kernel_context_t *ctx, const hl_instructi
                       (long long)o->num_partitions);
   hl_literal_t *res = NULL;
   hl_status_t st;
-  if (!tup && operands[0] != operands[1] && hl_exec_operand_is_donatable(ctx, 1)) {
+  if (!tup && operands[0] != operands[1] && hl_kernel_operand_is_donatable(ctx, 1)) {
     res = hl_literal_retain(operands[1]);
     st = NULL;
   } else {

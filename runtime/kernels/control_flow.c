@@ -22,7 +22,7 @@ static hl_status_t read_pred(const hl_literal_t *v, const char *what, bool *out)
 
 // while: state = init; while condition(state): state = body(state).
 // No iteration limit (programs may loop for long); hl_exec_request_cancel
-// stops it.
+// stops it (hl_kernel_cancel_requested).
 hl_status_t hl_kernel_while(hl_kernel_context_t *ctx, const hl_instruction_t *inst,
                             hl_literal_t *const *operands, hl_literal_t **out) {
   const hl_computation_t *body = hl_instruction_while_body(inst);
@@ -31,7 +31,7 @@ hl_status_t hl_kernel_while(hl_kernel_context_t *ctx, const hl_instruction_t *in
   hl_literal_t *state = hl_literal_retain(operands[0]);
   hl_status_t st = NULL;
   for (;;) {
-    if (hl_exec_cancel_requested()) {
+    if (hl_kernel_cancel_requested(ctx)) {
       st = HL_ERROR(HL_INTERNAL, "execution cancelled");
       break;
     }

@@ -103,7 +103,7 @@ static hl_status_t same_bytes_result(hl_kernel_context_t *ctx, const hl_instruct
                                      hl_literal_t *op, hl_literal_t **out) {
   HL_RETURN_IF_ERROR(hl_literal_create_uninitialized(&inst->shape, out));
   if (!op->byte_size) return NULL;
-  if ((*out)->byte_size == op->byte_size && hl_exec_operand_is_donatable(ctx, 0)) {
+  if ((*out)->byte_size == op->byte_size && hl_kernel_operand_is_donatable(ctx, 0)) {
     void *fresh = (*out)->data;
     (*out)->data = op->data;
     op->data = fresh;

@@ -96,7 +96,7 @@ hl_status_t hl_kernel_dynamic_update_slice(hl_kernel_context_t *ctx, const hl_in
   }
   HL_RETURN_IF_ERROR(hl_literal_create_uninitialized(rs, out));
   if (!(*out)->byte_size) return NULL;
-  if (hl_exec_operand_is_donatable(ctx, 0)) {
+  if (hl_kernel_operand_is_donatable(ctx, 0)) {
     void *fresh = (*out)->data;
     (*out)->data = op->data;
     op->data = fresh;

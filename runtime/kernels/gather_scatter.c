@@ -448,7 +448,7 @@ hl_status_t hl_kernel_scatter(hl_kernel_context_t *ctx, const hl_instruction_t *
     st = hl_literal_create_uninitialized(&operands[j]->shape, &s.results[j]);
     if (st) break;
     if (!operands[j]->byte_size) continue;
-    if (hl_exec_operand_is_donatable(ctx, j)) {
+    if (hl_kernel_operand_is_donatable(ctx, j)) {
       void *fresh = s.results[j]->data;
       s.results[j]->data = operands[j]->data;
       operands[j]->data = fresh;

@@ -1,4 +1,4 @@
-// runtime/kernels/custom_call.c: the supported targets and the error for
+// runtime/custom_calls/custom_call_kernel.c: the supported targets and the error for
 // any other. Threefry values: Random123 kat_vectors "threefry2x32 20".
 #include "runtime/base/alloc.h"
 #include "tests/unit/kernel_test_util.h"

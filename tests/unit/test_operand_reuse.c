@@ -1,5 +1,5 @@
 // Element-wise results take over the buffer of an operand that dies at the
-// instruction (hl_kernel_reuse_operand in runtime/exec/executor.c), and only
+// instruction (hl_kernel_reuse_operand in runtime/kernels/kernel.c), and only
 // then: values still used later, used twice by the same instruction, or
 // owned by the caller keep their buffers. Expected values are hand-worked.
 // hl-test-libs: hl_exec hl_text hl_verifier hl_ir hl_base
