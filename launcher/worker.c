@@ -57,12 +57,7 @@ typedef struct worker {
 
 // "rank 3 (replica 1, partition 1)", or "rank 3" before the grid is known.
 static void describe_rank(const worker_t *w, int rank, char *buf, size_t n) {
-  if (w->grid_known)
-    snprintf(buf, n, "rank %d (replica %lld, partition %lld)", rank,
-             (long long)hl_grid_replica(&w->grid, rank),
-             (long long)hl_grid_partition(&w->grid, rank));
-  else
-    snprintf(buf, n, "rank %d", rank);
+  hl_grid_name_rank(w->grid_known ? &w->grid : NULL, rank, buf, n);
 }
 
 static void name_rank(void *ctx, int rank, char *buf, size_t n) {

@@ -52,12 +52,7 @@ struct hl_runner {
 };
 
 void hl_runner_name_rank(const hl_runner_t *r, int rank, char *buf, size_t n) {
-  if (r->grid_known)
-    snprintf(buf, n, "rank %d (replica %lld, partition %lld)", rank,
-             (long long)hl_grid_replica(&r->grid, rank),
-             (long long)hl_grid_partition(&r->grid, rank));
-  else
-    snprintf(buf, n, "rank %d", rank);
+  hl_grid_name_rank(r->grid_known ? &r->grid : NULL, rank, buf, n);
 }
 
 static void name_rank(void *ctx, int rank, char *buf, size_t n) {

@@ -73,3 +73,11 @@ hl_status_t hl_grid_resolve_worded(const hl_grid_words_t *words, int64_t np, int
   out->processes = r * p;
   return NULL;
 }
+
+void hl_grid_name_rank(const hl_grid_t *grid, int64_t rank, char *buf, size_t size) {
+  if (grid)
+    snprintf(buf, size, "rank %lld (replica %lld, partition %lld)", (long long)rank,
+             (long long)hl_grid_replica(grid, rank), (long long)hl_grid_partition(grid, rank));
+  else
+    snprintf(buf, size, "rank %lld", (long long)rank);
+}

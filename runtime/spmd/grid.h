@@ -3,6 +3,7 @@
 #ifndef HL_RUNTIME_SPMD_GRID_H_
 #define HL_RUNTIME_SPMD_GRID_H_
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "runtime/base/status.h"
@@ -42,5 +43,9 @@ static inline int64_t hl_grid_replica(const hl_grid_t *g, int64_t rank) {
 static inline int64_t hl_grid_partition(const hl_grid_t *g, int64_t rank) {
   return rank % g->partitions;
 }
+
+// A rank's name in messages: "rank 3 (replica 1, partition 1)", or "rank 3"
+// when `grid` is NULL (not known yet). The runner's and the launcher's.
+void hl_grid_name_rank(const hl_grid_t *grid, int64_t rank, char *buf, size_t size);
 
 #endif  // HL_RUNTIME_SPMD_GRID_H_
