@@ -8,6 +8,7 @@ from this project's output.
 """
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -163,20 +164,90 @@ def tempdir(prefix):
     return tempfile.TemporaryDirectory(prefix="hl-%s-" % prefix)
 
 
-def run_hlo_text(tag, text, args, nresults, replicas):
-    """Runs HLO text on `replicas` ranks with `args` as arg<i>.npy; returns each
-    replica's first `nresults` result leaves. A failed launch raises."""
+def write_text(d, name, text):
+    """Writes `text` to d/name; returns the path."""
+    path = os.path.join(d, name)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def launch_np(np_, program, *extra, timeout=60, env=None):
+    """hlo-launch -np np_ [extra] program, its own --timeout 10 s below ours."""
+    argv = [HLO_LAUNCH, "-np", str(np_), "--timeout", str(timeout - 10)] + list(extra) + [program]
+    return run(argv, timeout=timeout, env=env)
+
+
+def launch_file(tag, program, args, nresults, replicas=1, partitions=1, extra=()):
+    """Runs `program` on replicas x partitions ranks with `args` as arg<i>.npy;
+    returns (the launch's Result, each replica's first `nresults` result
+    leaves of partition 0, or None when the launch failed)."""
     with tempdir(tag) as d:
-        path = os.path.join(d, "p.hlo")
-        with open(path, "w") as f:
-            f.write(text)
         write_args(os.path.join(d, "args"), args)
-        r = launch(path, replicas=replicas, args_dir=os.path.join(d, "args"),
-                   output_dir=os.path.join(d, "out"))
+        out = os.path.join(d, "out")
+        r = launch(program, replicas=replicas, partitions=partitions,
+                   args_dir=os.path.join(d, "args"), output_dir=out, extra=extra)
         if r.returncode != 0:
-            raise AssertionError("hlo-launch failed\n%s\n%s" % (text, r.describe()))
-        return [read_outputs(os.path.join(d, "out"), rep, 0, nresults)
-                for rep in range(replicas)]
+            return r, None
+        return r, [read_outputs(out, rep, 0, nresults) for rep in range(replicas)]
+
+
+def launch_text(tag, text, args, nresults, replicas=1, partitions=1, extra=(), name="p.hlo"):
+    """launch_file of program text, written as `name`."""
+    with tempdir(tag) as d:
+        return launch_file(tag, write_text(d, name, text), args, nresults, replicas, partitions,
+                           extra)
+
+
+def run_hlo_text(tag, text, args, nresults, replicas=1, partitions=1, name="p.hlo"):
+    """launch_text that raises when the launch fails; returns each replica's
+    first `nresults` result leaves."""
+    r, outs = launch_text(tag, text, args, nresults, replicas, partitions, name=name)
+    if outs is None:
+        raise AssertionError("hlo-launch failed\n%s\n%s" % (text, r.describe()))
+    return outs
+
+
+def expect_failure(res, *patterns, flags=0):
+    """None when the job failed (non-zero exit, no hang) and its output
+    matches every regular expression in `patterns`; else a message."""
+    if res.timed_out:
+        return "hung (a rank did not exit)\n" + res.describe()
+    if res.returncode == 0:
+        return "expected a non-zero exit\n" + res.describe()
+    text = res.stderr + res.stdout
+    for pat in patterns:
+        if not re.search(pat, text, flags):
+            return "error output does not match %r\n%s" % (pat, res.describe())
+    return None
+
+
+# --- inputs and program text -------------------------------------------------------
+
+
+def rand_normal(shape, dtype, seed):
+    """Standard normal values of `dtype` (both parts of a complex one)."""
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal(shape)
+    if np.issubdtype(dtype, np.complexfloating):
+        a = a + 1j * rng.standard_normal(shape)
+    return a.astype(dtype)
+
+
+def hexf32(values):
+    """f32 values as HLO / MLIR hexadecimal literals (exact bits)."""
+    return ", ".join("0x%08X" % v for v in np.asarray(values, np.float32).view(np.uint32))
+
+
+def varint(n):
+    """A protobuf base-128 varint."""
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
 
 
 # --- comparisons -----------------------------------------------------------------
@@ -216,24 +287,31 @@ def round_to_bf16(a):
 
 
 def main(tests):
-    """Runs (name, fn) pairs, prints one line each, exits non-zero on any failure.
+    """Runs (name, fn) pairs, prints one line each with its time, exits
+    non-zero on any failure. Names given on the command line select tests.
 
     fn returns None on success, a message on failure, or "SKIP: why".
     """
+    if not HLO_LAUNCH or not os.access(HLO_LAUNCH, os.X_OK):
+        sys.exit("FAIL: HLO_LAUNCH=%r is not an executable; run through ctest" % HLO_LAUNCH)
+    only = sys.argv[1:]
+    tests = [(name, fn) for name, fn in tests if not only or name in only]
     failures = []
     for name, fn in tests:
+        start = time.monotonic()
         try:
             msg = fn()
         except Exception as e:  # a test's own crash is a failure too
             import traceback
             msg = "exception: %r\n%s" % (e, traceback.format_exc())
+        took = time.monotonic() - start
         if msg and msg.startswith("SKIP"):
             print("skip %s: %s" % (name, msg), flush=True)
         elif msg:
             failures.append(name)
-            print("FAIL %s\n%s\n" % (name, msg), flush=True)
+            print("FAIL %s (%.1f s)\n%s\n" % (name, took, msg), flush=True)
         else:
-            print("ok   %s" % name, flush=True)
+            print("ok   %s (%.1f s)" % (name, took), flush=True)
     print("%d passed, %d failed" % (len(tests) - len(failures), len(failures)))
     if failures:
         print("failed: " + ", ".join(failures))

@@ -665,18 +665,6 @@ def oracle_self_check():
 
 
 # ------------------------------------------------------------ errors
-def expect_failure(res, *patterns):
-    if res.timed_out:
-        return "hung (a rank did not exit)\n" + res.describe()
-    if res.returncode == 0:
-        return "expected a non-zero exit\n" + res.describe()
-    text = res.stderr + res.stdout
-    for pat in patterns:
-        if not re.search(pat, text, re.I):
-            return "error output does not match %r\n%s" % (pat, res.describe())
-    return None
-
-
 def every_rank_or_before_launch(res, n):
     """The message is reported for every rank ('all N ranks'), or the program was
     rejected before any rank started (one 'hlo-launch:' line without a rank)."""
@@ -713,7 +701,7 @@ def error_test(name, R, P, patterns, errors_dir=ERRORS_DIR):
         res = hl.run([hl.HLO_LAUNCH, "-np", str(R * P), "--replicas", str(R), "--partitions",
                       str(P), "--timeout", "40", "--args-dir", args_dir, "--quiet", program],
                      timeout=60)
-        msg = expect_failure(res, *patterns)
+        msg = hl.expect_failure(res, *patterns, flags=re.I)
         if msg:
             return msg
         if res.returncode == 124 or time.time() - t0 > 30:
@@ -729,8 +717,8 @@ def error_mismatched_programs():
     t0 = time.time()
     res = hl.run(mpi + [hl.HLO_LAUNCH, "--zeros", "--quiet", a, ":",
                         "-n", "1", hl.HLO_LAUNCH, "--zeros", "--quiet", b], timeout=60)
-    msg = expect_failure(res, r"ar|ag|all-reduce|all-gather",
-                         r"differ|mismatch|same|fingerprint|disagree")
+    msg = hl.expect_failure(res, r"ar|ag|all-reduce|all-gather",
+                            r"differ|mismatch|same|fingerprint|disagree", flags=re.I)
     if msg:
         return msg
     if time.time() - t0 > 30:

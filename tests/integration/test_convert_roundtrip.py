@@ -9,7 +9,6 @@ file-safety rules hold (never overwrite the input, existing output only with
 import gzip
 import os
 
-import numpy as np
 
 import hl_testlib as hl
 import test_programs as tp
@@ -32,16 +31,6 @@ def must_convert(src, dst, *options):
     res = hl.convert(src, dst, *options)
     if res.returncode != 0 or res.timed_out:
         raise AssertionError("conversion failed\n" + res.describe())
-
-
-def varint(n):
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        out.append(b | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
 
 
 def roundtrip(program):
@@ -68,7 +57,7 @@ def roundtrip(program):
         must_convert(program, mod, "--to", "module-pb")
         m = read(mod)
         # HloProto = field 1 (hlo_module, length-delimited) holding the HloModuleProto.
-        if b"\x0a" + varint(len(m)) + m != read(p1):
+        if b"\x0a" + hl.varint(len(m)) + m != read(p1):
             return "--to module-pb is not the HloModuleProto inside the HloProto"
     return None
 

@@ -73,15 +73,7 @@ def shp(t, dims):
 
 
 def run(text, args):
-    with hl.tempdir("ducc") as d:
-        path = os.path.join(d, "p.hlo")
-        with open(path, "w") as f:
-            f.write(text)
-        hl.write_args(os.path.join(d, "args"), args)
-        r = hl.launch(path, args_dir=os.path.join(d, "args"), output_dir=os.path.join(d, "out"))
-        if r.returncode != 0:
-            raise AssertionError(text + r.describe())
-        return hl.read_outputs(os.path.join(d, "out"), 0, 0, 1)[0]
+    return hl.run_hlo_text("ducc", text, args, 1)[0][0]
 
 
 def ducc(x, out_t, out_shape, shape, axes, fft_type, forward, scale, dtype_code):

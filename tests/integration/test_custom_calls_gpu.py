@@ -38,15 +38,7 @@ def gemm_config(alpha=1, beta=0, lc=(1,), rc=(0,), lb=(), rb=(), epilogue="DEFAU
 
 
 def run(name, text, args, nresults):
-    with hl.tempdir("gpu-" + name) as d:
-        path = os.path.join(d, "p.hlo")
-        with open(path, "w") as f:
-            f.write(text)
-        hl.write_args(os.path.join(d, "args"), args)
-        r = hl.launch(path, args_dir=os.path.join(d, "args"), output_dir=os.path.join(d, "out"))
-        if r.returncode != 0:
-            raise AssertionError("hlo-launch failed\n%s\n%s" % (text, r.describe()))
-        return hl.read_outputs(os.path.join(d, "out"), 0, 0, nresults)
+    return hl.run_hlo_text("gpu-" + name, text, args, nresults)[0]
 
 
 def fails(text, args, want):
@@ -61,12 +53,7 @@ def fails(text, args, want):
     return None
 
 
-def rand(shape, dtype, seed):
-    rng = np.random.default_rng(seed)
-    a = rng.standard_normal(shape)
-    if np.issubdtype(dtype, np.complexfloating):
-        a = a + 1j * rng.standard_normal(shape)
-    return a.astype(dtype)
+rand = hl.rand_normal  # (shape, dtype, seed)
 
 
 def gemm_workspace_tuple():

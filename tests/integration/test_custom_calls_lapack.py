@@ -132,15 +132,7 @@ def run(name, text, args, nresults):
     if _collecting is not None:
         _collecting.append((key, text, args, nresults))
         raise _Collected()
-    with hl.tempdir("cc-" + name) as d:
-        path = os.path.join(d, "p.hlo")
-        with open(path, "w") as f:
-            f.write(text)
-        hl.write_args(os.path.join(d, "args"), args)
-        r = hl.launch(path, args_dir=os.path.join(d, "args"), output_dir=os.path.join(d, "out"))
-        if r.returncode != 0:
-            raise AssertionError("hlo-launch failed\n%s\n%s" % (text, r.describe()))
-        return hl.read_outputs(os.path.join(d, "out"), 0, 0, nresults)
+    return hl.run_hlo_text("cc-" + name, text, args, nresults)[0]
 
 
 def rand(t, dims, seed):

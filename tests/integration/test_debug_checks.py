@@ -18,14 +18,9 @@ def program(name):
     return os.path.join(DEBUG_DIR, name)
 
 
-def launch(np_, prog, *extra, timeout=60, env=None):
-    argv = [hl.HLO_LAUNCH, "-np", str(np_), "--timeout", str(timeout - 10)] + list(extra) + [prog]
-    return hl.run(argv, timeout=timeout, env=env)
-
-
 def test_mismatched_collectives_static():
     # Decided per rank from replica-id before any rank starts.
-    res = launch(4, program("hang_mismatched_collectives.hlo"))
+    res = hl.launch_np(4, program("hang_mismatched_collectives.hlo"))
     want = ("hlo-launch: collective check: the ranks would deadlock: rank 0's collective #1 is "
             "instruction 'all-reduce.5' (all-reduce) in computation 'reduce_branch' at ")
     also = ("shape f32[4], group {0,1,2,3}, but rank 3's collective #1 is instruction 'g' "
@@ -40,7 +35,7 @@ def test_mismatched_collectives_static():
 def test_missing_send_static():
     # Rank 0 takes the branch without the send (decided from replica-id), so
     # rank 1's recv on channel 1 from rank 0 (pairs {{0,1}}) never completes.
-    res = launch(2, program("hang_missing_send.hlo"), "--zeros")
+    res = hl.launch_np(2, program("hang_missing_send.hlo"), "--zeros")
     want = ("hlo-launch: channel check: the ranks would deadlock: rank 1 receives 1 message on "
             "channel 1 from rank 0 (instruction 'recv.1' (recv) in computation 'recv_branch' at ")
     also = "but rank 0 sends it 0 (grid 2 x 1; --no-collective-check runs it anyway)"
@@ -52,7 +47,7 @@ def test_missing_send_static():
 def test_loop_trip_counts_static():
     # The loop's trip count is 2 + replica-id, known before the run: rank 0
     # sends 2 messages on channel 1, rank 1 receives 3.
-    res = launch(2, program("hang_loop_trips.hlo"), "--zeros")
+    res = hl.launch_np(2, program("hang_loop_trips.hlo"), "--zeros")
     want = ("hlo-launch: channel check: the ranks would deadlock: rank 0 sends 2 messages on "
             "channel 1 to rank 1 (instruction 'send.1' (send) in computation 'body' at ")
     also = "but rank 1 receives from it 3 (grid 2 x 1; --no-collective-check runs it anyway)"
@@ -60,8 +55,8 @@ def test_loop_trip_counts_static():
         return "expected the channel check's error\n" + res.describe()
     # Run anyway, the job does hang where the check said: rank 1 in its third trip.
     with hl.tempdir("dbg") as d:
-        res = launch(2, program("hang_loop_trips.hlo"), "--zeros", "--no-collective-check",
-                     "--hang-timeout", "1", "--debug-dir", d)
+        res = hl.launch_np(2, program("hang_loop_trips.hlo"), "--zeros", "--no-collective-check",
+                           "--hang-timeout", "1", "--debug-dir", d)
         want = "rank 1 waits in recv-done.1 (channel 1, iteration 2 of loop)"
         if res.returncode != 3 or want not in res.stderr:
             return "expected the hang the check predicted\n" + res.describe()
@@ -71,7 +66,7 @@ def test_loop_trip_counts_static():
 def test_send_without_recv_static():
     # Nobody receives channel 3 (no recv in the program): stopped before the
     # ranks start, with the channel setup's words and the instruction.
-    res = launch(2, os.path.join(hl.PROGRAMS_DIR, "channels", "unpaired.hlo"))
+    res = hl.launch_np(2, os.path.join(hl.PROGRAMS_DIR, "channels", "unpaired.hlo"))
     want = ("hlo-launch: channel check: channel 3 has a sender (process 0) but no receiver: "
             "instruction 'send' (send) in computation 'main' at ")
     if res.returncode != 1 or want not in res.stderr or "grid 2 x 1" not in res.stderr:
@@ -106,7 +101,7 @@ def nan_oracle(replicas, iterations=4):
 
 
 def test_check_nans():
-    res = launch(4, program("nan_on_one_rank.hlo"), "--zeros", "--check-nans")
+    res = hl.launch_np(4, program("nan_on_one_rank.hlo"), "--zeros", "--check-nans")
     want = ("hlo-launch: rank 1 (replica 1, partition 0): --check-nans: instruction 'nan.q' "
             "(divide) in computation 'body' at ")
     if res.returncode != 1 or want not in res.stderr:
@@ -123,7 +118,7 @@ def test_check_nans():
 
 
 def test_check_infs():
-    res = launch(4, program("nan_on_one_rank.hlo"), "--zeros", "--check-infs")
+    res = hl.launch_np(4, program("nan_on_one_rank.hlo"), "--zeros", "--check-infs")
     want = "rank 1 (replica 1, partition 0): --check-infs: instruction 'inf.q' (divide)"
     if res.returncode != 1 or want not in res.stderr or \
             "produced Inf (iteration 2 of loop): first at index [0]" not in res.stderr:
@@ -134,7 +129,7 @@ def test_check_infs():
 def test_unchecked_run_matches_oracle():
     # Without the checks the same program runs to the end, NaNs included.
     with hl.tempdir("dbg") as out:
-        res = launch(4, program("nan_on_one_rank.hlo"), "--zeros", "--output-dir", out, "-q")
+        res = hl.launch_np(4, program("nan_on_one_rank.hlo"), "--zeros", "--output-dir", out, "-q")
         if res.returncode != 0:
             return res.describe()
         want = nan_oracle(4)
@@ -153,15 +148,16 @@ def test_clean_run_leaves_nothing():
         open(os.path.join(d, "hang"), "w").write("rank 0\n")
         env = dict(os.environ, TMPDIR=tmp)
         prog = os.path.join(hl.PROGRAMS_DIR, "cluster_allreduce_loop.hlo")
-        res = launch(2, prog, "--zeros", "-q", env=env)
+        res = hl.launch_np(2, prog, "--zeros", "-q", env=env)
         if res.returncode != 0:
             return res.describe()
         if os.listdir(tmp):
             return "left in TMPDIR: %r" % os.listdir(tmp)
-        res = launch(2, prog, "--zeros", "-q", "--debug-dir", d, "--hang-timeout", "0.5", env=env)
+        res = hl.launch_np(2, prog, "--zeros", "-q", "--debug-dir", d, "--hang-timeout", "0.5",
+                           env=env)
         if res.returncode != 0:
             return "stale hang file: " + res.describe()
-        res = launch(2, prog, "--zeros", "-q", "--hang-timeout", "0", env=env)
+        res = hl.launch_np(2, prog, "--zeros", "-q", "--hang-timeout", "0", env=env)
         if res.returncode != 0:
             return res.describe()
     return None
@@ -170,7 +166,7 @@ def test_clean_run_leaves_nothing():
 def test_bad_options():
     for extra, want in [(["--hang-timeout", "-1"], "--hang-timeout needs a number of seconds"),
                         (["--debug-dir", ""], "--debug-dir is empty")]:
-        res = launch(2, program("hang_other_branch.hlo"), *extra)
+        res = hl.launch_np(2, program("hang_other_branch.hlo"), *extra)
         if res.returncode != 2 or want not in res.stderr:
             return "%r: expected %r, exit 2\n%s" % (extra, want, res.describe())
     return None

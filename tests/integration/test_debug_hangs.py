@@ -27,11 +27,6 @@ def program(name):
     return os.path.join(DEBUG_DIR, name)
 
 
-def launch(np_, prog, *extra, timeout=60, env=None):
-    argv = [hl.HLO_LAUNCH, "-np", str(np_), "--timeout", str(timeout - 10)] + list(extra) + [prog]
-    return hl.run(argv, timeout=timeout, env=env)
-
-
 def expect_hang(res, lines, report_dir):
     """Exit 3, the summary lines on stderr, and the full report written."""
     if res.timed_out or res.returncode != 3:
@@ -51,8 +46,8 @@ def test_other_branch():
     # Rank 3 skips iteration 2's all-reduce, so its iterations 0, 1, 3 pair
     # with the others' 0, 1, 2 and it finishes; ranks 0-2 wait in iteration 3.
     with hl.tempdir("dbg") as d:
-        res = launch(4, program("hang_other_branch.hlo"), "--hang-timeout", "1",
-                     "--debug-dir", d)
+        res = hl.launch_np(4, program("hang_other_branch.hlo"), "--hang-timeout", "1",
+                           "--debug-dir", d)
         msg = expect_hang(res, [
             "ranks 0-2 wait in sum (all-reduce, group {0..3}, iteration 3 of loop); "
             "never arrived: rank 3",
@@ -79,8 +74,8 @@ def test_other_branch():
 
 def test_mismatched_collectives():
     with hl.tempdir("dbg") as d:
-        res = launch(4, program("hang_mismatched_collectives.hlo"), "--hang-timeout", "1",
-                     "--debug-dir", d, "--no-collective-check")
+        res = hl.launch_np(4, program("hang_mismatched_collectives.hlo"), "--hang-timeout", "1",
+                           "--debug-dir", d, "--no-collective-check")
         return expect_hang(res, [
             "ranks 0-2 wait in all-reduce.5 (group {0..3}); never arrived: rank 3",
             "rank 3 waits in g (all-gather, group {0..3}); never arrived: ranks 0-2",
@@ -91,8 +86,8 @@ def test_missing_send():
     # Rank 0 takes the branch without the send; rank 1 waits for it.
     with hl.tempdir("dbg") as d:
         # The static channel check would stop it first (test_debug_checks.py).
-        res = launch(2, program("hang_missing_send.hlo"), "--hang-timeout", "1",
-                     "--debug-dir", d, "--no-collective-check")
+        res = hl.launch_np(2, program("hang_missing_send.hlo"), "--hang-timeout", "1",
+                           "--debug-dir", d, "--no-collective-check")
         return expect_hang(res, [
             "rank 0 finished the run and waits for the other ranks; never arrived: rank 1",
             "rank 1 waits in recv-done.1 (channel 1)",

@@ -29,13 +29,6 @@ ENTRY main {
 """
 
 
-def write(d, name, text):
-    path = os.path.join(d, name)
-    with open(path, "w") as f:
-        f.write(text)
-    return path
-
-
 def launch(*args):
     return hl.run([hl.HLO_LAUNCH] + [str(a) for a in args], timeout=TIMEOUT_S)
 
@@ -46,7 +39,7 @@ def rows_x():
 
 def test_unknown_output_sharding_is_an_error():
     with hl.tempdir("unknown") as d:
-        prog = write(d, "neg.hlo", NEG_BARE)
+        prog = hl.write_text(d, "neg.hlo", NEG_BARE)
         x = os.path.join(d, "x.npy")
         np.save(x, rows_x())
         out = os.path.join(d, "out.npy")
@@ -65,7 +58,7 @@ def test_option_shardings():
     # Arguments split by rows in device order 0,1 (commas inside the braces);
     # the result's tiles held in the order 1,0: global = -[x[2:4]; x[0:2]].
     with hl.tempdir("options") as d:
-        prog = write(d, "neg.hlo", NEG_BARE)
+        prog = hl.write_text(d, "neg.hlo", NEG_BARE)
         x = os.path.join(d, "x.npy")
         a = rows_x()
         np.save(x, a)
@@ -82,7 +75,7 @@ def test_root_and_parameter_attributes():
     text = NEG_BARE.replace("parameter(0)", "parameter(0), sharding={devices=[2,1]<=[2]}") \
                    .replace("negate(x)", "negate(x), sharding={devices=[2,1]1,0}")
     with hl.tempdir("attrs") as d:
-        prog = write(d, "neg.hlo", text)
+        prog = hl.write_text(d, "neg.hlo", text)
         x = os.path.join(d, "x.npy")
         a = rows_x()
         np.save(x, a)
@@ -103,27 +96,17 @@ def test_root_and_parameter_attributes():
 
 # --- protobuf wire encoding, enough to add fields to an HloModuleProto ---------
 
-def varint(n):
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        out.append(b | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
 def field(number, wire_type, payload):
-    key = varint((number << 3) | wire_type)
+    key = hl.varint((number << 3) | wire_type)
     if wire_type == 2:
-        return key + varint(len(payload)) + payload
+        return key + hl.varint(len(payload)) + payload
     return key + payload
 
 
 def op_sharding_tiled(dims, devices):
     """OpSharding{type=OTHER(3), tile_assignment_dimensions=3, _devices=4} (packed)."""
-    packed = lambda vals: b"".join(varint(v) for v in vals)  # noqa: E731
-    return (field(1, 0, varint(3)) + field(3, 2, packed(dims)) + field(4, 2, packed(devices)))
+    packed = lambda vals: b"".join(hl.varint(v) for v in vals)  # noqa: E731
+    return (field(1, 0, hl.varint(3)) + field(3, 2, packed(dims)) + field(4, 2, packed(devices)))
 
 
 def read_varint(buf, pos):
@@ -149,7 +132,7 @@ def test_binary_proto_spmd_shardings():
     # JAX's case: no sharding attributes; the module records them in
     # spmd_output_sharding (12) and spmd_parameters_shardings (14).
     with hl.tempdir("proto") as d:
-        prog = write(d, "neg.hlo", NEG_BARE)
+        prog = hl.write_text(d, "neg.hlo", NEG_BARE)
         pb = os.path.join(d, "neg.pb")
         res = hl.run([hl.HLO_CONVERT, prog, pb], timeout=TIMEOUT_S)
         if res.returncode != 0:
@@ -210,7 +193,7 @@ ENTRY main {
     vals = np.array([[1.5, -2.0], [0.25, 3.0]], np.float32)
     bits = bf16_bits(vals)
     with hl.tempdir("bf16") as d:
-        prog = write(d, "negbf.hlo", text)
+        prog = hl.write_text(d, "negbf.hlo", text)
         out = os.path.join(d, "out.npy")
         for descr in ("<V2", "|V2"):
             x = os.path.join(d, "x.npy")
@@ -223,7 +206,7 @@ ENTRY main {
             if not np.array_equal(got, want):
                 return "%s: got bits %s, expected %s" % (descr, got, want)
         # One-byte types ('|V1'): f8e4m3fn 1.0, 2.0, 0.5, 3.0 (bits 0x38 0x40 0x30 0x44).
-        prog8 = write(d, "negf8.hlo", text.replace("bf16", "f8e4m3fn"))
+        prog8 = hl.write_text(d, "negf8.hlo", text.replace("bf16", "f8e4m3fn"))
         x = os.path.join(d, "x8.npy")
         bits8 = np.array([[0x38, 0x40], [0x30, 0x44]], np.uint8)
         np.save(x, bits8.view("V1"))
@@ -249,7 +232,7 @@ ENTRY main {
 }
 """
     with hl.tempdir("before") as d:
-        prog = write(d, "before.hlo", text)
+        prog = hl.write_text(d, "before.hlo", text)
         x = os.path.join(d, "x.npy")
         np.save(x, rows_x())
         y = os.path.join(d, "y.npy")
@@ -277,7 +260,7 @@ ENTRY main {
 }
 """
     with hl.tempdir("seeded") as d:
-        prog = write(d, "seeded.hlo", text)
+        prog = hl.write_text(d, "seeded.hlo", text)
         one = os.path.join(d, "one")
         res = launch("-np", 1, "--quiet", "--seed", 7, "--output-dir", one, prog)
         if res.returncode != 0:
@@ -298,7 +281,7 @@ ENTRY main {
 
 def test_bad_sharding_options():
     with hl.tempdir("bad") as d:
-        prog = write(d, "neg.hlo", NEG_BARE)
+        prog = hl.write_text(d, "neg.hlo", NEG_BARE)
         res = launch("-np", 2, "--zeros", "--output-sharding", "{devices=[2,1", prog)
         if res.returncode != 2 or "--output-sharding" not in res.stderr:
             return res.describe()

@@ -49,13 +49,6 @@ ENTRY main {
 """
 
 
-def write(d, name, text):
-    path = os.path.join(d, name)
-    with open(path, "w") as f:
-        f.write(text)
-    return path
-
-
 def launch(*args):
     return hl.run([hl.HLO_LAUNCH] + [str(a) for a in args], timeout=TIMEOUT_S)
 
@@ -76,7 +69,7 @@ def expect_before_launch(res, *needles):
 
 def test_groups_need_more_replicas():
     with hl.tempdir("groups") as d:
-        prog = write(d, "ar4.hlo", ALL_REDUCE_4)
+        prog = hl.write_text(d, "ar4.hlo", ALL_REDUCE_4)
         msg = expect_before_launch(launch("-np", 2, "--zeros", prog),
                                    "replica id 2 in replica group 0 is out of range",
                                    "has 2 replicas", "the groups need 4 replicas",
@@ -90,7 +83,7 @@ def test_groups_need_more_replicas():
 
 def test_permute_needs_more_partitions():
     with hl.tempdir("permute") as d:
-        prog = write(d, "cp3.hlo", PERMUTE_P3)
+        prog = hl.write_text(d, "cp3.hlo", PERMUTE_P3)
         return expect_before_launch(launch("-np", 2, "--zeros", prog),
                                     "{0,2} is out of range: the grid has 2 partitions",
                                     "need 3 partitions: run with --partitions 3 (-np 3 with 1 "
@@ -99,7 +92,7 @@ def test_permute_needs_more_partitions():
 
 def test_sharding_needs_more_partitions():
     with hl.tempdir("sharding") as d:
-        prog = write(d, "s4.hlo", SHARDED_4)
+        prog = hl.write_text(d, "s4.hlo", SHARDED_4)
         x = os.path.join(d, "x.npy")
         np.save(x, np.arange(8, dtype=np.float32))
         return expect_before_launch(launch("-np", 2, "--global-args", x, prog),
@@ -109,7 +102,7 @@ def test_sharding_needs_more_partitions():
 
 def test_singular_counts():
     with hl.tempdir("plural") as d:
-        prog = write(d, "c.hlo", """HloModule c
+        prog = hl.write_text(d, "c.hlo", """HloModule c
 
 ENTRY main {
   ROOT c = f32[1,1] constant({{}})
@@ -123,8 +116,8 @@ ENTRY main {
 
 def test_output_dir_problems_before_running():
     with hl.tempdir("outdir") as d:
-        prog = write(d, "ar4.hlo", ALL_REDUCE_4.replace("{{0,1,2,3}}", "{}"))
-        plain = write(d, "plain", "not a directory\n")
+        prog = hl.write_text(d, "ar4.hlo", ALL_REDUCE_4.replace("{{0,1,2,3}}", "{}"))
+        plain = hl.write_text(d, "plain", "not a directory\n")
         msg = expect_before_launch(launch("-np", 2, "--zeros", "--output-dir", plain, prog),
                                    "--output-dir", "exists and is not a directory")
         if msg:

@@ -9,7 +9,6 @@ the partition id returning the root's leaves in order).
 """
 
 import os
-import re
 
 import numpy as np
 
@@ -272,38 +271,25 @@ def program_tests():
 ERRORS_DIR = os.path.join(hl.PROGRAMS_DIR, "errors")
 
 
-def expect_failure(res, *patterns):
-    """The job failed (non-zero, no hang) and stderr matches every pattern."""
-    if res.timed_out:
-        return "hung (a rank did not exit)\n" + res.describe()
-    if res.returncode == 0:
-        return "expected a non-zero exit\n" + res.describe()
-    text = res.stderr + res.stdout
-    for pat in patterns:
-        if not re.search(pat, text):
-            return "error output does not match %r\n%s" % (pat, res.describe())
-    return None
-
-
 def error_grid_mismatch():
     # The program states replica_count=4; 2 processes cannot hold that grid.
     program = os.path.join(ERRORS_DIR, "grid_mismatch.hlo")
     res = hl.run([hl.HLO_LAUNCH, "-np", "2", "--timeout", "60", program])
-    msg = expect_failure(res, r"replica", r"\b4\b", r"\b2\b")
+    msg = hl.expect_failure(res, r"replica", r"\b4\b", r"\b2\b")
     if msg:
         return msg
     res = hl.run([hl.HLO_LAUNCH, "-np", "3", "--partitions", "2", program])
-    return expect_failure(res, r"3", r"2")
+    return hl.expect_failure(res, r"3", r"2")
 
 
 def error_malformed():
     res = hl.launch(os.path.join(ERRORS_DIR, "malformed.hlo"), 2, 1)
-    return expect_failure(res, r"malformed\.hlo:\d+:\d+")
+    return hl.expect_failure(res, r"malformed\.hlo:\d+:\d+")
 
 
 def error_elided_constant():
     res = hl.launch(os.path.join(ERRORS_DIR, "elided_constant.hlo"), 1, 1)
-    return expect_failure(res, r"elided_constant\.hlo:\d+:\d+", r"\.pb")
+    return hl.expect_failure(res, r"elided_constant\.hlo:\d+:\d+", r"\.pb")
 
 
 def error_wrong_shape_arg():
@@ -313,7 +299,7 @@ def error_wrong_shape_arg():
         args_dir = os.path.join(tmp, "args")
         hl.write_args(args_dir, [normal(3, 2), normal(2, 3)])
         res = hl.launch(program, 2, 1, args_dir=args_dir, output_dir=os.path.join(tmp, "out"))
-        msg = expect_failure(res, r"rank", r"arg0\.npy", r"f32\[2,3\]", r"\(3, 2\)")
+        msg = hl.expect_failure(res, r"rank", r"arg0\.npy", r"f32\[2,3\]", r"\(3, 2\)")
         if msg:
             return msg
         # Only replica 1's own file is wrong: the error names that rank.
@@ -322,8 +308,8 @@ def error_wrong_shape_arg():
         hl.write_args(os.path.join(args_dir, "replica1_partition0"),
                       [normal(2, 3), normal(2, 2)])
         res = hl.launch(program, 2, 1, args_dir=args_dir, output_dir=os.path.join(tmp, "out2"))
-        return expect_failure(res, r"rank 1\b|replica 1\b", r"replica1_partition0/arg1\.npy",
-                              r"f32\[2,3\]")
+        return hl.expect_failure(res, r"rank 1\b|replica 1\b", r"replica1_partition0/arg1\.npy",
+                                 r"f32\[2,3\]")
 
 
 def error_unsupported_op():
@@ -332,7 +318,7 @@ def error_unsupported_op():
         hl.write_args(args_dir, [normal(4)])
         res = hl.launch(os.path.join(ERRORS_DIR, "unsupported_op.hlo"), 2, 1,
                         args_dir=args_dir, output_dir=os.path.join(tmp, "out"))
-        return expect_failure(res, r"mystery\.7", r"custom-call")
+        return hl.expect_failure(res, r"mystery\.7", r"custom-call")
 
 
 def error_tests():

@@ -16,10 +16,9 @@ import re
 import shlex
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hl_testlib import run  # noqa: E402  (timeout, process group)
+from hl_testlib import main, run  # noqa: E402  (timeout, process group)
 
 HLO_LAUNCH = os.environ.get("HLO_LAUNCH", "")
 RESULT_MIB = 128
@@ -126,29 +125,5 @@ TESTS = [(name[5:], fn) for name, fn in sorted(globals().items())
          if name.startswith("test_") and callable(fn)]
 
 
-def main():
-    if not HLO_LAUNCH or not os.access(HLO_LAUNCH, os.X_OK):
-        sys.exit("FAIL: HLO_LAUNCH=%r is not an executable; run through ctest" % HLO_LAUNCH)
-    only = sys.argv[1:]
-    failures = []
-    for name, fn in TESTS:
-        if only and name not in only:
-            continue
-        start = time.monotonic()
-        try:
-            msg = fn()
-        except Exception as e:  # the test's own crash is a failure too
-            import traceback
-            msg = "exception %r\n%s" % (e, traceback.format_exc())
-        took = time.monotonic() - start
-        if msg:
-            failures.append(name)
-            print("FAIL %s (%.1f s)\n%s\n" % (name, took, msg), flush=True)
-        else:
-            print("ok   %s (%.1f s)" % (name, took), flush=True)
-    print("%d failed" % len(failures))
-    sys.exit(1 if failures else 0)
-
-
 if __name__ == "__main__":
-    main()
+    main(TESTS)

@@ -19,7 +19,6 @@ on every rank with the assertion's message filled in.
 
 import ast
 import os
-import re
 
 import numpy as np
 
@@ -41,14 +40,8 @@ def shared(*parts):
 
 def run(program, args, nresults, np_=1, extra=()):
     """Runs `program` on args (arg<i>.npy); (launch result, outputs of rank 0)."""
-    with hl.tempdir("poly") as d:
-        hl.write_args(os.path.join(d, "args"), args)
-        out = os.path.join(d, "out")
-        r = hl.launch(program, replicas=np_, args_dir=os.path.join(d, "args"), output_dir=out,
-                      extra=extra)
-        if r.returncode != 0:
-            return r, None
-        return r, hl.read_outputs(out, 0, 0, nresults)
+    r, outs = hl.launch_file("poly", program, args, nresults, replicas=np_, extra=extra)
+    return r, outs[0] if outs else None
 
 
 def check_all(name, program, cases):

@@ -92,10 +92,6 @@ def outfeed_file():
         return hl.compare("outfeed", got, x * x)
 
 
-def hexf32(values):
-    return ", ".join("0x%08X" % v for v in np.asarray(values, np.float32).view(np.uint32))
-
-
 def run_parallel_grid():
     """interpreter.run_parallel's 2x2 programs grid as 4 ranks: results reach every rank."""
     x = rng.standard_normal((4, 2)).astype(np.float32)
@@ -104,8 +100,8 @@ def run_parallel_grid():
     with open(os.path.join(PROGRAMS, "run_parallel_2x2.mlir")) as f:
         text = f.read()
     for k in range(4):
-        text = text.replace("INPUT_%d]" % k, hexf32(x[k]) + "]")
-        text = text.replace("EXPECTED_%d]" % k, hexf32(want[k]) + "]")
+        text = text.replace("INPUT_%d]" % k, hl.hexf32(x[k]) + "]")
+        text = text.replace("EXPECTED_%d]" % k, hl.hexf32(want[k]) + "]")
     with hl.tempdir("shlo") as d:
         prog = os.path.join(d, "rp.mlir")
         with open(prog, "w") as f:

@@ -24,25 +24,15 @@ PROGRAMS = os.path.join(SRC, "tests", "stablehlo")
 rng = np.random.default_rng(1124)
 
 
-def hexf32(values):
-    return ", ".join("0x%08X" % v for v in np.asarray(values, np.float32).view(np.uint32))
-
-
-def write(d, name, text):
-    path = os.path.join(d, name)
-    with open(path, "w") as f:
-        f.write(text)
-    return path
-
-
 def send_recv_between_partitions():
     x = rng.standard_normal(3).astype(np.float32)
     want = (x * np.float32(2) + np.float32(1)).astype(np.float32)
     with open(os.path.join(PROGRAMS, "run_parallel_send_recv.mlir")) as f:
-        text = f.read().replace("INPUT", hexf32(x)).replace("EXPECTED", hexf32(want))
+        text = f.read().replace("INPUT", hl.hexf32(x)).replace("EXPECTED", hl.hexf32(want))
     with hl.tempdir("shlo-ch") as d:
         out = os.path.join(d, "out")
-        r = hl.run([hl.HLO_LAUNCH, "--output-dir", out, "--quiet", write(d, "sr.mlir", text)])
+        prog = hl.write_text(d, "sr.mlir", text)
+        r = hl.run([hl.HLO_LAUNCH, "--output-dir", out, "--quiet", prog])
         if r.returncode != 0:
             return r.describe()
         for p in range(2):  # every rank holds the receiver's result
@@ -50,8 +40,8 @@ def send_recv_between_partitions():
             if msg:
                 return msg
         # A wrong expectation fails: the transfer is what the check sees.
-        bad = text.replace("EXPECTED", "").replace(hexf32(want), hexf32(want + 1))
-        r = hl.run([hl.HLO_LAUNCH, "--quiet", write(d, "bad.mlir", bad)])
+        bad = text.replace("EXPECTED", "").replace(hl.hexf32(want), hl.hexf32(want + 1))
+        r = hl.run([hl.HLO_LAUNCH, "--quiet", hl.write_text(d, "bad.mlir", bad)])
         if r.returncode == 0 or "expect_eq" not in r.stderr:
             return "a wrong expected value passed\n" + r.describe()
     return None
@@ -150,7 +140,7 @@ def errors():
              ("two_readers.mlir", TWO_READERS, "runs infeed ops in 2 processes' programs")]
     with hl.tempdir("shlo-ch") as d:
         for name, text, needle in cases:
-            r = hl.run([hl.HLO_LAUNCH, "--quiet", write(d, name, text)])
+            r = hl.run([hl.HLO_LAUNCH, "--quiet", hl.write_text(d, name, text)])
             if r.returncode == 0 or needle not in r.stderr or "interpreter.run_parallel" not in r.stderr:
                 return "%s: expected a failure with %r\n%s" % (name, needle, r.describe())
     return None

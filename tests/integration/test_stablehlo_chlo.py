@@ -118,14 +118,8 @@ def compare(name, got, want):
 
 
 def run_program(name, args, count):
-    with hl.tempdir("chlo") as d:
-        a = os.path.join(d, "args")
-        hl.write_args(a, args)
-        out = os.path.join(d, "out")
-        r = hl.launch(os.path.join(PROGRAMS, name), args_dir=a, output_dir=out)
-        if r.returncode != 0:
-            return None, r.describe()
-        return hl.read_outputs(out, 0, 0, count), None
+    r, outs = hl.launch_file("chlo", os.path.join(PROGRAMS, name), args, count)
+    return (outs[0], None) if outs else (None, r.describe())
 
 
 def special_functions():

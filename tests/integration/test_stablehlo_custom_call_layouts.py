@@ -24,15 +24,8 @@ TOL = {np.float32: 1e-4, np.float64: 1e-11, np.complex64: 1e-4, np.complex128: 1
 
 
 def run_mlir(tag, text, args, nresults):
-    with hl.tempdir(tag) as d:
-        path = os.path.join(d, "p.mlir")
-        with open(path, "w") as f:
-            f.write(text)
-        hl.write_args(os.path.join(d, "args"), args)
-        r = hl.launch(path, args_dir=os.path.join(d, "args"), output_dir=os.path.join(d, "out"))
-        if r.returncode != 0:
-            return r, None
-        return r, hl.read_outputs(os.path.join(d, "out"), 0, 0, nresults)
+    r, outs = hl.launch_text(tag, text, args, nresults, name="p.mlir")
+    return r, outs[0] if outs else None
 
 
 def getrf_program(dtype, b, n, in_layout, out_layout):

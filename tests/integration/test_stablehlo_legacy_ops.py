@@ -20,19 +20,12 @@ import hl_testlib as hl  # noqa: E402
 
 
 def run_mlir(tag, text, args, nresults, expect_error=None):
-    with hl.tempdir(tag) as d:
-        path = os.path.join(d, "p.mlir")
-        with open(path, "w") as f:
-            f.write(text)
-        hl.write_args(os.path.join(d, "args"), args)
-        r = hl.launch(path, args_dir=os.path.join(d, "args"), output_dir=os.path.join(d, "out"))
-        if expect_error is not None:
-            if r.returncode == 0 or expect_error not in r.stderr:
-                raise AssertionError("expected an error naming '%s'\n%s" % (expect_error, r.describe()))
-            return None
-        if r.returncode != 0:
-            raise AssertionError("hlo-launch failed\n%s\n%s" % (text, r.describe()))
-        return hl.read_outputs(os.path.join(d, "out"), 0, 0, nresults)
+    if expect_error is None:
+        return hl.run_hlo_text(tag, text, args, nresults, name="p.mlir")[0]
+    r, _ = hl.launch_text(tag, text, args, nresults, name="p.mlir")
+    if r.returncode == 0 or expect_error not in r.stderr:
+        raise AssertionError("expected an error naming '%s'\n%s" % (expect_error, r.describe()))
+    return None
 
 
 def check_all(pairs):

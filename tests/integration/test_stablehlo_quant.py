@@ -48,14 +48,9 @@ def dequantize(q, scale, zp, axis=None):
 
 def run_program(name, args, nresults):
     """Runs tests/stablehlo/<name> on RANKS ranks; every rank's results."""
-    with hl.tempdir("shlo-quant") as d:
-        a = os.path.join(d, "args")
-        hl.write_args(a, args)
-        out = os.path.join(d, "out")
-        r = hl.launch(os.path.join(PROGRAMS, name), replicas=RANKS, args_dir=a, output_dir=out)
-        if r.returncode != 0:
-            return None, r.describe()
-        return [hl.read_outputs(out, rank, 0, nresults) for rank in range(RANKS)], None
+    r, outs = hl.launch_file("shlo-quant", os.path.join(PROGRAMS, name), args, nresults,
+                             replicas=RANKS)
+    return (outs, None) if outs else (None, r.describe())
 
 
 def check_all(results, wants, names):

@@ -30,16 +30,7 @@ import hl_testlib as hl  # noqa: E402
 
 
 def run_mlir(tag, text, args, nresults, partitions=1):
-    with hl.tempdir(tag) as d:
-        path = os.path.join(d, "p.mlir")
-        with open(path, "w") as f:
-            f.write(text)
-        hl.write_args(os.path.join(d, "args"), args)
-        r = hl.launch(path, partitions=partitions, args_dir=os.path.join(d, "args"),
-                      output_dir=os.path.join(d, "out"))
-        if r.returncode != 0:
-            raise AssertionError("hlo-launch failed\n%s\n%s" % (text, r.describe()))
-        return hl.read_outputs(os.path.join(d, "out"), 0, 0, nresults)
+    return hl.run_hlo_text(tag, text, args, nresults, partitions=partitions, name="p.mlir")[0]
 
 
 def same_bits(name, got, want):
