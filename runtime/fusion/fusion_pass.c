@@ -11,6 +11,7 @@
 
 #include "runtime/base/alloc.h"
 #include "runtime/fusion/fusion_program.h"
+#include "runtime/fusion/fusion_rows.h"
 #include "runtime/kernels/elementwise_arrays.h"
 
 // Groups an op may be duplicated into (a cheap producer read by several
@@ -21,7 +22,8 @@ typedef struct group {
   int *members;  // instruction indices, no repeats
   int count, cap;
   int root;      // first root (the instruction that started the group)
-  bool has_reduce;
+  bool has_reduce;      // a reduce output (kInput)
+  bool has_row_reduce;  // a row reduce read back inside (fusion_rows.h)
   bool alive;    // not merged into another group
   bool committed;
   hl_instruction_t *fusion;
@@ -36,6 +38,9 @@ typedef struct pass {
   int **mem;                    // groups holding instruction i
   int *mem_n, *mem_cap;
   const char **why;             // reason i is not fused (or how it was)
+  bool *row_fused;              // a reduce placed in its consumer's fusion (fusion_rows.h)
+  const char **row_why;         // why a reduce was not (explain), or NULL
+  const char **row_rejected;    // the blocked executor's reason it refused such a fusion
   group_t *g;
   int gn, gcap;
   int64_t next_id;
@@ -130,7 +135,10 @@ static bool in_group(const pass_t *p, int i, int g) {
 static hl_status_t add_member(pass_t *p, int g, int i) {
   if (in_group(p, i, g)) return NULL;
   HL_RETURN_IF_ERROR(push_int(&p->g[g].members, &p->g[g].count, &p->g[g].cap, i));
-  if (p->c->instructions[i]->opcode == HL_OP_REDUCE) p->g[g].has_reduce = true;
+  if (p->c->instructions[i]->opcode == HL_OP_REDUCE) {
+    if (p->row_fused[i]) p->g[g].has_row_reduce = true;
+    else p->g[g].has_reduce = true;
+  }
   return push_int(&p->mem[i], &p->mem_n[i], &p->mem_cap[i], g);
 }
 
@@ -148,6 +156,26 @@ static hl_status_t new_group(pass_t *p, int root, int *out) {
   p->g[g].alive = true;
   *out = g;
   return add_member(p, g, root);
+}
+
+// NULL when reduce i joins the fusion of its users (*g), which reads its
+// rows back in the same pass over them (fusion_rows.h); otherwise why not.
+static const char *row_fusion_why(const pass_t *p, int i, int *g) {
+  const hl_instruction_t *inst = p->c->instructions[i];
+  if (inst == p->c->root) return "the computation's root";
+  int64_t row;
+  const char *why = hl_fusion_row_reduce_why(inst, &row);
+  if (why) return why;
+  *g = -1;
+  for (int k = p->user_start[i]; k < p->user_start[i + 1]; k++) {
+    int u = p->user_list[k];
+    if (p->mem_n[u] == 0) return "read by an op that is not fused";
+    for (int j = 0; j < p->mem_n[u]; j++) {
+      if (*g >= 0 && p->mem[u][j] != *g) return "read by several fusions";
+      *g = p->mem[u][j];
+    }
+  }
+  return *g >= 0 ? NULL : "no users";
 }
 
 // Decides instruction i given its users' decisions (users come later).
@@ -169,6 +197,12 @@ static hl_status_t place(pass_t *p, int i) {
   }
   int g;
   if (reduce) {
+    p->row_why[i] = p->row_rejected[i] ? p->row_rejected[i] : row_fusion_why(p, i, &g);
+    if (!p->row_why[i]) {
+      p->row_fused[i] = true;
+      p->why[i] = "read back by its consumer in the same pass over rows";
+      return add_member(p, g, i);
+    }
     p->why[i] = "root of a reduce fusion";
     return new_group(p, i, &g);
   }
@@ -182,7 +216,8 @@ static hl_status_t place(pass_t *p, int i) {
       materialize = "read by an op that is not fused";
       break;
     }
-    if (expensive(inst) && reuses_operand(p->c->instructions[u])) {
+    if (expensive(inst) && reuses_operand(p->c->instructions[u]) &&
+        !hl_fusion_broadcast_splats(p->c->instructions[u])) {
       materialize = "expensive and repeated by a broadcast: computed once";
       break;
     }
@@ -469,7 +504,7 @@ static hl_status_t try_merge(pass_t *p, int dst, int src, const char *what, bool
   }
   memcpy(saved_dst, p->g[dst].members, sizeof(int) * (size_t)saved_count);
   memcpy(saved_src, p->g[src].members, sizeof(int) * (size_t)src_count);
-  bool dst_reduce = p->g[dst].has_reduce;
+  bool dst_reduce = p->g[dst].has_reduce, dst_rows = p->g[dst].has_row_reduce;
   hl_status_t st = merge_into(p, dst, src);
   built_t b;
   const char *why = NULL;
@@ -492,6 +527,7 @@ static hl_status_t try_merge(pass_t *p, int dst, int src, const char *what, bool
     memcpy(p->g[dst].members, saved_dst, sizeof(int) * (size_t)saved_count);
     p->g[dst].count = saved_count;
     p->g[dst].has_reduce = dst_reduce;
+    p->g[dst].has_row_reduce = dst_rows;
     p->g[src].alive = true;
     for (int k = 0; k < src_count; k++) st = st ? st : add_member(p, src, saved_src[k]);
   }
@@ -594,7 +630,10 @@ static hl_status_t commit(pass_t *p, int g, built_t *b, hl_instruction_t **repl,
   hl_free(ops);
   HL_RETURN_IF_ERROR(st);
   HL_RETURN_IF_ERROR(hl_instruction_set_called(fu, &b->f, 1));
-  fu->attrs.fusion_kind = hl_strdup(p->g[g].has_reduce ? "kInput" : "kLoop");
+  // A fusion with a reduce is XLA's kInput, whether the reduce is an
+  // output or read back by its consumers (a reduction epilogue).
+  fu->attrs.fusion_kind =
+      hl_strdup(p->g[g].has_reduce || p->g[g].has_row_reduce ? "kInput" : "kLoop");
   if (!fu->attrs.fusion_kind) return HL_OOM();
   p->g[g].fusion = fu;
   if (b->out_count == 1) {
@@ -697,6 +736,18 @@ static hl_status_t rewrite(pass_t *p, hl_instruction_t **repl) {
 // Driver
 //===----------------------------------------------------------------------===//
 
+// Forgets every group (placement starts again).
+static void reset_groups(pass_t *p) {
+  for (int g = 0; g < p->gn; g++) hl_free(p->g[g].members);
+  p->gn = 0;
+  for (int i = 0; i < p->n; i++) {
+    p->mem_n[i] = 0;
+    p->why[i] = NULL;
+    p->row_fused[i] = false;
+    p->row_why[i] = NULL;
+  }
+}
+
 static void pass_free(pass_t *p) {
   for (int i = 0; i < p->n && p->mem; i++) hl_free(p->mem[i]);
   for (int g = 0; g < p->gn; g++) hl_free(p->g[g].members);
@@ -704,6 +755,9 @@ static void pass_free(pass_t *p) {
   hl_free(p->mem_n);
   hl_free(p->mem_cap);
   hl_free(p->why);
+  hl_free(p->row_fused);
+  hl_free(p->row_why);
+  hl_free(p->row_rejected);
   hl_free(p->g);
   hl_free(p->user_start);
   hl_free(p->user_list);
@@ -727,12 +781,16 @@ static void explain_computation(pass_t *p, const char **status) {
         hl_strbuf_appendf(&names, "%s%s", hl_strbuf_cstr(&names)[0] ? ", " : "", gr->fusion->name);
     }
     fusions = hl_strbuf_cstr(&names);
+    // A reduce its consumers do not read back in their pass: why not.
+    char rows[160] = "";
+    if (inst->opcode == HL_OP_REDUCE && !p->row_fused[i] && p->row_why[i])
+      snprintf(rows, sizeof(rows), "; not in its consumer's pass over rows: %s", p->row_why[i]);
     if (fusions[0])
-      hl_strbuf_appendf(p->explain, "fused in %s (%s)\n", fusions, p->why[i]);
+      hl_strbuf_appendf(p->explain, "fused in %s (%s%s)\n", fusions, p->why[i], rows);
     else if (status[i])
-      hl_strbuf_appendf(p->explain, "not fused: %s\n", status[i]);
+      hl_strbuf_appendf(p->explain, "not fused: %s%s\n", status[i], rows);
     else
-      hl_strbuf_appendf(p->explain, "not fused: %s\n", p->why[i] ? p->why[i] : "?");
+      hl_strbuf_appendf(p->explain, "not fused: %s%s\n", p->why[i] ? p->why[i] : "?", rows);
     hl_strbuf_deinit(&names);
   }
 }
@@ -748,12 +806,16 @@ static hl_status_t fuse_computation(pass_t *p) {
   p->mem_n = hl_calloc((size_t)n + 1, sizeof(int));
   p->mem_cap = hl_calloc((size_t)n + 1, sizeof(int));
   p->why = hl_calloc((size_t)n + 1, sizeof(char *));
+  p->row_fused = hl_calloc((size_t)n + 1, sizeof(bool));
+  p->row_why = hl_calloc((size_t)n + 1, sizeof(char *));
+  p->row_rejected = hl_calloc((size_t)n + 1, sizeof(char *));
   p->scratch = hl_malloc(sizeof(int) * (size_t)(n + 1));
   p->mark = hl_malloc(sizeof(bool) * (size_t)(n + 1));
   const char **status = hl_calloc((size_t)n + 1, sizeof(char *));
   hl_instruction_t **repl = hl_calloc((size_t)n + 1, sizeof(*repl));
   if (!p->user_start || !p->user_list || !p->pinned || !p->mem || !p->mem_n || !p->mem_cap ||
-      !p->why || !p->scratch || !p->mark || !status || !repl) {
+      !p->why || !p->row_fused || !p->row_why || !p->row_rejected || !p->scratch || !p->mark ||
+      !status || !repl) {
     hl_free(status);
     hl_free(repl);
     return HL_OOM();
@@ -780,8 +842,30 @@ static hl_status_t fuse_computation(pass_t *p) {
     const hl_instruction_t *x = c->instructions[i];
     for (int j = 0; j < x->operand_count; j++) p->user_list[fill[x->operands[j]->index]++] = i;
   }
-  for (int i = n - 1; !st && i >= 0; i--) st = place(p, i);
-  if (!st) st = merge_groups(p);
+  // A fusion whose row reduces the blocked executor refuses (read other
+  // than along their rows) is formed again with those reduces as fusions
+  // of their own, as before there were row fusions.
+  for (bool again = true; !st && again;) {
+    again = false;
+    for (int i = n - 1; !st && i >= 0; i--) st = place(p, i);
+    if (!st) st = merge_groups(p);
+    for (int g = 0; !st && g < p->gn; g++) {
+      if (!p->g[g].alive || !p->g[g].has_row_reduce) continue;
+      built_t b;
+      const char *why = NULL;
+      st = build(p, g, &b, &why);
+      if (st) break;
+      if (!why) {
+        hl_module_remove_computation(p->m, b.f);
+        built_free(&b);
+        continue;
+      }
+      for (int k = 0; k < p->g[g].count; k++)
+        if (p->row_fused[p->g[g].members[k]]) p->row_rejected[p->g[g].members[k]] = why;
+      again = true;
+    }
+    if (!st && again) reset_groups(p);
+  }
   int fusion_no = 0;
   for (int g = 0; !st && g < p->gn; g++) {
     group_t *gr = &p->g[g];

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "runtime/base/alloc.h"
+#include "runtime/fusion/fusion_rows.h"
 #include "runtime/fusion/jit/jit_kernel.h"
 #include "runtime/kernels/elementwise_arrays.h"
 #include "runtime/kernels/reduce_fast.h"
@@ -50,6 +51,7 @@ typedef enum kind {
   K_SAME,   // same elements in the same row-major order (reshape, bitcast, copy)
   K_MAP,    // operand index = offset + sum_d idx[d] * stride[d]
   K_SPLAT,  // broadcast of a one-element operand
+  K_REDUCE, // a row reduce read inside the program (fusion_rows.h): ops[0] folded per row
 } kind_t;
 
 typedef struct node {
@@ -73,6 +75,8 @@ typedef struct node {
   bool single_use;                // one operand edge in the program and not an output:
                                   // its block value dies when that user has run
   struct jit_region *jit;         // compiled loop rooted here (see JIT regions), or NULL
+  int64_t row;                    // K_REDUCE: elements per row of ops[0]
+  hl_reduce_run_fn fold;          // K_REDUCE: the reduce kernel's fold
 } node_t;
 
 typedef struct output {
@@ -137,6 +141,9 @@ struct hl_fusion_program {
   // by element through the index map.
   int64_t copy_row;
   workspace_t *ws[MAX_WORKERS];
+  // > 0: row reduces read inside the program (K_REDUCE nodes) fold rows of
+  // this many elements; blocks are whole rows (fusion_rows.h).
+  int64_t row;
 };
 
 //===----------------------------------------------------------------------===//
@@ -390,11 +397,96 @@ static const char *compile_reduce(const hl_instruction_t *r, const int *index_of
   return NULL;
 }
 
+// A row reduce read by other nodes of the program (fusion_rows.h): its
+// values are the rows of its input folded with the reduce kernel's loop.
+static const char *compile_row_reduce(const hl_instruction_t *r, const int *index_of,
+                                      const node_t *nodes, node_t *n) {
+  int64_t row;
+  const char *why = hl_fusion_row_reduce_why(r, &row);
+  if (why) return why;
+  const hl_instruction_t *in = r->operands[0], *init = r->operands[1];
+  int xi = index_of[in->index], ii = index_of[init->index];
+  if (xi < 0 || ii < 0) return "a reduce of an uncovered operand";
+  hl_dtype_t t = in->shape.dtype;
+  if (init->shape.rank != 0 || init->shape.dtype != t) return "a reduce with mismatched types";
+  memset(n, 0, sizeof(*n));
+  n->kind = K_REDUCE;
+  n->op = HL_OP_REDUCE;
+  n->dtype = t;
+  n->es = hl_dtype_size(t);
+  n->rank = r->shape.rank;
+  memcpy(n->dims, r->shape.dims, sizeof(int64_t) * (size_t)r->shape.rank);
+  n->count = hl_shape_element_count(&r->shape);
+  if (n->count * row != nodes[xi].count) return "a reduce with a bad result";
+  n->nops = 2;
+  n->ops[0] = xi;
+  n->ops[1] = ii;
+  n->scalar_op[1] = true;
+  n->row = row;
+  hl_reduce_run_fn combine;
+  hl_reduce_fast_fns(t, hl_simple_reducer_op(hl_instruction_to_apply(r), t), &n->fold, &combine);
+  return NULL;
+}
+
+// Programs with row reduces read inside: blocks of whole rows, each row
+// reduce read only at the block's rows (fusion_rows.h).
+static hl_status_t plan_rows(hl_fusion_program_t *p, const char **why) {
+  int64_t row = 0;
+  *why = NULL;
+  for (int k = 0; k < p->count && !*why; k++) {
+    const node_t *n = &p->nodes[k];
+    if (n->kind != K_REDUCE) continue;
+    if (row && n->row != row) *why = "row reduces of different row lengths";
+    row = n->row;
+  }
+  if (!row || *why) return NULL;
+  hl_rows_value_t *v = hl_calloc((size_t)p->count, sizeof(*v));
+  int *outs = hl_malloc(sizeof(int) * (size_t)(p->out_count ? p->out_count : 1));
+  if (!v || !outs) {
+    hl_free(v);
+    hl_free(outs);
+    return HL_OOM();
+  }
+  for (int k = 0; k < p->count; k++) {
+    const node_t *n = &p->nodes[k];
+    v[k].nops = n->nops;
+    v[k].ops = n->ops;
+    for (int i = 0; i < n->nops; i++) {
+      hl_rows_edge_t e = n->scalar_op[i] ? HL_ROWS_ONE : HL_ROWS_SAME;
+      int64_t f = 0;
+      if (n->kind == K_SPLAT) {
+        e = HL_ROWS_ONE;
+      } else if (n->kind == K_REDUCE) {
+        e = i == 0 ? HL_ROWS_GATHER : HL_ROWS_ONE;
+        f = n->row;
+      } else if (n->kind == K_MAP && !(n->contiguous && n->offset == 0)) {
+        f = hl_fusion_row_broadcast(n->rank, n->dims, n->stride, n->offset,
+                                    p->nodes[n->ops[0]].count);
+        e = f ? HL_ROWS_SPREAD : HL_ROWS_OTHER;
+      }
+      v[k].edge[i] = e;
+      v[k].factor[i] = f;
+    }
+    v[k].row_reduce = n->kind == K_REDUCE;
+  }
+  for (int i = 0; i < p->out_count; i++) outs[i] = p->outs[i].node;
+  *why = hl_fusion_rows_plan(v, p->count, outs, p->out_count, row);
+  hl_free(v);
+  hl_free(outs);
+  // Blocks of whole rows: with reduce outputs, theirs must be these rows.
+  if (!*why && p->has_reduce &&
+      (!p->parallel || !p->seg[p->nseg - 1].reduced || p->run_len != row))
+    *why = "reduce outputs over other rows than the row reduces read inside";
+  if (!*why && !p->has_reduce && p->total % row) *why = "outputs not made of whole rows";
+  if (!*why) p->row = row;
+  return NULL;
+}
+
 // Arena bytes one evaluation of node k over m elements may take.
 static size_t eval_bytes(const node_t *n, int64_t m) {
-  // Values, an index array, and per-run pieces of map_runs (runs of >= 64
-  // elements: two index entries and 128 bytes of rounding per run, at most
-  // four nested levels).
+  // Values, an index array, and per-run pieces of map_runs (runs of >= 8
+  // elements: two index entries per run, 128 bytes of rounding per call, at
+  // most four nested levels).
   return (size_t)m * (n->es + sizeof(int64_t) + 16) + 256;
 }
 
@@ -420,7 +512,9 @@ static bool size_arena(hl_fusion_program_t *p, int64_t m) {
     for (int i = 0; i < n->nops; i++) {
       int o = n->ops[i];
       bool scalar = n->scalar_op[i] || n->kind == K_SPLAT;
-      if (scalar) {
+      if (n->kind == K_REDUCE && !scalar) {
+        at_root[o] = true;  // plan_rows: evaluated over the block's own range, once
+      } else if (scalar) {
         other[o] += (at_root[k] ? 1 : 0) + other[k];
       } else if (elementwise) {
         if (at_root[k]) at_root[o] = true;
@@ -842,24 +936,46 @@ hl_status_t hl_fusion_program_compile(const hl_computation_t *c, hl_fusion_progr
   const char *reason = NULL;
   const hl_instruction_t *root = c->root;
   bool tuple_root = root && root->opcode == HL_OP_TUPLE;
+  // Reduces read by other instructions than the root tuple: row reduces
+  // read back inside the program (compile_row_reduce), not outputs.
+  bool *inside = hl_calloc((size_t)(n ? n : 1), sizeof(bool));
+  if (!inside) {
+    hl_free(index_of);
+    hl_fusion_program_destroy(p);
+    return HL_OOM();
+  }
+  for (int i = 0; i < n; i++) {
+    const hl_instruction_t *inst = c->instructions[i];
+    for (int j = 0; j < inst->operand_count && !(inst == root && tuple_root); j++)
+      if (inst->operands[j]->opcode == HL_OP_REDUCE && inst->operands[j]->parent == c)
+        inside[inst->operands[j]->index] = true;
+  }
   for (int i = 0; i < n && !reason; i++) {
     const hl_instruction_t *inst = c->instructions[i];
     index_of[i] = -1;
     if (inst->control_predecessor_count)
       reason = "control dependencies";
-    else if (inst->opcode == HL_OP_REDUCE || (inst == root && tuple_root))
+    else if ((inst->opcode == HL_OP_REDUCE && !inside[i]) || (inst == root && tuple_root))
       continue;
-    else if ((reason = compile_node(inst, index_of, p->nodes, &p->nodes[p->count])) == NULL)
-      index_of[i] = p->count++;
+    else if (inst->opcode == HL_OP_REDUCE)
+      reason = compile_row_reduce(inst, index_of, p->nodes, &p->nodes[p->count]);
+    else
+      reason = compile_node(inst, index_of, p->nodes, &p->nodes[p->count]);
+    if (!reason) index_of[i] = p->count++;
   }
   if (!reason && !root) reason = "no root";
-  // Outputs; a reduce may only be an output (its users are not covered).
+  // Outputs: arrays of one shape, reduces of one input shape (a reduce read
+  // inside is a row reduce node, not an output).
   bool reduced[HL_MAX_RANK] = {false}, reduced0[HL_MAX_RANK] = {false};
   const hl_shape_t *space = NULL;
   int outs = tuple_root ? root->operand_count : 1;
   for (int i = 0; i < outs && !reason; i++) {
     const hl_instruction_t *o = tuple_root ? root->operands[i] : root;
     output_t *po = &p->outs[p->out_count];
+    if (o->opcode == HL_OP_REDUCE && inside[o->index]) {
+      reason = "a reduce both read inside the fusion and an output";
+      break;
+    }
     if (o->opcode == HL_OP_REDUCE) {
       reason = compile_reduce(o, index_of, p->nodes, po, reduced);
       if (reason) break;
@@ -884,17 +1000,13 @@ hl_status_t hl_fusion_program_compile(const hl_computation_t *c, hl_fusion_progr
     }
     p->out_count++;
   }
-  // Reduces used by other instructions are not covered.
-  for (int i = 0; i < n && !reason; i++) {
-    const hl_instruction_t *inst = c->instructions[i];
-    for (int j = 0; j < inst->operand_count && !reason; j++)
-      if (inst->operands[j]->opcode == HL_OP_REDUCE && !(inst == root && tuple_root))
-        reason = "a reduce used inside the fusion";
-    if (inst->opcode == HL_OP_TUPLE && inst != root) reason = "a tuple inside the fusion";
-  }
+  for (int i = 0; i < n && !reason; i++)
+    if (c->instructions[i]->opcode == HL_OP_TUPLE && c->instructions[i] != root)
+      reason = "a tuple inside the fusion";
   for (int i = 0; i < c->parameter_count && !reason; i++)
     if (!c->parameters[i] || index_of[c->parameters[i]->index] < 0) reason = "a parameter";
   hl_free(index_of);
+  hl_free(inside);
   if (reason) {
     hl_fusion_program_destroy(p);
     *why = reason;
@@ -914,7 +1026,15 @@ hl_status_t hl_fusion_program_compile(const hl_computation_t *c, hl_fusion_progr
     p->run_len = 1;
     p->parallel = true;
   }
+  hl_status_t st = plan_rows(p, why);
+  if (st || *why) {
+    hl_fusion_program_destroy(p);
+    return st;
+  }
   p->block_runs = p->run_len >= BLOCK_ELEMS ? 1 : BLOCK_ELEMS / p->run_len;
+  // Row reduces read inside, no reduce output: blocks of whole rows.
+  if (p->row && !p->has_reduce)
+    p->block_runs = p->row * (p->row >= BLOCK_ELEMS ? 1 : BLOCK_ELEMS / p->row);
   p->ordered_pays = arithmetic_nodes(p) >= MIN_ORDERED_NODES;
   mark_single_use(p);
   if (!size_arena(p, p->block_runs * p->run_len)) {
@@ -922,7 +1042,7 @@ hl_status_t hl_fusion_program_compile(const hl_computation_t *c, hl_fusion_progr
     *why = "too many re-evaluations through index maps";
     return NULL;
   }
-  hl_status_t st = plan_jit_regions(p);
+  st = plan_jit_regions(p);
   if (st) {
     hl_fusion_program_destroy(p);
     return st;
@@ -1218,15 +1338,16 @@ static void *result_buffer(workspace_t *w, void *dst, size_t bytes) {
   return dst ? dst : arena_alloc(w, bytes);
 }
 
-// A K_MAP over a contiguous range whose innermost dimension is long and
-// maps to stride 0 (a broadcast along the minor dimension: runs of one
-// value) or stride 1 (contiguous runs of the operand): evaluates the
-// operand once per distinct value / per run instead of per element.
+// A K_MAP over a contiguous range whose innermost dimension maps to stride
+// 0 (a broadcast along the minor dimension: runs of one value, at least
+// HL_FUSION_SPLAT_RUN long) or to stride 1 (contiguous runs of the operand,
+// at least 64 long): evaluates the operand once per distinct value / per
+// run instead of per element.
 static bool map_runs(const hl_fusion_program_t *p, workspace_t *w, const void **params,
                      const node_t *n, int64_t start, int64_t m, void *y) {
   int r = n->rank;
   int64_t inner = r ? n->dims[r - 1] : 0, s = r ? n->stride[r - 1] : 0;
-  if (r == 0 || inner < 64 || (s != 0 && s != 1)) return false;
+  if (r == 0 || inner < (s == 0 ? HL_FUSION_SPLAT_RUN : 64) || (s != 0 && s != 1)) return false;
   int64_t first = start % inner, nruns = (first + m + inner - 1) / inner;
   int64_t *heads = arena_alloc(w, (size_t)nruns * sizeof(int64_t));
   // Operand index of the first element of each run (the rest follow at
@@ -1236,7 +1357,12 @@ static bool map_runs(const hl_fusion_program_t *p, workspace_t *w, const void **
   map_indices(n, 0, heads, nruns, ops);
   char *out = y;
   if (s == 0) {
-    const char *v = eval(p, w, params, n->ops[0], 0, ops, nruns);
+    // Consecutive operand elements (a row broadcast: one per row of the
+    // block) are one contiguous evaluation, memoized like the block's own.
+    bool consecutive = true;
+    for (int64_t j = 1; j < nruns && consecutive; j++) consecutive = ops[j] == ops[0] + j;
+    const char *v = consecutive ? eval(p, w, params, n->ops[0], ops[0], NULL, nruns)
+                                : eval(p, w, params, n->ops[0], 0, ops, nruns);
     for (int64_t j = 0, done = 0; j < nruns; j++) {
       int64_t len = (j == 0 ? inner - first : inner);
       if (len > m - done) len = m - done;
@@ -1386,6 +1512,36 @@ static const void *eval_to(const hl_fusion_program_t *p, workspace_t *w, const v
       const void *v = eval(p, w, params, n->ops[0], 0, NULL, 1);
       y = result_buffer(w, dst, (size_t)m * n->es);
       splat(n->es, v, y, m);
+      r = y;
+      break;
+    }
+    case K_REDUCE: {
+      if (idx) {
+        // Rows a block reads (plan_rows: its own): folded once, gathered.
+        int64_t lo = idx[0], hi = idx[0];
+        for (int64_t i = 1; i < m; i++) {
+          if (idx[i] < lo) lo = idx[i];
+          if (idx[i] > hi) hi = idx[i];
+        }
+        const char *v = eval(p, w, params, k, lo, NULL, hi - lo + 1);
+        int64_t *oi = arena_alloc(w, (size_t)m * sizeof(int64_t));
+        for (int64_t i = 0; i < m; i++) oi[i] = idx[i] - lo;
+        y = result_buffer(w, dst, (size_t)m * n->es);
+        gather(n->es, v, oi, y, m);
+        r = y;
+        break;
+      }
+      // Rows start.. of the input, each folded from the init value as the
+      // reduce kernel folds a run of its minor segment (the same bits).
+      const char *x = eval(p, w, params, n->ops[0], start * n->row, NULL, m * n->row);
+      const void *init = eval(p, w, params, n->ops[1], 0, NULL, 1);
+      y = result_buffer(w, dst, (size_t)m * n->es);
+      for (int64_t j = 0; j < m; j++) {
+        char *acc = (char *)y + (size_t)j * n->es;
+        memcpy(acc, init, n->es);
+        n->fold(x + (size_t)(j * n->row) * n->es, n->row, acc);
+      }
+      release(p, w, n->ops[0], x, m * n->row);
       r = y;
       break;
     }
