@@ -23,6 +23,12 @@
 // Target elements per block: 4 KiB of f32 per intermediate keeps a chain of
 // a dozen intermediates within L2 while the per-block overhead stays small.
 #define BLOCK_ELEMS 1024
+// Target elements per block of a program with row reduces read inside
+// (whole rows each): its per-block work (the row values' chain, a few
+// elements long, evaluated node by node) is amortized over more rows; a
+// layer norm over rows of 1024 ran 2.5x faster with 4 rows per block than
+// with 1, and 16 KiB of f32 per intermediate still stays in L2.
+#define ROW_BLOCK_ELEMS 4096
 // Longest reduced row kept whole in one block (the fold must see the row
 // contiguously to visit it in the reduce kernel's order).
 #define MAX_RUN (INT64_C(1) << 22)
@@ -470,7 +476,7 @@ static hl_status_t plan_rows(hl_fusion_program_t *p, const char **why) {
     v[k].row_reduce = n->kind == K_REDUCE;
   }
   for (int i = 0; i < p->out_count; i++) outs[i] = p->outs[i].node;
-  *why = hl_fusion_rows_plan(v, p->count, outs, p->out_count, row);
+  *why = hl_fusion_rows_plan(v, p->count, outs, p->out_count, p->total, row);
   hl_free(v);
   hl_free(outs);
   // Blocks of whole rows: with reduce outputs, theirs must be these rows.
@@ -1034,7 +1040,7 @@ hl_status_t hl_fusion_program_compile(const hl_computation_t *c, hl_fusion_progr
   p->block_runs = p->run_len >= BLOCK_ELEMS ? 1 : BLOCK_ELEMS / p->run_len;
   // Row reduces read inside, no reduce output: blocks of whole rows.
   if (p->row && !p->has_reduce)
-    p->block_runs = p->row * (p->row >= BLOCK_ELEMS ? 1 : BLOCK_ELEMS / p->row);
+    p->block_runs = p->row * (p->row >= ROW_BLOCK_ELEMS ? 1 : ROW_BLOCK_ELEMS / p->row);
   p->ordered_pays = arithmetic_nodes(p) >= MIN_ORDERED_NODES;
   mark_single_use(p);
   if (!size_arena(p, p->block_runs * p->run_len)) {

@@ -70,18 +70,19 @@ int64_t hl_fusion_row_broadcast(int rank, const int64_t *dims, const int64_t *st
 // The range a value is evaluated over for a block [start, start + m) of
 // whole rows: [start / P, (start + m) / P) for P > 0 (1: the block's own
 // range); 0 not reached; -1 anything else.
-static int64_t step(int64_t p, hl_rows_edge_t e, int64_t f) {
+static int64_t step(int64_t p, hl_rows_edge_t e, int64_t f, int64_t total) {
   if (p <= 0) return -1;
   switch (e) {
     case HL_ROWS_SAME: return p;
     case HL_ROWS_SPREAD: return p * f;
     case HL_ROWS_GATHER: return p % f == 0 ? p / f : -1;
+    case HL_ROWS_ONE: return total > 0 ? total : -1;
     default: return -1;
   }
 }
 
 const char *hl_fusion_rows_plan(const hl_rows_value_t *v, int count, const int *outputs,
-                                int output_count, int64_t row) {
+                                int output_count, int64_t total, int64_t row) {
   int64_t *at = hl_calloc((size_t)(count ? count : 1), sizeof(int64_t));
   if (!at) return "out of memory";
   for (int i = 0; i < output_count; i++) at[outputs[i]] = at[outputs[i]] == 0 ? 1 : at[outputs[i]];
@@ -92,7 +93,7 @@ const char *hl_fusion_rows_plan(const hl_rows_value_t *v, int count, const int *
       why = "a row reduce read other than broadcast along its rows";
     for (int i = 0; i < v[k].nops; i++) {
       int o = v[k].ops[i];
-      int64_t s = step(at[k], v[k].edge[i], v[k].factor[i]);
+      int64_t s = step(at[k], v[k].edge[i], v[k].factor[i], total);
       at[o] = at[o] == 0 || at[o] == s ? s : -1;
     }
   }

@@ -73,11 +73,14 @@ typedef struct hl_rows_value {
 } hl_rows_value_t;
 
 // Checks that a program of `count` values (operands before users) whose
-// `outputs` are evaluated over blocks [start, start + m) of whole rows of
-// `row` elements reads each row reduce only at the rows of the block: every
-// path from an output to a row reduce maps the block's range to the range
-// of rows it covers. NULL when it does; otherwise the reason.
+// `outputs` (of `total` elements) are evaluated over blocks
+// [start, start + m) of whole rows of `row` elements reads each row reduce
+// only at the rows of the block: every path from an output to a row reduce
+// maps the block's range to the range of rows it covers (a ONE edge reads
+// row 0 of rows of `total`: a reduce to one value read as a scalar is
+// covered when it is the whole program's one row). NULL when it does;
+// otherwise the reason.
 const char *hl_fusion_rows_plan(const hl_rows_value_t *values, int count, const int *outputs,
-                                int output_count, int64_t row);
+                                int output_count, int64_t total, int64_t row);
 
 #endif  // HL_RUNTIME_FUSION_FUSION_ROWS_H_

@@ -284,13 +284,69 @@ def mlir_layer_norm():
 """.replace("T", t).replace("CC", "%.6e" % C)
 
 
-def shaped(text):
+def mlir_layer_norm_3d():
+    # A transformer's layer norm over [batch, sequence, features] as JAX
+    # lowers flax's LayerNorm: var = mean(x^2) - mean^2 (two sibling row
+    # sums of x), clamped at 0, the row values broadcast through [B,S,1].
+    t = "tensor<BxSxCxf32>"
+    r = "tensor<BxSxf32>"
+    r1 = "tensor<BxSx1xf32>"
+    return """module @jit_layer_norm_3d attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @main(%arg0: T, %arg1: tensor<Cxf32>, %arg2: tensor<Cxf32>) -> (T {jax.result_info = ""}) {
+    %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+    %0 = stablehlo.reduce(%arg0 init: %cst) applies stablehlo.add across dimensions = [2] : (T, tensor<f32>) -> RR
+    %1 = stablehlo.multiply %arg0, %arg0 : T
+    %2 = stablehlo.reduce(%1 init: %cst) applies stablehlo.add across dimensions = [2] : (T, tensor<f32>) -> RR
+    %cst_0 = stablehlo.constant dense<CC> : tensor<f32>
+    %3 = stablehlo.broadcast_in_dim %cst_0, dims = [] : (tensor<f32>) -> RR
+    %4 = stablehlo.divide %0, %3 : RR
+    %5 = stablehlo.divide %2, %3 : RR
+    %6 = stablehlo.multiply %4, %4 : RR
+    %7 = stablehlo.subtract %5, %6 : RR
+    %8 = stablehlo.broadcast_in_dim %cst, dims = [] : (tensor<f32>) -> RR
+    %9 = stablehlo.maximum %8, %7 : RR
+    %cst_1 = stablehlo.constant dense<9.99999997E-7> : tensor<f32>
+    %10 = stablehlo.broadcast_in_dim %cst_1, dims = [] : (tensor<f32>) -> RR
+    %11 = stablehlo.add %9, %10 : RR
+    %12 = stablehlo.rsqrt %11 : RR
+    %13 = stablehlo.broadcast_in_dim %4, dims = [0, 1] : (RR) -> R1
+    %14 = stablehlo.broadcast_in_dim %13, dims = [0, 1, 2] : (R1) -> T
+    %15 = stablehlo.subtract %arg0, %14 : T
+    %16 = stablehlo.broadcast_in_dim %12, dims = [0, 1] : (RR) -> R1
+    %17 = stablehlo.broadcast_in_dim %16, dims = [0, 1, 2] : (R1) -> T
+    %18 = stablehlo.multiply %15, %17 : T
+    %19 = stablehlo.broadcast_in_dim %arg1, dims = [2] : (tensor<Cxf32>) -> T
+    %20 = stablehlo.multiply %18, %19 : T
+    %21 = stablehlo.broadcast_in_dim %arg2, dims = [2] : (tensor<Cxf32>) -> T
+    %22 = stablehlo.add %20, %21 : T
+    return %22 : T
+  }
+}
+""".replace("T", t).replace("RR", r).replace("R1", r1).replace("CC", "%.6e" % C3) \
+        .replace("BxSxCx", "%dx%dx%dx" % (B3, S3, C3)).replace("BxSx", "%dx%dx" % (B3, S3)) \
+        .replace("tensor<Cx", "tensor<%dx" % C3)
+
+
+B3, S3, C3 = 3, 23, 200
+
+
+def hlo_softmax_transposed():
+    # The softmax's result read transposed: blocks of its output are not
+    # whole rows of the reductions, so the blocked executor refuses the row
+    # fusion and the pass forms what it formed before (a fusion per reduce).
+    return hlo_softmax().replace("ROOT d = f32[R,C] divide(e, sb)", """d = f32[R,C] divide(e, sb)
+  ROOT t = f32[C,R] transpose(d), dimensions={1,0}""")
+
+
+def shaped(text, r=None, c=None):
     # R and C as words only (names like "R2" were replaced before).
     import re
-    text = re.sub(r"\bR\b", str(R), text)
-    text = re.sub(r"\bC\b", str(C), text)
-    return text.replace("RxCx", "%dx%dx" % (R, C)).replace("tensor<Rx", "tensor<%dx" % R) \
-        .replace("tensor<Cx", "tensor<%dx" % C)
+    r = R if r is None else r
+    c = C if c is None else c
+    text = re.sub(r"\bR\b", str(r), text)
+    text = re.sub(r"\bC\b", str(c), text)
+    return text.replace("RxCx", "%dx%dx" % (r, c)).replace("tensor<Rx", "tensor<%dx" % r) \
+        .replace("tensor<Cx", "tensor<%dx" % c)
 
 
 def np_softmax(x):
@@ -302,6 +358,16 @@ def np_layer_norm(x, g, b):
     m = x.mean(1, keepdims=True)
     v = ((x - m) ** 2).mean(1, keepdims=True)
     return [(x - m) / np.sqrt(v + np.float32(1e-5)) * g + b]
+
+
+def np_layer_norm_3d(x, g, b):
+    m = x.mean(2, keepdims=True)
+    v = np.maximum((x * x).mean(2, keepdims=True) - m * m, 0)
+    return [(x - m) / np.sqrt(v + np.float32(1e-6)) * g + b]
+
+
+def np_softmax_transposed(x):
+    return [np_softmax(x)[0].T]
 
 
 def np_mixed(x, w):
@@ -365,9 +431,42 @@ def cases():
     ]
 
 
-def run_case(name, make, suffix, pick, oracle, want_fusions):
+def shaped_inputs(rows, cols, batch=None):
+    # Inputs of other shapes (pick(x, g, b, w) as for the cases above).
+    def make(rng):
+        shape = (rows, cols) if batch is None else (batch, rows, cols)
+        x = (rng.standard_normal(shape) * 3).astype(np.float32)
+        g = rng.uniform(0.5, 1.5, cols).astype(np.float32)
+        b = rng.uniform(-1, 1, cols).astype(np.float32)
+        return x, g, b, None
+    return make
+
+
+# Row fusions at their edges: rows of 5 (the executor reads the row values
+# element by element; a layer norm's rsqrt and mean, expensive, are then
+# computed once each as before, since a broadcast of fewer than 8 per row
+# would recompute them per element), rows too long for the cache (20000
+# f32: the reduces stay fusions of their own, as before), a consumer that
+# does not read whole rows (refused, formed as before), and a batched layer
+# norm as JAX lowers flax's (sibling row sums, 3-d).
+def row_cases():
+    return [
+        ("softmax_short_rows_hlo", lambda: shaped(hlo_softmax(), 67, 5), ".hlo",
+         lambda x, g, b, w: [x], np_softmax, 1, shaped_inputs(67, 5)),
+        ("layer_norm_short_rows_hlo", lambda: shaped(hlo_layer_norm(), 67, 5), ".hlo",
+         lambda x, g, b, w: [x, g, b], np_layer_norm, 4, shaped_inputs(67, 5)),
+        ("softmax_long_rows_hlo", lambda: shaped(hlo_softmax(), 3, 20000), ".hlo",
+         lambda x, g, b, w: [x], np_softmax, 2, shaped_inputs(3, 20000)),
+        ("softmax_transposed_hlo", hlo_softmax_transposed, ".hlo", lambda x, g, b, w: [x],
+         np_softmax_transposed, 2),
+        ("layer_norm_3d_stablehlo", mlir_layer_norm_3d, ".mlir", lambda x, g, b, w: [x, g, b],
+         np_layer_norm_3d, 1, shaped_inputs(S3, C3, B3)),
+    ]
+
+
+def run_case(name, make, suffix, pick, oracle, want_fusions, make_inputs=inputs):
     rng = np.random.default_rng(len(name))
-    args = pick(*inputs(rng))
+    args = pick(*make_inputs(rng))
     want = oracle(*[a.astype(np.float64) for a in args])
     with tempdir("fusion-pass") as d:
         prog = os.path.join(d, name + suffix)
@@ -435,8 +534,36 @@ def test_explain_names_reasons():
     return None
 
 
+def test_rows_explained():
+    # --explain-fusion says which reduces their consumers read back in the
+    # same pass, and why the others are not.
+    want = [
+        (shaped(hlo_layer_norm()), ["s1 (reduce): fused in fusion.0 (read back by its consumer "
+                                    "in the same pass over rows)",
+                                    "s2 (reduce): fused in fusion.0 (read back",
+                                    "rs (rsqrt): fused in fusion.0", "kind=kInput"]),
+        (shaped(hlo_softmax(), 3, 20000), ["not in its consumer's pass over rows: rows too long "
+                                           "for the cache"]),
+        (shaped(hlo_softmax_transposed()), ["not in its consumer's pass over rows: a row reduce "
+                                            "read other than broadcast along its rows"]),
+    ]
+    with tempdir("fusion-pass") as d:
+        for k, (text, need) in enumerate(want):
+            prog = os.path.join(d, "p%d.hlo" % k)
+            with open(prog, "w") as f:
+                f.write(text)
+            r = convert(prog, "-", "--explain-fusion")
+            if r.returncode != 0:
+                return r.describe()
+            for n in need:
+                if n not in r.stderr + r.stdout:
+                    return "--explain-fusion lacks %r:\n%s" % (n, r.stderr)
+    return None
+
+
 if __name__ == "__main__":
     require_binaries()
-    tests = [(c[0], (lambda c=c: run_case(*c))) for c in cases()]
+    tests = [(c[0], (lambda c=c: run_case(*c))) for c in cases() + row_cases()]
+    tests.append(("rows_explained", test_rows_explained))
     tests.append(("explain_names_reasons", test_explain_names_reasons))
     main(tests)

@@ -57,7 +57,9 @@ static unsigned rng_next(unsigned *s) {
 }
 
 // Appends one generated fusion module over type t to sb. D0 x D1 values;
-// the root is an array, a tuple of two, or a reduce (kind 0, 1, 2).
+// the root is an array, a tuple of two, or a reduce (kind 0, 1, 2), or an
+// array that reads a row reduce of the last value back along its rows
+// (kind 3: runtime/fusion/fusion_rows.h).
 // as_entry: the same instructions as the entry computation itself (no fusion),
 // for the unfused element-wise chains of runtime/exec/elementwise_chains.c.
 static void generate(hl_strbuf_t *sb, const type_case_t *t, unsigned seed, int ops, int kind,
@@ -148,6 +150,13 @@ static void generate(hl_strbuf_t *sb, const type_case_t *t, unsigned seed, int o
   } else if (kind == 1) {
     hl_strbuf_appendf(sb, "  ROOT out = (%s, %s) tuple(v%d, v%d)\n}\n\n", full, full, last,
                       last > 0 ? last - 1 : 0);
+  } else if (kind == 3) {
+    hl_strbuf_appendf(sb, "  init = %s[] constant(0)\n", T);
+    hl_strbuf_appendf(sb, "  red = %s reduce(v%d, init), dimensions={1}, to_apply=reducer\n", col,
+                      last);
+    hl_strbuf_appendf(sb, "  rb = %s broadcast(red), dimensions={0}\n", full);
+    hl_strbuf_appendf(sb, "  ROOT out = %s %s(v%d, rb)\n}\n\n", full,
+                      t->fam == PRED ? "xor" : "subtract", last);
   } else {
     int dim = (int)(seed & 1);
     hl_strbuf_appendf(sb, "  init = %s[] constant(0)\n", T);
@@ -157,7 +166,7 @@ static void generate(hl_strbuf_t *sb, const type_case_t *t, unsigned seed, int o
                       last);
   }
   if (as_entry) return;
-  const char *rshape = kind == 0 ? full : NULL;
+  const char *rshape = kind == 0 || kind == 3 ? full : NULL;
   char tshape[160];
   if (kind == 1) snprintf(tshape, sizeof tshape, "(%s, %s)", full, full);
   if (kind == 2) snprintf(tshape, sizeof tshape, "(%s, %s)", (seed & 1) ? col : row, full);
@@ -206,6 +215,7 @@ static void check_case_mode(const type_case_t *t, unsigned seed, int ops, int ki
   // The reduce kernel folds f8 and sub-byte types through the reducer
   // computation (no typed loop), which the blocked path leaves op by op.
   if (kind == 2 && (strncmp(t->name, "f8", 2) == 0 || t->name[1] == '4')) kind = 1;
+  if (kind == 3 && (strncmp(t->name, "f8", 2) == 0 || t->name[1] == '4')) kind = 0;
   hl_strbuf_t sb;
   hl_strbuf_init(&sb);
   generate(&sb, t, seed, ops, kind, d0, d1, flat);
@@ -318,6 +328,10 @@ static void test_generated_all_types(void) {
     for (unsigned seed = 1; seed <= 6; seed++)
       check_case(&kTypes[ti], seed * 31 + (unsigned)ti, 4 + (int)(seed % 5), (int)(seed % 3),
                  37, 129, pool);
+  // Row reduces read back (kind 3): the reduce kernel's bits, every type.
+  for (int ti = 0; ti < N_(kTypes); ti++)
+    for (unsigned seed = 1; seed <= 2; seed++)
+      check_case(&kTypes[ti], seed * 37 + (unsigned)ti, 3 + (int)(seed % 4), 3, 37, 129, pool);
   hl_thread_pool_destroy(pool);
 }
 
@@ -334,13 +348,16 @@ static void test_generated_shapes(void) {
                  shapes[si][1], pool);
       check_case(&kTypes[3], seed * 103 + (unsigned)si, 8, (int)((seed + 1) % 3), shapes[si][0],
                  shapes[si][1], pool);
+      check_case(&kTypes[seed & 1 ? 0 : 1], seed * 107 + (unsigned)si, 6, 3, shapes[si][0],
+                 shapes[si][1], pool);
     }
   hl_thread_pool_destroy(pool);
 }
 
 // What the blocked path does not cover falls back to op by op (same result,
-// no error): a dot inside the fusion, a reduce used by another op, a bitcast
-// between layouts.
+// no error): a dot inside the fusion, a row reduce read back across its rows
+// (not along them: blocks of whole rows would each need every row), a
+// bitcast between layouts.
 static void test_uncovered_falls_back(void) {
   const char *texts[] = {
       "HloModule m\nfused {\n  a = f32[4,4] parameter(0)\n  d = f32[4,4] dot(a, a), "
@@ -350,7 +367,7 @@ static void test_uncovered_falls_back(void) {
       "HloModule m\nadd {\n  x = f32[] parameter(0)\n  y = f32[] parameter(1)\n  ROOT s = f32[] "
       "add(x, y)\n}\nfused {\n  a = f32[4,4] parameter(0)\n  z = f32[] constant(0)\n"
       "  r = f32[4] reduce(a, z), dimensions={1}, to_apply=add\n  b = f32[4,4] broadcast(r), "
-      "dimensions={0}\n  ROOT q = f32[4,4] divide(a, b)\n}\nENTRY main {\n  p = f32[4,4] "
+      "dimensions={1}\n  ROOT q = f32[4,4] divide(a, b)\n}\nENTRY main {\n  p = f32[4,4] "
       "parameter(0)\n  ROOT f = f32[4,4] fusion(p), kind=kLoop, calls=fused\n}\n",
       "HloModule m\nfused {\n  a = f32[4,8]{1,0} parameter(0)\n  ROOT b = f32[8,4]{0,1} "
       "bitcast(a)\n}\nENTRY main {\n  p = f32[4,8]{1,0} parameter(0)\n  ROOT f = f32[8,4]{0,1} "
