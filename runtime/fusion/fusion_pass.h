@@ -14,6 +14,10 @@
 //   each unless it is expensive (divide, exp, log, tanh, ... on floats, as
 //   XLA's IsExpensive) — then it is the root of a fusion of its own;
 // - a reduce (one input, a reducer of one op) with its producers (kInput);
+//   a row reduce whose users are all in one fusion that reads it broadcast
+//   along its rows joins that fusion (fusion_rows.h: softmax, layer norm in
+//   one pass over rows in cache; rows over HL_FUSION_ROW_BYTES, or a fusion
+//   the blocked executor refuses, keep the reduce a fusion root);
 // - multi-output: the producer fusion of a reduce's input that others read
 //   too (softmax's exp) becomes a second output of the reduce's fusion, and
 //   reduces of one input shape and dimensions that share an operand

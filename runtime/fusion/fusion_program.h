@@ -12,9 +12,11 @@
 // elementwise.c (real and integer types), compare, select, clamp, convert,
 // iota (integer, f32, f64), and the index maps broadcast, transpose, slice,
 // reverse, reshape, plus bitcast and copy between default layouts, all as
-// index arithmetic; roots: one array, a tuple of arrays of one shape, or
-// reduces (single input, a reducer the reduce kernel's fast path covers) of
-// one input shape, alone or in a tuple with arrays of that input shape.
+// index arithmetic; row reduces read back inside (fusion_rows.h: blocks of
+// whole rows, each row folded once and read back while in cache); roots:
+// one array, a tuple of arrays of one shape, or reduces (single input, a
+// reducer the reduce kernel's fast path covers) of one input shape, alone
+// or in a tuple with arrays of that input shape.
 // Every element is computed by the same array loops as the op-by-op kernels
 // (elementwise_arrays.h, reduce_fast.h) in the same order, so results are
 // bit-identical to running the computation op by op.
