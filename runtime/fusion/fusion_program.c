@@ -479,9 +479,9 @@ static hl_status_t plan_rows(hl_fusion_program_t *p, const char **why) {
   *why = hl_fusion_rows_plan(v, p->count, outs, p->out_count, p->total, row);
   hl_free(v);
   hl_free(outs);
-  // Blocks of whole rows: with reduce outputs, theirs must be these rows.
-  if (!*why && p->has_reduce &&
-      (!p->parallel || !p->seg[p->nseg - 1].reduced || p->run_len != row))
+  // Blocks of whole rows: with reduce outputs, their runs (each its own
+  // output) must be these rows.
+  if (!*why && p->has_reduce && (!p->parallel || p->run_len != row))
     *why = "reduce outputs over other rows than the row reduces read inside";
   if (!*why && !p->has_reduce && p->total % row) *why = "outputs not made of whole rows";
   if (!*why) p->row = row;

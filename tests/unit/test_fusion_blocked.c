@@ -59,7 +59,8 @@ static unsigned rng_next(unsigned *s) {
 // Appends one generated fusion module over type t to sb. D0 x D1 values;
 // the root is an array, a tuple of two, or a reduce (kind 0, 1, 2), or an
 // array that reads a row reduce of the last value back along its rows
-// (kind 3: runtime/fusion/fusion_rows.h).
+// (kind 3: runtime/fusion/fusion_rows.h), or that array with its own row
+// reduce as a second output (kind 4: a reduce output over the same rows).
 // as_entry: the same instructions as the entry computation itself (no fusion),
 // for the unfused element-wise chains of runtime/exec/elementwise_chains.c.
 static void generate(hl_strbuf_t *sb, const type_case_t *t, unsigned seed, int ops, int kind,
@@ -150,13 +151,17 @@ static void generate(hl_strbuf_t *sb, const type_case_t *t, unsigned seed, int o
   } else if (kind == 1) {
     hl_strbuf_appendf(sb, "  ROOT out = (%s, %s) tuple(v%d, v%d)\n}\n\n", full, full, last,
                       last > 0 ? last - 1 : 0);
-  } else if (kind == 3) {
+  } else if (kind == 3 || kind == 4) {
     hl_strbuf_appendf(sb, "  init = %s[] constant(0)\n", T);
     hl_strbuf_appendf(sb, "  red = %s reduce(v%d, init), dimensions={1}, to_apply=reducer\n", col,
                       last);
     hl_strbuf_appendf(sb, "  rb = %s broadcast(red), dimensions={0}\n", full);
-    hl_strbuf_appendf(sb, "  ROOT out = %s %s(v%d, rb)\n}\n\n", full,
+    hl_strbuf_appendf(sb, "  %sback = %s %s(v%d, rb)\n", kind == 3 ? "ROOT " : "", full,
                       t->fam == PRED ? "xor" : "subtract", last);
+    if (kind == 4)
+      hl_strbuf_appendf(sb, "  red2 = %s reduce(back, init), dimensions={1}, to_apply=reducer\n"
+                            "  ROOT out = (%s, %s) tuple(red2, back)\n", col, col, full);
+    hl_strbuf_appendf(sb, "}\n\n");
   } else {
     int dim = (int)(seed & 1);
     hl_strbuf_appendf(sb, "  init = %s[] constant(0)\n", T);
@@ -170,6 +175,7 @@ static void generate(hl_strbuf_t *sb, const type_case_t *t, unsigned seed, int o
   char tshape[160];
   if (kind == 1) snprintf(tshape, sizeof tshape, "(%s, %s)", full, full);
   if (kind == 2) snprintf(tshape, sizeof tshape, "(%s, %s)", (seed & 1) ? col : row, full);
+  if (kind == 4) snprintf(tshape, sizeof tshape, "(%s, %s)", col, full);
   hl_strbuf_appendf(sb, "ENTRY main {\n  a0 = %s parameter(0)\n  a1 = %s parameter(1)\n"
                         "  a2 = %s parameter(2)\n  a3 = %s parameter(3)\n  a4 = %s parameter(4)\n"
                         "  a5 = %s parameter(5)\n  ROOT f = %s fusion(a0, a1, a2, a3, a4, a5), "
@@ -215,7 +221,7 @@ static void check_case_mode(const type_case_t *t, unsigned seed, int ops, int ki
   // The reduce kernel folds f8 and sub-byte types through the reducer
   // computation (no typed loop), which the blocked path leaves op by op.
   if (kind == 2 && (strncmp(t->name, "f8", 2) == 0 || t->name[1] == '4')) kind = 1;
-  if (kind == 3 && (strncmp(t->name, "f8", 2) == 0 || t->name[1] == '4')) kind = 0;
+  if (kind >= 3 && (strncmp(t->name, "f8", 2) == 0 || t->name[1] == '4')) kind = 0;
   hl_strbuf_t sb;
   hl_strbuf_init(&sb);
   generate(&sb, t, seed, ops, kind, d0, d1, flat);
@@ -328,10 +334,11 @@ static void test_generated_all_types(void) {
     for (unsigned seed = 1; seed <= 6; seed++)
       check_case(&kTypes[ti], seed * 31 + (unsigned)ti, 4 + (int)(seed % 5), (int)(seed % 3),
                  37, 129, pool);
-  // Row reduces read back (kind 3): the reduce kernel's bits, every type.
+  // Row reduces read back (kinds 3, 4): the reduce kernel's bits, every type.
   for (int ti = 0; ti < N_(kTypes); ti++)
     for (unsigned seed = 1; seed <= 2; seed++)
-      check_case(&kTypes[ti], seed * 37 + (unsigned)ti, 3 + (int)(seed % 4), 3, 37, 129, pool);
+      check_case(&kTypes[ti], seed * 37 + (unsigned)ti, 3 + (int)(seed % 4), 2 + (int)seed, 37,
+                 129, pool);
   hl_thread_pool_destroy(pool);
 }
 
@@ -348,8 +355,8 @@ static void test_generated_shapes(void) {
                  shapes[si][1], pool);
       check_case(&kTypes[3], seed * 103 + (unsigned)si, 8, (int)((seed + 1) % 3), shapes[si][0],
                  shapes[si][1], pool);
-      check_case(&kTypes[seed & 1 ? 0 : 1], seed * 107 + (unsigned)si, 6, 3, shapes[si][0],
-                 shapes[si][1], pool);
+      check_case(&kTypes[seed & 1 ? 0 : 1], seed * 107 + (unsigned)si, 6, 3 + (int)(seed / 3),
+                 shapes[si][0], shapes[si][1], pool);
     }
   hl_thread_pool_destroy(pool);
 }
