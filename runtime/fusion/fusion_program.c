@@ -601,12 +601,29 @@ static void make_segments(hl_fusion_program_t *p, const hl_shape_t *xs, const bo
 // before. Where a region does not compile, its nodes run interpreted.
 //===----------------------------------------------------------------------===//
 
+// How the loop reads a leaf: its values over the block; one element (the
+// operand of a K_SPLAT); or, for an index map that repeats rows (a
+// broadcast of a row or column vector, a slice: see jit_row_leaf), per row
+// of the block: a contiguous run of its operand, or one element of it.
+enum { LEAF_BLOCK, LEAF_SCALAR, LEAF_ROW, LEAF_COL };
+
 typedef struct jit_region {
   hl_jit_kernel_t *kernel;
   int leaf_count;
   int leaf[HL_JIT_MAX_INPUTS];     // nodes evaluated over the block (scalar: one element)
   bool scalar[HL_JIT_MAX_INPUTS];  // the operand of a K_SPLAT, read once
+  unsigned char kind[HL_JIT_MAX_INPUTS];  // LEAF_*
+  // > 0: leaves read per row (LEAF_ROW / LEAF_COL): the loop runs once per
+  // piece of a row of row_len elements in the block.
+  int64_t row_len;
+  // The loop calls vmath's vector routines: its pieces must keep their
+  // 8-lane groups where the interpreter has them (from the block's start).
+  bool calls;
 } jit_region_t;
+
+// Rows at least this long are read per row (map_runs' rule: shorter rows
+// cost more in calls than materializing the leaf).
+#define JIT_MIN_ROW 64
 
 static void jit_region_destroy(jit_region_t *r) {
   if (!r) return;
@@ -639,14 +656,21 @@ static bool jit_routine(hl_opcode_t op, hl_jit_type_t t, hl_jit_value_t *v, char
                         size_t cap) {
   hl_vmath_fn_t vf = hl_ew_vmath_fn(op);
   if (!vf) return false;
-  bool f64 = t == HL_JIT_F64;
-  v->fn = f64 ? hl_vmath_unary_vector_f64(vf) : hl_vmath_unary_vector_f32(vf);
-  v->scalar_fn = v->fn ? NULL : f64 ? hl_vmath_unary_scalar_f64(vf) : hl_vmath_unary_scalar_f32(vf);
+  bool f64 = t == HL_JIT_F64, binary = vf == HL_VM_POW || vf == HL_VM_ATAN2;
+  if (binary) {
+    v->fn = f64 ? hl_vmath_binary_vector_f64(vf) : hl_vmath_binary_vector_f32(vf);
+    v->scalar_fn = v->fn ? NULL : f64 ? hl_vmath_binary_scalar_f64(vf)
+                                      : hl_vmath_binary_scalar_f32(vf);
+  } else {
+    v->fn = f64 ? hl_vmath_unary_vector_f64(vf) : hl_vmath_unary_vector_f32(vf);
+    v->scalar_fn = v->fn ? NULL : f64 ? hl_vmath_unary_scalar_f64(vf)
+                                      : hl_vmath_unary_scalar_f32(vf);
+  }
   if (!v->fn && !v->scalar_fn) return false;
   snprintf(name, cap, "hl_vmath_%d_%s_%s", (int)vf, f64 ? "f64" : "f32",
            v->fn ? "vector" : "scalar");
   v->fn_name = name;
-  v->op = HL_JIT_CALL;
+  v->op = binary ? HL_JIT_CALL2 : HL_JIT_CALL;
   return true;
 }
 
@@ -678,6 +702,7 @@ static bool jit_covers(const node_t *n, hl_jit_value_t *v, hl_jit_type_t *type, 
       }
     case K_BINARY:
       if (n->in_dtype != n->dtype) return false;
+      if (fl && jit_routine(n->op, *type, v, name, cap)) return true;  // pow, atan2
       switch (n->op) {
         case HL_OP_ADD: v->op = HL_JIT_ADD; return true;
         case HL_OP_SUBTRACT: v->op = HL_JIT_SUB; return true;
@@ -707,21 +732,64 @@ static bool jit_covers(const node_t *n, hl_jit_value_t *v, hl_jit_type_t *type, 
         case HL_CMP_GE: v->op = HL_JIT_CMP_GE; return true;
         default: return false;
       }
+    case K_CONVERT: {
+      hl_jit_type_t from;
+      v->op = HL_JIT_CONVERT;
+      return jit_type_of(n->in_dtype, &from);
+    }
+    case K_IOTA:
+      v->op = HL_JIT_IOTA;
+      v->iota_size = n->iota_size;
+      v->iota_inner = n->iota_inner;
+      return true;
     default: return false;
   }
+}
+
+// The type node u's loop reads its operands in (a convert: its source's).
+static hl_jit_type_t jit_operand_type(const node_t *n, const hl_jit_type_t *type, int u) {
+  hl_jit_type_t t = type[u];
+  if (n->kind == K_CONVERT) jit_type_of(n->in_dtype, &t);
+  return t;
 }
 
 typedef struct jit_builder {
   const hl_fusion_program_t *p;
   const bool *covered, *leaves_set;  // leaves_set: value read outside the covered set
   const hl_jit_value_t *tmpl;  // per node: its operation (jit_covers)
+  const hl_jit_type_t *type;   // per covered node: its lane type
   int root;
   int *value_of;  // node -> value, -1
   hl_jit_value_t *values;
   hl_jit_body_t body;
   jit_region_t *region;
   bool full;
+  bool no_rows;  // read every index map over the block
 } jit_builder_t;
+
+// HL_FUSION_JIT_ROWS=0 in the environment materializes every index map
+// over the block, as before leaves were read per row (benchmarks compare).
+static bool jit_rows_enabled(void) {
+  static _Atomic int on = -1;
+  int v = atomic_load_explicit(&on, memory_order_relaxed);
+  if (v < 0) {
+    const char *e = getenv("HL_FUSION_JIT_ROWS");
+    v = !(e && strcmp(e, "0") == 0);
+    atomic_store_explicit(&on, v, memory_order_relaxed);
+  }
+  return v;
+}
+
+// LEAF_ROW / LEAF_COL when node n is an index map whose rows are long
+// and, along a row, either a contiguous run of its operand (stride 1: a
+// broadcast of a row vector, a slice of columns) or one element (stride 0:
+// a broadcast of a column vector); else LEAF_BLOCK.
+static int jit_row_leaf(const node_t *n) {
+  if (n->kind != K_MAP || n->contiguous || n->rank < 1) return LEAF_BLOCK;
+  int64_t inner = n->dims[n->rank - 1], s = n->stride[n->rank - 1];
+  if (inner < JIT_MIN_ROW || (s != 0 && s != 1)) return LEAF_BLOCK;
+  return s == 0 ? LEAF_COL : LEAF_ROW;
+}
 
 static int jit_push(jit_builder_t *b, hl_jit_value_t v) {
   if (b->body.count == HL_JIT_MAX_VALUES) {
@@ -744,6 +812,7 @@ static int jit_build(jit_builder_t *b, int k) {
       int o[3] = {0, 0, 0};
       for (int i = 0; i < n->nops; i++) o[i] = jit_build(b, n->ops[i]);
       hl_jit_value_t x = b->tmpl[k];
+      x.type = b->type[k];
       x.a = o[0];
       x.b = o[1];
       x.c = o[2];
@@ -755,13 +824,23 @@ static int jit_build(jit_builder_t *b, int k) {
       b->full = true;
       return 0;
     }
-    bool scalar = n->kind == K_SPLAT;
+    int kind = n->kind == K_SPLAT ? LEAF_SCALAR : b->no_rows ? LEAF_BLOCK : jit_row_leaf(n);
+    if ((kind == LEAF_ROW || kind == LEAF_COL) && !jit_rows_enabled()) kind = LEAF_BLOCK;
+    if ((kind == LEAF_ROW || kind == LEAF_COL) && r->row_len &&
+        r->row_len != n->dims[n->rank - 1])
+      kind = LEAF_BLOCK;  // rows of another length: materialized
+    if (kind == LEAF_ROW || kind == LEAF_COL) r->row_len = n->dims[n->rank - 1];
+    bool scalar = kind == LEAF_SCALAR || kind == LEAF_COL;
     int i = r->leaf_count++;
-    r->leaf[i] = scalar ? n->ops[0] : k;
-    r->scalar[i] = scalar;
+    r->leaf[i] = kind == LEAF_SCALAR ? n->ops[0] : k;
+    r->scalar[i] = kind == LEAF_SCALAR;
+    r->kind[i] = (unsigned char)kind;
     b->body.input_scalar[i] = scalar;
     b->body.input_count = r->leaf_count;
-    v = jit_push(b, (hl_jit_value_t){.op = scalar ? HL_JIT_BROADCAST : HL_JIT_LOAD, .a = i});
+    hl_jit_type_t t = HL_JIT_BODY_TYPE;
+    jit_type_of(n->dtype, &t);  // read by a covered node: one of the JIT's types
+    v = jit_push(b, (hl_jit_value_t){.op = scalar ? HL_JIT_BROADCAST : HL_JIT_LOAD, .a = i,
+                                     .type = t});
   }
   b->value_of[k] = v;
   return v;
@@ -801,7 +880,8 @@ static hl_status_t plan_jit_regions(hl_fusion_program_t *p) {
       for (int i = 0; i < n->nops; i++) {
         int o = n->ops[i];
         bool mask_edge = n->kind == K_SELECT && i == 0;
-        if (!covered[u] || type[u] != type[o] || mask_edge != (p->nodes[o].kind == K_COMPARE))
+        if (!covered[u] || jit_operand_type(n, type, u) != type[o] ||
+            mask_edge != (p->nodes[o].kind == K_COMPARE))
           leaves[o] = true;
       }
     }
@@ -818,12 +898,22 @@ static hl_status_t plan_jit_regions(hl_fusion_program_t *p) {
       st = HL_OOM();
       break;
     }
-    for (int i = 0; i < c; i++) value_of[i] = -1;
-    jit_builder_t b = {.p = p, .covered = covered, .leaves_set = leaves, .tmpl = tmpl, .root = k,
-                       .value_of = value_of, .values = values, .region = r};
-    b.body.type = type[k];
-    b.body.values = values;
-    jit_build(&b, k);
+    jit_builder_t b;
+    for (bool no_rows = false;; no_rows = true) {
+      for (int i = 0; i < c; i++) value_of[i] = -1;
+      memset(r, 0, sizeof(*r));
+      b = (jit_builder_t){.p = p, .covered = covered, .leaves_set = leaves, .tmpl = tmpl,
+                          .type = type, .root = k, .value_of = value_of, .values = values,
+                          .region = r, .no_rows = no_rows};
+      b.body.type = type[k];
+      b.body.values = values;
+      jit_build(&b, k);
+      for (int i = 0; i < b.body.count; i++)
+        r->calls |= hl_jit_is_call(values[i].op) && values[i].fn;
+      // Rows split the vector routines' 8-lane groups unless they are
+      // whole groups (then the pieces keep the interpreter's groups).
+      if (no_rows || !r->row_len || !r->calls || r->row_len % 8 == 0) break;
+    }
     hl_jit_op_t last = b.body.count ? values[b.body.count - 1].op : HL_JIT_LOAD;
     const char *why = NULL;
     if (!b.full && last != HL_JIT_LOAD && last != HL_JIT_BROADCAST)
@@ -847,20 +937,50 @@ static const void *eval(const hl_fusion_program_t *p, workspace_t *w, const void
                         int64_t start, const int64_t *idx, int64_t m);
 static void release(const hl_fusion_program_t *p, workspace_t *w, int k, const void *v, int64_t m);
 
-// The region's leaves over the block, then its loop into y.
+static void map_indices(const node_t *n, int64_t start, const int64_t *idx, int64_t m,
+                        int64_t *oi);
+
+// Whether the region's loop runs this block: pieces of rows keep the
+// vector routines' lane groups only from a block start on a group.
+static bool jit_region_runs(const jit_region_t *r, int64_t start) {
+  return hl_jit_kernel_ready(r->kernel) && !(r->row_len && r->calls && start % 8 != 0);
+}
+
+// The region's leaves over the block, then its loop into y: once, or once
+// per piece of a row with the row leaves read there.
 static void jit_region_run(const hl_fusion_program_t *p, workspace_t *w, const void **params,
-                           const jit_region_t *r, int64_t start, int64_t m, void *y,
+                           const jit_region_t *r, size_t es, int64_t start, int64_t m, void *y,
                            bool stream) {
   const void *in[HL_JIT_MAX_INPUTS];
   for (int i = 0; i < r->leaf_count; i++)
-    in[i] = r->scalar[i] ? eval(p, w, params, r->leaf[i], 0, NULL, 1)
-                         : eval(p, w, params, r->leaf[i], start, NULL, m);
-  if (stream)
-    hl_jit_kernel_run_streaming(r->kernel, in, y, m);
-  else
-    hl_jit_kernel_run(r->kernel, in, y, m);
+    in[i] = r->kind[i] == LEAF_SCALAR  ? eval(p, w, params, r->leaf[i], 0, NULL, 1)
+            : r->kind[i] == LEAF_BLOCK ? eval(p, w, params, r->leaf[i], start, NULL, m)
+                                       : NULL;
+  if (!r->row_len) {
+    hl_jit_kernel_run_at(r->kernel, in, y, m, start, stream);
+  } else {
+    const void *piece[HL_JIT_MAX_INPUTS];
+    for (int64_t done = 0; done < m;) {
+      int64_t at = start + done, len = r->row_len - at % r->row_len;
+      if (len > m - done) len = m - done;
+      for (int i = 0; i < r->leaf_count; i++) {
+        const node_t *n = &p->nodes[r->leaf[i]];
+        if (r->kind[i] == LEAF_SCALAR) {
+          piece[i] = in[i];
+        } else if (r->kind[i] == LEAF_BLOCK) {
+          piece[i] = (const char *)in[i] + (size_t)done * n->es;
+        } else {
+          int64_t head;  // the operand element at the piece's first element
+          map_indices(n, 0, &at, 1, &head);
+          piece[i] = eval(p, w, params, n->ops[0], head, NULL, r->kind[i] == LEAF_ROW ? len : 1);
+        }
+      }
+      hl_jit_kernel_run_at(r->kernel, piece, (char *)y + (size_t)done * es, len, at, stream);
+      done += len;
+    }
+  }
   for (int i = 0; i < r->leaf_count; i++)
-    if (!r->scalar[i]) release(p, w, r->leaf[i], in[i], m);
+    if (r->kind[i] == LEAF_BLOCK) release(p, w, r->leaf[i], in[i], m);
 }
 
 int hl_fusion_program_jit_regions(const hl_fusion_program_t *p) {
@@ -873,6 +993,14 @@ int hl_fusion_program_jit_regions_ready(const hl_fusion_program_t *p) {
   int n = 0;
   for (int k = 0; k < p->count; k++)
     n += p->nodes[k].jit && hl_jit_kernel_ready(p->nodes[k].jit->kernel);
+  return n;
+}
+
+int hl_fusion_program_jit_row_leaves(const hl_fusion_program_t *p) {
+  int n = 0;
+  for (int k = 0; k < p->count; k++)
+    for (int i = 0; p->nodes[k].jit && i < p->nodes[k].jit->leaf_count; i++)
+      n += p->nodes[k].jit->kind[i] == LEAF_ROW || p->nodes[k].jit->kind[i] == LEAF_COL;
   return n;
 }
 
@@ -1413,9 +1541,9 @@ static const void *eval_to(const hl_fusion_program_t *p, workspace_t *w, const v
   const void *r = NULL;
   void *y = NULL;
   // A region whose loop is still being compiled runs interpreted (same bits).
-  if (n->jit && !idx && hl_jit_kernel_ready(n->jit->kernel)) {
+  if (n->jit && !idx && jit_region_runs(n->jit, start)) {
     r = y = result_buffer(w, dst, (size_t)m * n->es);
-    jit_region_run(p, w, params, n->jit, start, m, y, dst && w->stream);
+    jit_region_run(p, w, params, n->jit, n->es, start, m, y, dst && w->stream);
   } else switch (n->kind) {
     case K_PARAM:
     case K_CONST: {

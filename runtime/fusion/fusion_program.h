@@ -68,5 +68,8 @@ int hl_fusion_program_jit_regions(const hl_fusion_program_t *program);
 // Of those, the ones whose loop is compiled (the others are compiled in the
 // background and run interpreted until then: jit_kernel.h).
 int hl_fusion_program_jit_regions_ready(const hl_fusion_program_t *program);
+// Index maps those loops read row by row instead of materializing them (a
+// broadcast row or column vector, a slice).
+int hl_fusion_program_jit_row_leaves(const hl_fusion_program_t *program);
 
 #endif  // HL_RUNTIME_FUSION_FUSION_PROGRAM_H_

@@ -82,6 +82,40 @@ hl_vmath_vector_fn_t hl_vmath_unary_scalar_f64(hl_vmath_fn_t fn) {
     default: return NULL;
   }
 }
+
+hl_vmath_vector_fn_t hl_vmath_binary_vector_f32(hl_vmath_fn_t fn) {
+#if defined(HL_VMATH_HAVE_AVX2)
+  if (use_avx2()) return hl_vmath_avx2_binary_vector_f32(fn);
+#endif
+  (void)fn;
+  return NULL;
+}
+
+hl_vmath_vector_fn_t hl_vmath_binary_vector_f64(hl_vmath_fn_t fn) {
+#if defined(HL_VMATH_HAVE_AVX2)
+  if (use_avx2()) return hl_vmath_avx2_binary_vector_f64(fn);
+#endif
+  (void)fn;
+  return NULL;
+}
+
+hl_vmath_vector_fn_t hl_vmath_binary_scalar_f32(hl_vmath_fn_t fn) {
+  if (use_avx2()) return NULL;
+  switch (fn) {  // the routines of hl_vmath_binary_f32 below
+    case HL_VM_POW: FN_(Sleef_powf_u10);
+    case HL_VM_ATAN2: FN_(Sleef_atan2f_u10);
+    default: return NULL;
+  }
+}
+
+hl_vmath_vector_fn_t hl_vmath_binary_scalar_f64(hl_vmath_fn_t fn) {
+  if (use_avx2()) return NULL;
+  switch (fn) {
+    case HL_VM_POW: FN_(Sleef_pow_u10);
+    case HL_VM_ATAN2: FN_(Sleef_atan2_u10);
+    default: return NULL;
+  }
+}
 #undef FN_
 
 bool hl_vmath_unary_f32(hl_vmath_fn_t fn, const float *x, float *y, int64_t n) {

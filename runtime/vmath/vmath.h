@@ -42,6 +42,13 @@ hl_vmath_vector_fn_t hl_vmath_unary_vector_f64(hl_vmath_fn_t fn);
 // are not unary.
 hl_vmath_vector_fn_t hl_vmath_unary_scalar_f32(hl_vmath_fn_t fn);
 hl_vmath_vector_fn_t hl_vmath_unary_scalar_f64(hl_vmath_fn_t fn);
+// The same for the binary fns (pow, atan2): the vector routine of two
+// vectors (ymm0, ymm1) the binary array loops call, or their scalar
+// routine, float (*)(float, float) / double (*)(double, double).
+hl_vmath_vector_fn_t hl_vmath_binary_vector_f32(hl_vmath_fn_t fn);
+hl_vmath_vector_fn_t hl_vmath_binary_vector_f64(hl_vmath_fn_t fn);
+hl_vmath_vector_fn_t hl_vmath_binary_scalar_f32(hl_vmath_fn_t fn);
+hl_vmath_vector_fn_t hl_vmath_binary_scalar_f64(hl_vmath_fn_t fn);
 // "avx2" or "scalar": which SLEEF routines run on this CPU.
 const char *hl_vmath_isa(void);
 

@@ -219,6 +219,24 @@ bool hl_vmath_avx2_binary_f64(hl_vmath_fn_t fn, const double *a, const double *b
 }
 #undef F32_
 #undef F64_
+
+#define VEC_(f) return (hl_vmath_vector_fn_t)(f)
+hl_vmath_vector_fn_t hl_vmath_avx2_binary_vector_f32(hl_vmath_fn_t fn) {
+  switch (fn) {  // the routines of hl_vmath_avx2_binary_f32
+    case HL_VM_POW: VEC_(Sleef_powf8_u10);
+    case HL_VM_ATAN2: VEC_(Sleef_atan2f8_u10);
+    default: return NULL;
+  }
+}
+
+hl_vmath_vector_fn_t hl_vmath_avx2_binary_vector_f64(hl_vmath_fn_t fn) {
+  switch (fn) {
+    case HL_VM_POW: VEC_(Sleef_powd4_u10);
+    case HL_VM_ATAN2: VEC_(Sleef_atan2d4_u10);
+    default: return NULL;
+  }
+}
+#undef VEC_
 #else
 // Not x86-64 with AVX2: vmath.c never calls this file (an empty unit is not
 // allowed in ISO C).

@@ -12,6 +12,8 @@ bool hl_vmath_avx2_unary_f32(hl_vmath_fn_t fn, const float *x, float *y, int64_t
 bool hl_vmath_avx2_unary_f64(hl_vmath_fn_t fn, const double *x, double *y, int64_t n);
 hl_vmath_vector_fn_t hl_vmath_avx2_unary_vector_f32(hl_vmath_fn_t fn);
 hl_vmath_vector_fn_t hl_vmath_avx2_unary_vector_f64(hl_vmath_fn_t fn);
+hl_vmath_vector_fn_t hl_vmath_avx2_binary_vector_f32(hl_vmath_fn_t fn);
+hl_vmath_vector_fn_t hl_vmath_avx2_binary_vector_f64(hl_vmath_fn_t fn);
 bool hl_vmath_avx2_binary_f32(hl_vmath_fn_t fn, const float *a, const float *b, float *y,
                               int64_t n);
 bool hl_vmath_avx2_binary_f64(hl_vmath_fn_t fn, const double *a, const double *b, double *y,

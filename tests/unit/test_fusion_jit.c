@@ -413,6 +413,8 @@ static hl_literal_t *random_literal(hl_dtype_t t, int64_t n) {
   return l;
 }
 
+static int g_row_leaves;  // of the last run_fusion's program
+
 static hl_literal_t *run_fusion(const char *text, hl_literal_t **args, int nargs, bool jit,
                                 int *regions) {
   hl_jit_set_enabled(jit);
@@ -424,6 +426,7 @@ static hl_literal_t *run_fusion(const char *text, hl_literal_t **args, int nargs
   HL_ASSERT_OK(hl_fusion_program_compile(hl_module_find_computation(m, "fused"), &prog, &why));
   CU_ASSERT_PTR_NOT_NULL_FATAL(prog);
   *regions = hl_fusion_program_jit_regions(prog);
+  g_row_leaves = hl_fusion_program_jit_row_leaves(prog);
   hl_literal_t *out = NULL;
   HL_ASSERT_OK(hl_fusion_program_run(prog, args, nargs, NULL, &out));
   hl_fusion_program_destroy(prog);
@@ -656,6 +659,254 @@ static void test_float_programs(void) {
       "ENTRY main {\n  x = T[N] parameter(0)\n  y = T[N] parameter(1)\n"
       "  ROOT f = (T[N], T[N]) fusion(x, y), kind=kLoop, calls=fused\n}\n";
   check_program(kRsqrt, "f32", HL_F32, 1500);
+  // pow and atan2: vmath's routines of two arguments, from the loop.
+  static const char kBinaryCalls[] =
+      "HloModule jit_pow\n"
+      "fused {\n"
+      "  x = T[N] parameter(0)\n"
+      "  y = T[N] parameter(1)\n"
+      "  a = T[N] abs(x)\n"
+      "  p = T[N] power(a, y)\n"
+      "  q = T[N] power(x, y)\n"
+      "  t = T[N] atan2(p, x)\n"
+      "  u = T[N] atan2(y, q)\n"
+      "  s = T[N] add(t, u)\n"
+      "  ROOT r = (T[N], T[N]) tuple(s, p)\n"
+      "}\n"
+      "ENTRY main {\n  x = T[N] parameter(0)\n  y = T[N] parameter(1)\n"
+      "  ROOT f = (T[N], T[N]) fusion(x, y), kind=kLoop, calls=fused\n}\n";
+  for (int i = 0; i < 4; i++) check_program(kBinaryCalls, kNames[i], kTypes[i], 2001 + 3 * i);
+}
+
+// Values a convert must get right: every bit pattern of the 16-bit floats;
+// for f32 / f64 random bit patterns (NaN payloads, huge and tiny
+// magnitudes), powers of two and their neighbours (integer saturation
+// limits), halves (truncation), and ordinary values; integers as random_any.
+static hl_literal_t *random_convert_input(hl_dtype_t t, int64_t n) {
+  if (t != HL_F32 && t != HL_F64) return random_any(t, n);
+  hl_literal_t *l = random_literal(t, n);
+  for (int64_t e = 0; e < n; e++) {
+    uint64_t bits = (uint64_t)rnd() << 32 | rnd();
+    double sign = rnd() % 2 ? -1.0 : 1.0, d;
+    switch (rnd() % 5) {
+      case 0:
+        if (t == HL_F32)
+          memcpy((float *)l->data + e, &bits, 4);
+        else
+          memcpy((double *)l->data + e, &bits, 8);
+        continue;
+      case 1:
+        d = sign * ldexp(1.0, (int)(rnd() % 70)) + (double)((int)(rnd() % 5) - 2);
+        break;
+      case 2:
+        d = sign * ((double)(rnd() % 1000) + 0.5);
+        break;
+      case 3:
+        d = sign * ldexp(1.0 + (double)(rnd() % 4096) / 4096.0, (int)(rnd() % 140) - 70);
+        break;
+      default:
+        continue;  // random_literal's value
+    }
+    if (t == HL_F32)
+      ((float *)l->data)[e] = (float)d;
+    else
+      ((double *)l->data)[e] = d;
+  }
+  return l;
+}
+
+// Runs the two-output program text (outputs of type out) with the JIT on
+// and off on args: the same bits, and compiled loops in the JIT's run.
+static void check_on_off(const char *text, hl_literal_t **args, int nargs, hl_dtype_t out,
+                         int64_t n, const char *what) {
+  int on_regions = 0, off_regions = 0;
+  hl_literal_t *on = run_fusion(text, args, nargs, true, &on_regions);
+  int row_leaves = g_row_leaves;
+  hl_literal_t *off = run_fusion(text, args, nargs, false, &off_regions);
+  g_row_leaves = row_leaves;  // the JIT's run's
+  if (jit_available() && on_regions < 1) {
+    printf("\n  %s: no compiled loop", what);
+    CU_FAIL("no compiled loop");
+  }
+  CU_ASSERT_EQUAL(off_regions, 0);
+  for (int i = 0; i < 2; i++) {
+    size_t es = hl_dtype_size(out), bytes = (size_t)n * es;
+    const unsigned char *x = on->elements[i]->data, *y = off->elements[i]->data;
+    if (memcmp(x, y, bytes) != 0) {
+      size_t at = 0;
+      while (x[at] == y[at]) at++;
+      at /= es;
+      uint64_t gx = 0, gy = 0;
+      memcpy(&gx, x + at * es, es);
+      memcpy(&gy, y + at * es, es);
+      printf("\n  %s output %d differs at element %zu: %llx vs %llx", what, i, at,
+             (unsigned long long)gx, (unsigned long long)gy);
+      CU_FAIL("JIT and interpreter differ");
+    }
+  }
+  hl_literal_release(on);
+  hl_literal_release(off);
+}
+
+static const char *const kAllNames[] = {"f32", "f64", "bf16", "f16", "s8",  "s16",
+                                        "s32", "s64", "u8",   "u16", "u32", "u64"};
+static const hl_dtype_t kAllTypes[] = {HL_F32, HL_F64, HL_BF16, HL_F16, HL_S8,  HL_S16,
+                                       HL_S32, HL_S64, HL_U8,   HL_U16, HL_U32, HL_U64};
+
+// Converts between every pair of the JIT's types, of a parameter and of an
+// add computed in the loop (NaNs the loop made), each into arithmetic of
+// the destination type: convert.c's saturation, NaN -> 0, rounding once,
+// NaN payloads.
+static void test_convert_programs(void) {
+  static const char kTemplate[] =
+      "HloModule jit_convert\n"
+      "fused {\n"
+      "  x = S[N] parameter(0)\n"
+      "  y = S[N] parameter(1)\n"
+      "  a = S[N] add(x, y)\n"
+      "  c = D[N] convert(a)\n"
+      "  cy = D[N] convert(y)\n"
+      "  m = D[N] maximum(c, cy)\n"
+      "  cx = D[N] convert(x)\n"
+      "  ROOT t = (D[N], D[N]) tuple(m, cx)\n"
+      "}\n"
+      "ENTRY main {\n  x = S[N] parameter(0)\n  y = S[N] parameter(1)\n"
+      "  ROOT f = (D[N], D[N]) fusion(x, y), kind=kLoop, calls=fused\n}\n";
+  // The width variants check every third pair: compiling is most of the time.
+  int stride = getenv("HL_FUSION_JIT_VECTOR_BYTES") ? 3 : 1, pair = 0;
+  for (int si = 0; si < 12; si++)
+    for (int di = 0; di < 12; di++) {
+      if (si == di || pair++ % stride != 0) continue;
+      int64_t n = 1000 + 7 * si + di;
+      char tmpl[2048], text[4096];
+      size_t k = 0;
+      for (const char *c = kTemplate; *c && k + 8 < sizeof tmpl; c++) {
+        if ((*c == 'S' || *c == 'D') && c[1] == '[')
+          k += (size_t)snprintf(tmpl + k, sizeof tmpl - k, "%s", kAllNames[*c == 'S' ? si : di]);
+        else
+          tmpl[k++] = *c;
+      }
+      tmpl[k] = 0;
+      instantiate(tmpl, "", n, text, sizeof text);
+      hl_literal_t *args[2] = {random_convert_input(kAllTypes[si], n),
+                               random_convert_input(kAllTypes[si], n)};
+      char what[64];
+      snprintf(what, sizeof what, "convert %s -> %s", kAllNames[si], kAllNames[di]);
+      check_on_off(text, args, 2, kAllTypes[di], n, what);
+      hl_literal_release(args[0]);
+      hl_literal_release(args[1]);
+    }
+}
+
+// iota along each dimension of a 2-D shape, of every type iota has here,
+// added to a parameter and converted (the loop's base: blocks start
+// anywhere in the index space).
+static void test_iota_programs(void) {
+  static const char kTemplate[] =
+      "HloModule jit_iota\n"
+      "fused {\n"
+      "  x = T[37,129] parameter(0)\n"
+      "  y = T[37,129] parameter(1)\n"
+      "  i0 = T[37,129] iota(), iota_dimension=0\n"
+      "  i1 = T[37,129] iota(), iota_dimension=1\n"
+      "  a = T[37,129] add(x, i0)\n"
+      "  b = T[37,129] multiply(i1, y)\n"
+      "  c = T[37,129] subtract(a, b)\n"
+      "  ROOT t = (T[37,129], T[37,129]) tuple(c, i1)\n"
+      "}\n"
+      "ENTRY main {\n  x = T[37,129] parameter(0)\n  y = T[37,129] parameter(1)\n"
+      "  ROOT f = (T[37,129], T[37,129]) fusion(x, y), kind=kLoop, calls=fused\n}\n";
+  static const int kTypes[] = {0, 1, 4, 5, 6, 7, 8, 9, 10, 11};  // kAllNames: no 16-bit floats
+  for (size_t i = 0; i < sizeof kTypes / sizeof kTypes[0]; i++) {
+    int t = kTypes[i];
+    char text[4096];
+    instantiate(kTemplate, kAllNames[t], 0, text, sizeof text);
+    hl_literal_t *args[2] = {random_any(kAllTypes[t], 37 * 129),
+                             random_any(kAllTypes[t], 37 * 129)};
+    char what[64];
+    snprintf(what, sizeof what, "iota %s", kAllNames[t]);
+    check_on_off(text, args, 2, kAllTypes[t], 37 * 129, what);
+    hl_literal_release(args[0]);
+    hl_literal_release(args[1]);
+  }
+}
+
+// Broadcasts of a column vector (x - max per row, x * scale per row), of a
+// row vector (a bias per column) and a slice of columns, read per row by
+// the loop: rows of 256 (whole 8-lane groups: read per row even with
+// exponential), 100 (no routine: per row) and 129 (with exponential: the
+// leaves materialized, the interpreter's lane groups), and a 3-D layer-norm
+// shape; ragged blocks throughout.
+static void test_row_leaf_programs(void) {
+  static const char kTemplate[] =
+      "HloModule jit_rows\n"
+      "fused {\n"
+      "  x = T[R,C] parameter(0)\n"
+      "  v = T[R] parameter(1)\n"
+      "  w = T[C] parameter(2)\n"
+      "  z = T[R,D] parameter(3)\n"
+      "  bv = T[R,C] broadcast(v), dimensions={0}\n"
+      "  bw = T[R,C] broadcast(w), dimensions={1}\n"
+      "  sz = T[R,C] slice(z), slice={[0:R], [3:E]}\n"
+      "  d = T[R,C] subtract(x, bv)\n"
+      "  e = T[R,C] F(d)\n"
+      "  q = T[R,C] multiply(e, bw)\n"
+      "  a = T[R,C] add(q, sz)\n"
+      "  s = T[R,C] divide(a, bv)\n"
+      "  ROOT t = (T[R,C], T[R,C]) tuple(s, q)\n"
+      "}\n"
+      "ENTRY main {\n  x = T[R,C] parameter(0)\n  v = T[R] parameter(1)\n"
+      "  w = T[C] parameter(2)\n  z = T[R,D] parameter(3)\n"
+      "  ROOT f = (T[R,C], T[R,C]) fusion(x, v, w, z), kind=kLoop, calls=fused\n}\n";
+  static const struct {
+    int type;  // kAllNames
+    int64_t rows, cols;
+    const char *fn;
+    bool per_row;
+  } kCases[] = {{0, 19, 256, "exponential", true}, {1, 23, 100, "negate", true},
+                {0, 31, 129, "exponential", false}, {2, 17, 256, "exponential", true},
+                {3, 13, 100, "abs", true},         {6, 9, 300, "negate", true},
+                {1, 11, 64, "exponential", true}};
+  for (size_t c = 0; c < sizeof kCases / sizeof kCases[0]; c++) {
+    int t = kCases[c].type;
+    int64_t r = kCases[c].rows, n = kCases[c].cols, d = n + 5;
+    char text[4096];
+    size_t k = 0;
+    for (const char *ch = kTemplate; *ch && k + 32 < sizeof text; ch++) {
+      if (*ch == 'T' && ch[1] == '[')
+        k += (size_t)snprintf(text + k, sizeof text - k, "%s", kAllNames[t]);
+      else if (*ch == 'R' && (ch[1] == ',' || ch[1] == ']'))
+        k += (size_t)snprintf(text + k, sizeof text - k, "%lld", (long long)r);
+      else if (*ch == 'C' && ch[1] == ']')
+        k += (size_t)snprintf(text + k, sizeof text - k, "%lld", (long long)n);
+      else if (*ch == 'D' && ch[1] == ']')
+        k += (size_t)snprintf(text + k, sizeof text - k, "%lld", (long long)d);
+      else if (*ch == 'E' && ch[1] == ']')
+        k += (size_t)snprintf(text + k, sizeof text - k, "%lld", (long long)(n + 3));
+      else if (*ch == 'F' && ch[1] == '(')
+        k += (size_t)snprintf(text + k, sizeof text - k, "%s", kCases[c].fn);
+      else
+        text[k++] = *ch;
+    }
+    text[k] = 0;
+    hl_dtype_t dt = kAllTypes[t];
+    hl_literal_t *args[4] = {random_any(dt, r * n), random_any(dt, r), random_any(dt, n),
+                             random_any(dt, r * d)};
+    char what[96];
+    snprintf(what, sizeof what, "rows %s[%lld,%lld] %s", kAllNames[t], (long long)r,
+             (long long)n, kCases[c].fn);
+    check_on_off(text, args, 4, dt, r * n, what);
+    if (jit_available()) {
+      // The loop of q reads bv and bw per row (not with exponential on
+      // rows of 129: its 8-lane groups), the loop of s sz and bv.
+      int want = kCases[c].per_row ? 4 : 2;
+      if (g_row_leaves != want) {
+        printf("\n  %s: %d leaves read per row", what, g_row_leaves);
+        CU_FAIL("leaves read per row");
+      }
+    }
+    for (int i = 0; i < 4; i++) hl_literal_release(args[i]);
+  }
 }
 
 // Compiled in the background: the program runs interpreted until its loops
@@ -714,6 +965,9 @@ static CU_TestInfo tests[] = {
     {"programs_jit_vs_interpreter", test_programs_jit_vs_interpreter},
     {"integer_programs", test_integer_programs},
     {"float_programs", test_float_programs},
+    {"convert_programs", test_convert_programs},
+    {"iota_programs", test_iota_programs},
+    {"row_leaf_programs", test_row_leaf_programs},
     {"background_compile", test_background_compile},
     CU_TEST_INFO_NULL,
 };

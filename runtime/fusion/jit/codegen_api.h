@@ -5,14 +5,15 @@
 //
 // A compiled body is three functions of the same loop,
 //   void fn(const void *const *inputs, void *out, int64_t vectors,
-//           int64_t valid)
+//           int64_t valid, int64_t base)
 // over `vectors` vectors of `lanes` elements (inputs read at the same
 // element, scalar inputs broadcast): `main` takes `unroll` vectors per
 // iteration (vectors a positive multiple of it), `single` one, `stream` is
 // main with non-temporal stores (out aligned to lanes * element size); the
 // caller fences after it (store_fence in jit_kernel.c). In `single`, lanes from `valid` on are zeroed in
 // the argument of every vector call (the zero-padded last vector of vmath's
-// array loops); main and stream take whole vectors only.
+// array loops); main and stream take whole vectors only. base is the
+// index of out's first element in the iteration space (iota counts from it).
 #ifndef HL_RUNTIME_FUSION_JIT_CODEGEN_API_H_
 #define HL_RUNTIME_FUSION_JIT_CODEGEN_API_H_
 
@@ -23,14 +24,14 @@
 #include "runtime/fusion/jit/jit_body.h"
 
 typedef void (*hl_jit_loop_fn)(const void *const *inputs, void *out, int64_t vectors,
-                               int64_t valid);
+                               int64_t valid, int64_t base);
 
 typedef struct hl_jit_loops {
   hl_jit_loop_fn main_fn, single_fn, stream_fn;
   int lanes, unroll;
 } hl_jit_loops_t;
 
-#define HL_JIT_CODEGEN_API_VERSION 2
+#define HL_JIT_CODEGEN_API_VERSION 3
 
 typedef struct hl_jit_codegen_api {
   int version;  // HL_JIT_CODEGEN_API_VERSION

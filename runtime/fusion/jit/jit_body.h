@@ -13,13 +13,17 @@
 //     wrap-around; division / remainder / shifts with XLA's CPU corner cases
 //     (x / 0 = -1, INT_MIN / -1 = INT_MIN, x % 0 = x, INT_MIN % -1 = 0,
 //     shifts by >= the width give 0 or the sign fill).
+// A body may mix types: each value has its own (converts change it), and
+// an input's type is that of the values reading it.
 #ifndef HL_RUNTIME_FUSION_JIT_JIT_BODY_H_
 #define HL_RUNTIME_FUSION_JIT_JIT_BODY_H_
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 typedef enum hl_jit_type {
+  HL_JIT_BODY_TYPE,  // a value's type: the body's (hl_jit_body_t.type)
   HL_JIT_F32,
   HL_JIT_F64,
   HL_JIT_BF16,
@@ -77,6 +81,21 @@ typedef enum hl_jit_op {
   HL_JIT_SHL,  // shift-left, shift-right-arithmetic, shift-right-logical
   HL_JIT_SRA,
   HL_JIT_SRL,
+  // a converted from its own type to the value's, as convert.c does:
+  // float -> integer truncates, saturates and gives 0 for NaN; integer ->
+  // float rounds once to nearest even; integer -> integer keeps the low
+  // bits (sign- or zero-extended by the source's signedness); f32 -> bf16
+  // keeps a NaN's payload (quieted), other roundings to a 16-bit type give
+  // its canonical quiet NaN with the sign; f32 <-> f64 quiet a NaN keeping
+  // its payload, as the CPU's conversions do.
+  HL_JIT_CONVERT,
+  // The element's index along one dimension, ((base + element) / c) % b:
+  // base is the loop's `base` argument (codegen_api.h), b the dimension's
+  // size, c the elements of the dimensions after it. Integers keep the low
+  // bits, f32 is (float)(double)index, f64 (double)index (fusion_program.c).
+  HL_JIT_IOTA,
+  // A vmath routine of two arguments (a, b), as HL_JIT_CALL: pow, atan2.
+  HL_JIT_CALL2,
   HL_JIT_OP_COUNT_
 } hl_jit_op_t;
 
@@ -85,6 +104,11 @@ typedef void (*hl_jit_fn_t)(void);
 typedef struct hl_jit_value {
   hl_jit_op_t op;
   int a, b, c;  // earlier values (LOAD / BROADCAST: the input number)
+  // The result's type (a compare: its operands'); HL_JIT_BODY_TYPE: the
+  // body's. A convert's operand has its own type; every other operand the
+  // value's (a select's mask aside).
+  hl_jit_type_t type;
+  int64_t iota_size, iota_inner;  // IOTA: b and c above
   // CALL: the routine (one of fn, scalar_fn) and a name that identifies it
   // across processes (the symbol it is bound to in the generated code).
   hl_jit_fn_t fn, scalar_fn;
@@ -95,7 +119,7 @@ typedef struct hl_jit_value {
 #define HL_JIT_MAX_VALUES 512
 
 typedef struct hl_jit_body {
-  hl_jit_type_t type;
+  hl_jit_type_t type;  // the type of values that name none
   const hl_jit_value_t *values;
   int count;        // the last value is the result
   int input_count;  // inputs[i] BROADCAST-read when input_scalar[i]
@@ -106,6 +130,12 @@ typedef struct hl_jit_body {
 size_t hl_jit_type_size(hl_jit_type_t t);
 bool hl_jit_type_is_float(hl_jit_type_t t);  // f32, f64, bf16, f16
 bool hl_jit_is_mask_op(hl_jit_op_t op);
+bool hl_jit_is_call(hl_jit_op_t op);  // CALL, CALL2
+bool hl_jit_type_is_signed(hl_jit_type_t t);  // s8 .. s64
+// Value i's type (its own or the body's).
+hl_jit_type_t hl_jit_value_type(const hl_jit_body_t *b, int i);
+// Input i's type: that of its first LOAD / BROADCAST, else the body's.
+hl_jit_type_t hl_jit_input_type(const hl_jit_body_t *b, int i);
 int hl_jit_arity(hl_jit_op_t op);  // operands among earlier values (LOAD: 0)
 
 // NULL when the body is well formed (operands earlier values, masks only

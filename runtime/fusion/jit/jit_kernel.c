@@ -20,7 +20,8 @@
 
 struct hl_jit_kernel {
   hl_jit_loops_t loops;
-  size_t es;
+  size_t es;                          // of the result
+  size_t in_es[HL_JIT_MAX_INPUTS];    // of each input
   int input_count;
   bool input_scalar[HL_JIT_MAX_INPUTS];
   // Process table (see jit_kernel.h): the body's key, the next entry.
@@ -98,8 +99,17 @@ static bool waiting(void) {
 // The module by HL_FUSION_JIT_MODULE, else beside the binary that holds
 // this code (an install moved to another prefix: `cmake --install --prefix`,
 // a relocated package), else where it was configured to be installed, else
-// in the build tree (tests and benches run from there).
-static void *open_module(void) {
+// in the build tree (tests and benches run from there). A module of another
+// version (a stale install) is passed over for the next.
+static const hl_jit_codegen_api_t *module_api(void *h) {
+  const hl_jit_codegen_api_t *(*entry)(void);
+  void *sym = dlsym(h, HL_JIT_CODEGEN_ENTRY);
+  memcpy(&entry, &sym, sizeof(entry));  // object to function pointer, as dlsym users do
+  const hl_jit_codegen_api_t *api = sym ? entry() : NULL;
+  return api && api->version == HL_JIT_CODEGEN_API_VERSION ? api : NULL;
+}
+
+static const hl_jit_codegen_api_t *open_module(void) {
   char here[4096] = "", beside_lib[4200] = "", beside_exe[4200] = "";
   Dl_info info;
   if (dladdr((void *)&open_module, &info) && info.dli_fname &&
@@ -120,8 +130,15 @@ static void *open_module(void) {
     if (!paths[i] || !*paths[i]) continue;
     if (i >= 1 && i <= 2 && access(paths[i], R_OK) != 0) continue;
     void *h = dlopen(paths[i], RTLD_NOW | RTLD_LOCAL);
-    if (h) return h;
-    last = dlerror();
+    if (!h) {
+      last = dlerror();
+      continue;
+    }
+    const hl_jit_codegen_api_t *api = module_api(h);
+    if (api) return api;
+    if (g_log) fprintf(stderr, "fusion jit: %s: a code generator of another version\n", paths[i]);
+    dlclose(h);
+    g_target = "none: a code generator module of another version";
   }
   if (g_log && last) fprintf(stderr, "fusion jit: %s\n", last);
   return NULL;
@@ -190,19 +207,9 @@ static void load_generator_untimed(void) {
     g_target = "none: AddressSanitizer build (HL_FUSION_JIT_MODULE loads it anyway)";
     return;
   }
-  void *h = open_module();
-  if (!h) {
-    g_target = "none: the LLVM code generator module (or libLLVM) did not load";
-    return;
-  }
-  const hl_jit_codegen_api_t *(*entry)(void);
-  void *sym = dlsym(h, HL_JIT_CODEGEN_ENTRY);
-  memcpy(&entry, &sym, sizeof(entry));  // object to function pointer, as dlsym users do
-  const hl_jit_codegen_api_t *api = sym ? entry() : NULL;
-  if (!api || api->version != HL_JIT_CODEGEN_API_VERSION) {
-    g_target = "none: a code generator module of another version";
-    return;
-  }
+  g_target = "none: the LLVM code generator module (or libLLVM) did not load";
+  const hl_jit_codegen_api_t *api = open_module();
+  if (!api) return;
   int vb = g_vector_bytes;
   if (vb < 0) {
     const char *e = getenv("HL_FUSION_JIT_VECTOR_BYTES");
@@ -236,8 +243,12 @@ static char *body_key(const hl_jit_body_t *b, size_t *len) {
   for (int i = 0; i < b->input_count; i++) k[n++] = b->input_scalar[i] ? 's' : 'v';
   for (int i = 0; i < b->count && n < cap; i++) {
     const hl_jit_value_t *v = &b->values[i];
-    n += (size_t)snprintf(k + n, cap - n, ";%d,%d,%d,%d,%s", (int)v->op, v->a, v->b, v->c,
-                          v->op == HL_JIT_CALL && v->fn_name ? v->fn_name : "");
+    n += (size_t)snprintf(k + n, cap - n, ";%d,%d,%d,%d,%d,%s", (int)v->op,
+                          (int)hl_jit_value_type(b, i), v->a, v->b, v->c,
+                          hl_jit_is_call(v->op) && v->fn_name ? v->fn_name : "");
+    if (v->op == HL_JIT_IOTA && n < cap)
+      n += (size_t)snprintf(k + n, cap - n, ",%lld,%lld", (long long)v->iota_size,
+                            (long long)v->iota_inner);
   }
   *len = n < cap ? n : cap;
   return k;
@@ -405,7 +416,9 @@ static hl_status_t create(const hl_jit_body_t *body, bool background, hl_jit_ker
     }
     k->key = key;
     k->key_len = len;
-    k->es = hl_jit_type_size(body->type);
+    k->es = hl_jit_type_size(hl_jit_value_type(body, body->count - 1));
+    for (int i = 0; i < body->input_count; i++)
+      k->in_es[i] = hl_jit_type_size(hl_jit_input_type(body, i));
     k->input_count = body->input_count;
     memcpy(k->input_scalar, body->input_scalar, sizeof(k->input_scalar));
     atomic_init(&k->state, PENDING);
@@ -447,20 +460,22 @@ static void store_fence(void) {
 }
 
 static void run(const hl_jit_kernel_t *k, const void *const *inputs, void *out, int64_t n,
-                bool stream) {
+                int64_t base, bool stream) {
   const hl_jit_loops_t *l = &k->loops;
   int64_t lanes = l->lanes, step = lanes * l->unroll;
   int64_t n_main = n / step * step;
   if (n_main > 0) {
-    (stream ? l->stream_fn : l->main_fn)(inputs, out, n_main / lanes, lanes);
+    (stream ? l->stream_fn : l->main_fn)(inputs, out, n_main / lanes, lanes, base);
     if (stream && l->stream_fn != l->main_fn) store_fence();
   }
   int64_t n_single = (n - n_main) / lanes * lanes;
   const void *moved[HL_JIT_MAX_INPUTS];
   if (n_single > 0) {
     for (int i = 0; i < k->input_count; i++)
-      moved[i] = k->input_scalar[i] ? inputs[i] : (const char *)inputs[i] + (size_t)n_main * k->es;
-    l->single_fn(moved, (char *)out + (size_t)n_main * k->es, n_single / lanes, lanes);
+      moved[i] =
+          k->input_scalar[i] ? inputs[i] : (const char *)inputs[i] + (size_t)n_main * k->in_es[i];
+    l->single_fn(moved, (char *)out + (size_t)n_main * k->es, n_single / lanes, lanes,
+                 base + n_main);
   }
   int64_t done = n_main + n_single, rest = n - done;
   if (rest <= 0) return;
@@ -469,26 +484,31 @@ static void run(const hl_jit_kernel_t *k, const void *const *inputs, void *out, 
   // lanes for the routines' arguments.
   _Alignas(64) unsigned char pad[HL_JIT_MAX_INPUTS][MAX_VECTOR_BYTES * 8];
   _Alignas(64) unsigned char result[MAX_VECTOR_BYTES * 8];
-  size_t bytes = (size_t)rest * k->es, vector = (size_t)lanes * k->es;
   for (int i = 0; i < k->input_count; i++) {
     if (k->input_scalar[i]) {
       moved[i] = inputs[i];
       continue;
     }
-    memset(pad[i], 0, vector);
-    memcpy(pad[i], (const char *)inputs[i] + (size_t)done * k->es, bytes);
+    memset(pad[i], 0, (size_t)lanes * k->in_es[i]);
+    memcpy(pad[i], (const char *)inputs[i] + (size_t)done * k->in_es[i],
+           (size_t)rest * k->in_es[i]);
     moved[i] = pad[i];
   }
-  l->single_fn(moved, result, 1, rest);
-  memcpy((char *)out + (size_t)done * k->es, result, bytes);
+  l->single_fn(moved, result, 1, rest, base + done);
+  memcpy((char *)out + (size_t)done * k->es, result, (size_t)rest * k->es);
 }
 
 void hl_jit_kernel_run(const hl_jit_kernel_t *k, const void *const *inputs, void *out, int64_t n) {
-  run(k, inputs, out, n, false);
+  run(k, inputs, out, n, 0, false);
 }
 
 void hl_jit_kernel_run_streaming(const hl_jit_kernel_t *k, const void *const *inputs, void *out,
                                  int64_t n) {
+  hl_jit_kernel_run_at(k, inputs, out, n, 0, true);
+}
+
+void hl_jit_kernel_run_at(const hl_jit_kernel_t *k, const void *const *inputs, void *out,
+                          int64_t n, int64_t base, bool stream) {
   size_t vector = (size_t)k->loops.lanes * k->es;
-  run(k, inputs, out, n, ((uintptr_t)out & (vector - 1)) == 0);
+  run(k, inputs, out, n, base, stream && ((uintptr_t)out & (vector - 1)) == 0);
 }

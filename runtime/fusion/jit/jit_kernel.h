@@ -64,6 +64,11 @@ void hl_jit_kernel_run(const hl_jit_kernel_t *k, const void *const *inputs, void
 void hl_jit_kernel_run_streaming(const hl_jit_kernel_t *k, const void *const *inputs, void *out,
                                  int64_t n);
 
+// Either of the above (stream: streaming) for the elements base..base+n of
+// the iteration space: what an iota in the body counts from.
+void hl_jit_kernel_run_at(const hl_jit_kernel_t *k, const void *const *inputs, void *out,
+                          int64_t n, int64_t base, bool stream);
+
 // Bodies compiled in this process and the time spent compiling them.
 void hl_jit_compile_stats(int *bodies, double *seconds);
 

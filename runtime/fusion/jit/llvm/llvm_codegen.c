@@ -15,6 +15,7 @@
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 #include <llvm/Config/llvm-config.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -132,19 +133,22 @@ typedef struct gen {
   LLVMModuleRef m;
   LLVMBuilderRef b;
   const hl_jit_body_t *body;
+  // The type of the value being emitted (set_type) and what follows from it.
   hl_jit_type_t t;
   int lanes;
   bool is_float, is_half, is_signed;
-  int bits;               // integer width, or 32 / 64 for floats
+  int bits;               // width in memory
   LLVMTypeRef elem, vec;  // storage element and its vector
-  LLVMTypeRef f32v, i32v;
+  LLVMTypeRef f32v, i32v, f64v, i64v;
+  hl_jit_type_t in_type[HL_JIT_MAX_INPUTS], out_type;
+  LLVMValueRef base;  // the loop's base argument (iota)
   LLVMValueRef valid_mask;  // single: lanes below `valid`, else NULL
   LLVMValueRef *val;        // per body value, per unrolled copy
   // exact: NaN results made explicit (nan_rule); else the plain operations
   // and, after each vector, a check that calls `exact_fn` on the vector
   // when its result has a NaN lane.
   bool exact;
-  LLVMValueRef exact_fn, fn_in, fn_valid;
+  LLVMValueRef exact_fn, fn_in, fn_valid, fn_base;
   LLVMTypeRef exact_ty;
 } gen_t;
 
@@ -163,6 +167,25 @@ static LLVMValueRef cf(gen_t *g, LLVMTypeRef vec, double v) {
   return splat(g, LLVMConstReal(LLVMGetElementType(vec), v));
 }
 
+static LLVMTypeRef storage_type(gen_t *g, hl_jit_type_t t) {
+  switch (t) {
+    case HL_JIT_F32: return LLVMFloatTypeInContext(g->c);
+    case HL_JIT_F64: return LLVMDoubleTypeInContext(g->c);
+    default: return LLVMIntTypeInContext(g->c, (unsigned)(8 * hl_jit_type_size(t)));
+  }
+}
+
+// Makes t the type of what is emitted next.
+static void set_type(gen_t *g, hl_jit_type_t t) {
+  g->t = t;
+  g->is_float = hl_jit_type_is_float(t);
+  g->is_half = t == HL_JIT_BF16 || t == HL_JIT_F16;
+  g->is_signed = hl_jit_type_is_signed(t);
+  g->bits = (int)(8 * hl_jit_type_size(t));
+  g->elem = storage_type(g, t);
+  g->vec = LLVMVectorType(g->elem, (unsigned)g->lanes);
+}
+
 static LLVMValueRef intrinsic(gen_t *g, const char *name, LLVMValueRef x) {
   unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
   LLVMTypeRef ty = LLVMTypeOf(x);
@@ -171,10 +194,10 @@ static LLVMValueRef intrinsic(gen_t *g, const char *name, LLVMValueRef x) {
 }
 
 // 16-bit patterns <-> f32, with the bits of runtime/base/half_arrays.c.
-static LLVMValueRef widen(gen_t *g, LLVMValueRef h) {
+static LLVMValueRef widen_from(gen_t *g, hl_jit_type_t t, LLVMValueRef h) {
   LLVMBuilderRef b = g->b;
   LLVMValueRef x = LLVMBuildZExt(b, h, g->i32v, "");
-  if (g->t == HL_JIT_BF16)
+  if (t == HL_JIT_BF16)
     return LLVMBuildBitCast(b, LLVMBuildShl(b, x, ci(g, g->i32v, 16), ""), g->f32v, "");
   LLVMValueRef sign =
       LLVMBuildShl(b, LLVMBuildAnd(b, x, ci(g, g->i32v, 0x8000), ""), ci(g, g->i32v, 16), "");
@@ -200,7 +223,12 @@ static LLVMValueRef widen(gen_t *g, LLVMValueRef h) {
   return LLVMBuildBitCast(b, r, g->f32v, "");
 }
 
-static LLVMValueRef narrow(gen_t *g, LLVMValueRef f) {
+static LLVMValueRef widen(gen_t *g, LLVMValueRef h) { return widen_from(g, g->t, h); }
+
+// f32 -> the 16-bit type t, rounded to nearest even; a NaN becomes t's
+// canonical quiet NaN with its sign, or (keep: bf16 only, convert.c's
+// f32 -> bf16) keeps its upper bits, quieted.
+static LLVMValueRef narrow_to(gen_t *g, hl_jit_type_t t, LLVMValueRef f, bool keep) {
   LLVMBuilderRef b = g->b;
   LLVMTypeRef v = g->i32v;
   LLVMValueRef u = LLVMBuildBitCast(b, f, v, "");
@@ -208,11 +236,14 @@ static LLVMValueRef narrow(gen_t *g, LLVMValueRef f) {
   LLVMValueRef nan = LLVMBuildICmp(b, LLVMIntUGT, a, ci(g, v, 0x7f800000u), "");
   LLVMValueRef sign = LLVMBuildAnd(b, LLVMBuildLShr(b, u, ci(g, v, 16), ""), ci(g, v, 0x8000), "");
   LLVMValueRef r;
-  if (g->t == HL_JIT_BF16) {
+  if (t == HL_JIT_BF16) {
     LLVMValueRef odd = LLVMBuildAnd(b, LLVMBuildLShr(b, u, ci(g, v, 16), ""), ci(g, v, 1), "");
     LLVMValueRef rne = LLVMBuildLShr(
         b, LLVMBuildAdd(b, LLVMBuildAdd(b, u, ci(g, v, 0x7fff), ""), odd, ""), ci(g, v, 16), "");
-    r = LLVMBuildSelect(b, nan, LLVMBuildOr(b, sign, ci(g, v, 0x7fc0), ""), rne, "");
+    LLVMValueRef nan_bits =
+        keep ? LLVMBuildOr(b, LLVMBuildLShr(b, u, ci(g, v, 16), ""), ci(g, v, 0x40), "")
+             : LLVMBuildOr(b, sign, ci(g, v, 0x7fc0), "");
+    r = LLVMBuildSelect(b, nan, nan_bits, rne, "");
   } else {
     LLVMValueRef odd = LLVMBuildAnd(b, LLVMBuildLShr(b, a, ci(g, v, 13), ""), ci(g, v, 1), "");
     LLVMValueRef normal = LLVMBuildLShr(
@@ -234,8 +265,10 @@ static LLVMValueRef narrow(gen_t *g, LLVMValueRef f) {
         "");
     r = LLVMBuildOr(b, sign, mag, "");
   }
-  return LLVMBuildTrunc(b, r, g->vec, "");
+  return LLVMBuildTrunc(b, r, LLVMVectorType(LLVMInt16TypeInContext(g->c), (unsigned)g->lanes), "");
 }
+
+static LLVMValueRef narrow(gen_t *g, LLVMValueRef f) { return narrow_to(g, g->t, f, false); }
 
 // XLA maximum / minimum (float_minmax.h): a NaN a, else a NaN b, else for
 // equal operands the one whose sign bit says it is larger (+0 > -0).
@@ -268,34 +301,43 @@ static LLVMValueRef shuffle_range(gen_t *g, LLVMValueRef x, LLVMValueRef y, int 
                                 LLVMConstVector(idx, (unsigned)n), "");
 }
 
-// fn over x (floats of the compute type): SLEEF's 32-byte vector routine on
-// groups of its lanes, or the scalar routine lane by lane.
-static LLVMValueRef call_routine(gen_t *g, const hl_jit_value_t *v, LLVMValueRef x) {
+// fn over x (and y for a routine of two arguments; floats of the compute
+// type): SLEEF's 32-byte vector routine on groups of its lanes, or the
+// scalar routine lane by lane.
+static LLVMValueRef call_routine(gen_t *g, const hl_jit_value_t *v, LLVMValueRef x,
+                                 LLVMValueRef y) {
   LLVMBuilderRef b = g->b;
   LLVMTypeRef ft = LLVMGetElementType(LLVMTypeOf(x));
+  int nargs = v->op == HL_JIT_CALL2 ? 2 : 1;
+  LLVMValueRef xs[2] = {x, y};
   if (v->scalar_fn) {
-    LLVMValueRef f = routine(g, v->fn_name, LLVMFunctionType(ft, &ft, 1, 0));
-    LLVMTypeRef fty = LLVMFunctionType(ft, &ft, 1, 0);
+    LLVMTypeRef params[2] = {ft, ft};
+    LLVMTypeRef fty = LLVMFunctionType(ft, params, (unsigned)nargs, 0);
+    LLVMValueRef f = routine(g, v->fn_name, fty);
     LLVMTypeRef i32 = LLVMInt32TypeInContext(g->c);
     LLVMValueRef r = x;
     for (int i = 0; i < g->lanes; i++) {
       LLVMValueRef k = LLVMConstInt(i32, (unsigned long long)i, 0);
-      LLVMValueRef e = LLVMBuildExtractElement(b, x, k, "");
-      r = LLVMBuildInsertElement(b, r, LLVMBuildCall2(b, fty, f, &e, 1, ""), k, "");
+      LLVMValueRef e[2];
+      for (int a = 0; a < nargs; a++) e[a] = LLVMBuildExtractElement(b, xs[a], k, "");
+      r = LLVMBuildInsertElement(b, r, LLVMBuildCall2(b, fty, f, e, (unsigned)nargs, ""), k, "");
     }
     return r;
   }
-  if (g->valid_mask) x = LLVMBuildSelect(b, g->valid_mask, x, LLVMConstNull(LLVMTypeOf(x)), "");
+  for (int a = 0; a < nargs && g->valid_mask; a++)
+    xs[a] = LLVMBuildSelect(b, g->valid_mask, xs[a], LLVMConstNull(LLVMTypeOf(x)), "");
   int per = LLVMGetTypeKind(ft) == LLVMDoubleTypeKind ? 4 : 8;
   LLVMTypeRef pv = LLVMVectorType(ft, (unsigned)per);
-  LLVMTypeRef fty = LLVMFunctionType(pv, &pv, 1, 0);
+  LLVMTypeRef params[2] = {pv, pv};
+  LLVMTypeRef fty = LLVMFunctionType(pv, params, (unsigned)nargs, 0);
   LLVMValueRef f = routine(g, v->fn_name, fty);
-  if (per == g->lanes) return LLVMBuildCall2(b, fty, f, &x, 1, "");
+  if (per == g->lanes) return LLVMBuildCall2(b, fty, f, xs, (unsigned)nargs, "");
   LLVMValueRef parts[16];
   int n = g->lanes / per;
   for (int i = 0; i < n; i++) {
-    LLVMValueRef arg = shuffle_range(g, x, NULL, i * per, per);
-    parts[i] = LLVMBuildCall2(b, fty, f, &arg, 1, "");
+    LLVMValueRef args[2];
+    for (int a = 0; a < nargs; a++) args[a] = shuffle_range(g, xs[a], NULL, i * per, per);
+    parts[i] = LLVMBuildCall2(b, fty, f, args, (unsigned)nargs, "");
   }
   for (int w = per; n > 1; w *= 2, n /= 2)  // concatenate pairwise
     for (int i = 0; i < n / 2; i++)
@@ -372,7 +414,8 @@ static LLVMValueRef float_op(gen_t *g, const hl_jit_value_t *v, LLVMValueRef a, 
       return LLVMBuildFPTrunc(b, LLVMBuildFDiv(b, cf(g, dv, 1.0), d, ""), LLVMTypeOf(a), "");
     }
     case HL_JIT_CALL:
-      return call_routine(g, v, a);
+    case HL_JIT_CALL2:
+      return call_routine(g, v, a, c);
     default:
       return NULL;
   }
@@ -461,20 +504,197 @@ static LLVMValueRef compare(gen_t *g, hl_jit_op_t op, LLVMValueRef a, LLVMValueR
   return LLVMBuildICmp(g->b, g->is_signed ? kSigned[k] : kUnsigned[k], a, c, "");
 }
 
+//===----------------------------------------------------------------------===//
+// Converts (convert.c's semantics, jit_body.h) and iota
+//===----------------------------------------------------------------------===//
+
+static LLVMValueRef call2(gen_t *g, const char *name, LLVMTypeRef *types, int ntypes,
+                          LLVMValueRef *args, int nargs) {
+  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+  LLVMValueRef fn = LLVMGetIntrinsicDeclaration(g->m, id, types, (size_t)ntypes);
+  return LLVMBuildCall2(g->b, LLVMIntrinsicGetType(g->c, id, types, (size_t)ntypes), fn, args,
+                        (unsigned)nargs, "");
+}
+
+// A 64-bit integer as a double of at most 53 significant bits, the dropped
+// bits folded into the lowest kept one (convert.c's u64_to_f64_sticky):
+// rounding it to a narrower float is rounding the integer once.
+static LLVMValueRef int64_to_f64_sticky(gen_t *g, LLVMValueRef x, bool is_signed) {
+  LLVMBuilderRef b = g->b;
+  LLVMTypeRef v = g->i64v;
+  LLVMValueRef neg = NULL, u = x;
+  if (is_signed) {
+    neg = LLVMBuildICmp(b, LLVMIntSLT, x, LLVMConstNull(v), "");
+    u = LLVMBuildSelect(b, neg, LLVMBuildSub(b, LLVMConstNull(v), x, ""), x, "");
+  }
+  LLVMValueRef args[2] = {u, LLVMConstInt(LLVMInt1TypeInContext(g->c), 0, 0)};
+  LLVMValueRef lz = call2(g, "llvm.ctlz", &v, 1, args, 2);
+  LLVMValueRef shift = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, lz, ci(g, v, 11), ""),
+                                       LLVMBuildSub(b, ci(g, v, 11), lz, ""), LLVMConstNull(v), "");
+  LLVMValueRef low_mask = LLVMBuildSub(b, LLVMBuildShl(b, ci(g, v, 1), shift, ""), ci(g, v, 1), "");
+  LLVMValueRef sticky = LLVMBuildZExt(
+      b, LLVMBuildICmp(b, LLVMIntNE, LLVMBuildAnd(b, u, low_mask, ""), LLVMConstNull(v), ""), v, "");
+  LLVMValueRef kept = LLVMBuildOr(b, LLVMBuildLShr(b, u, shift, ""), sticky, "");
+  LLVMValueRef scale = LLVMBuildBitCast(
+      b, LLVMBuildShl(b, LLVMBuildAdd(b, shift, ci(g, v, 1023), ""), ci(g, v, 52), ""), g->f64v, "");
+  LLVMValueRef d = LLVMBuildFMul(b, LLVMBuildUIToFP(b, kept, g->f64v, ""), scale, "");  // exact
+  return neg ? LLVMBuildSelect(b, neg, LLVMBuildFNeg(b, d, ""), d, "") : d;
+}
+
+// f64 -> the 16-bit type t rounded once to nearest even, NaN its quiet NaN
+// with the sign (element_access.h hl_elem_f64_to_half, on the bits).
+static LLVMValueRef f64_to_half(gen_t *g, LLVMValueRef d, hl_jit_type_t t) {
+  LLVMBuilderRef b = g->b;
+  LLVMTypeRef v = g->i64v;
+  int man = t == HL_JIT_F16 ? 10 : 7, expb = t == HL_JIT_F16 ? 5 : 8;
+  int bias = (1 << (expb - 1)) - 1;
+  unsigned long long exp_all = ((1ull << expb) - 1) << man;
+  LLVMValueRef u = LLVMBuildBitCast(b, d, v, "");
+  LLVMValueRef sign = LLVMBuildAnd(b, LLVMBuildLShr(b, u, ci(g, v, 48), ""), ci(g, v, 0x8000), "");
+  LLVMValueRef a = LLVMBuildAnd(b, u, ci(g, v, 0x7fffffffffffffffull), "");
+  LLVMValueRef infnan = LLVMBuildICmp(b, LLVMIntUGE, a, ci(g, v, 0x7ff0000000000000ull), "");
+  LLVMValueRef nan = LLVMBuildICmp(b, LLVMIntUGT, a, ci(g, v, 0x7ff0000000000000ull), "");
+  LLVMValueRef special =
+      LLVMBuildSelect(b, nan, ci(g, v, exp_all | (1ull << (man - 1))), ci(g, v, exp_all), "");
+  LLVMValueRef e = LLVMBuildSub(b, LLVMBuildLShr(b, a, ci(g, v, 52), ""), ci(g, v, 1023), "");
+  LLVMValueRef tiny = LLVMBuildICmp(b, LLVMIntSLT, e, ci(g, v, (unsigned long long)(1 - bias)), "");
+  // Subnormal results: scaled by a power of two (exact), rounded to an integer.
+  LLVMValueRef scaled =
+      LLVMBuildFMul(b, LLVMBuildBitCast(b, a, g->f64v, ""), cf(g, g->f64v, ldexp(1.0, bias - 1 + man)), "");
+  LLVMValueRef sub = LLVMBuildFPToUI(b, intrinsic(g, "llvm.rint", scaled), v, "");
+  int shift = 52 - man;
+  LLVMValueRef m = LLVMBuildLShr(b, a, ci(g, v, (unsigned long long)shift), "");
+  LLVMValueRef rem = LLVMBuildAnd(b, a, ci(g, v, (1ull << shift) - 1), "");
+  LLVMValueRef half = ci(g, v, 1ull << (shift - 1));
+  LLVMValueRef odd = LLVMBuildICmp(b, LLVMIntNE, LLVMBuildAnd(b, m, ci(g, v, 1), ""), LLVMConstNull(v), "");
+  LLVMValueRef up = LLVMBuildOr(
+      b, LLVMBuildICmp(b, LLVMIntUGT, rem, half, ""),
+      LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntEQ, rem, half, ""), odd, ""), "");
+  m = LLVMBuildAdd(b, m, LLVMBuildZExt(b, up, v, ""), "");
+  LLVMValueRef r = LLVMBuildSub(b, m, ci(g, v, (unsigned long long)(1023 - bias) << man), "");
+  LLVMValueRef over = LLVMBuildOr(
+      b, LLVMBuildICmp(b, LLVMIntSGT, e, ci(g, v, (unsigned long long)bias), ""),
+      LLVMBuildICmp(b, LLVMIntUGE, r, ci(g, v, exp_all), ""), "");
+  LLVMValueRef mag = LLVMBuildSelect(
+      b, infnan, special,
+      LLVMBuildSelect(b, tiny, sub, LLVMBuildSelect(b, over, ci(g, v, exp_all), r, ""), ""), "");
+  return LLVMBuildTrunc(b, LLVMBuildOr(b, sign, mag, ""),
+                        LLVMVectorType(LLVMInt16TypeInContext(g->c), (unsigned)g->lanes), "");
+}
+
+// f32 <-> f64; exact: a NaN's result made explicit (quieted, payload kept,
+// as cvtss2sd / cvtsd2ss and AArch64's fcvt give it).
+static LLVMValueRef f32_to_f64(gen_t *g, LLVMValueRef x) {
+  LLVMBuilderRef b = g->b;
+  LLVMValueRef r = LLVMBuildFPExt(b, x, g->f64v, "");
+  if (!g->exact) return r;
+  LLVMValueRef u = LLVMBuildZExt(b, LLVMBuildBitCast(b, x, g->i32v, ""), g->i64v, "");
+  LLVMValueRef sign = LLVMBuildShl(b, LLVMBuildLShr(b, u, ci(g, g->i64v, 31), ""), ci(g, g->i64v, 63), "");
+  LLVMValueRef pay = LLVMBuildShl(b, LLVMBuildAnd(b, u, ci(g, g->i64v, 0x7fffff), ""), ci(g, g->i64v, 29), "");
+  LLVMValueRef bits =
+      LLVMBuildOr(b, LLVMBuildOr(b, sign, ci(g, g->i64v, 0x7ff8000000000000ull), ""), pay, "");
+  return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, x, x, ""),
+                         LLVMBuildBitCast(b, bits, g->f64v, ""), r, "");
+}
+
+static LLVMValueRef f64_to_f32(gen_t *g, LLVMValueRef x) {
+  LLVMBuilderRef b = g->b;
+  LLVMValueRef r = LLVMBuildFPTrunc(b, x, g->f32v, "");
+  if (!g->exact) return r;
+  LLVMValueRef u = LLVMBuildBitCast(b, x, g->i64v, "");
+  LLVMValueRef sign = LLVMBuildShl(b, LLVMBuildLShr(b, u, ci(g, g->i64v, 63), ""), ci(g, g->i64v, 31), "");
+  LLVMValueRef pay = LLVMBuildAnd(b, LLVMBuildLShr(b, u, ci(g, g->i64v, 29), ""), ci(g, g->i64v, 0x7fffff), "");
+  LLVMValueRef bits = LLVMBuildTrunc(
+      b, LLVMBuildOr(b, LLVMBuildOr(b, sign, ci(g, g->i64v, 0x7fc00000), ""), pay, ""), g->i32v, "");
+  return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, x, x, ""),
+                         LLVMBuildBitCast(b, bits, g->f32v, ""), r, "");
+}
+
+// x (of type from) as the type `to` (set as the current type).
+static LLVMValueRef convert(gen_t *g, hl_jit_type_t from, hl_jit_type_t to, LLVMValueRef x) {
+  LLVMBuilderRef b = g->b;
+  set_type(g, to);
+  if (from == to) return x;
+  bool src_float = hl_jit_type_is_float(from), src_signed = hl_jit_type_is_signed(from);
+  if (!src_float && !g->is_float) {  // keep the low bits
+    int from_bits = (int)(8 * hl_jit_type_size(from));
+    if (g->bits < from_bits) return LLVMBuildTrunc(b, x, g->vec, "");
+    if (g->bits > from_bits)
+      return src_signed ? LLVMBuildSExt(b, x, g->vec, "") : LLVMBuildZExt(b, x, g->vec, "");
+    return x;
+  }
+  if (!src_float) {
+    // Rounded once: exactly to a double (integers of up to 32 bits), or
+    // rounded to odd (64 bits) and then to the type; f64 and signed 32-bit
+    // integers to f32 by the instruction (both correctly rounded).
+    bool wide = hl_jit_type_size(from) == 8;
+    if (to == HL_JIT_F64)
+      return src_signed ? LLVMBuildSIToFP(b, x, g->f64v, "") : LLVMBuildUIToFP(b, x, g->f64v, "");
+    if (to == HL_JIT_F32 && src_signed && !wide) return LLVMBuildSIToFP(b, x, g->f32v, "");
+    LLVMValueRef d = wide         ? int64_to_f64_sticky(g, x, src_signed)
+                     : src_signed ? LLVMBuildSIToFP(b, x, g->f64v, "")
+                                  : LLVMBuildUIToFP(b, x, g->f64v, "");
+    return to == HL_JIT_F32 ? LLVMBuildFPTrunc(b, d, g->f32v, "") : f64_to_half(g, d, to);
+  }
+  // Floats: 16-bit types through f32 (exact).
+  bool src_half = from == HL_JIT_BF16 || from == HL_JIT_F16;
+  if (src_half) x = widen_from(g, from, x);
+  bool src_f64 = from == HL_JIT_F64;
+  if (!g->is_float) {  // truncate, saturate, NaN -> 0: LLVM's fpto[su]i.sat
+    LLVMTypeRef types[2] = {g->vec, LLVMTypeOf(x)};
+    return call2(g, g->is_signed ? "llvm.fptosi.sat" : "llvm.fptoui.sat", types, 2, &x, 1);
+  }
+  switch (to) {
+    case HL_JIT_F64:
+      return f32_to_f64(g, x);
+    case HL_JIT_F32:
+      return src_f64 ? f64_to_f32(g, x) : x;
+    default:
+      // From f64: rounded on its bits; from f32 (or the other 16-bit type,
+      // exact in f32): narrowed (convert.c: f32 -> bf16 keeps NaN payloads).
+      if (src_f64) return f64_to_half(g, x, to);
+      return narrow_to(g, to, x, to == HL_JIT_BF16 && from == HL_JIT_F32);
+  }
+}
+
+// ((base + elem + lane) / inner) % size as the current type.
+static LLVMValueRef iota(gen_t *g, const hl_jit_value_t *v, LLVMValueRef elem) {
+  LLVMBuilderRef b = g->b;
+  LLVMTypeRef i64 = LLVMInt64TypeInContext(g->c);
+  LLVMValueRef lanes[64];
+  for (int i = 0; i < g->lanes; i++) lanes[i] = LLVMConstInt(i64, (unsigned long long)i, 0);
+  LLVMValueRef first = LLVMBuildAdd(b, g->base, elem, "");
+  LLVMValueRef s = LLVMBuildInsertElement(b, LLVMGetUndef(g->i64v), first,
+                                          LLVMConstInt(LLVMInt32TypeInContext(g->c), 0, 0), "");
+  s = LLVMBuildShuffleVector(b, s, LLVMGetUndef(g->i64v), LLVMConstNull(g->i32v), "");
+  LLVMValueRef idx = LLVMBuildAdd(b, s, LLVMConstVector(lanes, (unsigned)g->lanes), "");
+  if (v->iota_inner > 1)
+    idx = LLVMBuildUDiv(b, idx, ci(g, g->i64v, (unsigned long long)v->iota_inner), "");
+  idx = LLVMBuildURem(b, idx, ci(g, g->i64v, (unsigned long long)v->iota_size), "");
+  if (g->t == HL_JIT_F64) return LLVMBuildSIToFP(b, idx, g->f64v, "");
+  if (g->t == HL_JIT_F32)
+    return LLVMBuildFPTrunc(b, LLVMBuildSIToFP(b, idx, g->f64v, ""), g->f32v, "");
+  return g->bits < 64 ? LLVMBuildTrunc(b, idx, g->vec, "") : idx;
+}
+
 // One copy of the body at element offset `elem` (i64), stored to out.
 static void emit_copy(gen_t *g, LLVMValueRef *inputs, LLVMValueRef *scalars, LLVMValueRef out,
                       LLVMValueRef elem, bool stream, LLVMValueRef *val) {
   LLVMBuilderRef b = g->b;
-  size_t es = hl_jit_type_size(g->t);
   for (int i = 0; i < g->body->count; i++) {
     const hl_jit_value_t *v = &g->body->values[i];
     LLVMValueRef a = hl_jit_arity(v->op) > 0 ? val[v->a] : NULL;
     LLVMValueRef c = hl_jit_arity(v->op) > 1 ? val[v->b] : NULL;
     LLVMValueRef r;
+    set_type(g, hl_jit_value_type(g->body, i));
     if (v->op == HL_JIT_LOAD) {
       LLVMValueRef p = LLVMBuildGEP2(b, g->elem, inputs[v->a], &elem, 1, "");
       r = LLVMBuildLoad2(b, g->vec, p, "");
-      LLVMSetAlignment(r, (unsigned)es);
+      LLVMSetAlignment(r, (unsigned)hl_jit_type_size(g->t));
+    } else if (v->op == HL_JIT_CONVERT) {
+      r = convert(g, hl_jit_value_type(g->body, v->a), g->t, a);
+    } else if (v->op == HL_JIT_IOTA) {
+      r = iota(g, v, elem);
     } else if (v->op == HL_JIT_BROADCAST) {
       r = scalars[v->a];
     } else if (v->op == HL_JIT_SELECT) {
@@ -490,6 +710,8 @@ static void emit_copy(gen_t *g, LLVMValueRef *inputs, LLVMValueRef *scalars, LLV
     }
     val[i] = r;
   }
+  set_type(g, g->out_type);
+  size_t es = hl_jit_type_size(g->t);
   LLVMValueRef p = LLVMBuildGEP2(b, g->elem, out, &elem, 1, "");
   LLVMValueRef st = LLVMBuildStore(b, val[g->body->count - 1], p);
   if (stream) {
@@ -513,8 +735,8 @@ static void emit_copy(gen_t *g, LLVMValueRef *inputs, LLVMValueRef *scalars, LLV
   LLVMBasicBlockRef cont = LLVMAppendBasicBlockInContext(g->c, f, "cont");
   LLVMBuildCondBr(b, any, fix, cont);
   LLVMPositionBuilderAtEnd(b, fix);
-  LLVMValueRef args[4] = {g->fn_in, out, elem, g->fn_valid};
-  LLVMBuildCall2(b, g->exact_ty, g->exact_fn, args, 4, "");
+  LLVMValueRef args[5] = {g->fn_in, out, elem, g->fn_valid, g->fn_base};
+  LLVMBuildCall2(b, g->exact_ty, g->exact_fn, args, 5, "");
   LLVMBuildBr(b, cont);
   LLVMPositionBuilderAtEnd(b, cont);
 }
@@ -543,6 +765,7 @@ static void prologue(gen_t *g, LLVMValueRef in, LLVMValueRef valid, bool with_ma
     LLVMValueRef k = LLVMConstInt(i64, (unsigned long long)i, 0);
     inputs[i] = LLVMBuildLoad2(b, ptr, LLVMBuildGEP2(b, ptr, in, &k, 1, ""), "");
     if (body->input_scalar[i]) {
+      set_type(g, g->in_type[i]);
       LLVMValueRef s = LLVMBuildLoad2(b, g->elem, inputs[i], "");
       LLVMValueRef v =
           LLVMBuildInsertElement(b, LLVMGetUndef(g->vec), s, LLVMConstInt(i32, 0, 0), "");
@@ -566,8 +789,8 @@ static void prologue(gen_t *g, LLVMValueRef in, LLVMValueRef valid, bool with_ma
 static void emit_exact(gen_t *g, const char *name) {
   LLVMContextRef c = g->c;
   LLVMTypeRef ptr = LLVMPointerTypeInContext(c, 0), i64 = LLVMInt64TypeInContext(c);
-  LLVMTypeRef params[4] = {ptr, ptr, i64, i64};
-  g->exact_ty = LLVMFunctionType(LLVMVoidTypeInContext(c), params, 4, 0);
+  LLVMTypeRef params[5] = {ptr, ptr, i64, i64, i64};
+  g->exact_ty = LLVMFunctionType(LLVMVoidTypeInContext(c), params, 5, 0);
   LLVMValueRef f = LLVMAddFunction(g->m, name, g->exact_ty);
   LLVMSetLinkage(f, LLVMInternalLinkage);
   set_width_attributes(g, f);
@@ -580,6 +803,7 @@ static void emit_exact(gen_t *g, const char *name) {
   LLVMPositionBuilderAtEnd(g->b, LLVMAppendBasicBlockInContext(c, f, "entry"));
   LLVMValueRef inputs[HL_JIT_MAX_INPUTS], scalars[HL_JIT_MAX_INPUTS];
   prologue(g, LLVMGetParam(f, 0), LLVMGetParam(f, 3), true, inputs, scalars);
+  g->base = LLVMGetParam(f, 4);
   g->exact = true;
   emit_copy(g, inputs, scalars, LLVMGetParam(f, 1), LLVMGetParam(f, 2), false, g->val);
   g->exact = false;
@@ -590,9 +814,9 @@ static void emit_exact(gen_t *g, const char *name) {
 static void emit_function(gen_t *g, const char *name, int unroll, bool single, bool stream) {
   LLVMContextRef c = g->c;
   LLVMTypeRef ptr = LLVMPointerTypeInContext(c, 0), i64 = LLVMInt64TypeInContext(c);
-  LLVMTypeRef params[4] = {ptr, ptr, i64, i64};
+  LLVMTypeRef params[5] = {ptr, ptr, i64, i64, i64};
   LLVMValueRef f =
-      LLVMAddFunction(g->m, name, LLVMFunctionType(LLVMVoidTypeInContext(c), params, 4, 0));
+      LLVMAddFunction(g->m, name, LLVMFunctionType(LLVMVoidTypeInContext(c), params, 5, 0));
   set_width_attributes(g, f);
   LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(c, f, "entry");
   LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(c, f, "loop");
@@ -605,6 +829,7 @@ static void emit_function(gen_t *g, const char *name, int unroll, bool single, b
   prologue(g, in, valid, single, inputs, scalars);
   g->fn_in = in;
   g->fn_valid = valid;
+  g->fn_base = g->base = LLVMGetParam(f, 4);
   LLVMValueRef any = LLVMBuildICmp(b, LLVMIntSGT, nvec, LLVMConstInt(i64, 0, 0), "");
   LLVMBuildCondBr(b, any, loop, done);
   LLVMPositionBuilderAtEnd(b, loop);
@@ -760,21 +985,24 @@ static const char *compile(const hl_jit_body_t *body, const char *key, size_t ke
   if (!g_jit) return "no code generator";
   const char *why = hl_jit_body_check(body);
   if (why) return why;
-  gen_t g = {.body = body, .t = body->type};
-  g.is_float = hl_jit_type_is_float(body->type);
-  g.is_half = body->type == HL_JIT_BF16 || body->type == HL_JIT_F16;
-  g.is_signed = body->type >= HL_JIT_S8 && body->type <= HL_JIT_S64;
-  size_t es = hl_jit_type_size(body->type);
-  size_t compute = g.is_half ? 4 : es;
-  g.bits = (int)(8 * es);
-  bool calls = false, vector_calls = false;
+  gen_t g = {.body = body};
+  // Lanes: a vector of the widest type computed (16-bit types in f32), and
+  // whole 32-byte vectors for the routines (8 f32 / 4 f64 lanes).
+  size_t compute = 1;
+  int min_lanes = 1;
+  bool calls = false;
   for (int i = 0; i < body->count; i++) {
-    calls |= body->values[i].op == HL_JIT_CALL;
-    vector_calls |= body->values[i].op == HL_JIT_CALL && body->values[i].fn;
+    hl_jit_type_t t = hl_jit_value_type(body, i);
+    size_t es = t == HL_JIT_BF16 || t == HL_JIT_F16 ? 4 : hl_jit_type_size(t);
+    if (es > compute) compute = es;
+    if (!hl_jit_is_call(body->values[i].op)) continue;
+    calls = true;
+    if (body->values[i].fn && min_lanes < (int)(32 / es)) min_lanes = (int)(32 / es);
   }
-  int vb = g_vector_bytes;
-  if (vector_calls && vb < 32) vb = 32;  // the routines take 32-byte vectors
-  g.lanes = (int)((size_t)vb / compute);
+  for (int i = 0; i < body->input_count; i++) g.in_type[i] = hl_jit_input_type(body, i);
+  g.out_type = hl_jit_value_type(body, body->count - 1);
+  g.lanes = (int)((size_t)g_vector_bytes / compute);
+  if (g.lanes < min_lanes) g.lanes = min_lanes;
   if (g.lanes > 64) g.lanes = 64;
   // Copies per iteration: as many as keep every live value in a register.
   int live = max_live(body), unroll = 1;
@@ -785,7 +1013,7 @@ static const char *compile(const hl_jit_body_t *body, const char *key, size_t ke
   pthread_mutex_lock(&g_mu);
   for (int i = 0; i < body->count && !why; i++) {
     const hl_jit_value_t *v = &body->values[i];
-    if (v->op == HL_JIT_CALL && !define_symbol(v->fn_name, v->fn ? v->fn : v->scalar_fn))
+    if (hl_jit_is_call(v->op) && !define_symbol(v->fn_name, v->fn ? v->fn : v->scalar_fn))
       why = "a routine the JIT could not bind";
   }
   pthread_mutex_unlock(&g_mu);
@@ -837,22 +1065,16 @@ static LLVMMemoryBufferRef emit_object(gen_t *gp, const hl_jit_body_t *body, cha
   LLVMSetDataLayout(g.m, g_data_layout);
   LLVMSetTarget(g.m, g_triple);
   g.b = LLVMCreateBuilderInContext(g.c);
-  LLVMTypeRef elem_scalar;
-  if (g.is_half)
-    elem_scalar = LLVMInt16TypeInContext(g.c);
-  else if (body->type == HL_JIT_F32)
-    elem_scalar = LLVMFloatTypeInContext(g.c);
-  else if (body->type == HL_JIT_F64)
-    elem_scalar = LLVMDoubleTypeInContext(g.c);
-  else
-    elem_scalar = LLVMIntTypeInContext(g.c, (unsigned)g.bits);
-  g.elem = elem_scalar;
-  g.vec = LLVMVectorType(elem_scalar, (unsigned)g.lanes);
   g.f32v = LLVMVectorType(LLVMFloatTypeInContext(g.c), (unsigned)g.lanes);
   g.i32v = LLVMVectorType(LLVMInt32TypeInContext(g.c), (unsigned)g.lanes);
+  g.f64v = LLVMVectorType(LLVMDoubleTypeInContext(g.c), (unsigned)g.lanes);
+  g.i64v = LLVMVectorType(LLVMInt64TypeInContext(g.c), (unsigned)g.lanes);
+  set_type(&g, g.out_type);
   g.val = malloc(sizeof(LLVMValueRef) * (size_t)body->count);
   g.exact_fn = NULL;
-  if (g.is_float) emit_exact(&g, "exact");
+  // A NaN's bits matter only in a float result (into integers it converts
+  // to 0, into a compare it is a NaN whatever its bits).
+  if (hl_jit_type_is_float(g.out_type)) emit_exact(&g, "exact");
   emit_function(&g, names[0], unroll, false, false);
   emit_function(&g, names[1], 1, true, false);
   // Loops that call out have no streaming variant (stream = main): their
