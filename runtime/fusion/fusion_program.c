@@ -589,16 +589,18 @@ static void make_segments(hl_fusion_program_t *p, const hl_shape_t *xs, const bo
 //
 // Covered (jit_body.h): f32 / f64 / bf16 / f16 add, subtract, multiply,
 // divide, maximum, minimum, negate, abs, sqrt, floor, ceil (f32 also
-// rsqrt), and the transcendentals vmath runs (exp, log, tanh, ...: its SLEEF
-// routine called from the loop); integers of every width, signed and
-// unsigned: add, subtract, multiply, divide, remainder, maximum, minimum,
-// negate, abs, and, or, xor, not, the three shifts; compare (FLOAT for
-// floats, SIGNED / UNSIGNED as the integer type is) feeding select, and
-// reshape-like aliases. A covered node whose value leaves the covered set
-// (an output, or read by any other node) roots a region: one compiled loop
-// over the covered nodes only it reads, whose leaves (any other node; a
-// broadcast scalar is read as its one element) the interpreter evaluates as
-// before. Where a region does not compile, its nodes run interpreted.
+// rsqrt), and the transcendentals vmath runs (exp, log, tanh, pow, atan2,
+// ...: its SLEEF routine called from the loop); integers of every width,
+// signed and unsigned: add, subtract, multiply, divide, remainder, maximum,
+// minimum, negate, abs, and, or, xor, not, the three shifts; compare (FLOAT
+// for floats, SIGNED / UNSIGNED as the integer type is) feeding select;
+// converts between any two of those types; iota; and reshape-like aliases.
+// A covered node whose value leaves the covered set (an output, or read by
+// any other node) roots a region: one compiled loop over the covered nodes
+// only it reads, whose leaves (any other node) the interpreter evaluates as
+// before, except a broadcast scalar (read as its one element) and index
+// maps that repeat long rows (jit_row_leaf: read in place per row). Where a
+// region does not compile, its nodes run interpreted.
 //===----------------------------------------------------------------------===//
 
 // How the loop reads a leaf: its values over the block; one element (the

@@ -425,8 +425,216 @@ def test_cache_dir():
     return None
 
 
+# Converts (XLA's CPU semantics: float -> int truncates, saturates, NaN -> 0;
+# int -> int wraps; rounding once to nearest even), each a fusion
+# "c = D convert(x); d = D add(c, c)" so the convert feeds arithmetic in the
+# loop. (source, destination, NumPy dtype of each.)
+CONVERTS = [("f32", "s32"), ("f32", "u8"), ("f64", "s64"), ("f64", "u64"), ("f16", "s8"),
+            ("f16", "f64"), ("f64", "f16"), ("f32", "f16"), ("f64", "f32"), ("f32", "f64"),
+            ("s64", "f32"), ("u64", "f32"), ("u64", "f64"), ("s32", "u8"), ("s8", "u32"),
+            ("u8", "s64"), ("s16", "f16"), ("u32", "f32")]
+NP_TYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64, "s8": np.int8,
+            "s16": np.int16, "s32": np.int32, "s64": np.int64, "u8": np.uint8,
+            "u16": np.uint16, "u32": np.uint32, "u64": np.uint64}
+
+
+def convert_inputs(rng, t):
+    dt = NP_TYPES[t]
+    if t == "f16":
+        return rng.integers(0, 1 << 16, N, dtype=np.uint16).view(np.float16)
+    if t in ("f32", "f64"):
+        x = special_inputs(rng, dt)
+        big = (rng.choice([-1.0, 1.0], N) * np.ldexp(1.0, rng.integers(0, 70, N)) +
+               rng.integers(-2, 3, N)).astype(dt)
+        half = (rng.integers(-300, 300, N) + 0.5).astype(dt)
+        pick = rng.integers(0, 3, N)
+        return np.where(pick == 0, x, np.where(pick == 1, big, half)).astype(dt)
+    return int_inputs(rng, dt)
+
+
+def np_convert(x, t):
+    """x (a NumPy array) converted by XLA's CPU rules to type t."""
+    dt = NP_TYPES[t]
+    if np.issubdtype(dt, np.integer):
+        if np.issubdtype(x.dtype, np.integer):
+            return x.astype(dt)  # wraps
+        info = np.iinfo(dt)
+        d = np.trunc(x.astype(np.float64))
+        hi, lo = float(info.max) + 1.0, float(info.min)  # 2^bits(-1), exact in f64
+        safe = np.where(np.isnan(d) | (d >= hi) | (d < lo), 0, d)
+        r = safe.astype(dt)
+        r = np.where(d >= hi, info.max, r)
+        r = np.where(d < lo, info.min, r)
+        return np.where(np.isnan(d), 0, r).astype(dt)
+    if x.dtype == np.float16 and dt == np.float64:
+        return x.astype(np.float32).astype(np.float64)
+    return x.astype(dt)  # NumPy rounds once to nearest even (int64 -> f32 too)
+
+
+def np_bf16_round_trip(x):
+    """f32 -> bf16 (round to nearest even) -> f32."""
+    u = x.view(np.uint32).astype(np.uint64)
+    r = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16) << 16
+    return np.where(np.isnan(x), np.nan, r.astype(np.uint32).view(np.float32)).astype(np.float32)
+
+
+ROWS, COLS = 37, 256
+
+
+def test_converts_iota_rows_pow_numpy():
+    """Converts between float and integer types, iota, broadcast row / column
+    vectors and slices read per row, pow and atan2, each in a compiled loop
+    (the JIT's log counts them): the JIT, --no-fusion-jit and op by op agree
+    bit for bit, and the results match NumPy (exactly where the math is
+    exact; pow / atan2 / exponential within 4 ulp)."""
+    rng = np.random.default_rng(20261129)
+    texts, calls, roots, args, want = [], [], [], [], []  # want: (value, ulps or None)
+
+    def add_fusion(name, params, body, outs, expect):
+        k = len(texts)
+        lines = ["%s {" % name]
+        for i, (shape, value) in enumerate(params):
+            lines.append("  p%d = %s parameter(%d)" % (i, shape, i))
+            args.append(value)
+        lines += ["  " + b for b in body]
+        lines.append("  ROOT t = (%s) tuple(%s)" % (", ".join(s for s, _ in outs),
+                                                     ", ".join(v for _, v in outs)))
+        lines.append("}")
+        texts.append("\n".join(lines))
+        base = len(args) - len(params)
+        ops = ", ".join("a%d" % (base + i) for i in range(len(params)))
+        calls.append("  f%d = (%s) fusion(%s), kind=kLoop, calls=%s" %
+                     (k, ", ".join(s for s, _ in outs), ops, name))
+        for i, (shape, _) in enumerate(outs):
+            calls.append("  g%d_%d = %s get-tuple-element(f%d), index=%d" % (k, i, shape, k, i))
+            roots.append((shape, "g%d_%d" % (k, i)))
+        want.extend(expect)
+
+    with np.errstate(all="ignore"):
+        for src, dst in CONVERTS:
+            x = convert_inputs(rng, src)
+            c = np_convert(x, dst)
+            d = (c.astype(np.uint64) * 2).astype(NP_TYPES[dst]) \
+                if np.issubdtype(c.dtype, np.integer) else (c + c).astype(c.dtype)
+            add_fusion("conv_%s_%s" % (src, dst), [("%s[%d]" % (src, N), x)],
+                       ["c = %s[%d] convert(p0)" % (dst, N),
+                        "d = %s[%d] add(c, c)" % (dst, N)],
+                       [("%s[%d]" % (dst, N), "d")], [(d, 0)])
+        x = special_inputs(rng, np.float32)
+        add_fusion("conv_bf16", [("f32[%d]" % N, x)],
+                   ["b = bf16[%d] convert(p0)" % N, "f = f32[%d] convert(b)" % N,
+                    "m = f32[%d] multiply(f, p0)" % N],
+                   [("f32[%d]" % N, "m")], [(np_bf16_round_trip(x) * x, 0)])
+        # iota along each dimension, as f32 and as s32 into f64.
+        xr = rng.standard_normal((ROWS, COLS)).astype(np.float32)
+        sh = "[%d,%d]" % (ROWS, COLS)
+        add_fusion("iota", [("f32" + sh, xr)],
+                   ["i1 = s32%s iota(), iota_dimension=1" % sh,
+                    "c1 = f32%s convert(i1)" % sh,
+                    "a = f32%s add(p0, c1)" % sh,
+                    "i0 = f64%s iota(), iota_dimension=0" % sh,
+                    "b = f64%s convert(p0)" % sh,
+                    "m = f64%s multiply(b, i0)" % sh],
+                   [("f32" + sh, "a"), ("f64" + sh, "m")],
+                   [(xr + np.arange(COLS, dtype=np.float32)[None, :], 0),
+                    (xr.astype(np.float64) * np.arange(ROWS, dtype=np.float64)[:, None], 0)])
+        # Softmax's and layer norm's broadcasts: x - max per row, exp, / sum
+        # per row; x * scale per row + bias per column; a slice of columns.
+        mx = xr.max(axis=1)
+        sm = np.exp(xr - mx[:, None]).sum(axis=1).astype(np.float32)
+        scale = rng.uniform(0.5, 2, ROWS).astype(np.float32)
+        bias = rng.standard_normal(COLS).astype(np.float32)
+        wide = rng.standard_normal((ROWS, COLS + 9)).astype(np.float32)
+        add_fusion("rows", [("f32" + sh, xr), ("f32[%d]" % ROWS, mx), ("f32[%d]" % ROWS, sm),
+                            ("f32[%d]" % ROWS, scale), ("f32[%d]" % COLS, bias),
+                            ("f32[%d,%d]" % (ROWS, COLS + 9), wide)],
+                   ["bm = f32%s broadcast(p1), dimensions={0}" % sh,
+                    "bs = f32%s broadcast(p2), dimensions={0}" % sh,
+                    "sc = f32%s broadcast(p3), dimensions={0}" % sh,
+                    "bb = f32%s broadcast(p4), dimensions={1}" % sh,
+                    "sl = f32%s slice(p5), slice={[0:%d], [5:%d]}" % (sh, ROWS, COLS + 5),
+                    "d = f32%s subtract(p0, bm)" % sh,
+                    "e = f32%s exponential(d)" % sh,
+                    "s = f32%s divide(e, bs)" % sh,
+                    "m = f32%s multiply(p0, sc)" % sh,
+                    "a = f32%s add(m, bb)" % sh,
+                    "z = f32%s add(a, sl)" % sh],
+                   [("f32" + sh, "s"), ("f32" + sh, "z")],
+                   [(np.exp(xr - mx[:, None]) / sm[:, None], 4),
+                    ((xr * scale[:, None] + bias[None, :]) + wide[:, 5:COLS + 5], 0)])
+        # pow and atan2 (f32 and f64).
+        for t, dt in (("f32", np.float32), ("f64", np.float64)):
+            b = np.abs(rng.standard_normal(N) * 4).astype(dt)
+            e = (rng.standard_normal(N) * 3).astype(dt)
+            add_fusion("pow_%s" % t, [("%s[%d]" % (t, N), b), ("%s[%d]" % (t, N), e)],
+                       ["p = %s[%d] power(p0, p1)" % (t, N),
+                        "q = %s[%d] atan2(p1, p0)" % (t, N),
+                        "s = %s[%d] add(p, p)" % (t, N)],
+                       [("%s[%d]" % (t, N), "s"), ("%s[%d]" % (t, N), "q")],
+                       [(np.power(b, e) * 2, 4), (np.arctan2(e, b), 4)])
+    entry = ["ENTRY main {"]
+    for i, v in enumerate(args):
+        name = [k for k, d in NP_TYPES.items() if np.dtype(d) == v.dtype][0]
+        entry.append("  a%d = %s%s parameter(%d)" % (
+            i, name, "[%s]" % ",".join(str(d) for d in v.shape), i))
+    entry += calls
+    entry.append("  ROOT r = (%s) tuple(%s)" % (", ".join(s for s, _ in roots),
+                                                 ", ".join(n for _, n in roots)))
+    entry.append("}")
+    text = "HloModule fusion_jit_conv\n" + "\n\n".join(texts) + "\n\n" + "\n".join(entry) + "\n"
+    logged = dict(os.environ, HL_FUSION_JIT_LOG="1")
+    modes = [("jit", ("--no-fusion-pass",), logged),
+             ("no_jit", ("--no-fusion-pass", "--no-fusion-jit"), None),
+             ("op_by_op", ("--no-fusion-pass", "--no-fusion-blocking"), None)]
+    with tempdir("fusion-jit-conv") as d:
+        prog = os.path.join(d, "p.hlo")
+        with open(prog, "w") as f:
+            f.write(text)
+        write_args(os.path.join(d, "args"), args)
+        outs = {}
+        for name, extra, env in modes:
+            out = os.path.join(d, "out_" + name)
+            res = launch(prog, replicas=2, args_dir=os.path.join(d, "args"), output_dir=out,
+                         extra=extra, env=env)
+            if res.returncode != 0 or res.timed_out:
+                return "%s: %s" % (name, res.describe())
+            if name == "jit" and "Fusion JIT: LLVM" in run([res.argv[0], "--version"]).stdout:
+                compiled = res.stderr.count(": compiled (")
+                if compiled < 2 * len(texts):  # per rank, a loop per fusion at least
+                    return "jit: %d compiled loops logged for %d fusions\n%s" % (
+                        compiled, len(texts), res.stderr[-2000:])
+            outs[name] = [read_outputs(out, r, 0, len(want)) for r in range(2)]
+        for r in range(2):
+            for j, (w, ulps) in enumerate(want):
+                ref = outs["op_by_op"][r][j]
+                for name in ("jit", "no_jit"):
+                    if not same_bits(outs[name][r][j], ref):
+                        return "%s: rank %d result %d (%s) differs from op by op" % (
+                            name, r, j, roots[j][1])
+                got, w = outs["jit"][r][j], np.asarray(w)
+                if got.dtype != w.dtype or got.shape != w.shape:
+                    return "result %d: %s%s, NumPy %s%s" % (j, got.dtype, got.shape,
+                                                           w.dtype, w.shape)
+                if np.issubdtype(got.dtype, np.integer):
+                    ok = np.array_equal(got, w)
+                elif ulps == 0:
+                    ok = matches_numpy(got, w)
+                else:
+                    nan = np.isnan(w)
+                    ok = np.array_equal(np.isnan(got), nan) and np.all(
+                        np.abs(got[~nan] - w[~nan]) <=
+                        ulps * np.spacing(np.abs(w[~nan]).astype(w.dtype)) + np.finfo(w.dtype).tiny)
+                if not ok:
+                    bad = np.nonzero(~((got == w) | (np.isnan(got) & np.isnan(w))))
+                    i = tuple(a[0] for a in bad)
+                    return "rank %d result %d (%s, %s) differs from NumPy at %s: %r vs %r" % (
+                        r, j, got.dtype, roots[j][1], i, got[i], w[i])
+    return None
+
+
 if __name__ == "__main__":
     require_binaries("hlo-launch")
     main([("jit_modes_bitwise_and_numpy", test_jit_modes_bitwise_and_numpy),
           ("integer_and_f16_bitwise_and_numpy", test_integer_and_f16_bitwise_and_numpy),
+          ("converts_iota_rows_pow_numpy", test_converts_iota_rows_pow_numpy),
           ("cache_dir", test_cache_dir)])

@@ -491,17 +491,22 @@ static LLVMValueRef int_op(gen_t *g, const hl_jit_value_t *v, LLVMValueRef a, LL
   }
 }
 
+// A compare of the current type (EQ, NE, LT, LE, GT, GE): floats IEEE,
+// false with a NaN operand except NE (16-bit types compared in f32);
+// integers signed or unsigned as the type is.
 static LLVMValueRef compare(gen_t *g, hl_jit_op_t op, LLVMValueRef a, LLVMValueRef c) {
   static const LLVMRealPredicate kReal[] = {LLVMRealOEQ, LLVMRealUNE, LLVMRealOLT,
                                             LLVMRealOLE, LLVMRealOGT, LLVMRealOGE};
-  static const LLVMIntPredicate kSigned[] = {LLVMIntEQ,  LLVMIntNE,  LLVMIntSLT,
-                                             LLVMIntSLE, LLVMIntSGT, LLVMIntSGE};
-  static const LLVMIntPredicate kUnsigned[] = {LLVMIntEQ,  LLVMIntNE,  LLVMIntULT,
-                                               LLVMIntULE, LLVMIntUGT, LLVMIntUGE};
+  static const LLVMIntPredicate kInt[2][6] = {
+      {LLVMIntEQ, LLVMIntNE, LLVMIntULT, LLVMIntULE, LLVMIntUGT, LLVMIntUGE},
+      {LLVMIntEQ, LLVMIntNE, LLVMIntSLT, LLVMIntSLE, LLVMIntSGT, LLVMIntSGE}};
   int k = (int)(op - HL_JIT_CMP_EQ);
-  if (g->is_half) return LLVMBuildFCmp(g->b, kReal[k], widen(g, a), widen(g, c), "");
-  if (g->is_float) return LLVMBuildFCmp(g->b, kReal[k], a, c, "");
-  return LLVMBuildICmp(g->b, g->is_signed ? kSigned[k] : kUnsigned[k], a, c, "");
+  if (!g->is_float) return LLVMBuildICmp(g->b, kInt[g->is_signed][k], a, c, "");
+  if (g->is_half) {
+    a = widen(g, a);
+    c = widen(g, c);
+  }
+  return LLVMBuildFCmp(g->b, kReal[k], a, c, "");
 }
 
 //===----------------------------------------------------------------------===//
