@@ -538,10 +538,12 @@ static LLVMValueRef int64_to_f64_sticky(gen_t *g, LLVMValueRef x, bool is_signed
                                        LLVMBuildSub(b, ci(g, v, 11), lz, ""), LLVMConstNull(v), "");
   LLVMValueRef low_mask = LLVMBuildSub(b, LLVMBuildShl(b, ci(g, v, 1), shift, ""), ci(g, v, 1), "");
   LLVMValueRef sticky = LLVMBuildZExt(
-      b, LLVMBuildICmp(b, LLVMIntNE, LLVMBuildAnd(b, u, low_mask, ""), LLVMConstNull(v), ""), v, "");
+      b, LLVMBuildICmp(b, LLVMIntNE, LLVMBuildAnd(b, u, low_mask, ""), LLVMConstNull(v), ""), v,
+      "");
   LLVMValueRef kept = LLVMBuildOr(b, LLVMBuildLShr(b, u, shift, ""), sticky, "");
   LLVMValueRef scale = LLVMBuildBitCast(
-      b, LLVMBuildShl(b, LLVMBuildAdd(b, shift, ci(g, v, 1023), ""), ci(g, v, 52), ""), g->f64v, "");
+      b, LLVMBuildShl(b, LLVMBuildAdd(b, shift, ci(g, v, 1023), ""), ci(g, v, 52), ""), g->f64v,
+      "");
   LLVMValueRef d = LLVMBuildFMul(b, LLVMBuildUIToFP(b, kept, g->f64v, ""), scale, "");  // exact
   return neg ? LLVMBuildSelect(b, neg, LLVMBuildFNeg(b, d, ""), d, "") : d;
 }
@@ -564,22 +566,23 @@ static LLVMValueRef f64_to_half(gen_t *g, LLVMValueRef d, hl_jit_type_t t) {
   LLVMValueRef e = LLVMBuildSub(b, LLVMBuildLShr(b, a, ci(g, v, 52), ""), ci(g, v, 1023), "");
   LLVMValueRef tiny = LLVMBuildICmp(b, LLVMIntSLT, e, ci(g, v, (unsigned long long)(1 - bias)), "");
   // Subnormal results: scaled by a power of two (exact), rounded to an integer.
-  LLVMValueRef scaled =
-      LLVMBuildFMul(b, LLVMBuildBitCast(b, a, g->f64v, ""), cf(g, g->f64v, ldexp(1.0, bias - 1 + man)), "");
+  LLVMValueRef scaled = LLVMBuildFMul(b, LLVMBuildBitCast(b, a, g->f64v, ""),
+                                      cf(g, g->f64v, ldexp(1.0, bias - 1 + man)), "");
   LLVMValueRef sub = LLVMBuildFPToUI(b, intrinsic(g, "llvm.rint", scaled), v, "");
   int shift = 52 - man;
   LLVMValueRef m = LLVMBuildLShr(b, a, ci(g, v, (unsigned long long)shift), "");
   LLVMValueRef rem = LLVMBuildAnd(b, a, ci(g, v, (1ull << shift) - 1), "");
   LLVMValueRef half = ci(g, v, 1ull << (shift - 1));
-  LLVMValueRef odd = LLVMBuildICmp(b, LLVMIntNE, LLVMBuildAnd(b, m, ci(g, v, 1), ""), LLVMConstNull(v), "");
-  LLVMValueRef up = LLVMBuildOr(
-      b, LLVMBuildICmp(b, LLVMIntUGT, rem, half, ""),
-      LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntEQ, rem, half, ""), odd, ""), "");
+  LLVMValueRef odd =
+      LLVMBuildICmp(b, LLVMIntNE, LLVMBuildAnd(b, m, ci(g, v, 1), ""), LLVMConstNull(v), "");
+  LLVMValueRef up =
+      LLVMBuildOr(b, LLVMBuildICmp(b, LLVMIntUGT, rem, half, ""),
+                  LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntEQ, rem, half, ""), odd, ""), "");
   m = LLVMBuildAdd(b, m, LLVMBuildZExt(b, up, v, ""), "");
   LLVMValueRef r = LLVMBuildSub(b, m, ci(g, v, (unsigned long long)(1023 - bias) << man), "");
-  LLVMValueRef over = LLVMBuildOr(
-      b, LLVMBuildICmp(b, LLVMIntSGT, e, ci(g, v, (unsigned long long)bias), ""),
-      LLVMBuildICmp(b, LLVMIntUGE, r, ci(g, v, exp_all), ""), "");
+  LLVMValueRef over =
+      LLVMBuildOr(b, LLVMBuildICmp(b, LLVMIntSGT, e, ci(g, v, (unsigned long long)bias), ""),
+                  LLVMBuildICmp(b, LLVMIntUGE, r, ci(g, v, exp_all), ""), "");
   LLVMValueRef mag = LLVMBuildSelect(
       b, infnan, special,
       LLVMBuildSelect(b, tiny, sub, LLVMBuildSelect(b, over, ci(g, v, exp_all), r, ""), ""), "");
@@ -594,8 +597,10 @@ static LLVMValueRef f32_to_f64(gen_t *g, LLVMValueRef x) {
   LLVMValueRef r = LLVMBuildFPExt(b, x, g->f64v, "");
   if (!g->exact) return r;
   LLVMValueRef u = LLVMBuildZExt(b, LLVMBuildBitCast(b, x, g->i32v, ""), g->i64v, "");
-  LLVMValueRef sign = LLVMBuildShl(b, LLVMBuildLShr(b, u, ci(g, g->i64v, 31), ""), ci(g, g->i64v, 63), "");
-  LLVMValueRef pay = LLVMBuildShl(b, LLVMBuildAnd(b, u, ci(g, g->i64v, 0x7fffff), ""), ci(g, g->i64v, 29), "");
+  LLVMValueRef sign =
+      LLVMBuildShl(b, LLVMBuildLShr(b, u, ci(g, g->i64v, 31), ""), ci(g, g->i64v, 63), "");
+  LLVMValueRef pay =
+      LLVMBuildShl(b, LLVMBuildAnd(b, u, ci(g, g->i64v, 0x7fffff), ""), ci(g, g->i64v, 29), "");
   LLVMValueRef bits =
       LLVMBuildOr(b, LLVMBuildOr(b, sign, ci(g, g->i64v, 0x7ff8000000000000ull), ""), pay, "");
   return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, x, x, ""),
@@ -607,10 +612,13 @@ static LLVMValueRef f64_to_f32(gen_t *g, LLVMValueRef x) {
   LLVMValueRef r = LLVMBuildFPTrunc(b, x, g->f32v, "");
   if (!g->exact) return r;
   LLVMValueRef u = LLVMBuildBitCast(b, x, g->i64v, "");
-  LLVMValueRef sign = LLVMBuildShl(b, LLVMBuildLShr(b, u, ci(g, g->i64v, 63), ""), ci(g, g->i64v, 31), "");
-  LLVMValueRef pay = LLVMBuildAnd(b, LLVMBuildLShr(b, u, ci(g, g->i64v, 29), ""), ci(g, g->i64v, 0x7fffff), "");
+  LLVMValueRef sign =
+      LLVMBuildShl(b, LLVMBuildLShr(b, u, ci(g, g->i64v, 63), ""), ci(g, g->i64v, 31), "");
+  LLVMValueRef pay =
+      LLVMBuildAnd(b, LLVMBuildLShr(b, u, ci(g, g->i64v, 29), ""), ci(g, g->i64v, 0x7fffff), "");
   LLVMValueRef bits = LLVMBuildTrunc(
-      b, LLVMBuildOr(b, LLVMBuildOr(b, sign, ci(g, g->i64v, 0x7fc00000), ""), pay, ""), g->i32v, "");
+      b, LLVMBuildOr(b, LLVMBuildOr(b, sign, ci(g, g->i64v, 0x7fc00000), ""), pay, ""), g->i32v,
+      "");
   return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, x, x, ""),
                          LLVMBuildBitCast(b, bits, g->f32v, ""), r, "");
 }
