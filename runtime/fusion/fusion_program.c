@@ -594,7 +594,8 @@ static void make_segments(hl_fusion_program_t *p, const hl_shape_t *xs, const bo
 // signed and unsigned: add, subtract, multiply, divide, remainder, maximum,
 // minimum, negate, abs, and, or, xor, not, the three shifts; compare (FLOAT
 // for floats, SIGNED / UNSIGNED as the integer type is) feeding select;
-// converts between any two of those types; iota; and reshape-like aliases.
+// clamp (a bound given as one element read once); converts between any two
+// of those types; iota; and reshape-like aliases.
 // A covered node whose value leaves the covered set (an output, or read by
 // any other node) roots a region: one compiled loop over the covered nodes
 // only it reads, whose leaves (any other node) the interpreter evaluates as
@@ -739,6 +740,7 @@ static bool jit_covers(const node_t *n, hl_jit_value_t *v, hl_jit_type_t *type, 
       v->op = HL_JIT_CONVERT;
       return jit_type_of(n->in_dtype, &from);
     }
+    case K_CLAMP: v->op = HL_JIT_CLAMP; return true;
     case K_IOTA:
       v->op = HL_JIT_IOTA;
       v->iota_size = n->iota_size;
@@ -802,6 +804,25 @@ static int jit_push(jit_builder_t *b, hl_jit_value_t v) {
   return b->body.count++;
 }
 
+// A clamp's bound given as one element (node k of rank 0): an input read
+// once, as the interpreter reads it.
+static int jit_scalar_leaf(jit_builder_t *b, int k) {
+  jit_region_t *r = b->region;
+  if (r->leaf_count == HL_JIT_MAX_INPUTS) {
+    b->full = true;
+    return 0;
+  }
+  hl_jit_type_t t = HL_JIT_BODY_TYPE;
+  jit_type_of(b->p->nodes[k].dtype, &t);
+  int i = r->leaf_count++;
+  r->leaf[i] = k;
+  r->scalar[i] = true;
+  r->kind[i] = LEAF_SCALAR;
+  b->body.input_scalar[i] = true;
+  b->body.input_count = r->leaf_count;
+  return jit_push(b, (hl_jit_value_t){.op = HL_JIT_BROADCAST, .a = i, .type = t});
+}
+
 // Values in operand-first order, so a leaf is read just before its first use.
 static int jit_build(jit_builder_t *b, int k) {
   if (b->value_of[k] >= 0 || b->full) return b->value_of[k] >= 0 ? b->value_of[k] : 0;
@@ -812,7 +833,9 @@ static int jit_build(jit_builder_t *b, int k) {
       v = jit_build(b, n->ops[0]);
     } else {
       int o[3] = {0, 0, 0};
-      for (int i = 0; i < n->nops; i++) o[i] = jit_build(b, n->ops[i]);
+      for (int i = 0; i < n->nops; i++)
+        o[i] = n->kind == K_CLAMP && n->scalar_op[i] ? jit_scalar_leaf(b, n->ops[i])
+                                                     : jit_build(b, n->ops[i]);
       hl_jit_value_t x = b->tmpl[k];
       x.type = b->type[k];
       x.a = o[0];
@@ -882,7 +905,8 @@ static hl_status_t plan_jit_regions(hl_fusion_program_t *p) {
       for (int i = 0; i < n->nops; i++) {
         int o = n->ops[i];
         bool mask_edge = n->kind == K_SELECT && i == 0;
-        if (!covered[u] || jit_operand_type(n, type, u) != type[o] ||
+        bool scalar_edge = n->kind == K_CLAMP && n->scalar_op[i];  // read as one element
+        if (!covered[u] || scalar_edge || jit_operand_type(n, type, u) != type[o] ||
             mask_edge != (p->nodes[o].kind == K_COMPARE))
           leaves[o] = true;
       }

@@ -483,7 +483,7 @@ ROWS, COLS = 37, 256
 
 def test_converts_iota_rows_pow_numpy():
     """Converts between float and integer types, iota, broadcast row / column
-    vectors and slices read per row, pow and atan2, each in a compiled loop
+    vectors and slices read per row, clamp, pow and atan2, each in a compiled loop
     (the JIT's log counts them): the JIT, --no-fusion-jit and op by op agree
     bit for bit, and the results match NumPy (exactly where the math is
     exact; pow / atan2 / exponential within 4 ulp)."""
@@ -562,6 +562,19 @@ def test_converts_iota_rows_pow_numpy():
                    [("f32" + sh, "s"), ("f32" + sh, "z")],
                    [(np.exp(xr - mx[:, None]) / sm[:, None], 4),
                     ((xr * scale[:, None] + bias[None, :]) + wide[:, 5:COLS + 5], 0)])
+        # clamp: a scalar lower bound, an array upper bound (f32 with NaN and
+        # signed zeros; s32 and u16 exactly).
+        for t, dt in (("f32", np.float32), ("s32", np.int32), ("u16", np.uint16)):
+            x = special_inputs(rng, dt) if t == "f32" else int_inputs(rng, dt)
+            hi = special_inputs(rng, dt) if t == "f32" else int_inputs(rng, dt)
+            lo = np.asarray(x[:1] if t != "f32" else dt(-1.5), dt).reshape(())
+            add_fusion("clamp_%s" % t, [("%s[%d]" % (t, N), x), ("%s[]" % t, lo),
+                                        ("%s[%d]" % (t, N), hi)],
+                       ["c = %s[%d] clamp(p1, p0, p2)" % (t, N),
+                        "m = %s[%d] maximum(c, p2)" % (t, N)],
+                       [("%s[%d]" % (t, N), "m")],
+                       [(np_max(np_min(np_max(x, lo), hi), hi) if t == "f32" else
+                         np.maximum(np.minimum(np.maximum(x, lo), hi), hi).astype(dt), 0)])
         # pow and atan2 (f32 and f64).
         for t, dt in (("f32", np.float32), ("f64", np.float64)):
             b = np.abs(rng.standard_normal(N) * 4).astype(dt)

@@ -678,6 +678,7 @@ static void test_float_programs(void) {
   for (int i = 0; i < 4; i++) check_program(kBinaryCalls, kNames[i], kTypes[i], 2001 + 3 * i);
 }
 
+
 // Values a convert must get right: every bit pattern of the 16-bit floats;
 // for f32 / f64 random bit patterns (NaN payloads, huge and tiny
 // magnitudes), powers of two and their neighbours (integer saturation
@@ -913,6 +914,46 @@ static void test_row_leaf_programs(void) {
   }
 }
 
+// clamp with bounds of the operand's shape and as one element (a rank-0
+// parameter, a rank-0 value computed in the fusion), every type: NaN
+// operands and bounds, signed zeros, unsigned extremes.
+static void test_clamp_programs(void) {
+  static const char kTemplate[] =
+      "HloModule jit_clamp\n"
+      "fused {\n"
+      "  x = T[N] parameter(0)\n"
+      "  y = T[N] parameter(1)\n"
+      "  lo = T[] parameter(2)\n"
+      "  hi0 = T[] parameter(3)\n"
+      "  hi = T[] negate(hi0)\n"
+      "  a = T[N] add(x, y)\n"
+      "  c1 = T[N] clamp(y, a, x)\n"
+      "  c2 = T[N] clamp(lo, c1, hi)\n"
+      "  c3 = T[N] clamp(lo, a, y)\n"
+      "  c4 = T[N] clamp(y, x, hi)\n"
+      "  s = T[N] subtract(c2, c3)\n"
+      "  ROOT t = (T[N], T[N]) tuple(s, c4)\n"
+      "}\n"
+      "ENTRY main {\n  x = T[N] parameter(0)\n  y = T[N] parameter(1)\n"
+      "  lo = T[] parameter(2)\n  hi = T[] parameter(3)\n"
+      "  ROOT f = (T[N], T[N]) fusion(x, y, lo, hi), kind=kLoop, calls=fused\n}\n";
+  for (int t = 0; t < 12; t++) {
+    int64_t n = 1500 + 11 * t;
+    char text[4096];
+    instantiate(kTemplate, kAllNames[t], n, text, sizeof text);
+    for (int round = 0; round < 3; round++) {
+      hl_literal_t *args[4] = {random_convert_input(kAllTypes[t], n),
+                               random_convert_input(kAllTypes[t], n),
+                               random_convert_input(kAllTypes[t], 1),
+                               random_convert_input(kAllTypes[t], 1)};
+      char what[64];
+      snprintf(what, sizeof what, "clamp %s", kAllNames[t]);
+      check_on_off(text, args, 4, kAllTypes[t], n, what);
+      for (int i = 0; i < 4; i++) hl_literal_release(args[i]);
+    }
+  }
+}
+
 // Compiled in the background: the program runs interpreted until its loops
 // are ready, then compiled, with the same bits throughout.
 static void test_background_compile(void) {
@@ -972,6 +1013,7 @@ static CU_TestInfo tests[] = {
     {"convert_programs", test_convert_programs},
     {"iota_programs", test_iota_programs},
     {"row_leaf_programs", test_row_leaf_programs},
+    {"clamp_programs", test_clamp_programs},
     {"background_compile", test_background_compile},
     CU_TEST_INFO_NULL,
 };

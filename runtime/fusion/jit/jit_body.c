@@ -61,6 +61,7 @@ int hl_jit_arity(hl_jit_op_t op) {
     case HL_JIT_CONVERT:
       return 1;
     case HL_JIT_SELECT:
+    case HL_JIT_CLAMP:
       return 3;
     default:
       return 2;

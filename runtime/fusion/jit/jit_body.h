@@ -96,6 +96,11 @@ typedef enum hl_jit_op {
   HL_JIT_IOTA,
   // A vmath routine of two arguments (a, b), as HL_JIT_CALL: pow, atan2.
   HL_JIT_CALL2,
+  // clamp(a = min, b = operand, c = max) = minimum(maximum(b, a), c) with
+  // XLA's maximum / minimum, as compare_select.c computes it: floats through
+  // double, so an f32 NaN result is quieted (16-bit types: their canonical
+  // NaN); integers signed or unsigned by the type.
+  HL_JIT_CLAMP,
   HL_JIT_OP_COUNT_
 } hl_jit_op_t;
 

@@ -690,6 +690,27 @@ static LLVMValueRef iota(gen_t *g, const hl_jit_value_t *v, LLVMValueRef elem) {
   return g->bits < 64 ? LLVMBuildTrunc(b, idx, g->vec, "") : idx;
 }
 
+// clamp(lo, x, hi) of the current type (jit_body.h).
+static LLVMValueRef clamp(gen_t *g, LLVMValueRef lo, LLVMValueRef x, LLVMValueRef hi) {
+  LLVMBuilderRef b = g->b;
+  if (!g->is_float) {
+    hl_jit_value_t op = {.op = HL_JIT_MAX};
+    LLVMValueRef r = int_op(g, &op, x, lo);
+    op.op = HL_JIT_MIN;
+    return int_op(g, &op, r, hi);
+  }
+  if (g->is_half)
+    return narrow(g, float_minmax(g, float_minmax(g, widen(g, x), widen(g, lo), true),
+                                  widen(g, hi), false));
+  LLVMValueRef r = float_minmax(g, float_minmax(g, x, lo, true), hi, false);
+  if (g->t != HL_JIT_F32) return r;
+  // The kernel's f32 -> double -> f32 quiets a NaN.
+  LLVMValueRef quiet =
+      LLVMBuildOr(b, LLVMBuildBitCast(b, r, g->i32v, ""), ci(g, g->i32v, 0x00400000u), "");
+  return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, r, r, ""),
+                         LLVMBuildBitCast(b, quiet, g->f32v, ""), r, "");
+}
+
 // One copy of the body at element offset `elem` (i64), stored to out.
 static void emit_copy(gen_t *g, LLVMValueRef *inputs, LLVMValueRef *scalars, LLVMValueRef out,
                       LLVMValueRef elem, bool stream, LLVMValueRef *val) {
@@ -708,6 +729,8 @@ static void emit_copy(gen_t *g, LLVMValueRef *inputs, LLVMValueRef *scalars, LLV
       r = convert(g, hl_jit_value_type(g->body, v->a), g->t, a);
     } else if (v->op == HL_JIT_IOTA) {
       r = iota(g, v, elem);
+    } else if (v->op == HL_JIT_CLAMP) {
+      r = clamp(g, a, c, val[v->c]);
     } else if (v->op == HL_JIT_BROADCAST) {
       r = scalars[v->a];
     } else if (v->op == HL_JIT_SELECT) {
