@@ -965,6 +965,7 @@ static void release(const hl_fusion_program_t *p, workspace_t *w, int k, const v
 
 static void map_indices(const node_t *n, int64_t start, const int64_t *idx, int64_t m,
                         int64_t *oi);
+static void *arena_alloc(workspace_t *w, size_t bytes);
 
 // Whether the region's loop runs this block: pieces of rows keep the
 // vector routines' lane groups only from a block start on a group.
@@ -985,8 +986,21 @@ static void jit_region_run(const hl_fusion_program_t *p, workspace_t *w, const v
   if (!r->row_len) {
     hl_jit_kernel_run_at(r->kernel, in, y, m, start, stream);
   } else {
+    // Column leaves: their operand at every piece's first element, evaluated
+    // at once (as map_runs does: a row reduce read back folds the block's
+    // rows once, its input memoized over the block).
+    int64_t first = start % r->row_len, pieces = (first + m + r->row_len - 1) / r->row_len;
+    int64_t *heads = arena_alloc(w, (size_t)pieces * sizeof(int64_t));
+    int64_t *at_op = arena_alloc(w, (size_t)pieces * sizeof(int64_t));
+    for (int64_t j = 0; j < pieces; j++) heads[j] = j == 0 ? start : start - first + j * r->row_len;
+    for (int i = 0; i < r->leaf_count; i++) {
+      if (r->kind[i] != LEAF_COL) continue;
+      const node_t *n = &p->nodes[r->leaf[i]];
+      map_indices(n, 0, heads, pieces, at_op);
+      in[i] = eval(p, w, params, n->ops[0], 0, at_op, pieces);
+    }
     const void *piece[HL_JIT_MAX_INPUTS];
-    for (int64_t done = 0; done < m;) {
+    for (int64_t done = 0, j = 0; done < m; j++) {
       int64_t at = start + done, len = r->row_len - at % r->row_len;
       if (len > m - done) len = m - done;
       for (int i = 0; i < r->leaf_count; i++) {
@@ -995,18 +1009,22 @@ static void jit_region_run(const hl_fusion_program_t *p, workspace_t *w, const v
           piece[i] = in[i];
         } else if (r->kind[i] == LEAF_BLOCK) {
           piece[i] = (const char *)in[i] + (size_t)done * n->es;
+        } else if (r->kind[i] == LEAF_COL) {
+          piece[i] = (const char *)in[i] + (size_t)j * n->es;
         } else {
           int64_t head;  // the operand element at the piece's first element
           map_indices(n, 0, &at, 1, &head);
-          piece[i] = eval(p, w, params, n->ops[0], head, NULL, r->kind[i] == LEAF_ROW ? len : 1);
+          piece[i] = eval(p, w, params, n->ops[0], head, NULL, len);
         }
       }
       hl_jit_kernel_run_at(r->kernel, piece, (char *)y + (size_t)done * es, len, at, stream);
       done += len;
     }
   }
-  for (int i = 0; i < r->leaf_count; i++)
-    if (r->kind[i] == LEAF_BLOCK) release(p, w, r->leaf[i], in[i], m);
+  // The leaves' buffers are not handed back to the arena here: with row
+  // reduces read back in the block (fusion_rows.h) a layer norm on rows of
+  // 32 got a live leaf's buffer reused (wrong bits against --no-fusion-jit);
+  // the interpreter's own element-wise paths still release theirs.
 }
 
 int hl_fusion_program_jit_regions(const hl_fusion_program_t *p) {

@@ -954,6 +954,58 @@ static void test_clamp_programs(void) {
   }
 }
 
+// A layer norm with its row reduces read back inside the fusion
+// (fusion_rows.h), rows short enough that the broadcasts are materialized
+// (32) and long enough to be read per row (256): JIT on and off agree.
+static void test_row_reduce_programs(void) {
+  static const char kTemplate[] =
+      "HloModule jit_row_reduce\n"
+      "add_f32 {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"
+      "  ROOT s = f32[] add(a, b)\n}\n"
+      "fused {\n"
+      "  x = f32[R,C] parameter(0)\n"
+      "  g = f32[C] parameter(1)\n"
+      "  zero = f32[] constant(0)\n"
+      "  n = f32[] constant(7)\n"
+      "  nb = f32[R] broadcast(n), dimensions={}\n"
+      "  s1 = f32[R] reduce(x, zero), dimensions={1}, to_apply=add_f32\n"
+      "  mean = f32[R] divide(s1, nb)\n"
+      "  mb = f32[R,C] broadcast(mean), dimensions={0}\n"
+      "  xc = f32[R,C] subtract(x, mb)\n"
+      "  sq = f32[R,C] multiply(xc, xc)\n"
+      "  s2 = f32[R] reduce(sq, zero), dimensions={1}, to_apply=add_f32\n"
+      "  var = f32[R] divide(s2, nb)\n"
+      "  rs = f32[R] rsqrt(var)\n"
+      "  rb = f32[R,C] broadcast(rs), dimensions={0}\n"
+      "  y = f32[R,C] multiply(xc, rb)\n"
+      "  gb = f32[R,C] broadcast(g), dimensions={1}\n"
+      "  out = f32[R,C] multiply(y, gb)\n"
+      "  ROOT t = (f32[R,C], f32[R,C]) tuple(out, y)\n"
+      "}\n"
+      "ENTRY main {\n  x = f32[R,C] parameter(0)\n  g = f32[C] parameter(1)\n"
+      "  ROOT f = (f32[R,C], f32[R,C]) fusion(x, g), kind=kLoop, calls=fused\n}\n";
+  static const int64_t kShapes[][2] = {{257, 32}, {61, 256}, {40, 100}};
+  for (int c = 0; c < 3; c++) {
+    int64_t r = kShapes[c][0], n = kShapes[c][1];
+    char text[4096];
+    size_t k = 0;
+    for (const char *ch = kTemplate; *ch && k + 32 < sizeof text; ch++) {
+      if (*ch == 'R' && (ch[1] == ',' || ch[1] == ']'))
+        k += (size_t)snprintf(text + k, sizeof text - k, "%lld", (long long)r);
+      else if (*ch == 'C' && ch[1] == ']')
+        k += (size_t)snprintf(text + k, sizeof text - k, "%lld", (long long)n);
+      else
+        text[k++] = *ch;
+    }
+    text[k] = 0;
+    hl_literal_t *args[2] = {random_literal(HL_F32, r * n), random_literal(HL_F32, n)};
+    char what[64];
+    snprintf(what, sizeof what, "row reduces f32[%lld,%lld]", (long long)r, (long long)n);
+    check_on_off(text, args, 2, HL_F32, r * n, what);
+    for (int i = 0; i < 2; i++) hl_literal_release(args[i]);
+  }
+}
+
 // Compiled in the background: the program runs interpreted until its loops
 // are ready, then compiled, with the same bits throughout.
 static void test_background_compile(void) {
@@ -1014,6 +1066,7 @@ static CU_TestInfo tests[] = {
     {"iota_programs", test_iota_programs},
     {"row_leaf_programs", test_row_leaf_programs},
     {"clamp_programs", test_clamp_programs},
+    {"row_reduce_programs", test_row_reduce_programs},
     {"background_compile", test_background_compile},
     CU_TEST_INFO_NULL,
 };
