@@ -67,7 +67,17 @@ static const char *init(int vector_bytes, const char **target) {
   if (LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter())
     return "LLVM has no code generator for this host";
   char *triple = LLVMGetDefaultTargetTriple();
-  char *cpu = LLVMGetHostCPUName(), *features = LLVMGetHostCPUFeatures();
+  char *cpu = LLVMGetHostCPUName(), *host_features = LLVMGetHostCPUFeatures();
+  // No SVE: the loops are fixed 16-byte vectors, kept in NEON registers, and
+  // LLVM 15 lowers what NEON lacks (integer divide / remainder, 64-bit
+  // multiply) through SVE code that assumes 128-bit SVE registers (sunpkhi,
+  // uzp1 over the whole register): wrong lanes where they are wider (A64FX
+  // 512, Graviton 3 256 bits). "-sve" also clears what implies SVE (sve2).
+  bool arm = strncmp(triple, "aarch64", 7) == 0;
+  char *features = malloc(strlen(host_features) + 8);
+  if (!features) abort();
+  sprintf(features, "%s%s", host_features, arm ? (*host_features ? ",-sve" : "-sve") : "");
+  LLVMDisposeMessage(host_features);
   LLVMTargetRef t = NULL;
   char *msg = NULL;
   const char *why = NULL;
@@ -120,7 +130,7 @@ static const char *init(int vector_bytes, const char **target) {
   }
   LLVMDisposeMessage(triple);
   LLVMDisposeMessage(cpu);
-  LLVMDisposeMessage(features);
+  free(features);
   return why;
 }
 
