@@ -53,10 +53,23 @@ apt_opts=(
   -o APT::Install-Recommends=0
   -o Debug::NoLocking=1
 )
+# No network (or no Debian source) is an error, never a silent skip: the
+# aarch64 build cannot go on without these packages.
+download_failed() {
+  printf 'error: aarch64_sysroot.sh: %s failed: cannot download Debian'"'"'s arm64 packages from %s.\n' \
+    "$1" "$(cat "$apt_dir/etc/sources.list" "$apt_dir"/etc/sources.list.d/* 2>/dev/null |
+            grep -E '^(deb|URIs:) ' | grep -o -E '[a-z]+://[^ ]+' | sort -u | paste -sd ' ')" >&2
+  printf '  The aarch64 cross build needs network access to them (or a mirror in /etc/apt);\n' >&2
+  printf '  offline, point HL_AARCH64_SYSROOT at a sysroot this script made earlier.\n' >&2
+  exit 1
+}
+[ -s "$apt_dir/etc/sources.list" ] || ls "$apt_dir"/etc/sources.list.d/* >/dev/null 2>&1 ||
+  download_failed "finding a Debian source in /etc/apt"
 printf '==> %s\n' "arm64 package lists ($apt_dir)" >&2
-apt-get "${apt_opts[@]}" -qq update
+apt-get "${apt_opts[@]}" -qq --error-on=any update || download_failed "apt-get update"
 printf '==> %s\n' "downloading arm64: ${packages[*]} (and dependencies)" >&2
-apt-get "${apt_opts[@]}" -qq -y --download-only install "${packages[@]}" >/dev/null
+apt-get "${apt_opts[@]}" -qq -y --download-only install "${packages[@]}" >/dev/null ||
+  download_failed "apt-get install --download-only"
 
 printf '==> %s\n' "unpacking into $sysroot" >&2
 for deb in "$apt_dir"/cache/archives/*.deb; do
