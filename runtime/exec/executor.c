@@ -62,6 +62,7 @@ struct hl_executable {
   bool warming;
   void **reserved;
   int reserved_count;
+  int threads;  // the runs' pool size, for kernels' per-thread scratch (>= 1)
 };
 
 // The executor's context of one execution: the kernel-visible head
@@ -521,6 +522,7 @@ hl_status_t hl_executable_create(const hl_module_t *module, hl_executable_t **ou
   hl_executable_t *exe = hl_calloc(1, sizeof(*exe));
   if (!exe) return HL_OOM();
   exe->module = module;
+  exe->threads = 1;
   hl_status_t st = hl_plan_cache_create(module->computation_count, &exe->plans);
   if (st) {
     hl_free(exe);
@@ -556,7 +558,7 @@ static void *warm_main(void *arg) {
   hl_status_free(st);  // the run builds it again and reports the error
   hl_memory_plan_t mp;
   if (!plan) return NULL;
-  st = hl_memory_plan_build(plan, &mp);
+  st = hl_memory_plan_build(plan, exe->threads, &mp);
   if (st) {
     hl_status_free(st);
     return NULL;
@@ -587,20 +589,35 @@ static void warm_finish(hl_executable_t *exe) {
   exe->reserved_count = 0;
 }
 
-bool hl_executable_live_set_bound(hl_executable_t *exe, int64_t *bound_bytes,
-                                  int64_t *parameter_bytes) {
+void hl_executable_set_threads(hl_executable_t *exe, int threads) {
+  if (exe && !exe->warming) exe->threads = threads > 1 ? threads : 1;
+}
+
+bool hl_executable_memory_bounds(hl_executable_t *exe, hl_executable_memory_t *out) {
   warm_finish(exe);
+  memset(out, 0, sizeof(*out));
   hl_plan_t *plan = NULL;
   hl_memory_plan_t mp;
   hl_status_t st = hl_plan_cache_get(exe->plans, exe->module->entry, &plan);
-  if (!st) st = hl_memory_plan_build(plan, &mp);
+  if (!st) st = hl_memory_plan_build(plan, exe->threads, &mp);
   if (st) {
     hl_status_free(st);
     return false;
   }
-  *bound_bytes = mp.live_peak_bytes;
-  *parameter_bytes = mp.parameter_bytes;
+  out->live_bound_bytes = mp.live_peak_bytes;
+  out->parameter_bytes = mp.parameter_bytes;
+  out->scratch_peak_bytes = mp.scratch_peak_bytes;
+  out->with_scratch_peak_bytes = mp.with_scratch_peak_bytes;
   hl_memory_plan_deinit(&mp);
+  return true;
+}
+
+bool hl_executable_live_set_bound(hl_executable_t *exe, int64_t *bound_bytes,
+                                  int64_t *parameter_bytes) {
+  hl_executable_memory_t m;
+  if (!hl_executable_memory_bounds(exe, &m)) return false;
+  *bound_bytes = m.live_bound_bytes;
+  *parameter_bytes = m.parameter_bytes;
   return true;
 }
 
