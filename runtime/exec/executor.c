@@ -536,6 +536,24 @@ hl_status_t hl_executable_create(const hl_module_t *module, hl_executable_t **ou
 // Warm start
 //===----------------------------------------------------------------------===//
 
+// A fusion whose blocked program's workspace is surely small: its largest
+// value's elements (the iteration space is no larger) times its
+// instructions at 48 bytes each (an element of every node with its index
+// and rounding room: fusion_program.c's eval_bytes) under 256 KiB. Only
+// those workspaces are touched ahead: a workspace is sized as an upper bound
+// of what a block may take (44 MB for the JAX transformer step's largest
+// fusion, of which a run touches a few), and touching it all ahead made that
+// much resident that the runs never use (+14-45 MB on the training steps);
+// a large one page-faults only the pages a first run uses.
+static bool small_fusion(const hl_computation_t *c) {
+  int64_t most = 1;
+  for (int i = 0; i < c->instruction_count; i++) {
+    int64_t n = hl_shape_element_count(&c->instructions[i]->shape);
+    if (n > most) most = n;
+  }
+  return most * c->instruction_count * 48 <= (INT64_C(256) << 10);
+}
+
 static void *warm_main(void *arg) {
   hl_executable_t *exe = arg;
   const hl_module_t *m = exe->module;
@@ -548,7 +566,7 @@ static void *warm_main(void *arg) {
       const hl_computation_t *callee = hl_instruction_to_apply(inst);
       hl_fusion_program_t *program = NULL;
       if (inst->opcode == HL_OP_FUSION && callee) st = fusion_program_of(exe, callee, &program);
-      if (program) st = hl_fusion_program_warm(program);
+      if (program && small_fusion(callee)) st = hl_fusion_program_warm(program);
       for (int k = 0; inst->opcode != HL_OP_FUSION && !st && k < inst->called_count; k++) {
         hl_scalar_program_t *scalar = NULL;  // reducers, comparators, bodies
         st = scalar_program_of(exe, inst->called_computations[k], &scalar);
