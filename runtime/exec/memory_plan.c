@@ -70,7 +70,8 @@ static hl_status_t push_leaf(walk_t *w, int storage) {
 }
 
 // A new storage of `bytes` (0: none of the run's), its block taken from the
-// simulated cache (smallest that fits, as alloc.c does) or noted as fresh.
+// simulated cache (smallest that fits, whole when at most twice the request,
+// as alloc.c does) or noted as fresh.
 static hl_status_t new_storage(walk_t *w, int64_t bytes, bool scratch, int *out) {
   if (!grow((void **)&w->storages, &w->storage_cap, w->storage_count + 1, sizeof(storage_t)))
     return HL_OOM();
@@ -80,6 +81,7 @@ static hl_status_t new_storage(walk_t *w, int64_t bytes, bool scratch, int *out)
     for (int i = 0; i < w->cache_count; i++)
       if (w->cache[i] >= block && (fit < 0 || w->cache[i] < w->cache[fit])) fit = i;
     if (fit >= 0) {
+      if (w->cache[fit] / 2 <= block) block = w->cache[fit];  // taken whole (alloc.c)
       w->cache[fit] = w->cache[--w->cache_count];
     } else {
       if (!grow((void **)&w->fresh, &w->fresh_cap, w->fresh_count + 1, sizeof(size_t)))
