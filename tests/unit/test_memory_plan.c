@@ -12,6 +12,7 @@
 #include "runtime/exec/executor.h"
 #include "runtime/exec/memory_plan.h"
 #include "runtime/exec/plan.h"
+#include "runtime/exec/profile.h"
 #include "runtime/exec/thread_pool.h"
 #include "runtime/text/hlo_parser.h"
 #include "tests/unit/test_util.h"
@@ -246,6 +247,14 @@ static void test_kernel_scratch_declared(void) {
   }
   hl_plan_destroy(plan);
   hl_module_destroy(m);
+  // --profile's line for it (profile.h).
+  hl_strbuf_t sb;
+  hl_strbuf_init(&sb);
+  hl_profile_format_scratch(3 * kMiB + kMiB / 2, 19 * kMiB / 2, &sb);
+  CU_ASSERT_STRING_EQUAL(hl_strbuf_cstr(&sb),
+                         "  kernels' scratch: up to 3.5 MiB in one instruction; values and "
+                         "scratch 9.5 MiB at once at most\n");
+  hl_strbuf_deinit(&sb);
 }
 
 static hl_literal_t *ramp(hl_dtype_t t, int rank, const int64_t *dims) {
