@@ -175,7 +175,9 @@ static hl_status_t check_options(const hl_runner_t *r) {
 // hl_runner_start do next, and the first run waits for it.
 static hl_status_t make_executable(hl_runner_t *r) {
   HL_RETURN_IF_ERROR(hl_executable_create(r->module, &r->exe));
-  if (!r->options.no_warm_start) hl_executable_warm_start(r->exe);
+  const hl_runner_options_t *o = &r->options;
+  hl_executable_set_threads(r->exe, o->pool ? hl_thread_pool_size(o->pool) : o->threads);
+  if (!o->no_warm_start) hl_executable_warm_start(r->exe);
   return NULL;
 }
 
@@ -341,9 +343,10 @@ char *hl_runner_profile_text(hl_runner_t *r, const char *heading_prefix, int top
   if (!r->profile) return NULL;
   // Memory first: the roofline's measurements below allocate their own.
   double peak_arrays = 0, peak_resident = 0;
-  int64_t live_bound = 0, live_params = 0;
+  hl_executable_memory_t mem;
   hl_profile_memory_peaks(&peak_arrays, &peak_resident);
-  if (!hl_executable_live_set_bound(r->exe, &live_bound, &live_params)) live_bound = 0;
+  if (!hl_executable_memory_bounds(r->exe, &mem)) mem.live_bound_bytes = 0;
+  int64_t live_bound = mem.live_bound_bytes, live_params = mem.parameter_bytes;
   double flops_per_s = 0, bytes_per_s = 0;
   hl_profile_measure_machine(r->pool, &flops_per_s, &bytes_per_s);
   hl_strbuf_t sb;
@@ -361,8 +364,10 @@ char *hl_runner_profile_text(hl_runner_t *r, const char *heading_prefix, int top
   }
   hl_profile_format(r->profile, top, r->profile_seconds, r->profile_runs, flops_per_s,
                     bytes_per_s, &sb);
-  if (live_bound > 0)
+  if (live_bound > 0) {
     hl_profile_format_memory(peak_arrays, peak_resident, live_bound, live_params, &sb);
+    hl_profile_format_scratch(mem.scratch_peak_bytes, mem.with_scratch_peak_bytes, &sb);
+  }
   int len = sb.failed ? 0 : (int)sb.length;
   int *lens = r->rank == 0 ? hl_calloc((size_t)r->size, sizeof(int)) : NULL;
   MPI_Gather(&len, 1, MPI_INT, lens, 1, MPI_INT, 0, r->comm);

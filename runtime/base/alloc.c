@@ -60,7 +60,8 @@ static void *noted(void *p, size_t bytes) {
 
 struct big_block {
   void *ptr;
-  size_t bytes;  // the mapping's length (a multiple of the page)
+  size_t bytes;   // the mapping's length (a multiple of the page)
+  bool reserved;  // hl_alloc_resident's: made ahead for the cache, not an array yet
 };
 
 // Live blocks and freed (cached) ones, each an unordered array; a spin lock
@@ -68,6 +69,10 @@ struct big_block {
 static struct big_block *g_live, *g_cached;
 static size_t g_live_count, g_live_cap, g_cached_count, g_cached_cap;
 static size_t g_live_bytes, g_peak_live_bytes, g_cached_bytes;
+// Live blocks that are hl_alloc_resident's reservations, and the most bytes
+// of the others (the program's arrays) live at once: what
+// hl_alloc_large_peak_bytes reports. The cache's limit counts both.
+static size_t g_reserved_bytes, g_peak_array_bytes;
 static size_t g_fresh_bytes;  // mapped fresh so far (new mappings, grown tails)
 static atomic_size_t g_live_count_atomic;  // read without the lock by hl_free
 static atomic_flag g_lock = ATOMIC_FLAG_INIT;
@@ -92,11 +97,16 @@ static bool push(struct big_block **a, size_t *count, size_t *cap, struct big_bl
 
 static size_t page_round(size_t bytes) { return (bytes + kPage - 1) & ~(size_t)(kPage - 1); }
 
-// A mapping of `bytes` (page-rounded): the smallest cached one that fits,
-// else the largest cached one resized, else a fresh one. *zeroed: its
-// contents are zero (a fresh mapping).
-static void *big_take(size_t bytes, bool *zeroed) {
+// A mapping of at least `bytes` (page-rounded; its length in *len): the
+// smallest cached one that fits -- whole when it is at most twice the
+// request, else cut to it -- else the largest cached one grown, else a fresh
+// one. *zeroed: its contents are zero (a fresh mapping). Cutting every fit
+// to the request made runs of one program page-fault in each time the tails
+// that the previous run's cuts had unmapped (the JAX transformer step mapped
+// 2.5 MB fresh in every run).
+static void *big_take(size_t bytes, size_t *len, bool *zeroed) {
   *zeroed = false;
+  *len = bytes;
   int fit = -1, largest = -1;
   for (size_t i = 0; i < g_cached_count; i++) {
     size_t b = g_cached[i].bytes;
@@ -108,7 +118,10 @@ static void *big_take(size_t bytes, bool *zeroed) {
     struct big_block b = g_cached[pick];
     g_cached[pick] = g_cached[--g_cached_count];
     g_cached_bytes -= b.bytes;
-    if (b.bytes == bytes) return b.ptr;
+    if (b.bytes >= bytes && b.bytes / 2 <= bytes) {
+      *len = b.bytes;
+      return b.ptr;
+    }
     void *p = mremap(b.ptr, b.bytes, bytes, MREMAP_MAYMOVE);
     if (p != MAP_FAILED) {
       if (bytes > b.bytes) g_fresh_bytes += bytes - b.bytes;
@@ -130,16 +143,21 @@ static void *big_take(size_t bytes, bool *zeroed) {
 }
 
 // A mapping of `bytes` (page-rounded) entered in the live list.
-static void *big_take_live(size_t bytes, bool *zeroed) {
+static void *big_take_live(size_t bytes, bool reserved, bool *zeroed) {
   lock();
-  void *p = big_take(bytes, zeroed);
-  if (p && !push(&g_live, &g_live_count, &g_live_cap, (struct big_block){p, bytes})) {
+  size_t len = bytes;
+  void *p = big_take(bytes, &len, zeroed);
+  bytes = len;
+  if (p && !push(&g_live, &g_live_count, &g_live_cap, (struct big_block){p, bytes, reserved})) {
     munmap(p, bytes);
     p = NULL;
   }
   if (p) {
     g_live_bytes += bytes;
+    if (reserved) g_reserved_bytes += bytes;
     if (g_live_bytes > g_peak_live_bytes) g_peak_live_bytes = g_live_bytes;
+    if (g_live_bytes - g_reserved_bytes > g_peak_array_bytes)
+      g_peak_array_bytes = g_live_bytes - g_reserved_bytes;
     atomic_store(&g_live_count_atomic, g_live_count);
   }
   unlock();
@@ -148,14 +166,14 @@ static void *big_take_live(size_t bytes, bool *zeroed) {
 
 static void *big_alloc(size_t size, bool zero) {
   bool zeroed;
-  void *p = big_take_live(page_round(size), &zeroed);
+  void *p = big_take_live(page_round(size), false, &zeroed);
   if (p && zero && !zeroed) memset(p, 0, size);
   return p;
 }
 
 // The live block at `ptr` taken out of the live list (bytes 0: not one).
 static struct big_block big_find_and_remove(void *ptr) {
-  struct big_block found = {NULL, 0};
+  struct big_block found = {NULL, 0, false};
   if (((uintptr_t)ptr & (kPage - 1)) != 0 || atomic_load(&g_live_count_atomic) == 0) return found;
   lock();
   for (size_t i = 0; i < g_live_count; i++)
@@ -163,6 +181,7 @@ static struct big_block big_find_and_remove(void *ptr) {
       found = g_live[i];
       g_live[i] = g_live[--g_live_count];
       g_live_bytes -= found.bytes;
+      if (found.reserved) g_reserved_bytes -= found.bytes;
       atomic_store(&g_live_count_atomic, g_live_count);
       break;
     }
@@ -201,7 +220,7 @@ size_t hl_alloc_large_live_bytes(void) {
 
 size_t hl_alloc_large_peak_bytes(void) {
   lock();
-  size_t n = g_peak_live_bytes;
+  size_t n = g_peak_array_bytes;
   unlock();
   return n;
 }
@@ -221,7 +240,7 @@ void *hl_alloc_resident(size_t size) {
   if (size < kBigBytes || should_fail()) return NULL;
   size_t bytes = page_round(size);
   bool zeroed;
-  void *p = big_take_live(bytes, &zeroed);
+  void *p = big_take_live(bytes, true, &zeroed);
   (void)zeroed;
   // Fresh pages (a new mapping, or a cached one grown) faulted in now, in
   // one call where the kernel has it (Linux 5.14: resident pages cost only
@@ -265,7 +284,7 @@ void *hl_calloc(size_t count, size_t size) {
 
 void *hl_realloc(void *ptr, size_t size) {
   if (should_fail()) return noted(NULL, size);
-  struct big_block b = ptr ? big_find_and_remove(ptr) : (struct big_block){NULL, 0};
+  struct big_block b = ptr ? big_find_and_remove(ptr) : (struct big_block){NULL, 0, false};
   if (!b.bytes) return noted(realloc(ptr, size ? size : 1), size);
   // A large block moves into a fresh one (malloc's or the cache's).
   void *p = size >= kBigBytes ? big_alloc(size, false) : malloc(size ? size : 1);
@@ -274,6 +293,7 @@ void *hl_realloc(void *ptr, size_t size) {
     bool kept = push(&g_live, &g_live_count, &g_live_cap, b);
     if (kept) {
       g_live_bytes += b.bytes;
+      if (b.reserved) g_reserved_bytes += b.bytes;
       atomic_store(&g_live_count_atomic, g_live_count);
     }
     unlock();

@@ -31,7 +31,9 @@ size_t hl_alloc_large_live_bytes(void);
 // hl_alloc_resident: a large block of `size` bytes whose pages are all
 // resident (a cached mapping, else a fresh one populated), freed with
 // hl_free like any other; NULL when `size` is not large or out of memory.
-// hl_alloc_large_peak_bytes: the most large-array bytes alive at once.
+// hl_alloc_large_peak_bytes: the most large-array bytes alive at once
+// (hl_alloc_resident's blocks not counted until freed and taken again:
+// they are the cache's, made ahead, not arrays).
 size_t hl_alloc_large_block_bytes(size_t size);
 void *hl_alloc_resident(size_t size);
 size_t hl_alloc_large_peak_bytes(void);

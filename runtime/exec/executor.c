@@ -62,6 +62,7 @@ struct hl_executable {
   bool warming;
   void **reserved;
   int reserved_count;
+  int threads;  // the runs' pool size, for kernels' per-thread scratch (>= 1)
 };
 
 // The executor's context of one execution: the kernel-visible head
@@ -521,6 +522,7 @@ hl_status_t hl_executable_create(const hl_module_t *module, hl_executable_t **ou
   hl_executable_t *exe = hl_calloc(1, sizeof(*exe));
   if (!exe) return HL_OOM();
   exe->module = module;
+  exe->threads = 1;
   hl_status_t st = hl_plan_cache_create(module->computation_count, &exe->plans);
   if (st) {
     hl_free(exe);
@@ -534,6 +536,24 @@ hl_status_t hl_executable_create(const hl_module_t *module, hl_executable_t **ou
 // Warm start
 //===----------------------------------------------------------------------===//
 
+// A fusion whose blocked program's workspace is surely small: its largest
+// value's elements (the iteration space is no larger) times its
+// instructions at 48 bytes each (an element of every node with its index
+// and rounding room: fusion_program.c's eval_bytes) under 256 KiB. Only
+// those workspaces are touched ahead: a workspace is sized as an upper bound
+// of what a block may take (44 MB for the JAX transformer step's largest
+// fusion, of which a run touches a few), and touching it all ahead made that
+// much resident that the runs never use (+14-45 MB on the training steps);
+// a large one page-faults only the pages a first run uses.
+static bool small_fusion(const hl_computation_t *c) {
+  int64_t most = 1;
+  for (int i = 0; i < c->instruction_count; i++) {
+    int64_t n = hl_shape_element_count(&c->instructions[i]->shape);
+    if (n > most) most = n;
+  }
+  return most * c->instruction_count * 48 <= (INT64_C(256) << 10);
+}
+
 static void *warm_main(void *arg) {
   hl_executable_t *exe = arg;
   const hl_module_t *m = exe->module;
@@ -546,7 +566,7 @@ static void *warm_main(void *arg) {
       const hl_computation_t *callee = hl_instruction_to_apply(inst);
       hl_fusion_program_t *program = NULL;
       if (inst->opcode == HL_OP_FUSION && callee) st = fusion_program_of(exe, callee, &program);
-      if (program) st = hl_fusion_program_warm(program);
+      if (program && small_fusion(callee)) st = hl_fusion_program_warm(program);
       for (int k = 0; inst->opcode != HL_OP_FUSION && !st && k < inst->called_count; k++) {
         hl_scalar_program_t *scalar = NULL;  // reducers, comparators, bodies
         st = scalar_program_of(exe, inst->called_computations[k], &scalar);
@@ -556,7 +576,7 @@ static void *warm_main(void *arg) {
   hl_status_free(st);  // the run builds it again and reports the error
   hl_memory_plan_t mp;
   if (!plan) return NULL;
-  st = hl_memory_plan_build(plan, &mp);
+  st = hl_memory_plan_build(plan, exe->threads, &mp);
   if (st) {
     hl_status_free(st);
     return NULL;
@@ -587,20 +607,35 @@ static void warm_finish(hl_executable_t *exe) {
   exe->reserved_count = 0;
 }
 
-bool hl_executable_live_set_bound(hl_executable_t *exe, int64_t *bound_bytes,
-                                  int64_t *parameter_bytes) {
+void hl_executable_set_threads(hl_executable_t *exe, int threads) {
+  if (exe && !exe->warming) exe->threads = threads > 1 ? threads : 1;
+}
+
+bool hl_executable_memory_bounds(hl_executable_t *exe, hl_executable_memory_t *out) {
   warm_finish(exe);
+  memset(out, 0, sizeof(*out));
   hl_plan_t *plan = NULL;
   hl_memory_plan_t mp;
   hl_status_t st = hl_plan_cache_get(exe->plans, exe->module->entry, &plan);
-  if (!st) st = hl_memory_plan_build(plan, &mp);
+  if (!st) st = hl_memory_plan_build(plan, exe->threads, &mp);
   if (st) {
     hl_status_free(st);
     return false;
   }
-  *bound_bytes = mp.live_peak_bytes;
-  *parameter_bytes = mp.parameter_bytes;
+  out->live_bound_bytes = mp.live_peak_bytes;
+  out->parameter_bytes = mp.parameter_bytes;
+  out->scratch_peak_bytes = mp.scratch_peak_bytes;
+  out->with_scratch_peak_bytes = mp.with_scratch_peak_bytes;
   hl_memory_plan_deinit(&mp);
+  return true;
+}
+
+bool hl_executable_live_set_bound(hl_executable_t *exe, int64_t *bound_bytes,
+                                  int64_t *parameter_bytes) {
+  hl_executable_memory_t m;
+  if (!hl_executable_memory_bounds(exe, &m)) return false;
+  *bound_bytes = m.live_bound_bytes;
+  *parameter_bytes = m.parameter_bytes;
   return true;
 }
 

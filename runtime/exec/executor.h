@@ -57,6 +57,22 @@ hl_status_t hl_executable_run(hl_executable_t *executable, const hl_exec_options
 // only leaves the work to the run (which reports any error itself).
 void hl_executable_warm_start(hl_executable_t *executable);
 
+// The thread count the runs' pool will have (default 1), set before the
+// warm start: kernels' per-thread scratch (dot's 16-bit panels, sort's keys)
+// is sized by it (kernels/kernel_scratch.h).
+void hl_executable_set_threads(hl_executable_t *executable, int threads);
+
+// The entry's memory figures (memory_plan.h), false when the plan could not
+// be built: the live-set lower bound (parameters + the largest set of values
+// alive at once), its parameters' bytes, and the kernels' declared scratch:
+// the most one instruction holds, and the most values and scratch hold
+// together.
+typedef struct hl_executable_memory {
+  int64_t live_bound_bytes, parameter_bytes;
+  int64_t scratch_peak_bytes, with_scratch_peak_bytes;
+} hl_executable_memory_t;
+bool hl_executable_memory_bounds(hl_executable_t *executable, hl_executable_memory_t *out);
+
 // The entry's live-set lower bound (memory_plan.h: parameters + the largest
 // set of values alive at once in its plan) in bytes, and its parameters'
 // bytes; false when the plan could not be built.

@@ -6,12 +6,13 @@
 #include <string.h>
 
 #include "runtime/base/alloc.h"
-#include "runtime/base/layout.h"
+#include "runtime/kernels/kernel_scratch.h"
 
 typedef struct storage {
   int64_t bytes;  // 0: not the run's (a parameter's, a constant's, never made)
   size_t block;   // its large block (alloc.h), 0 for malloc's
   int refs;       // values (slots) holding it
+  bool scratch;   // a kernel's scratch (kernel_scratch.h), not a value
 } storage_t;
 
 typedef struct walk {
@@ -24,7 +25,9 @@ typedef struct walk {
   int cache_count, cache_cap;
   size_t *fresh;
   int fresh_count, fresh_cap;
-  int64_t live;  // bytes of the run's own storages alive now
+  int64_t live;     // bytes of the run's own values alive now
+  int64_t scratch;  // bytes of kernels' scratch alive now
+  int threads;
 } walk_t;
 
 static bool grow(void **a, int *cap, int need, size_t elem) {
@@ -67,8 +70,9 @@ static hl_status_t push_leaf(walk_t *w, int storage) {
 }
 
 // A new storage of `bytes` (0: none of the run's), its block taken from the
-// simulated cache (smallest that fits, as alloc.c does) or noted as fresh.
-static hl_status_t new_storage(walk_t *w, int64_t bytes, int *out) {
+// simulated cache (smallest that fits, whole when at most twice the request,
+// as alloc.c does) or noted as fresh.
+static hl_status_t new_storage(walk_t *w, int64_t bytes, bool scratch, int *out) {
   if (!grow((void **)&w->storages, &w->storage_cap, w->storage_count + 1, sizeof(storage_t)))
     return HL_OOM();
   size_t block = bytes > 0 ? hl_alloc_large_block_bytes((size_t)bytes) : 0;
@@ -77,6 +81,7 @@ static hl_status_t new_storage(walk_t *w, int64_t bytes, int *out) {
     for (int i = 0; i < w->cache_count; i++)
       if (w->cache[i] >= block && (fit < 0 || w->cache[i] < w->cache[fit])) fit = i;
     if (fit >= 0) {
+      if (w->cache[fit] / 2 <= block) block = w->cache[fit];  // taken whole (alloc.c)
       w->cache[fit] = w->cache[--w->cache_count];
     } else {
       if (!grow((void **)&w->fresh, &w->fresh_cap, w->fresh_count + 1, sizeof(size_t)))
@@ -84,8 +89,9 @@ static hl_status_t new_storage(walk_t *w, int64_t bytes, int *out) {
       w->fresh[w->fresh_count++] = block;
     }
   }
-  w->storages[w->storage_count] = (storage_t){bytes, block, 0};
-  w->live += bytes;
+  w->storages[w->storage_count] = (storage_t){bytes, block, 0, scratch};
+  if (scratch) w->scratch += bytes;
+  else w->live += bytes;
   *out = w->storage_count++;
   return NULL;
 }
@@ -93,7 +99,8 @@ static hl_status_t new_storage(walk_t *w, int64_t bytes, int *out) {
 static hl_status_t drop(walk_t *w, int storage) {
   storage_t *s = &w->storages[storage];
   if (--s->refs > 0) return NULL;
-  w->live -= s->bytes;
+  if (s->scratch) w->scratch -= s->bytes;
+  else w->live -= s->bytes;
   if (s->block) {
     if (!grow((void **)&w->cache, &w->cache_cap, w->cache_count + 1, sizeof(size_t)))
       return HL_OOM();
@@ -128,6 +135,19 @@ static int donated(const walk_t *w, const hl_plan_t *p, int q, const hl_instruct
     return s;
   }
   return -1;
+}
+
+// A kernel's scratch buffer of `bytes`, held once (dropped after the kernel).
+static hl_status_t take_scratch(walk_t *w, int64_t bytes, int *out) {
+  HL_RETURN_IF_ERROR(new_storage(w, bytes, true, out));
+  w->storages[*out].refs = 1;
+  return NULL;
+}
+
+static void note_peaks(const walk_t *w, hl_memory_plan_t *mp) {
+  if (w->scratch > mp->scratch_peak_bytes) mp->scratch_peak_bytes = w->scratch;
+  if (w->live + w->scratch > mp->with_scratch_peak_bytes)
+    mp->with_scratch_peak_bytes = w->live + w->scratch;
 }
 
 // The leaves of position q's value.
@@ -170,15 +190,14 @@ static hl_status_t produce(walk_t *w, const hl_plan_t *p, int q, hl_memory_plan_
         HL_RETURN_IF_ERROR(push_leaf(w, give));
         break;
       }
-      // A bitcast from a column-major (or other) layout gathers the
-      // operand's physical bytes into a scratch buffer first
-      // (kernels/data_movement.c).
-      int scratch = -1;
-      if (inst->opcode == HL_OP_BITCAST && inst->operand_count == 1 &&
-          hl_shape_is_array(&inst->operands[0]->shape) &&
-          !hl_layout_is_row_major_order(&inst->operands[0]->shape))
-        HL_RETURN_IF_ERROR(new_storage(w, hl_shape_byte_size(&inst->operands[0]->shape), &scratch));
-      if (scratch >= 0) w->storages[scratch].refs = 1;
+      // The kernel's own scratch (kernel_scratch.h), alive while it runs:
+      // taken after its result (a bitcast's physical copy before).
+      hl_kernel_scratch_t ks = {0};
+      if (!outside) hl_kernel_scratch_of(inst, w->threads, &ks);
+      bool scratch_first = inst->opcode == HL_OP_BITCAST;
+      int scratch[HL_KERNEL_SCRATCH_MAX];
+      for (int k = 0; scratch_first && k < ks.count; k++)
+        HL_RETURN_IF_ERROR(take_scratch(w, ks.bytes[k], &scratch[k]));
       const hl_shape_t *stack[64], **shapes = n <= 64 ? stack : hl_malloc((size_t)n * sizeof(*shapes));
       if (!shapes) return HL_OOM();
       leaf_shapes(&inst->shape, shapes);
@@ -187,12 +206,15 @@ static hl_status_t produce(walk_t *w, const hl_plan_t *p, int q, hl_memory_plan_
         int64_t bytes = hl_shape_byte_size(shapes[k]);
         if (inst->opcode == HL_OP_PARAMETER) mp->parameter_bytes += bytes;
         int id = -1;
-        st = new_storage(w, outside ? 0 : bytes, &id);
+        st = new_storage(w, outside ? 0 : bytes, false, &id);
         if (!st) st = push_leaf(w, id);
       }
       if (shapes != stack) hl_free(shapes);
-      if (!st && scratch >= 0) st = drop(w, scratch);
+      for (int k = 0; !st && !scratch_first && k < ks.count; k++)
+        st = take_scratch(w, ks.bytes[k], &scratch[k]);
       HL_RETURN_IF_ERROR(st);
+      note_peaks(w, mp);
+      for (int k = 0; k < ks.count; k++) HL_RETURN_IF_ERROR(drop(w, scratch[k]));
     }
   }
   w->slot_leaves[slot] = w->leaf_count - w->leaf_start[slot];
@@ -208,6 +230,7 @@ static hl_status_t walk_plan(walk_t *w, const hl_plan_t *p, hl_memory_plan_t *mp
   for (int q = 0; q < p->count; q++) {
     HL_RETURN_IF_ERROR(produce(w, p, q, mp));
     if (w->live > peak) peak = w->live;
+    note_peaks(w, mp);
     for (int r = p->release_start[q]; r < p->release_start[q + 1]; r++) {
       int s = p->release_slots[r];
       for (int k = 0; k < w->slot_leaves[s]; k++)
@@ -221,13 +244,15 @@ static hl_status_t walk_plan(walk_t *w, const hl_plan_t *p, hl_memory_plan_t *mp
     mp->result_bytes += s->bytes;
   }
   mp->live_peak_bytes = mp->parameter_bytes + peak;
+  mp->with_scratch_peak_bytes += mp->parameter_bytes;
   return NULL;
 }
 
-hl_status_t hl_memory_plan_build(const hl_plan_t *plan, hl_memory_plan_t *out) {
+hl_status_t hl_memory_plan_build(const hl_plan_t *plan, int threads, hl_memory_plan_t *out) {
   memset(out, 0, sizeof(*out));
   walk_t w;
   memset(&w, 0, sizeof(w));
+  w.threads = threads;
   hl_status_t st = walk_plan(&w, plan, out);
   if (!st) {
     out->fresh_blocks = w.fresh;

@@ -8,9 +8,12 @@
 // get-tuple-element, copy, add-dependency and opt-barrier share their
 // operands' buffers; element-wise unary / binary results take over an operand
 // that dies there (hl_kernel_reuse_operand); the interior of a blocked
-// element-wise chain never exists. Nested computations (loop bodies, calls,
-// reducers) and kernels' own scratch are not in it, so for programs with
-// loops the bound covers the entry's values only.
+// element-wise chain never exists. Kernels' own scratch, as they declare it
+// (kernels/kernel_scratch.h), is walked beside the values while each kernel
+// runs: it takes blocks from the simulated cache and counts in the fresh
+// blocks, but not in the bound. Nested computations (loop bodies, calls,
+// reducers) are not in it, so for programs with loops the bound covers the
+// entry's values only.
 #ifndef HL_RUNTIME_EXEC_MEMORY_PLAN_H_
 #define HL_RUNTIME_EXEC_MEMORY_PLAN_H_
 
@@ -27,6 +30,10 @@ typedef struct hl_memory_plan {
   // plan position where they add up most (an instruction's operands and its
   // result together). The least any schedule-following run can hold.
   int64_t live_peak_bytes;
+  // Kernels' declared scratch: the most one instruction holds, and the most
+  // values and scratch hold together (parameters included).
+  int64_t scratch_peak_bytes;
+  int64_t with_scratch_peak_bytes;
   // The large blocks (alloc.h: page-rounded mappings) a run of this plan
   // asks for that the allocator's cache of freed blocks, fed by the run's
   // own releases, cannot give: the fresh mappings of a first run.
@@ -34,7 +41,8 @@ typedef struct hl_memory_plan {
   int fresh_block_count;
 } hl_memory_plan_t;
 
-hl_status_t hl_memory_plan_build(const hl_plan_t *plan, hl_memory_plan_t *out);
+// `threads`: the pool size the run will have (per-thread scratch panels).
+hl_status_t hl_memory_plan_build(const hl_plan_t *plan, int threads, hl_memory_plan_t *out);
 void hl_memory_plan_deinit(hl_memory_plan_t *mp);  // NULL-safe
 
 #endif  // HL_RUNTIME_EXEC_MEMORY_PLAN_H_

@@ -243,3 +243,13 @@ void hl_profile_format_memory(double arrays, double rss, int64_t bound_bytes,
   else
     hl_strbuf_append(out, "; arrays / bound: n/a (no array of 1 MiB or more)\n");
 }
+
+void hl_profile_format_scratch(int64_t scratch_bytes, int64_t with_scratch_bytes,
+                               hl_strbuf_t *out) {
+  if (scratch_bytes <= 0) return;
+  const double mib = 1024.0 * 1024.0;
+  hl_strbuf_appendf(out,
+                    "  kernels' scratch: up to %.1f MiB in one instruction; values and scratch "
+                    "%.1f MiB at once at most\n",
+                    (double)scratch_bytes / mib, (double)with_scratch_bytes / mib);
+}

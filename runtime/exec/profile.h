@@ -61,5 +61,10 @@ void hl_profile_format(const hl_profile_t *profile, int top, double run_seconds,
 void hl_profile_memory_peaks(double *array_bytes, double *resident_bytes);
 void hl_profile_format_memory(double array_bytes, double resident_bytes, int64_t bound_bytes,
                               int64_t parameter_bytes, hl_strbuf_t *out);
+// The line after it when kernels declare scratch (kernels/kernel_scratch.h):
+// the most one instruction holds, and values and scratch at once (the
+// bound's walk with scratch; both outside the bound itself).
+void hl_profile_format_scratch(int64_t scratch_bytes, int64_t with_scratch_bytes,
+                               hl_strbuf_t *out);
 
 #endif  // HL_RUNTIME_EXEC_PROFILE_H_

@@ -24,6 +24,7 @@
 #include "runtime/kernels/element_access.h"
 #include "runtime/kernels/gemm_tiles.h"
 #include "runtime/kernels/kernel.h"
+#include "runtime/kernels/kernel_scratch.h"
 
 // Elements of the im2col buffer per chunk (the batch is split to stay below).
 #define COL_CHUNK_ELEMS (INT64_C(16) << 20)
@@ -495,21 +496,45 @@ static void pack_kernel_kco(const hl_literal_t *rhs, const conv_plan_t *p, hl_dt
   }
 }
 
+// Rows (n, q) per GEMM of conv_pixel_major: the whole batch in place, else
+// a chunk of colT that stays in the cache between its gather and its GEMM.
+// The chunk does not depend on the thread count, so neither do the GEMMs'
+// results.
+static int64_t pixel_chunk_rows(const conv_plan_t *p, size_t es) {
+  int64_t kdim = p->ig * p->ks, rows_total = p->n_out * p->p;
+  int64_t mc = rows_total;
+  if (!lhs_is_colT(p)) {
+    mc = COL_CACHE_BYTES / (int64_t)es / (kdim > 0 ? kdim : 1);
+    if (mc < GATHER_TASK_ROWS) mc = GATHER_TASK_ROWS;
+    if (mc > rows_total) mc = rows_total;
+  }
+  return mc;
+}
+
+// Feature-major results ([batch, feature, spatial...], as NCHW): one batch
+// element per GEMM, written in place (ldc = P), else `nb` of them per im2col
+// chunk.
+static bool feature_in_place(const conv_plan_t *p) {
+  return spatial_row_major(p->ns, p->out_sp, p->s_osp, 1, 1, 0) &&
+         (p->o_out <= 1 || p->s_of == p->p);
+}
+
+static int64_t feature_chunk(const conv_plan_t *p) {
+  int64_t kdim = p->ig * p->ks;
+  int64_t per_n = kdim * p->p > 0 ? kdim * p->p : 1;
+  int64_t nb = feature_in_place(p) ? 1 : COL_CHUNK_ELEMS / per_n;
+  if (nb < 1) nb = 1;
+  if (nb > p->n_out) nb = p->n_out;
+  return nb;
+}
+
 static hl_status_t conv_pixel_major(const conv_plan_t *p, hl_dtype_t ct, const int64_t *tab,
                                     const void *in, const hl_literal_t *rhs, char *out,
                                     hl_thread_pool_t *pool) {
   size_t es = hl_dtype_size(ct);
   int64_t kdim = p->ig * p->ks, rows_total = p->n_out * p->p;
   bool direct = lhs_is_colT(p);
-  // Rows (n, q) per GEMM: the whole batch in place, else a chunk of colT that
-  // stays in the cache between its gather and its GEMM. The chunk does not
-  // depend on the thread count, so neither do the GEMMs' results.
-  int64_t mc = rows_total;
-  if (!direct) {
-    mc = COL_CACHE_BYTES / (int64_t)es / (kdim > 0 ? kdim : 1);
-    if (mc < GATHER_TASK_ROWS) mc = GATHER_TASK_ROWS;
-    if (mc > rows_total) mc = rows_total;
-  }
+  int64_t mc = pixel_chunk_rows(p, es);
   if (mc > INT_MAX || p->o_out > INT_MAX || kdim > INT_MAX || p->c_in > INT_MAX ||
       (direct && p->n_out * p->p > INT_MAX))
     return HL_UNIMPL("convolution dimensions exceed the BLAS index range");
@@ -958,14 +983,8 @@ static hl_status_t conv_compute(const conv_plan_t *p, hl_dtype_t ct, const void 
     hl_free(tab);
     return st;
   }
-  // Feature-major results ([batch, feature, spatial...], as NCHW): one batch
-  // element per GEMM, written in place (ldc = P).
-  bool in_place = spatial_row_major(p->ns, p->out_sp, p->s_osp, 1, 1, 0) &&
-                  (p->o_out <= 1 || p->s_of == p->p);
-  int64_t per_n = kdim * p->p > 0 ? kdim * p->p : 1;
-  int64_t nb = in_place ? 1 : COL_CHUNK_ELEMS / per_n;
-  if (nb < 1) nb = 1;
-  if (nb > p->n_out) nb = p->n_out;
+  bool in_place = feature_in_place(p);
+  int64_t nb = feature_chunk(p);
   if (ct != HL_S64 && (p->og > INT_MAX || kdim > INT_MAX || nb * p->p > INT_MAX)) {
     hl_free(tab);
     return HL_UNIMPL("convolution dimensions exceed the BLAS index range");
@@ -1016,6 +1035,19 @@ static hl_status_t conv_compute(const conv_plan_t *p, hl_dtype_t ct, const void 
 // Kernel
 //===----------------------------------------------------------------------===//
 
+// The type a convolution computes in (false: not supported).
+static bool compute_type(hl_dtype_t lt, hl_dtype_t rt, hl_dtype_t ot, hl_dtype_t *ct) {
+  bool real_in = hl_elem_is_real_or_int(lt) && hl_elem_is_real_or_int(rt);
+  if (hl_dtype_is_complex(ot) && lt == ot && rt == ot) *ct = ot;
+  else if (ot == HL_F64 && real_in) *ct = HL_F64;
+  else if (hl_dtype_is_float(ot) && real_in) *ct = HL_F32;  // f16 / bf16 / f8 / f4 round once
+  else if ((hl_dtype_is_integer(ot) || ot == HL_PRED) && real_in && !hl_dtype_is_float(lt) &&
+           !hl_dtype_is_float(rt)) *ct = HL_S64;
+  else
+    return false;
+  return true;
+}
+
 hl_status_t hl_kernel_convolution(hl_kernel_context_t *ctx, const hl_instruction_t *inst,
                                   hl_literal_t *const *operands, hl_literal_t **out) {
   *out = NULL;
@@ -1028,14 +1060,8 @@ hl_status_t hl_kernel_convolution(hl_kernel_context_t *ctx, const hl_instruction
   conv_plan_t p = {0};
   HL_RETURN_IF_ERROR(plan_conv(inst, &lhs->shape, &rhs->shape, &p));
   hl_dtype_t lt = lhs->shape.dtype, rt = rhs->shape.dtype, ot = inst->shape.dtype;
-  bool real_in = hl_elem_is_real_or_int(lt) && hl_elem_is_real_or_int(rt);
   hl_dtype_t ct;
-  if (hl_dtype_is_complex(ot) && lt == ot && rt == ot) ct = ot;
-  else if (ot == HL_F64 && real_in) ct = HL_F64;
-  else if (hl_dtype_is_float(ot) && real_in) ct = HL_F32;  // f16 / bf16 / f8 / f4 round once
-  else if ((hl_dtype_is_integer(ot) || ot == HL_PRED) && real_in && !hl_dtype_is_float(lt) &&
-           !hl_dtype_is_float(rt)) ct = HL_S64;
-  else
+  if (!compute_type(lt, rt, ot, &ct))
     return HL_UNIMPL("%s: convolution of %s and %s into %s is not supported", loc,
                      hl_dtype_name(lt), hl_dtype_name(rt), hl_dtype_name(ot));
 
@@ -1077,4 +1103,44 @@ hl_status_t hl_kernel_convolution(hl_kernel_context_t *ctx, const hl_instruction
   }
   *out = y;
   return NULL;
+}
+
+// The buffers hl_kernel_convolution allocates besides its result, in its
+// order (kernel_scratch.h): the f32 / s64 result and lhs when their types
+// differ from the computation's, the im2col tables, then the path's packed
+// kernel, columns and GEMM output. The lhs-dilation phases' buffers (per
+// phase, each a chunk of PHASE_COL_BYTES or the batch) are not declared.
+void hl_convolution_scratch(const hl_instruction_t *inst, hl_kernel_scratch_t *out) {
+  out->count = 0;
+  if (inst->operand_count != 2) return;
+  const hl_shape_t *ls = &inst->operands[0]->shape, *rs = &inst->operands[1]->shape;
+  if (!hl_shape_is_array(ls) || !hl_shape_is_array(rs)) return;
+  conv_plan_t p = {0};
+  hl_status_t st = plan_conv(inst, ls, rs, &p);
+  hl_dtype_t ct;
+  if (st || !compute_type(ls->dtype, rs->dtype, inst->shape.dtype, &ct)) {
+    hl_status_free(st);
+    return;
+  }
+  int64_t n_out = hl_shape_element_count(&inst->shape), cs = (int64_t)hl_dtype_size(ct);
+  if (n_out == 0) return;
+  if (inst->shape.dtype != ct) hl_kernel_scratch_add(out, n_out * cs);
+  if (ls->dtype != ct) hl_kernel_scratch_add(out, hl_shape_element_count(ls) * cs);
+  int64_t kdim = p.ig * p.ks;
+  if (kdim == 0) return;
+  int64_t tab = 0;
+  for (int d = 0; d < p.ns; d++) tab += p.k_sp[d] * p.out_sp[d];
+  hl_kernel_scratch_add(out, (tab ? tab : 1) * 8);
+  if (has_lhs_dilation(&p)) return;
+  if (p.s_of == 1 && spatial_row_major(p.ns, p.out_sp, p.s_osp, p.o_out, p.n_out, p.s_ob)) {
+    hl_kernel_scratch_add(out, (int64_t)at_least_one(kdim * p.o_out) * cs);
+    if (!lhs_is_colT(&p))
+      hl_kernel_scratch_add(out, (int64_t)at_least_one(pixel_chunk_rows(&p, (size_t)cs) * kdim) * cs);
+    return;
+  }
+  int64_t nb = feature_chunk(&p);
+  hl_kernel_scratch_add(out, (p.p ? p.p : 1) * 8);
+  hl_kernel_scratch_add(out, (int64_t)at_least_one(kdim * nb * p.p) * cs);
+  if (!feature_in_place(&p)) hl_kernel_scratch_add(out, (int64_t)at_least_one(p.og * nb * p.p) * cs);
+  hl_kernel_scratch_add(out, (int64_t)at_least_one(p.o_out * kdim) * cs);
 }

@@ -14,6 +14,7 @@
 #include "runtime/base/layout.h"
 #include "runtime/exec/thread_pool.h"
 #include "runtime/kernels/kernel.h"
+#include "runtime/kernels/kernel_scratch.h"
 #include "runtime/kernels/strided_copy.h"
 
 //===----------------------------------------------------------------------===//
@@ -416,4 +417,14 @@ hl_status_t hl_kernel_bitcast(hl_kernel_context_t *ctx, const hl_instruction_t *
   }
   hl_free(phys);
   return st;
+}
+
+// A bitcast from a column-major (or other) layout gathers the operand's
+// physical bytes into a copy first (kernel_scratch.h).
+void hl_bitcast_scratch(const hl_instruction_t *inst, hl_kernel_scratch_t *out) {
+  out->count = 0;
+  if (inst->operand_count != 1 || !hl_shape_is_array(&inst->operands[0]->shape)) return;
+  const hl_shape_t *os = &inst->operands[0]->shape;
+  if (hl_layout_is_row_major_order(os) && hl_layout_is_row_major_order(&inst->shape)) return;
+  if (!hl_layout_is_row_major_order(os)) hl_kernel_scratch_add(out, hl_shape_byte_size(os));
 }

@@ -25,6 +25,8 @@
 #include "runtime/kernels/elementwise_arrays.h"
 #include "runtime/kernels/gemm_tiles.h"
 #include "runtime/kernels/kernel.h"
+#include "runtime/kernels/kernel_scratch.h"
+#include "runtime/kernels/blas_threads.h"
 
 typedef struct dot_plan {
   int64_t batch, m, k, n;
@@ -274,6 +276,190 @@ static void int_matmul(const dot_plan_t *p, const int64_t *a, const int64_t *b, 
   }
 }
 
+// The type a dot computes in (false: not supported).
+static bool compute_type(hl_dtype_t lt, hl_dtype_t rt, hl_dtype_t ot, hl_dtype_t *ct) {
+  bool real_in = hl_elem_is_real_or_int(lt) && hl_elem_is_real_or_int(rt);
+  if (hl_dtype_is_complex(ot) && lt == ot && rt == ot) *ct = ot;
+  else if (ot == HL_F64 && real_in) *ct = HL_F64;
+  else if ((ot == HL_F32 || ot == HL_F16 || ot == HL_BF16 || hl_minifloat_is(ot)) && real_in)
+    *ct = HL_F32;  // f8/f4 accumulate in f32 and round once, as XLA CPU upcasts them
+  else if ((hl_dtype_is_integer(ot) || ot == HL_PRED) && real_in && !hl_dtype_is_float(lt) &&
+           !hl_dtype_is_float(rt)) *ct = HL_S64;
+  else
+    return false;
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// 16-bit float products in panels (issue 24)
+//===----------------------------------------------------------------------===//
+// A product with bf16 / f16 operands or result runs in f32: widened
+// operands, f32 sums rounded once. Widened whole, each 16-bit operand took
+// twice its bytes in scratch and the f32 sums twice the result's (the bf16
+// transformer step peaked at 2.66x its live-set bound). Instead each gemm
+// tile (gemm_tiles.h: shape-determined blocks of C's rows or columns) widens
+// the rows or columns of op(A) / op(B) it reads into its thread's panel,
+// computes its block of sums there and rounds it into the result. Only an
+// operand that several tiles of one product share is widened whole, once.
+// Every tile's BLAS call has the same m, n, k and operand values as
+// hl_gemm_run's, so the bits are the same.
+
+// Operands and result in f32 / bf16 / f16, each operand in a gemm layout
+// (plain or transposed), at least one 16-bit: the panel path applies.
+static bool half_panels_apply(const dot_plan_t *p, const hl_shape_t *ls, const hl_shape_t *rs,
+                              hl_dtype_t ot, hl_dtype_t ct) {
+  if (ct != HL_F32) return false;
+  hl_dtype_t t[3] = {ls->dtype, rs->dtype, ot};
+  bool half = false;
+  for (int i = 0; i < 3; i++) {
+    if (t[i] != HL_F32 && t[i] != HL_BF16 && t[i] != HL_F16) return false;
+    half = half || t[i] != HL_F32;
+  }
+  return half && (is_identity(p->lhs_mk, ls->rank) || is_identity(p->lhs_km, ls->rank)) &&
+         (is_identity(p->rhs_kn, rs->rank) || is_identity(p->rhs_nk, rs->rank));
+}
+
+// The panel path's buffers, in f32 elements: the shared operand widened
+// whole (0: none), and one thread's panel; `workers` panels.
+typedef struct half_sizes {
+  hl_gemm_tiling_t t;
+  int64_t shared, panel;
+  int workers;
+  bool shared_is_a;
+} half_sizes_t;
+
+static half_sizes_t half_panel_sizes(const dot_plan_t *p, hl_dtype_t at, hl_dtype_t bt,
+                                     hl_dtype_t ot, int threads) {
+  half_sizes_t z = {hl_gemm_tiling(p->m, p->n, p->k), 0, 0, 1, false};
+  int64_t len = z.t.size, m = p->m, n = p->n, k = p->k;
+  bool many = z.t.count > 1;
+  if (z.t.by_rows) {  // rows of op(A) per tile, op(B) whole
+    z.panel = (at != HL_F32 ? len * k : 0) + (bt != HL_F32 && !many ? k * n : 0) +
+              (ot != HL_F32 ? len * n : 0);
+    if (bt != HL_F32 && many) z.shared = p->batch * k * n;
+  } else {  // columns of op(B) per tile, op(A) whole
+    z.panel = (bt != HL_F32 ? k * len : 0) + (at != HL_F32 && !many ? m * k : 0) +
+              (ot != HL_F32 ? m * len : 0);
+    if (at != HL_F32 && many) z.shared = p->batch * m * k, z.shared_is_a = true;
+  }
+  int64_t tasks = p->batch * z.t.count;
+  z.workers = tasks > 1 && threads > 1 ? threads : 1;
+  return z;
+}
+
+typedef struct half_dot {
+  const dot_plan_t *p;
+  half_sizes_t z;
+  const char *a, *b;  // stored operands: op(A) [m, k] ([k, m] when ta), op(B) [k, n] ([n, k])
+  hl_dtype_t at, bt, ot;
+  bool ta, tb;
+  const float *shared;  // the shared operand widened whole, or NULL
+  char *y;
+  float *panels;
+} half_dot_t;
+
+static size_t dsize(hl_dtype_t t) { return t == HL_F32 ? 4 : 2; }
+
+// rows x cols elements of a row-major [*, ld] array of type t starting at
+// element `at`, as f32: the array itself when it is f32 (*ld_out = ld), else
+// widened into *panel (advanced; *ld_out = cols).
+static const float *f32_block(const char *base, hl_dtype_t t, int64_t at, int64_t rows,
+                              int64_t cols, int64_t ld, float **panel, int64_t *ld_out) {
+  if (t == HL_F32) {
+    *ld_out = ld;
+    return (const float *)(const void *)base + at;
+  }
+  float *dst = *panel;
+  if (cols == ld) {
+    hl_convert_array(t, HL_F32, base + at * 2, dst, rows * cols);
+  } else {
+    for (int64_t r = 0; r < rows; r++)
+      hl_convert_array(t, HL_F32, base + (at + r * ld) * 2, dst + r * cols, cols);
+  }
+  *panel += rows * cols;
+  *ld_out = cols;
+  return dst;
+}
+
+static void half_tile(void *arg, int64_t task, int worker) {
+  const half_dot_t *j = arg;
+  const dot_plan_t *p = j->p;
+  int64_t m = p->m, n = p->n, k = p->k;
+  int64_t i = task / j->z.t.count, lo = task % j->z.t.count * j->z.t.size;
+  int64_t side = j->z.t.by_rows ? m : n;
+  int64_t len = side - lo < j->z.t.size ? side - lo : j->z.t.size;
+  float *panel = j->panels + (size_t)worker * (size_t)j->z.panel;
+  const char *a = j->a + (size_t)(i * m * k) * dsize(j->at);
+  const char *b = j->b + (size_t)(i * k * n) * dsize(j->bt);
+  hl_gemm_t g = {.ct = HL_F32, .trans_a = j->ta, .trans_b = j->tb, .k = k, .batch = 1};
+  int64_t lda, ldb, ldc;
+  const float *wa = j->shared && j->z.shared_is_a ? j->shared + i * m * k : NULL;
+  const float *wb = j->shared && !j->z.shared_is_a ? j->shared + i * k * n : NULL;
+  if (j->z.t.by_rows) {
+    g.m = len, g.n = n;
+    g.a = j->ta ? f32_block(a, j->at, lo, k, len, m, &panel, &lda)
+                : f32_block(a, j->at, lo * k, len, k, k, &panel, &lda);
+    if (wb) g.b = wb, ldb = j->tb ? k : n;
+    else g.b = j->tb ? f32_block(b, j->bt, 0, n, k, k, &panel, &ldb)
+                     : f32_block(b, j->bt, 0, k, n, n, &panel, &ldb);
+  } else {
+    g.m = m, g.n = len;
+    if (wa) g.a = wa, lda = j->ta ? m : k;
+    else g.a = j->ta ? f32_block(a, j->at, 0, k, m, m, &panel, &lda)
+                     : f32_block(a, j->at, 0, m, k, k, &panel, &lda);
+    g.b = j->tb ? f32_block(b, j->bt, lo * k, len, k, k, &panel, &ldb)
+                : f32_block(b, j->bt, lo, k, len, n, &panel, &ldb);
+  }
+  size_t ys = dsize(j->ot);
+  char *yc = j->y + (size_t)(i * m * n + (j->z.t.by_rows ? lo * n : lo)) * ys;
+  float *c = j->ot == HL_F32 ? (float *)(void *)yc : panel;
+  ldc = j->ot == HL_F32 ? n : (int64_t)g.n;
+  g.lda = lda, g.ldb = ldb, g.ldc = ldc, g.c = c;
+  hl_gemm_one(m, n, k, &g);
+  if (j->ot == HL_F32) return;
+  // Rounded once from the f32 sums (element by element: the bits of the
+  // whole-array rounding); a block of whole rows is one run.
+  int64_t runs = g.n == n ? 1 : g.m, run = g.n == n ? g.m * n : g.n;
+  for (int64_t r = 0; r < runs; r++) {
+    const float *from = c + r * ldc;
+    uint16_t *to = (uint16_t *)(void *)(yc + (size_t)(r * n) * 2);
+    if (j->ot == HL_BF16) hl_f32_to_bf16_array_canon(from, to, run);
+    else hl_f32_to_f16_array_canon(from, to, run);
+  }
+}
+
+static hl_status_t half_panels_run(hl_thread_pool_t *pool, const dot_plan_t *p,
+                                   const hl_literal_t *lhs, const hl_literal_t *rhs,
+                                   hl_literal_t *y) {
+  int threads = hl_thread_pool_size(pool);
+  half_dot_t j = {.p = p,
+                  .z = half_panel_sizes(p, lhs->shape.dtype, rhs->shape.dtype, y->shape.dtype,
+                                        threads),
+                  .a = lhs->data, .b = rhs->data,
+                  .at = lhs->shape.dtype, .bt = rhs->shape.dtype, .ot = y->shape.dtype,
+                  .ta = !is_identity(p->lhs_mk, lhs->shape.rank),
+                  .tb = !is_identity(p->rhs_kn, rhs->shape.rank),
+                  .y = y->data};
+  float *shared = NULL;
+  if (j.z.shared) {
+    if (!(shared = hl_malloc((size_t)j.z.shared * sizeof(float)))) return HL_OOM();
+    const hl_literal_t *x = j.z.shared_is_a ? lhs : rhs;
+    convert_half(pool, kWiden, x->shape.dtype, x->data, shared, j.z.shared);
+    j.shared = shared;
+  }
+  j.panels = hl_malloc((size_t)(j.z.panel * j.z.workers) * sizeof(float) + 1);
+  if (!j.panels) {
+    hl_free(shared);
+    return HL_OOM();
+  }
+  int blas = hl_gemm_blas_single();
+  hl_thread_pool_run(j.z.workers > 1 ? pool : NULL, p->batch * j.z.t.count, half_tile, &j);
+  hl_gemm_blas_restore(blas);
+  hl_free(j.panels);
+  hl_free(shared);
+  return NULL;
+}
+
 hl_status_t hl_kernel_dot(hl_kernel_context_t *ctx, const hl_instruction_t *inst,
                           hl_literal_t *const *operands, hl_literal_t **out) {
   *out = NULL;
@@ -288,16 +474,8 @@ hl_status_t hl_kernel_dot(hl_kernel_context_t *ctx, const hl_instruction_t *inst
   dot_plan_t p;
   HL_RETURN_IF_ERROR(plan_dot(inst, &lhs->shape, &rhs->shape, &p));
 
-  bool is_complex = hl_dtype_is_complex(ot);
-  bool real_in = hl_elem_is_real_or_int(lt) && hl_elem_is_real_or_int(rt);
   hl_dtype_t ct;
-  if (is_complex && lt == ot && rt == ot) ct = ot;
-  else if (ot == HL_F64 && real_in) ct = HL_F64;
-  else if ((ot == HL_F32 || ot == HL_F16 || ot == HL_BF16 || hl_minifloat_is(ot)) && real_in)
-    ct = HL_F32;  // f8/f4 accumulate in f32 and round once, as XLA CPU upcasts them
-  else if ((hl_dtype_is_integer(ot) || ot == HL_PRED) && real_in && !hl_dtype_is_float(lt) &&
-           !hl_dtype_is_float(rt)) ct = HL_S64;
-  else
+  if (!compute_type(lt, rt, ot, &ct))
     return HL_UNIMPL("%s: dot of %s and %s into %s is not supported", loc, hl_dtype_name(lt),
                      hl_dtype_name(rt), hl_dtype_name(ot));
   if (ct != HL_S64 && (p.m > INT_MAX || p.n > INT_MAX || p.k > INT_MAX))
@@ -308,6 +486,16 @@ hl_status_t hl_kernel_dot(hl_kernel_context_t *ctx, const hl_instruction_t *inst
   int64_t n_out = hl_literal_element_count(y);
   if (n_out == 0 || p.k == 0) {  // an empty sum is zero
     if (y->byte_size) memset(y->data, 0, y->byte_size);
+    *out = y;
+    return NULL;
+  }
+  if (half_panels_apply(&p, &lhs->shape, &rhs->shape, ot, ct)) {
+    const hl_exec_options_t *o = hl_kernel_options(ctx);
+    hl_status_t st = half_panels_run(o ? o->pool : NULL, &p, lhs, rhs, y);
+    if (st) {
+      hl_literal_release(y);
+      return st;
+    }
     *out = y;
     return NULL;
   }
@@ -353,4 +541,44 @@ hl_status_t hl_kernel_dot(hl_kernel_context_t *ctx, const hl_instruction_t *inst
   }
   *out = y;
   return NULL;
+}
+
+// The buffers hl_kernel_dot allocates besides its result, in its order
+// (kernel_scratch.h).
+void hl_dot_scratch(const hl_instruction_t *inst, int threads, hl_kernel_scratch_t *out) {
+  out->count = 0;
+  if (inst->operand_count != 2) return;
+  const hl_shape_t *ls = &inst->operands[0]->shape, *rs = &inst->operands[1]->shape;
+  hl_dtype_t ot = inst->shape.dtype, ct;
+  dot_plan_t p;
+  if (!hl_shape_is_array(ls) || !hl_shape_is_array(rs) ||
+      !compute_type(ls->dtype, rs->dtype, ot, &ct))
+    return;
+  hl_status_t st = plan_dot(inst, ls, rs, &p);
+  if (st) {
+    hl_status_free(st);
+    return;
+  }
+  int64_t n_out = hl_shape_element_count(&inst->shape);
+  if (n_out == 0 || p.k == 0) return;
+  if (half_panels_apply(&p, ls, rs, ot, ct)) {
+    half_sizes_t z = half_panel_sizes(&p, ls->dtype, rs->dtype, ot, threads);
+    if (z.shared) hl_kernel_scratch_add(out, z.shared * 4);
+    hl_kernel_scratch_add(out, z.panel * z.workers * 4 + 1);
+    return;
+  }
+  size_t cs = hl_dtype_size(ct);
+  if (ot != ct) hl_kernel_scratch_add(out, n_out * (int64_t)cs);
+  if (ct == HL_S64) {
+    hl_kernel_scratch_add(out, p.batch * p.m * p.k * 8);
+    hl_kernel_scratch_add(out, p.batch * p.k * p.n * 8);
+    return;
+  }
+  // gemm_operand: a packed copy unless the operand is ct in a gemm layout.
+  const hl_shape_t *sh[2] = {ls, rs};
+  const int *plain[2] = {p.lhs_mk, p.rhs_kn}, *trans[2] = {p.lhs_km, p.rhs_nk};
+  for (int i = 0; i < 2; i++)
+    if (sh[i]->dtype != ct ||
+        (!is_identity(plain[i], sh[i]->rank) && !is_identity(trans[i], sh[i]->rank)))
+      hl_kernel_scratch_add(out, hl_shape_element_count(sh[i]) * (int64_t)cs);
 }

@@ -26,6 +26,7 @@
 #include "runtime/exec/thread_pool.h"
 #include "runtime/kernels/element_access.h"
 #include "runtime/kernels/kernel.h"
+#include "runtime/kernels/kernel_scratch.h"
 
 enum { FFT_C2C = 0, FFT_INVERSE = 1, FFT_R2C = 2, FFT_C2R = 3 };
 
@@ -241,4 +242,18 @@ hl_status_t hl_kernel_fft(hl_kernel_context_t *ctx, const hl_instruction_t *inst
   }
   *out = y;
   return NULL;
+}
+
+// The c2r transform's copy of its input (it destroys what it reads;
+// kernel_scratch.h).
+void hl_fft_scratch(const hl_instruction_t *inst, hl_kernel_scratch_t *out) {
+  out->count = 0;
+  if (inst->attrs.fft_type != FFT_C2R || inst->operand_count != 1 ||
+      !hl_shape_is_array(&inst->operands[0]->shape) || !hl_shape_is_array(&inst->shape))
+    return;
+  int64_t total = 1;
+  for (int i = 0; i < inst->attrs.fft_length.n; i++) total *= inst->attrs.fft_length.v[i];
+  if (total == 0 || hl_shape_element_count(&inst->shape) == 0) return;
+  int64_t bytes = hl_shape_byte_size(&inst->operands[0]->shape);
+  if (bytes > 0) hl_kernel_scratch_add(out, bytes);
 }

@@ -38,6 +38,33 @@ hl_gemm_tiling_t hl_gemm_tiling(int64_t m, int64_t n, int64_t k) {
   return t;
 }
 
+// One BLAS call: C = op(A) op(B) of m x n, g's k, leading dimensions and type.
+static void blas_call(const hl_gemm_t *g, int m, int n, const char *a, const char *b, char *c) {
+  enum CBLAS_TRANSPOSE ta = g->trans_a ? CblasTrans : CblasNoTrans;
+  enum CBLAS_TRANSPOSE tb = g->trans_b ? CblasTrans : CblasNoTrans;
+  int k = (int)g->k, lda = (int)g->lda, ldb = (int)g->ldb, ldc = (int)g->ldc;
+  switch (g->ct) {
+    case HL_F32:
+      cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, (const float *)(const void *)a, lda,
+                  (const float *)(const void *)b, ldb, 0.0f, (float *)(void *)c, ldc);
+      break;
+    case HL_F64:
+      cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, (const double *)(const void *)a, lda,
+                  (const double *)(const void *)b, ldb, 0.0, (double *)(void *)c, ldc);
+      break;
+    case HL_C64: {
+      const float one[2] = {1, 0}, zero[2] = {0, 0};
+      cblas_cgemm(CblasRowMajor, ta, tb, m, n, k, one, a, lda, b, ldb, zero, c, ldc);
+      break;
+    }
+    default: {
+      const double one[2] = {1, 0}, zero[2] = {0, 0};
+      cblas_zgemm(CblasRowMajor, ta, tb, m, n, k, one, a, lda, b, ldb, zero, c, ldc);
+      break;
+    }
+  }
+}
+
 typedef struct gemm_job {
   const hl_gemm_t *g;
   hl_gemm_tiling_t t;
@@ -66,29 +93,7 @@ static void gemm_tile(void *arg, int64_t task, int worker) {
     c += (size_t)lo * j->es;
     n = (int)len;
   }
-  enum CBLAS_TRANSPOSE ta = g->trans_a ? CblasTrans : CblasNoTrans;
-  enum CBLAS_TRANSPOSE tb = g->trans_b ? CblasTrans : CblasNoTrans;
-  int k = (int)g->k, lda = (int)g->lda, ldb = (int)g->ldb, ldc = (int)g->ldc;
-  switch (g->ct) {
-    case HL_F32:
-      cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, (const float *)(const void *)a, lda,
-                  (const float *)(const void *)b, ldb, 0.0f, (float *)(void *)c, ldc);
-      break;
-    case HL_F64:
-      cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, (const double *)(const void *)a, lda,
-                  (const double *)(const void *)b, ldb, 0.0, (double *)(void *)c, ldc);
-      break;
-    case HL_C64: {
-      const float one[2] = {1, 0}, zero[2] = {0, 0};
-      cblas_cgemm(CblasRowMajor, ta, tb, m, n, k, one, a, lda, b, ldb, zero, c, ldc);
-      break;
-    }
-    default: {
-      const double one[2] = {1, 0}, zero[2] = {0, 0};
-      cblas_zgemm(CblasRowMajor, ta, tb, m, n, k, one, a, lda, b, ldb, zero, c, ldc);
-      break;
-    }
-  }
+  blas_call(g, m, n, a, b, c);
 }
 
 // Small products: each element summed over k in order, every multiply
@@ -163,4 +168,23 @@ void hl_gemm_run(hl_thread_pool_t *pool, const hl_gemm_t *g) {
     pool = NULL;
   hl_thread_pool_run(pool, g->batch * j.t.count, gemm_tile, &j);
   if (blas > 1) hl_blas_threads_set(blas);
+}
+
+void hl_gemm_one(int64_t m, int64_t n, int64_t k, const hl_gemm_t *tile) {
+  int64_t whole;
+  if (!__builtin_mul_overflow(m * n, k, &whole) && whole <= kPlainMaxMacs) {
+    plain_gemm(tile);
+    return;
+  }
+  blas_call(tile, (int)tile->m, (int)tile->n, tile->a, tile->b, tile->c);
+}
+
+int hl_gemm_blas_single(void) {
+  int blas = hl_blas_threads_get();
+  if (blas > 1) hl_blas_threads_set(1);
+  return blas;
+}
+
+void hl_gemm_blas_restore(int count) {
+  if (count > 1) hl_blas_threads_set(count);
 }

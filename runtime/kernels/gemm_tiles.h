@@ -47,4 +47,15 @@ typedef struct hl_gemm_tiling {
 } hl_gemm_tiling_t;
 hl_gemm_tiling_t hl_gemm_tiling(int64_t m, int64_t n, int64_t k);
 
+// For callers that prepare each tile's operands themselves (dot's 16-bit
+// panels, issue 24): hl_gemm_one computes one tile of a product whose
+// whole is m x n x k exactly as hl_gemm_run does -- the plain loop when
+// the whole product is small enough for it (each element summed alone,
+// so a tile of it gives the same bits), else one single-threaded BLAS call
+// (the caller sets BLAS to one thread: hl_gemm_blas_single / _restore).
+// `tile` has batch 1 and the tile's m or n.
+void hl_gemm_one(int64_t m, int64_t n, int64_t k, const hl_gemm_t *tile);
+int hl_gemm_blas_single(void);         // returns the count to restore
+void hl_gemm_blas_restore(int count);
+
 #endif  // HL_RUNTIME_KERNELS_GEMM_TILES_H_

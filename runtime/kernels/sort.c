@@ -14,6 +14,7 @@
 #include "runtime/exec/thread_pool.h"
 #include "runtime/kernels/element_access.h"
 #include "runtime/kernels/kernel.h"
+#include "runtime/kernels/kernel_scratch.h"
 #include "runtime/kernels/scalar_call.h"
 #include "runtime/kernels/strided_copy.h"
 #include "runtime/kernels/total_order.h"
@@ -171,6 +172,13 @@ static void sort_slices_task(void *arg, int64_t task, int worker) {
     (void)sort_one_slice(&s, i, p->len, p->inner, perm, p->results, p->total_order);
 }
 
+// Threads sorting slices at once (each with its own keys and permutation).
+static int sort_threads(key_kind_t kind, int64_t slices, int64_t len, int threads) {
+  if (kind == kKeyCall || slices < 2 || slices * len < (INT64_C(1) << 14)) threads = 1;
+  if (threads > slices) threads = (int)slices;
+  return threads;
+}
+
 // Sorts every 1-d slice along `dim` of the n arrays `ops` (same dimensions)
 // into `results`, using `less` (set up in s). Slices of length len; each
 // slice is sorted by the same code whichever thread takes it, so the result
@@ -184,9 +192,7 @@ static hl_status_t sort_slices(sort_ctx_t *s, hl_literal_t *const *ops, int n, i
   for (int d = dim + 1; d < sh->rank; d++) inner *= sh->dims[d];
   if (len == 0 || inner == 0 || outer == 0) return NULL;
   int64_t slices = outer * inner;
-  int threads = hl_thread_pool_size(pool);
-  if (s->kind == kKeyCall || slices < 2 || slices * len < (INT64_C(1) << 14)) threads = 1;
-  if (threads > slices) threads = (int)slices;
+  int threads = sort_threads(s->kind, slices, len, hl_thread_pool_size(pool));
   int64_t *perm = hl_malloc((size_t)len * sizeof(int64_t) * 2 * (size_t)threads);
   if (!perm) return HL_OOM();
   s->keys = s->kind != kKeyCall ? hl_malloc((size_t)len * sizeof(*s->keys) * (size_t)threads)
@@ -335,4 +341,22 @@ hl_status_t hl_kernel_topk(hl_kernel_context_t *ctx, const hl_instruction_t *ins
   hl_literal_release(vals);
   hl_literal_release(idx);
   return st;
+}
+
+// The buffers hl_kernel_sort allocates besides its results (kernel_scratch.h).
+void hl_sort_scratch(const hl_instruction_t *inst, int threads, hl_kernel_scratch_t *out) {
+  out->count = 0;
+  int n = inst->operand_count;
+  const hl_computation_t *comp = hl_instruction_to_apply(inst);
+  if (n < 1 || 2 * n > HL_SCALAR_CALL_MAX_ARGS || !comp || inst->attrs.dimensions.n != 1) return;
+  const hl_shape_t *s0 = &inst->operands[0]->shape;
+  int64_t dim = inst->attrs.dimensions.v[0];
+  if (!hl_shape_is_array(s0) || dim < 0 || dim >= s0->rank) return;
+  int64_t len = s0->dims[dim], elems = hl_shape_element_count(s0);
+  if (len == 0 || elems == 0) return;
+  bool descending = false, total_order = false;
+  key_kind_t kind = classify_comparator(comp, s0->dtype, n, &descending, &total_order);
+  int t = sort_threads(kind, elems / len, len, threads);
+  hl_kernel_scratch_add(out, len * (int64_t)sizeof(int64_t) * 2 * t);
+  if (kind != kKeyCall) hl_kernel_scratch_add(out, len * (int64_t)sizeof(union key) * t);
 }

@@ -8,6 +8,39 @@
 #include <sleef.h>
 #include <string.h>
 
+// SLEEF's AVX2 routines by name rather than through its dispatchers: a
+// dispatcher's first call detects the CPU with cpuid, which exits to the
+// hypervisor on a virtual machine (4-7 us per cpuid on the shared
+// Firecracker VM, some 30 us for the first routine called), a fixed cost in
+// the first run of every program with a transcendental op (issue 24: most
+// of a small program's first run). vmath.c calls this file only after
+// checking AVX2 and FMA, where the dispatchers pick these same routines
+// (SLEEF 3.5's dispavx: avx2 when AVX2 and FMA), so the bits are the same.
+#define Sleef_atan2d4_u10 Sleef_atan2d4_u10avx2
+#define Sleef_atan2f8_u10 Sleef_atan2f8_u10avx2
+#define Sleef_cbrtd4_u10 Sleef_cbrtd4_u10avx2
+#define Sleef_cbrtf8_u10 Sleef_cbrtf8_u10avx2
+#define Sleef_cosd4_u10 Sleef_cosd4_u10avx2
+#define Sleef_cosf8_u10 Sleef_cosf8_u10avx2
+#define Sleef_erfd4_u10 Sleef_erfd4_u10avx2
+#define Sleef_erff8_u10 Sleef_erff8_u10avx2
+#define Sleef_expd4_u10 Sleef_expd4_u10avx2
+#define Sleef_expf8_u10 Sleef_expf8_u10avx2
+#define Sleef_expm1d4_u10 Sleef_expm1d4_u10avx2
+#define Sleef_expm1f8_u10 Sleef_expm1f8_u10avx2
+#define Sleef_log1pd4_u10 Sleef_log1pd4_u10avx2
+#define Sleef_log1pf8_u10 Sleef_log1pf8_u10avx2
+#define Sleef_logd4_u10 Sleef_logd4_u10avx2
+#define Sleef_logf8_u10 Sleef_logf8_u10avx2
+#define Sleef_powd4_u10 Sleef_powd4_u10avx2
+#define Sleef_powf8_u10 Sleef_powf8_u10avx2
+#define Sleef_sind4_u10 Sleef_sind4_u10avx2
+#define Sleef_sinf8_u10 Sleef_sinf8_u10avx2
+#define Sleef_tand4_u10 Sleef_tand4_u10avx2
+#define Sleef_tanf8_u10 Sleef_tanf8_u10avx2
+#define Sleef_tanhd4_u10 Sleef_tanhd4_u10avx2
+#define Sleef_tanhf8_u35 Sleef_tanhf8_u35avx2
+
 // exp on SLEEF's routine with x first clamped to [-105, 101]: the routine
 // answers 0 below -104 and inf above 100 whatever the argument (every f32
 // of magnitude 99 or more, both signs, inf and NaN payloads: the same bits

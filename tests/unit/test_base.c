@@ -184,7 +184,52 @@ static void test_large_blocks(void) {
   hl_alloc_clear_failed_bytes();
 }
 
+// A resident block made ahead (hl_alloc_resident, the warm start's) is the
+// cache's, not an array: the peak of arrays at once does not count it while
+// it is reserved; freed, it serves the next request of its size without a
+// fresh mapping, and that array counts.
+static void test_resident_blocks_are_not_arrays(void) {
+  size_t peak = hl_alloc_large_peak_bytes(), fresh = hl_alloc_large_fresh_bytes();
+  size_t n = peak + ((size_t)8 << 20);  // more than any array so far
+  void *r = hl_alloc_resident(n);
+  if (!r) return;  // sanitizer build: no large blocks
+  CU_ASSERT_EQUAL(hl_alloc_large_peak_bytes(), peak);
+  CU_ASSERT_TRUE(hl_alloc_large_fresh_bytes() > fresh);  // larger than any cached block
+  hl_free(r);
+  fresh = hl_alloc_large_fresh_bytes();
+  void *a = hl_malloc(n);
+  CU_ASSERT_PTR_EQUAL(a, r);
+  CU_ASSERT_EQUAL(hl_alloc_large_fresh_bytes(), fresh);
+  CU_ASSERT_TRUE(hl_alloc_large_peak_bytes() >= n);
+  hl_free(a);
+}
+
+// A cached mapping that fits a smaller request (up to twice its size) is
+// handed out whole, so that the larger request after it finds it again
+// without faulting in a regrown tail (runs of one program map nothing
+// fresh after the first).
+static void test_fits_are_taken_whole(void) {
+  size_t big = hl_alloc_large_peak_bytes() + ((size_t)6 << 20), small = big / 2 + 4096;
+  unsigned char *a = hl_malloc(big);
+  if (!a || hl_alloc_large_block_bytes(big) == 0) {  // sanitizer build
+    hl_free(a);
+    return;
+  }
+  memset(a, 1, big);
+  hl_free(a);
+  size_t fresh = hl_alloc_large_fresh_bytes();
+  unsigned char *b = hl_malloc(small);
+  CU_ASSERT_PTR_EQUAL(b, a);
+  hl_free(b);
+  unsigned char *c = hl_malloc(big);
+  CU_ASSERT_PTR_EQUAL(c, a);
+  CU_ASSERT_EQUAL(hl_alloc_large_fresh_bytes(), fresh);
+  hl_free(c);
+}
+
 static CU_TestInfo tests[] = {
+    {"fits_are_taken_whole", test_fits_are_taken_whole},
+    {"resident_blocks_are_not_arrays", test_resident_blocks_are_not_arrays},
     {"large_blocks", test_large_blocks},
     {"status", test_status},
     {"strbuf", test_strbuf},

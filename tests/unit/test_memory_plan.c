@@ -2,12 +2,18 @@
 // executable's warm start (issue 24). Expected figures are worked out by hand
 // from the programs below and the executor's documented sharing rules, not
 // from the walk itself; the warm start is checked against the allocator's
-// own count of freshly mapped bytes during a real first run.
+// own count of freshly mapped bytes during a real first run. Kernels'
+// scratch (kernels/kernel_scratch.h): the figures worked out from each
+// kernel's documented buffers (convolution.c's im2col path, dot.c's 16-bit
+// panels), and a first run after the warm start of programs made mostly of
+// scratch (a grouped convolution, a bf16 dot) mapping nothing fresh.
 // hl-test-libs: hl_exec hl_text hl_ir hl_base
 #include "runtime/base/alloc.h"
 #include "runtime/exec/executor.h"
 #include "runtime/exec/memory_plan.h"
 #include "runtime/exec/plan.h"
+#include "runtime/exec/profile.h"
+#include "runtime/exec/thread_pool.h"
 #include "runtime/text/hlo_parser.h"
 #include "tests/unit/test_util.h"
 
@@ -68,7 +74,7 @@ static void test_live_set_and_fresh_blocks(void) {
   hl_plan_t *plan = NULL;
   HL_ASSERT_OK(hl_plan_create(m->entry, &plan));
   hl_memory_plan_t mp;
-  HL_ASSERT_OK(hl_memory_plan_build(plan, &mp));
+  HL_ASSERT_OK(hl_memory_plan_build(plan, 1, &mp));
   CU_ASSERT_EQUAL(mp.parameter_bytes, 4 * kMiB);
   CU_ASSERT_EQUAL(mp.result_bytes, 4 * kMiB);
   // At r: a, b (4 MiB) + s (2) + r (4) = 10 MiB; at u: a, b, t, u = 8 MiB.
@@ -87,7 +93,7 @@ static void test_live_set_and_fresh_blocks(void) {
 
   m = parse(chain_program(512, text, sizeof text));
   HL_ASSERT_OK(hl_plan_create(m->entry, &plan));
-  HL_ASSERT_OK(hl_memory_plan_build(plan, &mp));
+  HL_ASSERT_OK(hl_memory_plan_build(plan, 1, &mp));
   CU_ASSERT_EQUAL(mp.live_peak_bytes, 6 * kMiB);
   CU_ASSERT_EQUAL(mp.result_bytes, 2 * kMiB);
   CU_ASSERT_EQUAL_FATAL(mp.fresh_block_count, large_blocks() ? 1 : 0);
@@ -114,7 +120,7 @@ static void test_small_arrays_have_no_blocks(void) {
   hl_plan_t *plan = NULL;
   HL_ASSERT_OK(hl_plan_create(m->entry, &plan));
   hl_memory_plan_t mp;
-  HL_ASSERT_OK(hl_memory_plan_build(plan, &mp));
+  HL_ASSERT_OK(hl_memory_plan_build(plan, 1, &mp));
   CU_ASSERT_EQUAL(mp.fresh_block_count, 0);
   CU_ASSERT_EQUAL(mp.live_peak_bytes, 5 * 16 * 1024);  // a, b, s and r (2 arrays)
   hl_memory_plan_deinit(&mp);
@@ -174,7 +180,152 @@ static void test_warm_start_first_run_maps_nothing(void) {
   hl_module_destroy(warm);
 }
 
+// Grouped convolution (b01f_01io->b01f: the pixel-major im2col path), batch
+// `n`: x f32[n,28,28,128], k f32[3,3,32,128] in 4 groups, y like x. Its
+// scratch: the im2col tables (2 x 3 x 28 int64), the packed kernel W2
+// (288 x 128 f32) and colT, n*784 rows of K = 32 * 9 = 288 f32 (the rows of
+// a 4 MiB chunk: 3640, more than n*784 for n <= 4).
+static const char *conv_program(int n, char *buf, size_t len) {
+  snprintf(buf, len,
+           "HloModule m\n"
+           "ENTRY main {\n"
+           "  x = f32[%d,28,28,128] parameter(0)\n"
+           "  k = f32[3,3,32,128] parameter(1)\n"
+           "  ROOT y = f32[%d,28,28,128] convolution(x, k), window={size=3x3 pad=1_1x1_1}, "
+           "dim_labels=b01f_01io->b01f, feature_group_count=4\n"
+           "}\n",
+           n, n);
+  return buf;
+}
+
+// A bf16 product [m,512] x [512,1024] -> bf16 [m,1024]: f32 in panels
+// (dot.c). m = 1024: row tiles of 256 (gemm_tiles.c: 4 tiles, m >= n), the
+// rhs shared by them widened whole (512 x 1024 f32 = 2 MiB), a panel per
+// thread of 256 lhs rows (256 x 512 f32) and 256 rows of sums (256 x 1024).
+static const char *bf16_dot_program(int m, char *buf, size_t len) {
+  snprintf(buf, len,
+           "HloModule m\n"
+           "ENTRY main {\n"
+           "  a = bf16[%d,512] parameter(0)\n"
+           "  b = bf16[512,1024] parameter(1)\n"
+           "  ROOT c = bf16[%d,1024] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+           "}\n",
+           m, m);
+  return buf;
+}
+
+static void test_kernel_scratch_declared(void) {
+  char text[1024];
+  hl_module_t *m = parse(conv_program(4, text, sizeof text));
+  hl_plan_t *plan = NULL;
+  HL_ASSERT_OK(hl_plan_create(m->entry, &plan));
+  hl_memory_plan_t mp;
+  HL_ASSERT_OK(hl_memory_plan_build(plan, 1, &mp));
+  int64_t x = 4 * 28 * 28 * 128 * 4, k = 3 * 3 * 32 * 128 * 4;
+  int64_t scratch = 2 * 3 * 28 * 8 + 288 * 128 * 4 + (int64_t)4 * 784 * 288 * 4;
+  CU_ASSERT_EQUAL(mp.live_peak_bytes, x + k + x);  // the bound: values only
+  CU_ASSERT_EQUAL(mp.scratch_peak_bytes, scratch);
+  CU_ASSERT_EQUAL(mp.with_scratch_peak_bytes, x + k + x + scratch);
+  // Large blocks: y (1.53 MiB) and colT (3.45 MiB), both fresh.
+  CU_ASSERT_EQUAL_FATAL(mp.fresh_block_count, large_blocks() ? 2 : 0);
+  if (large_blocks()) {
+    CU_ASSERT_EQUAL(mp.fresh_blocks[0], hl_alloc_large_block_bytes((size_t)x));
+    CU_ASSERT_EQUAL(mp.fresh_blocks[1], hl_alloc_large_block_bytes((size_t)4 * 784 * 288 * 4));
+  }
+  hl_memory_plan_deinit(&mp);
+  hl_plan_destroy(plan);
+  hl_module_destroy(m);
+
+  m = parse(bf16_dot_program(1024, text, sizeof text));
+  HL_ASSERT_OK(hl_plan_create(m->entry, &plan));
+  for (int threads = 1; threads <= 2; threads++) {
+    HL_ASSERT_OK(hl_memory_plan_build(plan, threads, &mp));
+    int64_t shared = 512 * 1024 * 4, panel = (256 * 512 + 256 * 1024) * 4;
+    CU_ASSERT_EQUAL(mp.scratch_peak_bytes, shared + threads * panel + 1);
+    CU_ASSERT_EQUAL(mp.live_peak_bytes, (1024 * 512 + 512 * 1024 + 1024 * 1024) * 2);
+    hl_memory_plan_deinit(&mp);
+  }
+  hl_plan_destroy(plan);
+  hl_module_destroy(m);
+  // --profile's line for it (profile.h).
+  hl_strbuf_t sb;
+  hl_strbuf_init(&sb);
+  hl_profile_format_scratch(3 * kMiB + kMiB / 2, 19 * kMiB / 2, &sb);
+  CU_ASSERT_STRING_EQUAL(hl_strbuf_cstr(&sb),
+                         "  kernels' scratch: up to 3.5 MiB in one instruction; values and "
+                         "scratch 9.5 MiB at once at most\n");
+  hl_strbuf_deinit(&sb);
+}
+
+static hl_literal_t *ramp(hl_dtype_t t, int rank, const int64_t *dims) {
+  hl_shape_t s = hl_shape_array(t, rank, dims);
+  hl_literal_t *lit = NULL;
+  HL_ASSERT_OK(hl_literal_create_uninitialized(&s, &lit));
+  int64_t n = hl_literal_element_count(lit);
+  for (int64_t i = 0; i < n; i++) {
+    float v = (float)(i % 13) * 0.0625f - 0.375f;
+    if (t == HL_F32) {
+      ((float *)lit->data)[i] = v;
+    } else {  // bf16: the high half of the f32 (exact for these values)
+      uint32_t u;
+      memcpy(&u, &v, 4);
+      ((uint16_t *)lit->data)[i] = (uint16_t)(u >> 16);
+    }
+  }
+  return lit;
+}
+
+// Runs `text` once on fresh arguments; *fresh: the large bytes it mapped.
+static hl_literal_t *run_once(const char *text, bool warm, int threads, size_t *fresh) {
+  hl_module_t *m = parse(text);
+  hl_literal_t *args[2];
+  for (int i = 0; i < 2; i++) {
+    const hl_shape_t *s = &m->entry->parameters[i]->shape;
+    args[i] = ramp(s->dtype, s->rank, s->dims);
+  }
+  hl_thread_pool_t *pool = NULL;
+  HL_ASSERT_OK(hl_thread_pool_create(threads, &pool));
+  hl_exec_options_t o = {.pool = pool};
+  hl_executable_t *exe = NULL;
+  HL_ASSERT_OK(hl_executable_create(m, &exe));
+  hl_executable_set_threads(exe, threads);
+  if (warm) {
+    hl_executable_warm_start(exe);
+    int64_t bound = 0, params = 0;
+    CU_ASSERT_TRUE(hl_executable_live_set_bound(exe, &bound, &params));  // waits for it
+  }
+  size_t start = hl_alloc_large_fresh_bytes();
+  hl_literal_t *out = NULL;
+  HL_ASSERT_OK(hl_executable_run(exe, &o, args, 2, &out));
+  *fresh = hl_alloc_large_fresh_bytes() - start;
+  hl_executable_destroy(exe);
+  hl_thread_pool_destroy(pool);
+  for (int i = 0; i < 2; i++) hl_literal_release(args[i]);
+  hl_module_destroy(m);
+  return out;
+}
+
+// A first run after the warm start maps nothing fresh for programs whose
+// largest buffers are their kernels' scratch, where one without it maps
+// them; sizes grow from run to run so that blocks cached from earlier runs
+// cannot serve them.
+static void test_warm_start_covers_kernel_scratch(void) {
+  if (!large_blocks()) return;  // AddressSanitizer: every block is malloc's
+  char text[1024];
+  size_t fresh = 0;
+  hl_literal_release(run_once(conv_program(2, text, sizeof text), false, 1, &fresh));
+  CU_ASSERT_TRUE(fresh > 0);
+  hl_literal_release(run_once(conv_program(4, text, sizeof text), true, 1, &fresh));
+  CU_ASSERT_EQUAL(fresh, 0);
+  hl_literal_release(run_once(bf16_dot_program(1536, text, sizeof text), false, 2, &fresh));
+  CU_ASSERT_TRUE(fresh > 0);
+  hl_literal_release(run_once(bf16_dot_program(2048, text, sizeof text), true, 2, &fresh));
+  CU_ASSERT_EQUAL(fresh, 0);
+}
+
 static CU_TestInfo tests[] = {
+    {"warm_start_covers_kernel_scratch", test_warm_start_covers_kernel_scratch},
+    {"kernel_scratch_declared", test_kernel_scratch_declared},
     {"warm_start_first_run_maps_nothing", test_warm_start_first_run_maps_nothing},
     {"live_set_and_fresh_blocks", test_live_set_and_fresh_blocks},
     {"small_arrays_have_no_blocks", test_small_arrays_have_no_blocks},

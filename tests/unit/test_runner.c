@@ -175,6 +175,7 @@ static void test_profile_first_run_apart(void) {
   CU_ASSERT_PTR_NOT_NULL(strstr(text, "peak memory: large arrays"));
   CU_ASSERT_PTR_NOT_NULL(strstr(text, "live-set lower bound 0.0 MiB"));
   CU_ASSERT_PTR_NOT_NULL(strstr(text, "arrays / bound: n/a"));
+  CU_ASSERT_PTR_NULL(strstr(text, "kernels' scratch"));  // none declared
   free(text);
   hl_runner_free(r, false);
 }
