@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "collectives/mpi_comm.h"
+#include "collectives/mpi_polite.h"
 #include "runtime/base/alloc.h"
 
 typedef struct channel_layer {
@@ -90,7 +91,7 @@ static hl_status_t channel_wait(hl_comm_t *comm, hl_comm_request_t *request) {
   size_t got = 0, cb = hl_mpi_max_message_bytes();
   for (int i = 0; i < r->n && !st; i++) {
     MPI_Status status;
-    int err = MPI_Wait(&r->mpi[i], &status);
+    int err = hl_mpi_polite_wait(&r->mpi[i], &status);
     if (err != MPI_SUCCESS) {
       st = hl_mpi_status(err, r->is_recv ? "waiting for a receive" : "waiting for a send");
     } else if (r->is_recv) {
@@ -102,7 +103,7 @@ static hl_status_t channel_wait(hl_comm_t *comm, hl_comm_request_t *request) {
       if ((size_t)n < cb && i + 1 < r->n) {
         for (int k = i + 1; k < r->n; k++) {
           MPI_Cancel(&r->mpi[k]);
-          MPI_Wait(&r->mpi[k], MPI_STATUS_IGNORE);
+          hl_mpi_polite_wait(&r->mpi[k], MPI_STATUS_IGNORE);
         }
         break;
       }
@@ -128,7 +129,7 @@ static bool channel_abandon(hl_comm_t *comm, hl_comm_request_t *request) {
       // Else the message could still land in the buffer after it was freed
       // (or reused by the next program of a batch).
       MPI_Cancel(&r->mpi[i]);
-      MPI_Wait(&r->mpi[i], MPI_STATUS_IGNORE);  // returns once cancelled or done
+      hl_mpi_polite_wait(&r->mpi[i], MPI_STATUS_IGNORE);  // returns once cancelled or done
     } else {
       MPI_Request_free(&r->mpi[i]);
       buffer_free = false;
@@ -165,7 +166,7 @@ static hl_status_t gather(MPI_Comm world, const hl_channel_endpoint_t *mine, int
     return HL_OOM();
   }
   int n = mine_count * fields;
-  int err = MPI_Allgather(&n, 1, MPI_INT, counts, 1, MPI_INT, world);
+  int err = hl_polite_allgather(&n, 1, MPI_INT, counts, 1, MPI_INT, world);
   long long total = 0;
   for (int r = 0; r < size; r++) {
     offsets[r] = (int)total;
@@ -180,7 +181,7 @@ static hl_status_t gather(MPI_Comm world, const hl_channel_endpoint_t *mine, int
     if (!all) st = HL_OOM();
   }
   if (!st) {
-    err = MPI_Allgatherv(mine, n, MPI_INT64_T, all, counts, offsets, MPI_INT64_T, world);
+    err = hl_polite_allgatherv(mine, n, MPI_INT64_T, all, counts, offsets, MPI_INT64_T, world);
     if (err != MPI_SUCCESS) st = hl_mpi_status(err, "gathering channel tables");
   }
   hl_free(counts);

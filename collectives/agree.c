@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "collectives/mpi_polite.h"
 #include "runtime/base/alloc.h"
 #include "runtime/base/strbuf.h"
 
@@ -110,7 +111,7 @@ hl_status_t hl_mpi_agree(MPI_Comm comm, hl_status_t mine, double stuck_seconds,
       nanosleep(&pause, NULL);
     }
   } else {
-    MPI_Wait(&req, MPI_STATUS_IGNORE);
+    hl_mpi_polite_wait(&req, MPI_STATUS_IGNORE);
   }
   if (first_code == INT_MAX) return NULL;
 
@@ -127,7 +128,7 @@ hl_status_t hl_mpi_agree(MPI_Comm comm, hl_status_t mine, double stuck_seconds,
     offsets = hl_calloc((size_t)size, sizeof(int));
     if (!lengths || !offsets) abort_stuck(comm, HL_OOM(), style);  // cannot stay in step
   }
-  MPI_Gather(&len, 1, MPI_INT, lengths, 1, MPI_INT, 0, comm);
+  hl_polite_gather(&len, 1, MPI_INT, lengths, 1, MPI_INT, 0, comm);
   int *counts = offsets ? hl_calloc((size_t)size, sizeof(int)) : NULL;
   if (rank == 0) {
     if (!counts) abort_stuck(comm, HL_OOM(), style);
@@ -140,7 +141,7 @@ hl_status_t hl_mpi_agree(MPI_Comm comm, hl_status_t mine, double stuck_seconds,
     texts = hl_malloc((size_t)total + 1);
     if (!texts) abort_stuck(comm, HL_OOM(), style);
   }
-  MPI_Gatherv(msg, len > 0 ? len : 0, MPI_CHAR, texts, counts, offsets, MPI_CHAR, 0, comm);
+  hl_polite_gatherv(msg, len > 0 ? len : 0, MPI_CHAR, texts, counts, offsets, MPI_CHAR, 0, comm);
   hl_strbuf_t sb;
   hl_strbuf_init(&sb);
   long long merged = 0;
@@ -148,7 +149,7 @@ hl_status_t hl_mpi_agree(MPI_Comm comm, hl_status_t mine, double stuck_seconds,
     format_failures(style, size, lengths, texts, offsets, &sb);
     merged = sb.failed ? -1 : (long long)sb.length;
   }
-  MPI_Bcast(&merged, 1, MPI_LONG_LONG, 0, comm);
+  hl_polite_bcast(&merged, 1, MPI_LONG_LONG, 0, comm);
   // Every rank must take part in the broadcasts to stay in step: one
   // that cannot hold the text cannot, so it ends the job (never seen in
   // practice: the text is a few lines).
@@ -157,7 +158,7 @@ hl_status_t hl_mpi_agree(MPI_Comm comm, hl_status_t mine, double stuck_seconds,
   if (rank == 0) memcpy(text, hl_strbuf_cstr(&sb), (size_t)merged);
   for (long long off = 0; off < merged; off += INT_MAX / 2) {
     int n = merged - off < INT_MAX / 2 ? (int)(merged - off) : INT_MAX / 2;
-    MPI_Bcast(text + off, n, MPI_CHAR, 0, comm);
+    hl_polite_bcast(text + off, n, MPI_CHAR, 0, comm);
   }
   text[merged] = '\0';
   hl_status_t all =

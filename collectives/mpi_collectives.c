@@ -31,6 +31,7 @@
 #include <time.h>
 
 #include "collectives/mpi_internal.h"
+#include "collectives/mpi_polite.h"
 #include "runtime/base/alloc.h"
 
 void hl_mpi_coll_init(hl_mpi_coll_t *coll) {
@@ -85,22 +86,6 @@ hl_status_t hl_mpi_request_next(hl_comm_request_t *r, MPI_Request **out) {
   return NULL;
 }
 
-// MPI_Waitall without statuses. MPICH defines MPI_STATUSES_IGNORE as the
-// address 1, and gcc 11+ then warns that MPI_Waitall's status array
-// "accesses 20 bytes in a region of size 0" (-Wstringop-overflow) whatever
-// the count: a false positive on a sentinel MPI says is never written
-// (pmodels/mpich#5687, left as is upstream). Silenced here, once.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wstringop-overflow"
-#endif
-static int wait_all_ignoring_statuses(int count, MPI_Request *requests) {
-  return MPI_Waitall(count, requests, MPI_STATUSES_IGNORE);
-}
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
-
 static void request_free(hl_comm_request_t *r) {
   if (!r) return;
   if (r->reqs != r->inline_reqs) hl_free(r->reqs);
@@ -118,7 +103,7 @@ hl_status_t hl_mpi_wait(hl_comm_t *comm, hl_comm_request_t *r) {
   if (r->progress) hl_mpi_progress_remove(r->progress, r);
   hl_status_t st = NULL;
   if (r->n > 0) {
-    int err = wait_all_ignoring_statuses(r->n, r->reqs);
+    int err = hl_mpi_polite_waitall(r->n, r->reqs);
     if (err != MPI_SUCCESS) st = hl_mpi_status(err, "completing a non-blocking operation");
   }
   if (r->reduction) {
@@ -254,7 +239,7 @@ static hl_status_t unite_sets(hl_mpi_comm_t *m) {
     return HL_OOM();
   }
   hl_status_t st = NULL;
-  int err = MPI_Allgather(&mine, 1, MPI_INT, lens, 1, MPI_INT, m->comm);
+  int err = hl_polite_allgather(&mine, 1, MPI_INT, lens, 1, MPI_INT, m->comm);
   if (err != MPI_SUCCESS) st = hl_mpi_status(err, "exchanging process groups");
   int64_t total = 0;
   for (int r = 0; !st && r < size; r++) {
@@ -279,7 +264,7 @@ static hl_status_t unite_sets(hl_mpi_comm_t *m) {
       if (nr) memcpy(buf + at, g->ranks, (size_t)nr * sizeof(int));  // no pairs: ranks NULL
       at += nr;
     }
-    err = MPI_Allgatherv(buf, mine, MPI_INT, all, lens, displs, MPI_INT, m->comm);
+    err = hl_polite_allgatherv(buf, mine, MPI_INT, all, lens, displs, MPI_INT, m->comm);
     if (err != MPI_SUCCESS) st = hl_mpi_status(err, "exchanging process groups");
   }
   for (int r = 0; !st && r < size; r++) {
@@ -386,7 +371,7 @@ hl_status_t hl_mpi_prepare(hl_comm_t *base, const hl_module_t *module, int64_t n
   // The agreement runs even after a local error, so no rank is left waiting
   // in it: every rank's prepare returns (the launcher then reports).
   uint64_t mine[3] = {h, ~h, st ? 1 : 0}, all[3];
-  int err = MPI_Allreduce(mine, all, 3, MPI_UINT64_T, MPI_MAX, m->comm);
+  int err = hl_polite_allreduce(mine, all, 3, MPI_UINT64_T, MPI_MAX, m->comm);
   if (st) return st;
   if (err != MPI_SUCCESS) return hl_mpi_status(err, "agreeing on the program's collectives");
   if (all[2]) return HL_INVALID("another rank failed to resolve the collectives' groups");
@@ -589,6 +574,9 @@ static hl_status_t reduce_common(hl_comm_t *base, const hl_instruction_t *inst,
                   (scatter && chunked && send == recv);
   hl_comm_request_t *q_of = blocking ? NULL : r;  // where chunks' requests go
   hl_mpi_reduction_t *red = r->reduction;
+  // The executor's reducer runs inside this thread's own blocking call only:
+  // a polite wait's non-blocking form could run it from the progress thread.
+  bool raw = red->calls_executor;
   int err = MPI_SUCCESS;
   MPI_Request *q = NULL;
   if (!chunked) {
@@ -598,11 +586,12 @@ static hl_status_t reduce_common(hl_comm_t *base, const hl_instruction_t *inst,
     if (!next_slot(q_of, &q, &st)) {
       // st says why
     } else if (!scatter) {
-      err = blocking ? MPI_Allreduce(sb, recv, (int)count, red->type, red->op, s->comm)
+      err = blocking ? (raw ? MPI_Allreduce : hl_polite_allreduce)(sb, recv, (int)count,
+                                                                    red->type, red->op, s->comm)
                      : MPI_Iallreduce(sb, recv, (int)count, red->type, red->op, s->comm, q);
     } else {
-      err = blocking ? MPI_Reduce_scatter_block(sb, recv, (int)count, red->type, red->op,
-                                                s->comm)
+      err = blocking ? (raw ? MPI_Reduce_scatter_block : hl_polite_reduce_scatter_block)(
+                           sb, recv, (int)count, red->type, red->op, s->comm)
                      : MPI_Ireduce_scatter_block(sb, recv, (int)count, red->type, red->op,
                                                  s->comm, q);
     }
@@ -612,7 +601,8 @@ static hl_status_t reduce_common(hl_comm_t *base, const hl_instruction_t *inst,
       char *rb = (char *)recv + (size_t)a * es;
       const void *sb = send == recv ? MPI_IN_PLACE : (const char *)send + (size_t)a * es;
       if (!next_slot(q_of, &q, &st)) break;
-      err = blocking ? MPI_Allreduce(sb, rb, c, red->type, red->op, s->comm)
+      err = blocking ? (raw ? MPI_Allreduce : hl_polite_allreduce)(sb, rb, c, red->type,
+                                                                    red->op, s->comm)
                      : MPI_Iallreduce(sb, rb, c, red->type, red->op, s->comm, q);
     }
   } else {
@@ -626,7 +616,8 @@ static hl_status_t reduce_common(hl_comm_t *base, const hl_instruction_t *inst,
         void *rb = k == s->my_index ? (char *)recv + (size_t)a * es : NULL;
         if (sb == rb) sb = MPI_IN_PLACE;  // in place, member 0
         if (!next_slot(q_of, &q, &st)) break;
-        err = blocking ? MPI_Reduce(sb, rb, c, red->type, red->op, k, s->comm)
+        err = blocking ? (raw ? MPI_Reduce : hl_polite_reduce)(sb, rb, c, red->type, red->op, k,
+                                                               s->comm)
                        : MPI_Ireduce(sb, rb, c, red->type, red->op, k, s->comm, q);
       }
     }
@@ -685,10 +676,10 @@ static hl_status_t blocks_chunked(hl_comm_request_t *r, bool gather, const void 
     if (gather) {
       const void *s0 = in_place ? MPI_IN_PLACE : sb;
       err = r ? MPI_Iallgather(s0, (int)c, MPI_BYTE, rb, 1, *t, comm, q)
-              : MPI_Allgather(s0, (int)c, MPI_BYTE, rb, 1, *t, comm);
+              : hl_polite_allgather(s0, (int)c, MPI_BYTE, rb, 1, *t, comm);
     } else {
       err = r ? MPI_Ialltoall(sb, 1, *t, rb, 1, *t, comm, q)
-              : MPI_Alltoall(sb, 1, *t, rb, 1, *t, comm);
+              : hl_polite_alltoall(sb, 1, *t, rb, 1, *t, comm);
     }
   }
   for (int i = 0; i < 2; i++)
@@ -722,8 +713,8 @@ static hl_status_t exchange_blocks(hl_comm_t *base, const hl_instruction_t *inst
       err = gather ? MPI_Iallgather(sb, n, MPI_BYTE, recv, n, MPI_BYTE, s->comm, q)
                    : MPI_Ialltoall(sb, n, MPI_BYTE, recv, n, MPI_BYTE, s->comm, q);
     else if (!out_request)
-      err = gather ? MPI_Allgather(sb, n, MPI_BYTE, recv, n, MPI_BYTE, s->comm)
-                   : MPI_Alltoall(sb, n, MPI_BYTE, recv, n, MPI_BYTE, s->comm);
+      err = gather ? hl_polite_allgather(sb, n, MPI_BYTE, recv, n, MPI_BYTE, s->comm)
+                   : hl_polite_alltoall(sb, n, MPI_BYTE, recv, n, MPI_BYTE, s->comm);
   } else {
     st = blocks_chunked(out_request ? r : NULL, gather, send, recv, bytes, in_place, s->comm,
                         &err);
@@ -808,7 +799,7 @@ static hl_status_t permute_range(hl_comm_t *base, const hl_instruction_t *inst, 
     if (!st && err == MPI_SUCCESS && dst >= 0)
       st = post_p2p(r, false, (void *)send, bytes, dst, tag, m->coll.p2p, &err);
     if (!st && err == MPI_SUCCESS && !out_request && r->n)
-      err = wait_all_ignoring_statuses(r->n, r->reqs);
+      err = hl_mpi_polite_waitall(r->n, r->reqs);
   }
   return finish_in(base, st, err, "MPI collective-permute", r, out_request);
 }
@@ -855,7 +846,7 @@ hl_status_t hl_mpi_collective_broadcast(hl_comm_t *base, const hl_instruction_t 
     MPI_Request *q = NULL;
     if (out_request && (st = hl_mpi_request_next(r, &q)) != NULL) break;
     err = out_request ? MPI_Ibcast((char *)recv + a, (int)c, MPI_BYTE, 0, s->comm, q)
-                      : MPI_Bcast((char *)recv + a, (int)c, MPI_BYTE, 0, s->comm);
+                      : hl_polite_bcast((char *)recv + a, (int)c, MPI_BYTE, 0, s->comm);
     a += c;
   } while (a < bytes && err == MPI_SUCCESS);
   return finish_in(base, st, err, "MPI collective-broadcast", r, out_request);
@@ -882,7 +873,7 @@ static hl_status_t ragged_p2p(hl_mpi_group_set_t *s, const void *send,
     if (send_bytes[j] > 0)
       st = post_p2p(r, false, (char *)send + send_offsets[j], (size_t)send_bytes[j], j,
                     kRaggedTag, s->comm, &err);
-  if (!st && err == MPI_SUCCESS && r->n) err = wait_all_ignoring_statuses(r->n, r->reqs);
+  if (!st && err == MPI_SUCCESS && r->n) err = hl_mpi_polite_waitall(r->n, r->reqs);
   *out_err = err;
   r->n = 0;
   request_free(r);
@@ -921,7 +912,7 @@ hl_status_t hl_mpi_ragged_all_to_all(hl_comm_t *base, const hl_instruction_t *in
     }
     // Ialltoallv may read the count arrays until completion, so the
     // non-blocking form completes here too (ragged exchanges are small).
-    err = MPI_Alltoallv(send, sc, sd, MPI_BYTE, recv, rc, rd, MPI_BYTE, s->comm);
+    err = hl_polite_alltoallv(send, sc, sd, MPI_BYTE, recv, rc, rd, MPI_BYTE, s->comm);
     hl_free(ints);
   } else {
     st = ragged_p2p(s, send, send_offsets, send_bytes, recv, recv_offsets, recv_bytes, &err);

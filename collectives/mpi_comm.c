@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "collectives/mpi_internal.h"
+#include "collectives/mpi_polite.h"
 #include "runtime/base/alloc.h"
 
 // The backend's state (hl_mpi_comm_t) lives in mpi_internal.h, shared with
@@ -41,6 +42,7 @@ hl_status_t hl_mpi_comm_create(MPI_Comm world, hl_comm_t **out_comm) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) return HL_INTERNAL_ERROR("hl_mpi_comm_create called before MPI_Init");
+  hl_mpi_polite_init(world);  // collective, as this function is (a no-op once decided)
   hl_mpi_comm_t *c = hl_calloc(1, sizeof(*c));
   if (!c) return HL_OOM();
   c->base.vtable = &kMpiCommVtable;
@@ -68,7 +70,7 @@ static void mpi_comm_destroy(hl_comm_t *base) {
 
 static hl_status_t mpi_comm_barrier(hl_comm_t *base) {
   hl_mpi_comm_t *c = (hl_mpi_comm_t *)base;
-  int err = MPI_Barrier(c->comm);
+  int err = hl_polite_barrier(c->comm);
   return err == MPI_SUCCESS ? NULL : hl_mpi_status(err, "MPI_Barrier");
 }
 

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "collectives/mpi_internal.h"
+#include "collectives/mpi_polite.h"
 #include "runtime/base/alloc.h"
 
 // Frees a request without waiting (its posted transfers failed to post or it
@@ -66,7 +67,10 @@ hl_status_t hl_mpi_reduce(hl_comm_t *base, const hl_instruction_t *inst, hl_dtyp
     char *rb = is_root ? (char *)recv + (size_t)a * es : NULL;
     const void *sarg = is_root && send == recv ? MPI_IN_PLACE : (const void *)sb;
     if (blocking) {
-      err = MPI_Reduce(sarg, rb, c, red->type, red->op, root, s->comm);
+      // The executor's reducer runs inside this thread's own call only: a
+      // polite wait's non-blocking form could run it from the progress thread.
+      err = (red->calls_executor ? MPI_Reduce : hl_polite_reduce)(sarg, rb, c, red->type, red->op,
+                                                                root, s->comm);
     } else {
       MPI_Request *q;
       st = hl_mpi_request_next(r, &q);

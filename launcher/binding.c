@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "collectives/mpi_family.h"
+#include "collectives/mpi_polite.h"
 #include "runtime/base/alloc.h"
 #include "runtime/kernels/blas_threads.h"
 
@@ -319,7 +320,7 @@ void hl_binding_report(MPI_Comm comm, const hl_binding_t *b, int rank, int64_t r
            b->cpuset, threads, hl_bind_policy_name(policy), blas,
            b->warning[0] ? " warning=" : "", b->warning);
   char *all = rank == 0 ? hl_malloc((size_t)size * kLineBytes) : NULL;
-  MPI_Gather(line, kLineBytes, MPI_CHAR, all, kLineBytes, MPI_CHAR, 0, comm);
+  hl_polite_gather(line, kLineBytes, MPI_CHAR, all, kLineBytes, MPI_CHAR, 0, comm);
   if (rank == 0 && all) {
     for (int r = 0; r < size; r++) fprintf(stderr, "%.*s\n", kLineBytes, all + (size_t)r * kLineBytes);
     fflush(stderr);

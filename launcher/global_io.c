@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "collectives/mpi_polite.h"
 #include "launcher/sharding.h"
 #include "runtime/base/alloc.h"
 #include "runtime/base/npy.h"
@@ -318,7 +319,7 @@ enum { kChunk = 1 << 28 };
 static void send_bytes(MPI_Comm comm, const void *data, size_t n, int to) {
   for (size_t off = 0; off < n || (n == 0 && off == 0); off += kChunk) {
     int count = n - off < (size_t)kChunk ? (int)(n - off) : kChunk;
-    MPI_Send((const char *)data + off, count, MPI_BYTE, to, 7, comm);
+    hl_polite_send((const char *)data + off, count, MPI_BYTE, to, 7, comm);
     if (n == 0) break;
   }
 }
@@ -326,7 +327,7 @@ static void send_bytes(MPI_Comm comm, const void *data, size_t n, int to) {
 static void recv_bytes(MPI_Comm comm, void *data, size_t n, int from) {
   for (size_t off = 0; off < n || (n == 0 && off == 0); off += kChunk) {
     int count = n - off < (size_t)kChunk ? (int)(n - off) : kChunk;
-    MPI_Recv((char *)data + off, count, MPI_BYTE, from, 7, comm, MPI_STATUS_IGNORE);
+    hl_polite_recv((char *)data + off, count, MPI_BYTE, from, 7, comm, MPI_STATUS_IGNORE);
     if (n == 0) break;
   }
 }
@@ -413,7 +414,7 @@ static hl_status_t assemble(MPI_Comm comm, const hl_program_t *program, const hl
       else {
         // Out of memory: drain the message so the sender finishes.
         char sink[1];
-        MPI_Recv(sink, 0, MPI_BYTE, (int)p, 7, comm, MPI_STATUS_IGNORE);
+        hl_polite_recv(sink, 0, MPI_BYTE, (int)p, 7, comm, MPI_STATUS_IGNORE);
       }
       src = piece;
     }

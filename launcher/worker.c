@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "collectives/agree.h"
+#include "collectives/mpi_polite.h"
 #include "launcher/batch_list.h"
 #include "launcher/binding.h"
 #include "launcher/checked_results.h"
@@ -108,7 +109,7 @@ static bool write_status_file(const worker_t *w, int code) {
       ok = close(fd) == 0 && ok;
     }
   }
-  MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  hl_polite_bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
   return ok;
 }
 
@@ -140,7 +141,7 @@ static hl_status_t resolve_grid(worker_t *w, const hl_module_t *m) {
 static void print_results(const worker_t *w, const char *text, size_t length) {
   long long mine = (long long)length;
   long long *lengths = hl_calloc((size_t)w->size, sizeof(long long));
-  MPI_Allgather(&mine, 1, MPI_LONG_LONG, lengths, 1, MPI_LONG_LONG, w->comm);
+  hl_polite_allgather(&mine, 1, MPI_LONG_LONG, lengths, 1, MPI_LONG_LONG, w->comm);
   long long total = 0;
   for (int r = 0; r < w->size; r++) total += lengths[r];
   if (total < (1ll << 30)) {
@@ -156,7 +157,7 @@ static void print_results(const worker_t *w, const char *text, size_t length) {
       }
       all = hl_malloc((size_t)total + 1);
     }
-    MPI_Gatherv(text, (int)length, MPI_CHAR, all, counts, offsets, MPI_CHAR, 0, w->comm);
+    hl_polite_gatherv(text, (int)length, MPI_CHAR, all, counts, offsets, MPI_CHAR, 0, w->comm);
     if (w->rank == 0) fwrite(all, 1, (size_t)total, stdout);
     hl_free(counts);
     hl_free(offsets);
@@ -170,14 +171,14 @@ static void print_results(const worker_t *w, const char *text, size_t length) {
       for (int r = 1; r < w->size; r++)
         for (long long off = 0; off < lengths[r]; off += kChunk) {
           int n = lengths[r] - off < kChunk ? (int)(lengths[r] - off) : kChunk;
-          MPI_Recv(buf, n, MPI_CHAR, r, 0, w->comm, MPI_STATUS_IGNORE);
+          hl_polite_recv(buf, n, MPI_CHAR, r, 0, w->comm, MPI_STATUS_IGNORE);
           fwrite(buf, 1, (size_t)n, stdout);
         }
       hl_free(buf);
     } else {
       for (size_t off = 0; off < length; off += (size_t)kChunk) {
         int n = length - off < (size_t)kChunk ? (int)(length - off) : kChunk;
-        MPI_Send(text + off, n, MPI_CHAR, 0, 0, w->comm);
+        hl_polite_send(text + off, n, MPI_CHAR, 0, 0, w->comm);
       }
     }
   }
@@ -198,11 +199,11 @@ static bool execute_runs(worker_t *w, hl_runner_t *runner, const hl_inputs_t *in
   for (int64_t i = 0; ok && i < runs; i++) {
     hl_literal_release(*result);
     *result = NULL;
-    if (timed) MPI_Barrier(w->comm);
+    if (timed) hl_polite_barrier(w->comm);
     double mine = 0;
     ok = report(w, hl_runner_run(runner, inputs->args, inputs->count, result, &mine));
     if (ok && timed)
-      MPI_Reduce(&mine, &seconds[i], 1, MPI_DOUBLE, MPI_MAX, 0, w->comm);
+      hl_polite_reduce(&mine, &seconds[i], 1, MPI_DOUBLE, MPI_MAX, 0, w->comm);
   }
   if (ok && timed && w->rank == 0) {
     hl_strbuf_t line;
@@ -229,16 +230,16 @@ static bool check_expectation(worker_t *w, const hl_program_t *program,
                                    sizeof(line), &checked, &matched);
   if (!agree(w, st)) return false;
   int checked_here = checked, checked_anywhere = 0;
-  MPI_Allreduce(&checked_here, &checked_anywhere, 1, MPI_INT, MPI_MAX, w->comm);
+  hl_polite_allreduce(&checked_here, &checked_anywhere, 1, MPI_INT, MPI_MAX, w->comm);
   if (!checked_anywhere) return true;  // snapshots without a recorded result
   if (!checked) {
     snprintf(line, sizeof(line), "no expectation (its snapshot records no result)");
     matched = true;
   }
   char *all = w->rank == 0 ? hl_calloc((size_t)w->size, kLine) : NULL;
-  MPI_Gather(line, kLine, MPI_CHAR, all, kLine, MPI_CHAR, 0, w->comm);
+  hl_polite_gather(line, kLine, MPI_CHAR, all, kLine, MPI_CHAR, 0, w->comm);
   int mine = matched ? 0 : 1, differ = 0;
-  MPI_Allreduce(&mine, &differ, 1, MPI_INT, MPI_SUM, w->comm);
+  hl_polite_allreduce(&mine, &differ, 1, MPI_INT, MPI_SUM, w->comm);
   if (w->rank == 0 && all) {
     for (int r = 0; r < w->size; r++) {
       char who[96];
@@ -270,7 +271,7 @@ static bool check_global_expectation(worker_t *w, const hl_program_t *program,
   hl_literal_release(global);
   if (!agree(w, st)) return false;
   int differ = w->rank == 0 && !matched;
-  MPI_Bcast(&differ, 1, MPI_INT, 0, w->comm);
+  hl_polite_bcast(&differ, 1, MPI_INT, 0, w->comm);
   if (w->rank == 0) {
     fprintf(stderr, "hlo-launch: --expect-global: %s\n", line);
     fflush(stderr);
@@ -598,7 +599,7 @@ static int run_batch(worker_t *w) {
       }
       stop = !ok && o->fail_fast;
     }
-    MPI_Bcast(&stop, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    hl_polite_bcast(&stop, 1, MPI_INT, 0, MPI_COMM_WORLD);
     if (stop) break;
   }
   if (w->rank == 0 && !o->batch_progress) {
@@ -608,7 +609,7 @@ static int run_batch(worker_t *w) {
   if (progress) fclose(progress);
   hl_strbuf_deinit(&failure);
   hl_batch_deinit(&batch);
-  MPI_Bcast(&failed, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  hl_polite_bcast(&failed, 1, MPI_INT, 0, MPI_COMM_WORLD);
   return failed ? 1 : 0;
 }
 
@@ -627,6 +628,7 @@ int hl_worker_main(const hl_launch_options_t *options) {
   worker_t w = {.options = options, .comm = MPI_COMM_WORLD, .prefix = "hlo-launch: "};
   MPI_Comm_rank(MPI_COMM_WORLD, &w.rank);
   MPI_Comm_size(MPI_COMM_WORLD, &w.size);
+  hl_mpi_polite_init(MPI_COMM_WORLD);  // before any blocking MPI call (mpi_polite.h)
   hl_host_watch_join(w.rank);  // the launcher's watch over this host (host_watch.h)
   // Started by another MPI's starter, every rank is a job of its own: one
   // message, and no N copies of a 1-process run.
@@ -662,6 +664,9 @@ int hl_worker_main(const hl_launch_options_t *options) {
   // After a reported failure the ranks exit 0 when the launcher can learn
   // the real status from the file, so mpiexec adds no banner of its own.
   if (write_status_file(&w, code)) code = 0;
+  // MPI_Finalize synchronizes inside, busy-polling under MPICH: the ranks
+  // that finish first wait here politely instead (mpi_polite.h).
+  if (hl_mpi_polite()) hl_polite_barrier(MPI_COMM_WORLD);
   MPI_Finalize();
   return code;
 }

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "collectives/mpi_polite.h"
 #include "collectives/progress_hook.h"
 #include "runtime/base/alloc.h"
 #include "runtime/base/strbuf.h"
@@ -70,12 +71,12 @@ static void read_boot_id(char *buf, size_t cap) {
 static void measure_clock_offset(hl_debug_session_t *s) {
   enum { kRounds = 16 };
   int64_t origin = hl_rank_state_now_ns();
-  MPI_Bcast(&origin, 1, MPI_INT64_T, 0, s->comm);
+  hl_polite_bcast(&origin, 1, MPI_INT64_T, 0, s->comm);
   s->trace_origin_ns = origin;
   char boot[64], boot0[64];
   read_boot_id(boot, sizeof(boot));
   memcpy(boot0, boot, sizeof(boot));
-  MPI_Bcast(boot0, (int)sizeof(boot0), MPI_CHAR, 0, s->comm);
+  hl_polite_bcast(boot0, (int)sizeof(boot0), MPI_CHAR, 0, s->comm);
   // Test hook: measure even on rank 0's kernel (where the true offset is 0,
   // which the measurement must then come within its uncertainty of).
   const char *force = getenv("HL_TEST_CLOCK_PINGPONG");
@@ -85,10 +86,11 @@ static void measure_clock_offset(hl_debug_session_t *s) {
   for (int r = 1; r < s->size; r++) {
     if (s->rank != 0 && s->rank != r) continue;
     // Rank r says whether it shares rank 0's clock.
-    if (s->rank == 0) MPI_Recv(&same, 1, MPI_INT, r, 76, s->comm, MPI_STATUS_IGNORE);
-    else MPI_Send(&same, 1, MPI_INT, 0, 76, s->comm);
+    if (s->rank == 0) hl_polite_recv(&same, 1, MPI_INT, r, 76, s->comm, MPI_STATUS_IGNORE);
+    else hl_polite_send(&same, 1, MPI_INT, 0, 76, s->comm);
     if (same) continue;
     int64_t best_rtt = INT64_MAX, offset = 0;
+    // Raw MPI here: a polite wait's yields would widen the round trips.
     for (int k = 0; k < kRounds; k++) {
       if (s->rank == 0) {
         int64_t dummy;
@@ -132,7 +134,7 @@ hl_status_t hl_debug_session_begin(hl_debug_session_t *s, const hl_debug_session
     // One buffer: the directory, or the error after a '\1'.
     char shared[4096 + 512];
     if (rank == 0) snprintf(shared, sizeof(shared), "%.4000s%s%.500s", s->dir, error[0] ? "\1" : "", error);
-    MPI_Bcast(shared, (int)sizeof(shared), MPI_CHAR, 0, comm);
+    hl_polite_bcast(shared, (int)sizeof(shared), MPI_CHAR, 0, comm);
     char *cut = strchr(shared, '\1');
     if (cut) return HL_ERROR(HL_IO_ERROR, "%s", cut + 1);
     snprintf(s->dir, sizeof(s->dir), "%.4000s", shared);
@@ -201,7 +203,7 @@ hl_status_t hl_debug_session_write_trace(hl_debug_session_t *s, int64_t R, int64
                                  s->trace_origin_ns, channels, &sb);
   long long mine = sb.failed ? 0 : (long long)sb.length;
   long long *lengths = s->rank == 0 ? hl_calloc((size_t)s->size, sizeof(long long)) : NULL;
-  MPI_Gather(&mine, 1, MPI_LONG_LONG, lengths, 1, MPI_LONG_LONG, 0, s->comm);
+  hl_polite_gather(&mine, 1, MPI_LONG_LONG, lengths, 1, MPI_LONG_LONG, 0, s->comm);
   hl_status_t st = NULL;
   FILE *f = NULL;
   if (s->rank == 0) {
@@ -221,7 +223,7 @@ hl_status_t hl_debug_session_write_trace(hl_debug_session_t *s, int64_t R, int64
         text = hl_malloc((size_t)lengths[r]);
         for (long long off = 0; off < lengths[r]; off += 1 << 28) {
           int n = lengths[r] - off < (1 << 28) ? (int)(lengths[r] - off) : 1 << 28;
-          MPI_Recv(text ? text + off : NULL, text ? n : 0, MPI_CHAR, r, 79, s->comm,
+          hl_polite_recv(text ? text + off : NULL, text ? n : 0, MPI_CHAR, r, 79, s->comm,
                    MPI_STATUS_IGNORE);
         }
       }
@@ -233,7 +235,7 @@ hl_status_t hl_debug_session_write_trace(hl_debug_session_t *s, int64_t R, int64
     } else if (s->rank == r && mine > 0) {
       for (long long off = 0; off < mine; off += 1 << 28) {
         int n = mine - off < (1 << 28) ? (int)(mine - off) : 1 << 28;
-        MPI_Send(sb.data + off, n, MPI_CHAR, 0, 79, s->comm);
+        hl_polite_send(sb.data + off, n, MPI_CHAR, 0, 79, s->comm);
       }
     }
   }
@@ -264,7 +266,7 @@ void hl_debug_session_end(hl_debug_session_t *s, bool clean) {
       char path[4200];
       hl_rank_state_path(s->dir, s->rank, path, sizeof(path));
       unlink(path);
-      MPI_Barrier(s->comm);
+      hl_polite_barrier(s->comm);
       if (s->rank == 0 && s->made_dir) rmdir(s->dir);
     }
   }

@@ -8,6 +8,7 @@
 #include "channels/mpi_channels.h"
 #include "collectives/agree.h"
 #include "collectives/mpi_comm.h"
+#include "collectives/mpi_polite.h"
 #include "runtime/base/alloc.h"
 #include "runtime/base/strbuf.h"
 #include "runtime/debug/collective_check.h"
@@ -134,8 +135,8 @@ static hl_status_t check_module(hl_runner_t *r) {
                                                 : "";
     unsigned long long hash = 14695981039346656037ull, low = 0, high = 0;  // FNV-1a
     for (const char *p = name; *p; p++) hash = (hash ^ (unsigned char)*p) * 1099511628211ull;
-    MPI_Allreduce(&hash, &low, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, r->comm);
-    MPI_Allreduce(&hash, &high, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, r->comm);
+    hl_polite_allreduce(&hash, &low, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, r->comm);
+    hl_polite_allreduce(&hash, &high, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, r->comm);
     check = low == high;
   }
   if (check)
@@ -370,7 +371,7 @@ char *hl_runner_profile_text(hl_runner_t *r, const char *heading_prefix, int top
   }
   int len = sb.failed ? 0 : (int)sb.length;
   int *lens = r->rank == 0 ? hl_calloc((size_t)r->size, sizeof(int)) : NULL;
-  MPI_Gather(&len, 1, MPI_INT, lens, 1, MPI_INT, 0, r->comm);
+  hl_polite_gather(&len, 1, MPI_INT, lens, 1, MPI_INT, 0, r->comm);
   int *offs = r->rank == 0 ? hl_calloc((size_t)r->size, sizeof(int)) : NULL;
   char *all = NULL;
   if (r->rank == 0 && lens && offs) {
@@ -381,7 +382,7 @@ char *hl_runner_profile_text(hl_runner_t *r, const char *heading_prefix, int top
     }
     all = hl_malloc((size_t)total + 1);
   }
-  MPI_Gatherv(hl_strbuf_cstr(&sb), len, MPI_CHAR, all, lens, offs, MPI_CHAR, 0, r->comm);
+  hl_polite_gatherv(hl_strbuf_cstr(&sb), len, MPI_CHAR, all, lens, offs, MPI_CHAR, 0, r->comm);
   if (all) all[offs[r->size - 1] + lens[r->size - 1]] = 0;
   hl_free(lens);
   hl_free(offs);

@@ -89,7 +89,9 @@ if [ "$mpich" != 0 ]; then
   # conformance) in 30 min at -j2 on a 2-core VM that other jobs held at load
   # average 15-35 (3100 s of test time; Open MPI's same entries: about 900 s).
   # MPICH 4.0.2 (ch4:ucx) polls without ever yielding, which costs most where
-  # ranks outnumber cores (collectives/shm/README.md).
+  # ranks outnumber cores (collectives/shm/README.md); the runtime's own
+  # blocking MPI calls wait politely then (collectives/mpi_polite.h), MPICH's
+  # MPI_Init and Hydra's wire-up still poll.
   mpich_cc=$(command -v mpicc.mpich || true)
   if [ -z "$mpich_cc" ]; then
     hl_log "--mpich: mpicc.mpich not found (Debian: apt install mpich libmpich-dev)"

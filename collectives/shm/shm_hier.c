@@ -30,6 +30,7 @@
 #include <limits.h>
 #include <string.h>
 
+#include "collectives/mpi_polite.h"
 #include "runtime/base/alloc.h"
 
 // Step 2 on this member's slice [lo, hi) of recv.
@@ -52,7 +53,7 @@ static hl_status_t cross_step(void *ctx, void *recv, int64_t lo, int64_t hi) {
   int64_t a = lo;
   do {
     int n = (int)(hi - a < ce ? hi - a : ce);
-    err = MPI_Allreduce(MPI_IN_PLACE, (char *)recv + (size_t)a * es, n, mr.type, mr.op,
+    err = hl_polite_allreduce(MPI_IN_PLACE, (char *)recv + (size_t)a * es, n, mr.type, mr.op,
                         c->cross);
     a += n;
   } while (a < hi && err == MPI_SUCCESS);
@@ -122,7 +123,7 @@ hl_status_t hl_shm_hier_reduce_scatter(hl_shm_group_t *g, const hl_shm_hier_t *h
     hl_mpi_reduction_t mr;
     st = hl_mpi_reduction_begin(coll, dtype, reducer, &mr);
     if (!st) {
-      int err = MPI_Reduce_scatter_block(partial, recv, (int)count, mr.type, mr.op, h->cross);
+      int err = hl_polite_reduce_scatter_block(partial, recv, (int)count, mr.type, mr.op, h->cross);
       hl_status_t end = hl_mpi_reduction_end(&mr);
       if (err != MPI_SUCCESS) {
         hl_status_free(end);
@@ -157,7 +158,7 @@ hl_status_t hl_shm_hier_all_gather(hl_shm_group_t *g, const hl_shm_hier_t *h,
   int err = MPI_Type_contiguous((int)bytes, MPI_BYTE, &block);
   if (err == MPI_SUCCESS) err = MPI_Type_commit(&block);
   if (err == MPI_SUCCESS) {
-    err = MPI_Allgatherv(in_place ? MPI_IN_PLACE : send, in_place ? 0 : 1,
+    err = hl_polite_allgatherv(in_place ? MPI_IN_PLACE : send, in_place ? 0 : 1,
                          in_place ? MPI_DATATYPE_NULL : block, recv, counts, displs, block,
                          h->cross);
     MPI_Type_free(&block);

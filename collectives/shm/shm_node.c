@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "collectives/mpi_comm.h"
+#include "collectives/mpi_polite.h"
 #include "runtime/base/alloc.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -69,7 +70,7 @@ static hl_status_t probe_direct(hl_shm_node_t *n) {
   }
   *word = UINT64_C(0x5eed5eed00000000) | (uint64_t)n->rank;
   uint64_t mine[2] = {(uint64_t)getpid(), (uint64_t)(uintptr_t)word};
-  int err = MPI_Allgather(mine, 2, MPI_UINT64_T, all, 2, MPI_UINT64_T, n->comm);
+  int err = hl_polite_allgather(mine, 2, MPI_UINT64_T, all, 2, MPI_UINT64_T, n->comm);
   int ok = !off, why = 0;
   for (int k = 0; k < n->size && err == MPI_SUCCESS; k++) {
     n->pids[k] = (pid_t)all[2 * k];
@@ -82,7 +83,7 @@ static hl_status_t probe_direct(hl_shm_node_t *n) {
   }
   // Every rank stays here until all have read its word.
   int all_ok = 0;
-  if (err == MPI_SUCCESS) err = MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, n->comm);
+  if (err == MPI_SUCCESS) err = hl_polite_allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, n->comm);
   hl_free(word);
   hl_free(all);
   if (err != MPI_SUCCESS) return hl_mpi_status(err, "probing the node's direct path");
@@ -137,9 +138,9 @@ hl_status_t hl_shm_node_create(MPI_Comm job, int set_count, hl_shm_node_t **out)
   }
   if (!st) {
     int leader = job_rank;
-    MPI_Bcast(&leader, 1, MPI_INT, 0, n->comm);
+    hl_polite_bcast(&leader, 1, MPI_INT, 0, n->comm);
     int mine[2] = {leader, n->rank};
-    err = MPI_Allgather(mine, 2, MPI_INT, pairs, 2, MPI_INT, job);
+    err = hl_polite_allgather(mine, 2, MPI_INT, pairs, 2, MPI_INT, job);
     if (err != MPI_SUCCESS) st = hl_mpi_status(err, "exchanging the node map");
     for (int r = 0; !st && r < job_size; r++) {
       n->node_of[r] = pairs[2 * r];
@@ -179,7 +180,7 @@ hl_status_t hl_shm_node_create(MPI_Comm job, int set_count, hl_shm_node_t **out)
   if (!st) {
     memset(n->parts[n->rank], 0, n->counters_bytes);
     MPI_Win_sync(n->win);
-    err = MPI_Barrier(n->comm);  // every part's counters are zero before any use
+    err = hl_polite_barrier(n->comm);  // every part's counters are zero before any use
     if (err != MPI_SUCCESS) st = hl_mpi_status(err, "starting the node's shared memory");
   }
   if (!st) st = probe_direct(n);

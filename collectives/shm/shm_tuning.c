@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "collectives/mpi_comm.h"
+#include "collectives/mpi_polite.h"
 
 static const char *const kNames[HL_SHM_TUNE_OPS] = {
     "all-reduce", "reduce-scatter", "all-gather", "all-to-all", "collective-permute",
@@ -82,7 +83,7 @@ hl_status_t hl_shm_tuning_share(MPI_Comm comm, const char *path, hl_shm_tuning_t
   MPI_Comm_rank(comm, &rank);
   hl_status_t st = rank == 0 ? hl_shm_tuning_read(path, out) : NULL;
   if (rank == 0 && st) out->count = -1;  // tells the others
-  int err = MPI_Bcast(out, (int)(sizeof(*out) / sizeof(int64_t)), MPI_INT64_T, 0, comm);
+  int err = hl_polite_bcast(out, (int)(sizeof(*out) / sizeof(int64_t)), MPI_INT64_T, 0, comm);
   if (st) return st;
   if (err != MPI_SUCCESS) return hl_mpi_status(err, "sharing the collectives tuning table");
   if (out->count < 0)
