@@ -9,7 +9,10 @@
 
 #include "collectives/mpi_family.h"
 
-static bool g_decided, g_polite;
+// g_polite: every rank of the job uses the non-blocking forms (decided
+// together: MPI does not match a blocking collective with a non-blocking
+// one). g_yield: this rank waits in the test loop (its node oversubscribed).
+static bool g_decided, g_polite, g_yield;
 
 static int forced(void) {  // 1 / 0 from HL_MPI_POLITE, else -1
   const char *e = getenv("HL_MPI_POLITE");
@@ -17,40 +20,62 @@ static int forced(void) {  // 1 / 0 from HL_MPI_POLITE, else -1
   return e[0] == '0' ? 0 : 1;
 }
 
-// CPUs this process may run on (its affinity, as launched).
-static int usable_cpus(void) {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
-    int n = CPU_COUNT(&set);
-    if (n > 0) return n;
+// Whether the ranks on this node outnumber the CPUs they may run on: the
+// union of their affinities (bitwise OR over the node's ranks), so ranks
+// already bound to one core each still count the node's cores, not one.
+static bool node_oversubscribed(MPI_Comm comm) {
+  int rank, local = 1, cpus = 0;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm node = MPI_COMM_NULL;
+  cpu_set_t mine, all;
+  CPU_ZERO(&mine);
+  CPU_ZERO(&all);
+  bool have_mask = sched_getaffinity(0, sizeof(mine), &mine) == 0;
+  if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node) ==
+      MPI_SUCCESS) {
+    MPI_Comm_size(node, &local);
+    int ok = have_mask, all_ok = 0;
+    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, node);
+    if (all_ok &&
+        MPI_Allreduce(&mine, &all, (int)sizeof(all), MPI_BYTE, MPI_BOR, node) == MPI_SUCCESS)
+      cpus = CPU_COUNT(&all);
+    MPI_Comm_free(&node);
   }
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n > 0 ? (int)n : 1;
+  if (cpus <= 0) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    cpus = n > 0 ? (int)n : 1;
+  }
+  return local > cpus;
 }
 
 void hl_mpi_polite_init(MPI_Comm comm) {
   if (g_decided) return;
   g_decided = true;
   int f = forced();
-  if (f >= 0) {
-    g_polite = f == 1;
+  if (f >= 0) {  // the launcher gives every rank the same environment
+    g_polite = g_yield = f == 1;
     return;
   }
   if (hl_mpi_library_family() != HL_MPI_FAMILY_MPICH) return;  // Open MPI yields itself
-  int rank, local = 1;
-  MPI_Comm node = MPI_COMM_NULL;
-  MPI_Comm_rank(comm, &rank);
-  if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node) ==
-      MPI_SUCCESS) {
-    MPI_Comm_size(node, &local);
-    MPI_Comm_free(&node);
-  }
-  g_polite = local > usable_cpus();
+  // Every rank takes both steps (both are collective), then all agree: one
+  // oversubscribed node (a hostfile's 3, 3, 2 slots on 2-core hosts) makes
+  // the whole job use the non-blocking forms, and only its ranks yield.
+  g_yield = node_oversubscribed(comm);
+  int here = g_yield, anywhere = 0;
+  if (MPI_Allreduce(&here, &anywhere, 1, MPI_INT, MPI_MAX, comm) == MPI_SUCCESS)
+    g_polite = anywhere != 0;
+  else
+    g_yield = false;  // cannot agree: the plain blocking calls everywhere
 }
 
 bool hl_mpi_polite(void) {
   if (!g_decided) return forced() == 1;
   return g_polite;
+}
+
+static bool yields(void) {
+  if (!g_decided) return forced() == 1;
+  return g_yield;
 }
 
 // Test, yield, test...: a peer that needs this core gets it at once; one
@@ -74,7 +99,7 @@ bool hl_mpi_polite(void) {
   } while (0)
 
 int hl_mpi_polite_wait(MPI_Request *request, MPI_Status *status) {
-  if (!hl_mpi_polite()) return MPI_Wait(request, status);
+  if (!yields()) return MPI_Wait(request, status);
   POLITE_LOOP(MPI_Test(request, &done, status));
 }
 
@@ -87,7 +112,7 @@ int hl_mpi_polite_wait(MPI_Request *request, MPI_Status *status) {
 #pragma GCC diagnostic ignored "-Wstringop-overflow"
 #endif
 int hl_mpi_polite_waitall(int count, MPI_Request *requests) {
-  if (!hl_mpi_polite()) return MPI_Waitall(count, requests, MPI_STATUSES_IGNORE);
+  if (!yields()) return MPI_Waitall(count, requests, MPI_STATUSES_IGNORE);
   POLITE_LOOP(MPI_Testall(count, requests, &done, MPI_STATUSES_IGNORE));
 }
 #if defined(__GNUC__) && !defined(__clang__)

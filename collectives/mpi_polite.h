@@ -4,26 +4,38 @@
 // to yield (MPIR_CVAR_POLLS_BEFORE_YIELD is ch3's). With more ranks on a
 // node than cores, a rank waiting in MPI_Allreduce then burns the core that
 // the rank it waits for needs. Open MPI yields by itself when it knows it
-// oversubscribes (mpi_yield_when_idle). So when the job is oversubscribed
-// and the MPI is of MPICH's family, the calls below start the non-blocking
-// form and wait with MPI_Test between sched_yield()s, then short naps; else
-// each is exactly the blocking MPI call. Same arguments, same return codes.
+// oversubscribes (mpi_yield_when_idle). So when a node of the job is
+// oversubscribed and the MPI is of MPICH's family, the calls below start the
+// non-blocking form and wait: on the oversubscribed nodes with MPI_Test
+// between sched_yield()s, then short naps; elsewhere with MPI_Wait. Else each
+// is exactly the blocking MPI call. Same arguments, same return codes.
+//
+// The form is the job's, never one node's: MPI does not match a blocking
+// collective with a non-blocking one (MPI-3.1 5.12), and under MPICH a
+// rank's Ibcast beside another's Bcast waits forever. A hostfile with 3, 3
+// and 2 slots on 2-core hosts oversubscribes two nodes of three; deciding per
+// node hung such jobs at start-up (integration.cluster_netns under MPICH).
 #ifndef HL_COLLECTIVES_MPI_POLITE_H_
 #define HL_COLLECTIVES_MPI_POLITE_H_
 
 #include <mpi.h>
 #include <stdbool.h>
 
-// Collective over `comm` (the whole job); call right after MPI_Init. Decides
-// once (later calls do nothing): polite when the ranks sharing this node
-// (MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)) outnumber the CPUs this process
-// may use and the library is MPICH-family. HL_MPI_POLITE=1 / 0 forces it on
-// or off (any MPI). Never called: not polite unless HL_MPI_POLITE=1.
+// Collective over `comm` (the whole job); call right after MPI_Init, on
+// every rank. Decides once (later calls do nothing): the ranks sharing each
+// node (MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)) are counted against the
+// CPUs they may use together (the union of their affinities); when any node
+// has more ranks than CPUs and the library is MPICH-family, every rank uses
+// the non-blocking forms, and those on oversubscribed nodes yield while they
+// wait. HL_MPI_POLITE=1 / 0 forces both on or off (any MPI; it must be the
+// same on every rank, as the launcher's environment is). Never called: not
+// polite unless HL_MPI_POLITE=1.
 void hl_mpi_polite_init(MPI_Comm comm);
+// Whether the job uses the non-blocking forms (the same on every rank).
 bool hl_mpi_polite(void);
 
 // The waits every polite call ends in: MPI_Wait / MPI_Waitall (statuses
-// ignored), or a test loop that yields the core.
+// ignored), or, on an oversubscribed node, a test loop that yields the core.
 int hl_mpi_polite_wait(MPI_Request *request, MPI_Status *status);
 int hl_mpi_polite_waitall(int count, MPI_Request *requests);
 
