@@ -4,68 +4,22 @@
 
 #include <sched.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "collectives/mpi_family.h"
+#include "runtime/base/alloc.h"
 
 // g_polite: every rank of the job uses the non-blocking forms (decided
 // together: MPI does not match a blocking collective with a non-blocking
-// one). g_yield: this rank waits in the test loop (its node oversubscribed).
+// one). g_yield: this rank waits in the test loop (its host oversubscribed).
 static bool g_decided, g_polite, g_yield;
 
 static int forced(void) {  // 1 / 0 from HL_MPI_POLITE, else -1
   const char *e = getenv("HL_MPI_POLITE");
   if (!e || !*e) return -1;
   return e[0] == '0' ? 0 : 1;
-}
-
-// Whether the ranks on this node outnumber the CPUs they may run on: the
-// union of their affinities (bitwise OR over the node's ranks), so ranks
-// already bound to one core each still count the node's cores, not one.
-static bool node_oversubscribed(MPI_Comm comm) {
-  int rank, local = 1, cpus = 0;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm node = MPI_COMM_NULL;
-  cpu_set_t mine, all;
-  CPU_ZERO(&mine);
-  CPU_ZERO(&all);
-  bool have_mask = sched_getaffinity(0, sizeof(mine), &mine) == 0;
-  if (MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node) ==
-      MPI_SUCCESS) {
-    MPI_Comm_size(node, &local);
-    int ok = have_mask, all_ok = 0;
-    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, node);
-    if (all_ok &&
-        MPI_Allreduce(&mine, &all, (int)sizeof(all), MPI_BYTE, MPI_BOR, node) == MPI_SUCCESS)
-      cpus = CPU_COUNT(&all);
-    MPI_Comm_free(&node);
-  }
-  if (cpus <= 0) {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    cpus = n > 0 ? (int)n : 1;
-  }
-  return local > cpus;
-}
-
-void hl_mpi_polite_init(MPI_Comm comm) {
-  if (g_decided) return;
-  g_decided = true;
-  int f = forced();
-  if (f >= 0) {  // the launcher gives every rank the same environment
-    g_polite = g_yield = f == 1;
-    return;
-  }
-  if (hl_mpi_library_family() != HL_MPI_FAMILY_MPICH) return;  // Open MPI yields itself
-  // Every rank takes both steps (both are collective), then all agree: one
-  // oversubscribed node (a hostfile's 3, 3, 2 slots on 2-core hosts) makes
-  // the whole job use the non-blocking forms, and only its ranks yield.
-  g_yield = node_oversubscribed(comm);
-  int here = g_yield, anywhere = 0;
-  if (MPI_Allreduce(&here, &anywhere, 1, MPI_INT, MPI_MAX, comm) == MPI_SUCCESS)
-    g_polite = anywhere != 0;
-  else
-    g_yield = false;  // cannot agree: the plain blocking calls everywhere
 }
 
 bool hl_mpi_polite(void) {
@@ -97,6 +51,94 @@ static bool yields(void) {
       }                                                          \
     }                                                            \
   } while (0)
+
+static int yield_until_done(MPI_Request *request) {
+  POLITE_LOOP(MPI_Test(request, &done, MPI_STATUS_IGNORE));
+}
+
+// What each rank tells the others at start-up: its host and the CPUs it
+// may run on (its affinity, as launched).
+typedef struct {
+  char host[72];
+  unsigned char cpus[sizeof(cpu_set_t)];
+} rank_place_t;
+
+static int compare_places(const void *a, const void *b) {
+  return strcmp(((const rank_place_t *)a)->host, ((const rank_place_t *)b)->host);
+}
+
+// Whether the ranks of some host outnumber the CPUs they may run on
+// together (the union of their affinities, so ranks already bound to one
+// core each still count the host's cores); *here: whether this rank's
+// host is one. Every rank computes this from the same table, so all agree.
+static bool any_host_oversubscribed(rank_place_t *all, int size, const char *mine, bool *here) {
+  qsort(all, (size_t)size, sizeof(*all), compare_places);
+  bool any = false;
+  *here = false;
+  for (int i = 0; i < size;) {
+    cpu_set_t cpus;
+    CPU_ZERO(&cpus);
+    int j = i;
+    for (; j < size && !strcmp(all[j].host, all[i].host); j++) {
+      cpu_set_t one;
+      memcpy(&one, all[j].cpus, sizeof(one));
+      CPU_OR(&cpus, &cpus, &one);
+    }
+    bool over = j - i > CPU_COUNT(&cpus);
+    any = any || over;
+    if (over && !strcmp(all[i].host, mine)) *here = true;
+    i = j;
+  }
+  return any;
+}
+
+void hl_mpi_polite_init(MPI_Comm comm) {
+  if (g_decided) return;
+  int f = forced();
+  if (f >= 0) {  // the launcher gives every rank the same environment
+    g_decided = true;
+    g_polite = g_yield = f == 1;
+    return;
+  }
+  if (hl_mpi_library_family() != HL_MPI_FAMILY_MPICH) {  // Open MPI yields itself
+    g_decided = true;
+    return;
+  }
+  // One all-gather of every rank's place, itself waited for politely: right
+  // after MPI_Init the ranks arrive far apart, and blocking collectives here
+  // (a node split, then reductions) cost 8 ranks on 2 cores about 0.5 s.
+  int size = 1;
+  MPI_Comm_size(comm, &size);
+  rank_place_t mine;
+  memset(&mine, 0, sizeof(mine));
+  if (gethostname(mine.host, sizeof(mine.host) - 1) != 0) mine.host[0] = '?';
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  if (sched_getaffinity(0, sizeof(cpus), &cpus) != 0 || CPU_COUNT(&cpus) == 0) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    for (long c = 0; c < (n > 0 ? n : 1) && c < CPU_SETSIZE; c++) CPU_SET((int)c, &cpus);
+  }
+  memcpy(mine.cpus, &cpus, sizeof(mine.cpus));
+  rank_place_t *all = hl_calloc((size_t)size, sizeof(*all));
+  int ok = all != NULL, all_ok = 0;
+  MPI_Request q = MPI_REQUEST_NULL;
+  // Whether every rank has room for the table: agreed first, so all take
+  // the same branch (and with none, the plain blocking calls everywhere).
+  if (MPI_Iallreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm, &q) != MPI_SUCCESS ||
+      yield_until_done(&q) != MPI_SUCCESS || !all_ok ||
+      MPI_Iallgather(&mine, (int)sizeof(mine), MPI_BYTE, all, (int)sizeof(mine), MPI_BYTE, comm,
+                     &q) != MPI_SUCCESS ||
+      yield_until_done(&q) != MPI_SUCCESS) {
+    hl_free(all);
+    g_decided = true;
+    return;
+  }
+  bool here = false;
+  g_polite = any_host_oversubscribed(all, size, mine.host, &here);
+  g_yield = here;
+  g_decided = true;
+  hl_free(all);
+}
 
 int hl_mpi_polite_wait(MPI_Request *request, MPI_Status *status) {
   if (!yields()) return MPI_Wait(request, status);

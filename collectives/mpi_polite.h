@@ -22,11 +22,12 @@
 #include <stdbool.h>
 
 // Collective over `comm` (the whole job); call right after MPI_Init, on
-// every rank. Decides once (later calls do nothing): the ranks sharing each
-// node (MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)) are counted against the
-// CPUs they may use together (the union of their affinities); when any node
-// has more ranks than CPUs and the library is MPICH-family, every rank uses
-// the non-blocking forms, and those on oversubscribed nodes yield while they
+// every rank. Decides once (later calls do nothing): the ranks all-gather
+// their host names and affinities (non-blocking, waited for politely: the
+// ranks reach it far apart); each host's ranks are counted against the CPUs
+// they may use together (the union of their affinities); when any host has
+// more ranks than CPUs and the library is MPICH-family, every rank uses the
+// non-blocking forms, and those on oversubscribed hosts yield while they
 // wait. HL_MPI_POLITE=1 / 0 forces both on or off (any MPI; it must be the
 // same on every rank, as the launcher's environment is). Never called: not
 // polite unless HL_MPI_POLITE=1.
