@@ -63,6 +63,9 @@ struct hl_executable {
   void **reserved;
   int reserved_count;
   int threads;  // the runs' pool size, for kernels' per-thread scratch (>= 1)
+  // The blocked programs' workspaces, shared by all of them (fusions and
+  // chains: instructions run one at a time), fusion_program.h.
+  hl_fusion_workspaces_t *workspaces;
 };
 
 // The executor's context of one execution: the kernel-visible head
@@ -331,6 +334,7 @@ static hl_status_t run_chain(exec_context_t *x, const hl_plan_chain_t *ch,
   if (!args) return HL_OOM();
   for (int i = 0; i < ch->input_count; i++) args[i] = values[ch->input_slots[i]];
   double t0 = x->kernel.options.profile && x->fusion_depth == 0 ? now_seconds() : 0;
+  hl_fusion_program_use_workspaces(ch->program, x->exe->workspaces);
   hl_status_t st =
       hl_fusion_program_run(ch->program, args, ch->input_count, x->kernel.options.pool, result);
   if (!st && x->kernel.options.profile && x->fusion_depth == 0)
@@ -478,6 +482,7 @@ static hl_status_t fusion_program_of(hl_executable_t *exe, const hl_computation_
   hl_fusion_program_t *p = NULL;
   const char *why = NULL;
   HL_RETURN_IF_ERROR(hl_fusion_program_compile(c, &p, &why));
+  if (p) hl_fusion_program_use_workspaces(p, exe->workspaces);
   exe->fusions[exe->fusion_count++] = (struct fusion_entry){c, p};
   *out = p;
   return NULL;
@@ -523,8 +528,11 @@ hl_status_t hl_executable_create(const hl_module_t *module, hl_executable_t **ou
   if (!exe) return HL_OOM();
   exe->module = module;
   exe->threads = 1;
-  hl_status_t st = hl_plan_cache_create(module->computation_count, &exe->plans);
+  exe->workspaces = hl_fusion_workspaces_create();
+  hl_status_t st = exe->workspaces ? hl_plan_cache_create(module->computation_count, &exe->plans)
+                                   : HL_OOM();
   if (st) {
+    hl_fusion_workspaces_destroy(exe->workspaces);
     hl_free(exe);
     return st;
   }
@@ -535,24 +543,6 @@ hl_status_t hl_executable_create(const hl_module_t *module, hl_executable_t **ou
 //===----------------------------------------------------------------------===//
 // Warm start
 //===----------------------------------------------------------------------===//
-
-// A fusion whose blocked program's workspace is surely small: its largest
-// value's elements (the iteration space is no larger) times its
-// instructions at 48 bytes each (an element of every node with its index
-// and rounding room: fusion_program.c's eval_bytes) under 256 KiB. Only
-// those workspaces are touched ahead: a workspace is sized as an upper bound
-// of what a block may take (44 MB for the JAX transformer step's largest
-// fusion, of which a run touches a few), and touching it all ahead made that
-// much resident that the runs never use (+14-45 MB on the training steps);
-// a large one page-faults only the pages a first run uses.
-static bool small_fusion(const hl_computation_t *c) {
-  int64_t most = 1;
-  for (int i = 0; i < c->instruction_count; i++) {
-    int64_t n = hl_shape_element_count(&c->instructions[i]->shape);
-    if (n > most) most = n;
-  }
-  return most * c->instruction_count * 48 <= (INT64_C(256) << 10);
-}
 
 static void *warm_main(void *arg) {
   hl_executable_t *exe = arg;
@@ -566,7 +556,7 @@ static void *warm_main(void *arg) {
       const hl_computation_t *callee = hl_instruction_to_apply(inst);
       hl_fusion_program_t *program = NULL;
       if (inst->opcode == HL_OP_FUSION && callee) st = fusion_program_of(exe, callee, &program);
-      if (program && small_fusion(callee)) st = hl_fusion_program_warm(program);
+      if (program) st = hl_fusion_program_warm(program);
       for (int k = 0; inst->opcode != HL_OP_FUSION && !st && k < inst->called_count; k++) {
         hl_scalar_program_t *scalar = NULL;  // reducers, comparators, bodies
         st = scalar_program_of(exe, inst->called_computations[k], &scalar);
@@ -647,6 +637,7 @@ void hl_executable_destroy(hl_executable_t *exe) {
   for (int i = 0; i < exe->fusion_count; i++) hl_fusion_program_destroy(exe->fusions[i].program);
   hl_free(exe->fusions);
   hl_plan_cache_destroy(exe->plans);
+  hl_fusion_workspaces_destroy(exe->workspaces);  // after the programs that share it
   hl_free(exe);
 }
 

@@ -118,7 +118,17 @@ typedef struct workspace {
   } free_list[32];
   int free_count;
   bool stream;  // this run's array outputs are written with streaming stores
+  size_t extra_bytes;  // bytes of `extra` this block
+  int memo_cap;        // nodes the memo arrays hold
 } workspace_t;
+
+// One workspace per worker, shared by the programs that use the set (an
+// executable's: its instructions run one at a time, so its programs never
+// run at once). A workspace holds an arena of what the largest block of
+// any of them took, not an upper bound per program.
+struct hl_fusion_workspaces {
+  workspace_t *ws[MAX_WORKERS];
+};
 
 struct hl_fusion_program {
   node_t *nodes;
@@ -146,7 +156,8 @@ struct hl_fusion_program {
   // strided copy engine (tiled register transposes), not gathered element
   // by element through the index map.
   int64_t copy_row;
-  workspace_t *ws[MAX_WORKERS];
+  hl_fusion_workspaces_t *set;  // the workspaces runs use: own, or shared
+  hl_fusion_workspaces_t *own;  // made at the first run unless shared before
   // > 0: row reduces read inside the program (K_REDUCE nodes) fold rows of
   // this many elements; blocks are whole rows (fusion_rows.h).
   int64_t row;
@@ -1307,11 +1318,11 @@ hl_status_t hl_fusion_program_compile_chain(const hl_computation_t *c,
   return NULL;
 }
 
-static void workspace_reset(workspace_t *w);
+static void free_extras(workspace_t *w);
 
 static void workspace_destroy(workspace_t *w) {
   if (!w) return;
-  workspace_reset(w);
+  free_extras(w);
   hl_free(w->extra);
   hl_free(w->arena);
   hl_free(w->memo_gen);
@@ -1324,7 +1335,7 @@ static void workspace_destroy(workspace_t *w) {
 
 void hl_fusion_program_destroy(hl_fusion_program_t *p) {
   if (!p) return;
-  for (int i = 0; i < MAX_WORKERS; i++) workspace_destroy(p->ws[i]);
+  hl_fusion_workspaces_destroy(p->own);
   for (int k = 0; p->nodes && k < p->count; k++) jit_region_destroy(p->nodes[k].jit);
   hl_free(p->nodes);
   hl_free(p->outs);
@@ -1363,8 +1374,9 @@ static void *arena_alloc(workspace_t *w, size_t bytes) {
     w->used += bytes;
     return r;
   }
-  // size_arena bounds what a block takes, so this is a safety net: a
-  // separate allocation, released when the next block starts.
+  // Beyond the arena (a fresh workspace's first block, or a program that
+  // takes more than those before it): a separate allocation, released when
+  // the next block starts, which then grows the arena to what this block took.
   if (w->extra_count == w->extra_cap) {
     int cap = w->extra_cap ? 2 * w->extra_cap : 8;
     void **e = hl_realloc(w->extra, sizeof(void *) * (size_t)cap);
@@ -1375,13 +1387,46 @@ static void *arena_alloc(workspace_t *w, size_t bytes) {
   void *r = hl_malloc(bytes);
   if (!r) abort();
   w->extra[w->extra_count++] = r;
+  w->extra_bytes += bytes;
   return r;
+}
+
+// The arena at `bytes` at least (between blocks: nothing points into it);
+// false when it already was or when out of memory (blocks then take extra
+// allocations as before, so a run never fails on it).
+static bool grow_arena(workspace_t *w, size_t bytes) {
+  if (bytes <= w->cap) return false;
+  bytes = (bytes + 4095) & ~(size_t)4095;
+  void *a = hl_malloc(bytes);
+  if (!a) return false;
+  hl_free(w->arena);
+  w->arena = a;
+  w->cap = bytes;
+  return true;
+}
+
+static void free_extras(workspace_t *w) {
+  for (int i = 0; i < w->extra_count; i++) hl_free(w->extra[i]);
+  w->extra_count = 0;
+  w->extra_bytes = 0;
+}
+
+// Ends a block: a block that overflowed the arena grows it to what the
+// block took (the same allocations in the same order then fit: a value
+// never depends on where its buffer is), so the arena settles at the
+// largest block's real need of the programs sharing it.
+static void workspace_settle(workspace_t *w) {
+  if (!w->extra_count) return;
+  size_t took = w->used + w->extra_bytes;
+  free_extras(w);
+  w->used = 0;
+  w->free_count = 0;
+  grow_arena(w, took);
 }
 
 // Starts a block: the arena is empty and memoized values are stale.
 static void workspace_reset(workspace_t *w) {
-  for (int i = 0; i < w->extra_count; i++) hl_free(w->extra[i]);
-  w->extra_count = 0;
+  workspace_settle(w);
   w->used = 0;
   w->free_count = 0;
   w->gen++;
@@ -1792,7 +1837,7 @@ static void wait_turn(_Atomic int64_t *turn, int64_t b) {
 // the serial order (the same bits).
 static void run_block_impl(run_state_t *s, int64_t b, int worker, bool ordered) {
   hl_fusion_program_t *p = s->p;
-  workspace_t *w = p->ws[worker];
+  workspace_t *w = p->set->ws[worker];
   workspace_reset(w);
   int64_t runs = p->total / p->run_len;
   int64_t r0 = b * p->block_runs, nr = runs - r0 < p->block_runs ? runs - r0 : p->block_runs;
@@ -1862,32 +1907,89 @@ static size_t streaming_threshold(void) {
   return b;
 }
 
-static hl_status_t ensure_workspace(hl_fusion_program_t *p, int worker) {
-  if (p->ws[worker]) return NULL;
-  workspace_t *w = hl_calloc(1, sizeof(*w));
-  if (!w) return HL_OOM();
-  size_t c = (size_t)(p->count ? p->count : 1);
-  w->arena = hl_malloc(p->arena_bytes);
-  w->cap = p->arena_bytes;
-  w->memo_gen = hl_calloc(c, sizeof(uint64_t));
-  w->memo_start = hl_calloc(c, sizeof(int64_t));
-  w->memo_m = hl_calloc(c, sizeof(int64_t));
-  w->memo_ptr = hl_calloc(c, sizeof(void *));
-  w->memo_owned = hl_calloc(c, sizeof(bool));
-  w->gen = 1;
-  if (!w->arena || !w->memo_gen || !w->memo_start || !w->memo_m || !w->memo_ptr ||
-      !w->memo_owned) {
-    workspace_destroy(w);
-    return HL_OOM();
+hl_fusion_workspaces_t *hl_fusion_workspaces_create(void) {
+  return hl_calloc(1, sizeof(hl_fusion_workspaces_t));
+}
+
+void hl_fusion_workspaces_destroy(hl_fusion_workspaces_t *set) {
+  if (!set) return;
+  for (int i = 0; i < MAX_WORKERS; i++) workspace_destroy(set->ws[i]);
+  hl_free(set);
+}
+
+size_t hl_fusion_workspaces_arena_bytes(const hl_fusion_workspaces_t *set) {
+  size_t b = 0;
+  for (int i = 0; set && i < MAX_WORKERS; i++)
+    if (set->ws[i]) b += set->ws[i]->cap;
+  return b;
+}
+
+void hl_fusion_program_use_workspaces(hl_fusion_program_t *p, hl_fusion_workspaces_t *set) {
+  if (!set || p->set == set) return;
+  hl_fusion_workspaces_destroy(p->own);
+  p->own = NULL;
+  p->set = set;
+}
+
+size_t hl_fusion_program_workspace_bytes(const hl_fusion_program_t *p) {
+  return hl_fusion_workspaces_arena_bytes(p->set);
+}
+
+size_t hl_fusion_program_arena_bound(const hl_fusion_program_t *p) { return p->arena_bytes; }
+
+static hl_status_t workspaces_of(hl_fusion_program_t *p, hl_fusion_workspaces_t **out) {
+  if (!p->set) {
+    p->own = hl_fusion_workspaces_create();
+    if (!p->own) return HL_OOM();
+    p->set = p->own;
   }
-  p->ws[worker] = w;
+  *out = p->set;
   return NULL;
 }
 
+// Worker `worker`'s workspace in set, its memo arrays holding `count` nodes
+// at least. The arena starts empty: the first block grows it (workspace_settle).
+static hl_status_t ensure_workspace(hl_fusion_workspaces_t *set, int worker, int count) {
+  workspace_t *w = set->ws[worker];
+  if (!w) {
+    w = hl_calloc(1, sizeof(*w));
+    if (!w) return HL_OOM();
+    w->gen = 1;
+    set->ws[worker] = w;
+  }
+  if (count <= w->memo_cap) return NULL;
+  size_t c = (size_t)count;
+  uint64_t *gen = hl_realloc(w->memo_gen, c * sizeof(uint64_t));
+  if (gen) w->memo_gen = gen;
+  int64_t *start = hl_realloc(w->memo_start, c * sizeof(int64_t));
+  if (start) w->memo_start = start;
+  int64_t *m = hl_realloc(w->memo_m, c * sizeof(int64_t));
+  if (m) w->memo_m = m;
+  const void **ptr = hl_realloc((void *)w->memo_ptr, c * sizeof(void *));
+  if (ptr) w->memo_ptr = ptr;
+  bool *owned = hl_realloc(w->memo_owned, c * sizeof(bool));
+  if (owned) w->memo_owned = owned;
+  if (!gen || !start || !m || !ptr || !owned) return HL_OOM();
+  size_t old = (size_t)w->memo_cap;
+  memset(w->memo_gen + old, 0, (c - old) * sizeof(uint64_t));  // never this block's gen
+  memset(w->memo_owned + old, 0, (c - old) * sizeof(bool));
+  w->memo_cap = count;
+  return NULL;
+}
+
+// Arenas made resident ahead at the program's upper bound: only one this
+// small (a large bound is mostly never touched: 44 MB for the JAX
+// transformer step's largest fusion, of which a block takes a few MB).
+#define WARM_ARENA_BYTES ((size_t)256 << 10)
+
 hl_status_t hl_fusion_program_warm(hl_fusion_program_t *p) {
   (void)streaming_threshold();
-  HL_RETURN_IF_ERROR(ensure_workspace(p, 0));
-  memset(p->ws[0]->arena, 0, p->arena_bytes);  // its pages, before the run needs them
+  hl_fusion_workspaces_t *set = NULL;
+  HL_RETURN_IF_ERROR(workspaces_of(p, &set));
+  HL_RETURN_IF_ERROR(ensure_workspace(set, 0, p->count ? p->count : 1));
+  workspace_t *w = set->ws[0];
+  if (p->arena_bytes <= WARM_ARENA_BYTES && grow_arena(w, p->arena_bytes))
+    memset(w->arena, 0, w->cap);  // its pages, before the run needs them
   return NULL;
 }
 
@@ -1925,7 +2027,11 @@ hl_status_t hl_fusion_program_run(hl_fusion_program_t *p, hl_literal_t *const *a
   // parallel.
   bool ordered = threaded && !p->parallel && p->has_reduce && p->ordered_pays &&
                  p->out_count <= MAX_ORDERED_OUTPUTS;
-  for (int i = 0; !st && i < (parallel || ordered ? workers : 1); i++) st = ensure_workspace(p, i);
+  hl_fusion_workspaces_t *set = NULL;
+  int used_workers = parallel || ordered ? workers : 1;
+  if (!st) st = workspaces_of(p, &set);
+  for (int i = 0; !st && i < used_workers; i++)
+    st = ensure_workspace(set, i, p->count ? p->count : 1);
   if (!st) {
     // Array outputs larger than the last-level cache would be evicted before
     // anything reads them: written around the caches (no read for ownership
@@ -1935,12 +2041,12 @@ hl_status_t hl_fusion_program_run(hl_fusion_program_t *p, hl_literal_t *const *a
       if (!p->outs[i].reduce) array_bytes += outs[i]->byte_size;
     bool stream = array_bytes >= streaming_threshold();
     for (int i = 0; i < MAX_WORKERS; i++)
-      if (p->ws[i]) p->ws[i]->stream = stream;
+      if (set->ws[i]) set->ws[i]->stream = stream;
     // Reduce outputs start from the init value (evaluated once).
     for (int i = 0; i < p->out_count; i++) {
       const output_t *o = &p->outs[i];
       if (!o->reduce) continue;
-      workspace_t *w = p->ws[0];
+      workspace_t *w = set->ws[0];
       workspace_reset(w);
       const void *init = eval(p, w, params, o->init, 0, NULL, 1);
       splat(p->nodes[o->node].es, init, out_data[i], hl_literal_element_count(outs[i]));
@@ -1952,6 +2058,8 @@ hl_status_t hl_fusion_program_run(hl_fusion_program_t *p, hl_literal_t *const *a
       hl_thread_pool_run(pool, blocks, run_block_ordered, &s);  // one block a task, ascending
     else
       for (int64_t b = 0; b < blocks; b++) run_block(&s, b, 0);
+    // The last blocks' extra allocations go now, not at the next run.
+    for (int i = 0; i < used_workers; i++) workspace_settle(set->ws[i]);
   }
   if (!st) {
     if (p->tuple)

@@ -37,9 +37,30 @@ hl_status_t hl_fusion_program_compile(const hl_computation_t *computation,
                                       hl_fusion_program_t **out_program, const char **why);
 void hl_fusion_program_destroy(hl_fusion_program_t *program);  // NULL-safe
 // What a first run would otherwise set up on its way (the executable's warm
-// start, issue 24): the calling thread's workspace with its pages touched,
-// the streaming threshold (read from sysfs once).
+// start, issue 24): the first worker's workspace (memo arrays; the arena
+// with its pages touched when the program's upper bound of a block is
+// small, 256 KiB), the streaming threshold (read from sysfs once).
 hl_status_t hl_fusion_program_warm(hl_fusion_program_t *program);
+
+// Workspaces (issue 24): a run's blocks evaluate into a per-worker arena and
+// memo arrays. A program makes a set of its own at its first run unless it
+// was given one to share: programs that never run at the same time (an
+// executable's: instructions run one at a time) share one set, so the
+// memory held is the largest block's need of any of them per worker, not a
+// sum over programs. An arena starts empty and grows, between blocks, to
+// what a block took (never to the upper bound the program computes), so its
+// size is the real need. The set must outlive the programs that use it.
+typedef struct hl_fusion_workspaces hl_fusion_workspaces_t;
+hl_fusion_workspaces_t *hl_fusion_workspaces_create(void);  // NULL: out of memory
+void hl_fusion_workspaces_destroy(hl_fusion_workspaces_t *set);  // NULL-safe
+// Before the program's first run (a set of its own is dropped); NULL: no-op.
+void hl_fusion_program_use_workspaces(hl_fusion_program_t *program, hl_fusion_workspaces_t *set);
+// Arena bytes the set holds over its workers (for --profile, tests).
+size_t hl_fusion_workspaces_arena_bytes(const hl_fusion_workspaces_t *set);
+// Those of the set the program runs with (0 before its first run), and
+// the program's upper bound of one block's arena (for tests).
+size_t hl_fusion_program_workspace_bytes(const hl_fusion_program_t *program);
+size_t hl_fusion_program_arena_bound(const hl_fusion_program_t *program);
 
 // Compiles a chain of instructions of an ordinary computation `c` (the
 // executor's unfused element-wise chains, runtime/exec/plan.c): `members`
