@@ -368,6 +368,7 @@ char *hl_runner_profile_text(hl_runner_t *r, const char *heading_prefix, int top
   if (live_bound > 0) {
     hl_profile_format_memory(peak_arrays, peak_resident, live_bound, live_params, &sb);
     hl_profile_format_scratch(mem.scratch_peak_bytes, mem.with_scratch_peak_bytes, &sb);
+    hl_profile_format_workspaces(mem.fusion_workspace_bytes, &sb);
   }
   int len = sb.failed ? 0 : (int)sb.length;
   int *lens = r->rank == 0 ? hl_calloc((size_t)r->size, sizeof(int)) : NULL;

@@ -616,6 +616,7 @@ bool hl_executable_memory_bounds(hl_executable_t *exe, hl_executable_memory_t *o
   out->parameter_bytes = mp.parameter_bytes;
   out->scratch_peak_bytes = mp.scratch_peak_bytes;
   out->with_scratch_peak_bytes = mp.with_scratch_peak_bytes;
+  out->fusion_workspace_bytes = (int64_t)hl_fusion_workspaces_arena_bytes(exe->workspaces);
   hl_memory_plan_deinit(&mp);
   return true;
 }

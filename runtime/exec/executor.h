@@ -70,6 +70,9 @@ void hl_executable_set_threads(hl_executable_t *executable, int threads);
 typedef struct hl_executable_memory {
   int64_t live_bound_bytes, parameter_bytes;
   int64_t scratch_peak_bytes, with_scratch_peak_bytes;
+  // Arenas the blocked fusions' shared workspaces hold now (what the largest
+  // block of any fusion took, per worker: fusion_program.h).
+  int64_t fusion_workspace_bytes;
 } hl_executable_memory_t;
 bool hl_executable_memory_bounds(hl_executable_t *executable, hl_executable_memory_t *out);
 

@@ -244,6 +244,14 @@ void hl_profile_format_memory(double arrays, double rss, int64_t bound_bytes,
     hl_strbuf_append(out, "; arrays / bound: n/a (no array of 1 MiB or more)\n");
 }
 
+void hl_profile_format_workspaces(int64_t bytes, hl_strbuf_t *out) {
+  if (bytes <= 0) return;
+  hl_strbuf_appendf(out,
+                    "  fusion workspaces: %.2f MiB (the blocked fusions' arenas, shared: the largest "
+                    "block's need per thread)\n",
+                    (double)bytes / (1024.0 * 1024.0));
+}
+
 void hl_profile_format_scratch(int64_t scratch_bytes, int64_t with_scratch_bytes,
                                hl_strbuf_t *out) {
   if (scratch_bytes <= 0) return;

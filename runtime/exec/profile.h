@@ -66,5 +66,8 @@ void hl_profile_format_memory(double array_bytes, double resident_bytes, int64_t
 // bound's walk with scratch; both outside the bound itself).
 void hl_profile_format_scratch(int64_t scratch_bytes, int64_t with_scratch_bytes,
                                hl_strbuf_t *out);
+// "  fusion workspaces: X MiB (...)": the arenas the blocked fusions hold
+// (inside the resident figure, outside the live-set bound); nothing when 0.
+void hl_profile_format_workspaces(int64_t bytes, hl_strbuf_t *out);
 
 #endif  // HL_RUNTIME_EXEC_PROFILE_H_
