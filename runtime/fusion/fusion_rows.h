@@ -33,7 +33,7 @@
 
 // A broadcast whose innermost dimension repeats each operand element at
 // least this many times: the blocked executor evaluates its operand once
-// per repeat (fusion_program.c map_runs), not once per element, so an
+// per repeat (fusion_program_run.c map_runs), not once per element, so an
 // expensive operand (rsqrt(var + eps), a mean) may be fused behind it.
 #define HL_FUSION_SPLAT_RUN 8
 

@@ -323,7 +323,7 @@ static void check_pools_agree(const char *text, int lo, int hi) {
 // threads and the op-by-op run give the same bits, with a multi-output
 // fusion (a gradient and its bias gradient, as XLA emits them) and a tanh.
 // Both fusions have the 8 arithmetic nodes from which such programs take
-// threads (fewer run on one: MIN_ORDERED_NODES in fusion_program.c).
+// threads (fewer run on one: MIN_ORDERED_NODES in fusion_program_internal.h).
 static void test_threaded_overlapping_reductions_are_bitwise_serial(void) {
   const char *text =
       "HloModule g\nadd {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n"

@@ -92,7 +92,7 @@ typedef enum hl_jit_op {
   // The element's index along one dimension, ((base + element) / c) % b:
   // base is the loop's `base` argument (codegen_api.h), b the dimension's
   // size, c the elements of the dimensions after it. Integers keep the low
-  // bits, f32 is (float)(double)index, f64 (double)index (fusion_program.c).
+  // bits, f32 is (float)(double)index, f64 (double)index (fusion_program_run.c).
   HL_JIT_IOTA,
   // A vmath routine of two arguments (a, b), as HL_JIT_CALL: pow, atan2.
   HL_JIT_CALL2,
