@@ -5,6 +5,7 @@
 // arenas, and results keep their bits whichever set a program runs with
 // (checked against the op-by-op path and against values worked out here).
 #include <CUnit/CUnit.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "runtime/base/literal.h"
@@ -44,6 +45,11 @@ typedef struct program_case {
 } program_case_t;
 
 static void case_open(program_case_t *c, const char *text) {
+  // The interpreted blocked path only: a region runs interpreted until its
+  // compiled loop is ready (in the background) and takes other arena space
+  // than the loop, so with the JIT the sizes compared below would depend on
+  // the compile's timing (about 1 run in 6 failed).
+  setenv("HL_NO_FUSION_JIT", "1", 1);
   memset(c, 0, sizeof(*c));
   HL_ASSERT_OK(hl_parse_hlo_module(text, strlen(text), "ws.hlo", &c->module));
   HL_ASSERT_OK(hl_verify_module(c->module));
