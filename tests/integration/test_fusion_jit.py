@@ -156,6 +156,34 @@ def matches_numpy(got, want):
     return got[~nan].tobytes() == want[~nan].tobytes()
 
 
+def run_modes(tag, text, args, modes, count, min_compiled=None):
+    """Runs the program text on 2 ranks once per mode (name, extra options,
+    environment); returns ({name: per rank, its count outputs}, None) or
+    (None, what failed). With min_compiled, the "jit" mode (run with
+    HL_FUSION_JIT_LOG) must log that many compiled loops at least, on builds
+    and hosts with the LLVM generator (others run interpreted)."""
+    with tempdir(tag) as d:
+        prog = os.path.join(d, "p.hlo")
+        with open(prog, "w") as f:
+            f.write(text)
+        write_args(os.path.join(d, "args"), args)
+        outs = {}
+        for name, extra, env in modes:
+            out = os.path.join(d, "out_" + name)
+            res = launch(prog, replicas=2, args_dir=os.path.join(d, "args"), output_dir=out,
+                         extra=extra, env=env)
+            if res.returncode != 0 or res.timed_out:
+                return None, "%s: %s" % (name, res.describe())
+            if name == "jit" and min_compiled is not None and \
+                    "Fusion JIT: LLVM" in run([res.argv[0], "--version"]).stdout:
+                compiled = res.stderr.count(": compiled (")
+                if compiled < min_compiled:
+                    return None, "jit: %d compiled loops logged, at least %d expected\n%s" % (
+                        compiled, min_compiled, res.stderr[-2000:])
+            outs[name] = [read_outputs(out, r, 0, count) for r in range(2)]
+    return outs, None
+
+
 def test_jit_modes_bitwise_and_numpy():
     rng = np.random.default_rng(20261124)
     args = [special_inputs(rng, np.float32) for _ in range(3)] + \
@@ -167,32 +195,22 @@ def test_jit_modes_bitwise_and_numpy():
     streaming = dict(os.environ, HL_FUSION_STREAM_BYTES="1")
     modes = [("jit", (), None), ("no_jit", ("--no-fusion-jit",), None),
              ("op_by_op", ("--no-fusion-blocking",), None), ("streaming", (), streaming)]
-    with tempdir("fusion-jit") as d:
-        prog = os.path.join(d, "p.hlo")
-        with open(prog, "w") as f:
-            f.write(text)
-        write_args(os.path.join(d, "args"), args)
-        outs = {}
-        for name, extra, env in modes:
-            out = os.path.join(d, "out_" + name)
-            res = launch(prog, replicas=2, args_dir=os.path.join(d, "args"), output_dir=out,
-                         extra=extra, env=env)
-            if res.returncode != 0 or res.timed_out:
-                return "%s: %s" % (name, res.describe())
-            outs[name] = [read_outputs(out, r, 0, len(want)) for r in range(2)]
-        for r in range(2):
-            for j in range(len(want)):
-                ref = outs["op_by_op"][r][j]
-                for name in ("jit", "no_jit", "streaming"):
-                    if not same_bits(outs[name][r][j], ref):
-                        bad = np.nonzero(outs[name][r][j].view(np.uint8) != ref.view(np.uint8))
-                        return "%s: rank %d result %d (fusion %d) differs from op by op at " \
-                               "byte %s\n%s" % (name, r, j, j // 2, bad[0][:4], text)
-                if want[j] is not None and not matches_numpy(outs["jit"][r][j], want[j]):
-                    i = int(np.nonzero(~((outs["jit"][r][j] == want[j]) |
-                                         (np.isnan(outs["jit"][r][j]) & np.isnan(want[j]))))[0][0])
-                    return "rank %d result %d (fusion %d) differs from NumPy at %d: %r vs %r" % (
-                        r, j, j // 2, i, outs["jit"][r][j][i], want[j][i])
+    outs, err = run_modes("fusion-jit", text, args, modes, len(want))
+    if err:
+        return err
+    for r in range(2):
+        for j in range(len(want)):
+            ref = outs["op_by_op"][r][j]
+            for name in ("jit", "no_jit", "streaming"):
+                if not same_bits(outs[name][r][j], ref):
+                    bad = np.nonzero(outs[name][r][j].view(np.uint8) != ref.view(np.uint8))
+                    return "%s: rank %d result %d (fusion %d) differs from op by op at " \
+                           "byte %s\n%s" % (name, r, j, j // 2, bad[0][:4], text)
+            if want[j] is not None and not matches_numpy(outs["jit"][r][j], want[j]):
+                i = int(np.nonzero(~((outs["jit"][r][j] == want[j]) |
+                                     (np.isnan(outs["jit"][r][j]) & np.isnan(want[j]))))[0][0])
+                return "rank %d result %d (fusion %d) differs from NumPy at %d: %r vs %r" % (
+                    r, j, j // 2, i, outs["jit"][r][j][i], want[j][i])
     return None
 
 
@@ -332,39 +350,25 @@ def test_integer_and_f16_bitwise_and_numpy():
     logged = dict(os.environ, HL_FUSION_JIT_LOG="1")
     modes = [("jit", (), logged), ("no_jit", ("--no-fusion-jit",), None),
              ("op_by_op", ("--no-fusion-blocking",), None)]
-    with tempdir("fusion-jit-int") as d:
-        prog = os.path.join(d, "p.hlo")
-        with open(prog, "w") as f:
-            f.write(text)
-        write_args(os.path.join(d, "args"), args)
-        outs = {}
-        for name, extra, env in modes:
-            out = os.path.join(d, "out_" + name)
-            res = launch(prog, replicas=2, args_dir=os.path.join(d, "args"), output_dir=out,
-                         extra=extra, env=env)
-            if res.returncode != 0 or res.timed_out:
-                return "%s: %s" % (name, res.describe())
-            # Builds and hosts without the LLVM generator run interpreted.
-            if name == "jit" and "Fusion JIT: LLVM" in run([res.argv[0], "--version"]).stdout:
-                compiled = res.stderr.count(": compiled (")
-                if compiled < 2 * (len(INT_TYPES) + 1):  # per rank, a region per fusion
-                    return "jit: %d compiled loops logged\n%s" % (compiled, res.stderr[-2000:])
-            outs[name] = [read_outputs(out, r, 0, len(want)) for r in range(2)]
-        for r in range(2):
-            for j in range(len(want)):
-                ref = outs["op_by_op"][r][j]
-                for name in ("jit", "no_jit"):
-                    if not same_bits(outs[name][r][j], ref):
-                        return "%s: rank %d result %d differs from op by op" % (name, r, j)
-                got, w = outs["jit"][r][j], np.asarray(want[j])
-                ok = matches_numpy(got, w) if got.dtype == np.float16 else same_bits(got, w)
-                if not ok:
-                    bad = got != w
-                    if got.dtype == np.float16:
-                        bad &= ~(np.isnan(got) & np.isnan(w))
-                    i = int(np.nonzero(bad)[0][0])
-                    return "rank %d result %d (%s) differs from NumPy at %d: %r vs %r" % (
-                        r, j, got.dtype, i, got[i], w[i])
+    outs, err = run_modes("fusion-jit-int", text, args, modes, len(want),
+                          min_compiled=2 * (len(INT_TYPES) + 1))  # per rank, a region per fusion
+    if err:
+        return err
+    for r in range(2):
+        for j in range(len(want)):
+            ref = outs["op_by_op"][r][j]
+            for name in ("jit", "no_jit"):
+                if not same_bits(outs[name][r][j], ref):
+                    return "%s: rank %d result %d differs from op by op" % (name, r, j)
+            got, w = outs["jit"][r][j], np.asarray(want[j])
+            ok = matches_numpy(got, w) if got.dtype == np.float16 else same_bits(got, w)
+            if not ok:
+                bad = got != w
+                if got.dtype == np.float16:
+                    bad &= ~(np.isnan(got) & np.isnan(w))
+                i = int(np.nonzero(bad)[0][0])
+                return "rank %d result %d (%s) differs from NumPy at %d: %r vs %r" % (
+                    r, j, got.dtype, i, got[i], w[i])
     return None
 
 
@@ -599,49 +603,35 @@ def test_converts_iota_rows_pow_numpy():
     modes = [("jit", ("--no-fusion-pass",), logged),
              ("no_jit", ("--no-fusion-pass", "--no-fusion-jit"), None),
              ("op_by_op", ("--no-fusion-pass", "--no-fusion-blocking"), None)]
-    with tempdir("fusion-jit-conv") as d:
-        prog = os.path.join(d, "p.hlo")
-        with open(prog, "w") as f:
-            f.write(text)
-        write_args(os.path.join(d, "args"), args)
-        outs = {}
-        for name, extra, env in modes:
-            out = os.path.join(d, "out_" + name)
-            res = launch(prog, replicas=2, args_dir=os.path.join(d, "args"), output_dir=out,
-                         extra=extra, env=env)
-            if res.returncode != 0 or res.timed_out:
-                return "%s: %s" % (name, res.describe())
-            if name == "jit" and "Fusion JIT: LLVM" in run([res.argv[0], "--version"]).stdout:
-                compiled = res.stderr.count(": compiled (")
-                if compiled < 2 * len(texts):  # per rank, a loop per fusion at least
-                    return "jit: %d compiled loops logged for %d fusions\n%s" % (
-                        compiled, len(texts), res.stderr[-2000:])
-            outs[name] = [read_outputs(out, r, 0, len(want)) for r in range(2)]
-        for r in range(2):
-            for j, (w, ulps) in enumerate(want):
-                ref = outs["op_by_op"][r][j]
-                for name in ("jit", "no_jit"):
-                    if not same_bits(outs[name][r][j], ref):
-                        return "%s: rank %d result %d (%s) differs from op by op" % (
-                            name, r, j, roots[j][1])
-                got, w = outs["jit"][r][j], np.asarray(w)
-                if got.dtype != w.dtype or got.shape != w.shape:
-                    return "result %d: %s%s, NumPy %s%s" % (j, got.dtype, got.shape,
-                                                           w.dtype, w.shape)
-                if np.issubdtype(got.dtype, np.integer):
-                    ok = np.array_equal(got, w)
-                elif ulps == 0:
-                    ok = matches_numpy(got, w)
-                else:
-                    nan = np.isnan(w)
-                    ok = np.array_equal(np.isnan(got), nan) and np.all(
-                        np.abs(got[~nan] - w[~nan]) <=
-                        ulps * np.spacing(np.abs(w[~nan]).astype(w.dtype)) + np.finfo(w.dtype).tiny)
-                if not ok:
-                    bad = np.nonzero(~((got == w) | (np.isnan(got) & np.isnan(w))))
-                    i = tuple(a[0] for a in bad)
-                    return "rank %d result %d (%s, %s) differs from NumPy at %s: %r vs %r" % (
-                        r, j, got.dtype, roots[j][1], i, got[i], w[i])
+    outs, err = run_modes("fusion-jit-conv", text, args, modes, len(want),
+                          min_compiled=2 * len(texts))  # per rank, a loop per fusion at least
+    if err:
+        return err
+    for r in range(2):
+        for j, (w, ulps) in enumerate(want):
+            ref = outs["op_by_op"][r][j]
+            for name in ("jit", "no_jit"):
+                if not same_bits(outs[name][r][j], ref):
+                    return "%s: rank %d result %d (%s) differs from op by op" % (
+                        name, r, j, roots[j][1])
+            got, w = outs["jit"][r][j], np.asarray(w)
+            if got.dtype != w.dtype or got.shape != w.shape:
+                return "result %d: %s%s, NumPy %s%s" % (j, got.dtype, got.shape,
+                                                       w.dtype, w.shape)
+            if np.issubdtype(got.dtype, np.integer):
+                ok = np.array_equal(got, w)
+            elif ulps == 0:
+                ok = matches_numpy(got, w)
+            else:
+                nan = np.isnan(w)
+                ok = np.array_equal(np.isnan(got), nan) and np.all(
+                    np.abs(got[~nan] - w[~nan]) <=
+                    ulps * np.spacing(np.abs(w[~nan]).astype(w.dtype)) + np.finfo(w.dtype).tiny)
+            if not ok:
+                bad = np.nonzero(~((got == w) | (np.isnan(got) & np.isnan(w))))
+                i = tuple(a[0] for a in bad)
+                return "rank %d result %d (%s, %s) differs from NumPy at %s: %r vs %r" % (
+                    r, j, got.dtype, roots[j][1], i, got[i], w[i])
     return None
 
 
