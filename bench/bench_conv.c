@@ -14,9 +14,9 @@
 #include <cblas.h>
 
 #include "runtime/base/alloc.h"
-#include "runtime/exec/thread_pool.h"
 #include "runtime/kernels/blas_threads.h"
 #include "bench/bench_util.h"
+#include "runtime/threads/thread_pool.h"
 
 typedef struct conv_case {
   const char *name;

@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include "bench/bench_util.h"
-#include "runtime/exec/thread_pool.h"
 #include "runtime/kernels/blas_threads.h"
+#include "runtime/threads/thread_pool.h"
 
 typedef struct dot_case {
   const char *name;

@@ -44,8 +44,8 @@
 
 #include "bench/bench_util.h"
 #include "runtime/base/simd_clones.h"
-#include "runtime/exec/thread_pool.h"
 #include "runtime/fusion/jit/jit_kernel.h"
+#include "runtime/threads/thread_pool.h"
 #include "runtime/vmath/vmath.h"
 
 #ifdef HL_BENCH_CPU_TIME

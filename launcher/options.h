@@ -98,7 +98,7 @@ typedef struct hl_launch_options {
   const char *collectives_tuning; // --collectives-tuning FILE (collectives/shm/shm_tuning.h)
   bool collectives_tune;          // --collectives-tune (collectives/shm/shm_autotune.h)
   const char *collectives_tuning_out; // --collectives-tuning-out FILE: the measured table
-  // Speed (runtime/fusion, runtime/exec/thread_pool.h).
+  // Speed (runtime/fusion, runtime/threads/thread_pool.h).
   int64_t threads;               // --threads N (0: not given: the rank's cpuset size)
   bool no_fusion_blocking;       // --no-fusion-blocking: run fusions op by op (reference mode)
   bool no_fusion_pass;           // --no-fusion-pass: run unfused programs op by op

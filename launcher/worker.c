@@ -28,7 +28,7 @@
 #include "runtime/base/alloc.h"
 #include "runtime/base/strbuf.h"
 #include "runtime/custom_calls/ffi_plugin.h"
-#include "runtime/exec/thread_pool.h"
+#include "runtime/threads/thread_pool.h"
 #include "runtime/fusion/jit/jit_kernel.h"
 #include "runtime/loader/program_loader.h"
 #include "runtime/spmd/grid.h"

@@ -31,9 +31,9 @@
 #include "runner/debug_session.h"
 #include "runtime/base/literal.h"
 #include "runtime/base/status.h"
-#include "runtime/exec/thread_pool.h"
 #include "runtime/ir/module.h"
 #include "runtime/spmd/grid.h"
+#include "runtime/threads/thread_pool.h"
 
 // Which processes run the static collective check
 // (runtime/debug/collective_check.h).

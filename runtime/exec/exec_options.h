@@ -24,7 +24,7 @@ typedef struct hl_exec_options {
   // reference mode runs every fusion op by op (--no-fusion-blocking).
   bool no_fusion_blocking;
   // Threads of this process for fusions and other split work
-  // (runtime/exec/thread_pool.h); NULL: the calling thread alone.
+  // (runtime/threads/thread_pool.h); NULL: the calling thread alone.
   struct hl_thread_pool *pool;
   // Per-instruction profile (runtime/exec/profile.h) to add this run's
   // timings to; NULL: not profiled.

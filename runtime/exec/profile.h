@@ -18,8 +18,8 @@
 #include "runtime/base/literal.h"
 #include "runtime/base/status.h"
 #include "runtime/base/strbuf.h"
-#include "runtime/exec/thread_pool.h"
 #include "runtime/ir/module.h"
+#include "runtime/threads/thread_pool.h"
 
 typedef struct hl_profile hl_profile_t;
 

@@ -25,8 +25,8 @@
 
 #include "runtime/base/literal.h"
 #include "runtime/base/status.h"
-#include "runtime/exec/thread_pool.h"
 #include "runtime/ir/module.h"
+#include "runtime/threads/thread_pool.h"
 
 typedef struct hl_fusion_program hl_fusion_program_t;
 

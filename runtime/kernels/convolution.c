@@ -20,11 +20,11 @@
 #include <string.h>
 
 #include "runtime/base/alloc.h"
-#include "runtime/exec/thread_pool.h"
 #include "runtime/kernels/element_access.h"
 #include "runtime/kernels/gemm_tiles.h"
 #include "runtime/kernels/kernel.h"
 #include "runtime/kernels/kernel_scratch.h"
+#include "runtime/threads/thread_pool.h"
 
 // Elements of the im2col buffer per chunk (the batch is split to stay below).
 #define COL_CHUNK_ELEMS (INT64_C(16) << 20)

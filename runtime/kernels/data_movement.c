@@ -12,10 +12,10 @@
 
 #include "runtime/base/alloc.h"
 #include "runtime/base/layout.h"
-#include "runtime/exec/thread_pool.h"
 #include "runtime/kernels/kernel.h"
 #include "runtime/kernels/kernel_scratch.h"
 #include "runtime/kernels/strided_copy.h"
+#include "runtime/threads/thread_pool.h"
 
 //===----------------------------------------------------------------------===//
 // Strided copy engine

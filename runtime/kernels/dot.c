@@ -20,7 +20,7 @@
 
 #include "runtime/base/alloc.h"
 #include "runtime/base/half_arrays.h"
-#include "runtime/exec/thread_pool.h"
+#include "runtime/threads/thread_pool.h"
 #include "runtime/kernels/element_access.h"
 #include "runtime/kernels/elementwise_arrays.h"
 #include "runtime/kernels/gemm_tiles.h"

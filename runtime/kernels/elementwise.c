@@ -37,10 +37,10 @@
 #include "runtime/base/float_minmax.h"
 #include "runtime/base/half_arrays.h"
 #include "runtime/base/simd_clones.h"
-#include "runtime/exec/thread_pool.h"
 #include "runtime/kernels/element_access.h"
 #include "runtime/kernels/elementwise_arrays.h"
 #include "runtime/kernels/kernel.h"
+#include "runtime/threads/thread_pool.h"
 #include "runtime/vmath/vmath.h"
 
 // glibc's <complex.h> defines CMPLX only for GCC; clang has the same builtin.

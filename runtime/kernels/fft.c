@@ -23,10 +23,10 @@
 #include <string.h>
 
 #include "runtime/base/alloc.h"
-#include "runtime/exec/thread_pool.h"
 #include "runtime/kernels/element_access.h"
 #include "runtime/kernels/kernel.h"
 #include "runtime/kernels/kernel_scratch.h"
+#include "runtime/threads/thread_pool.h"
 
 enum { FFT_C2C = 0, FFT_INVERSE = 1, FFT_R2C = 2, FFT_C2R = 3 };
 

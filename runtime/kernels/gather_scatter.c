@@ -16,12 +16,12 @@
 #include <string.h>
 
 #include "runtime/base/alloc.h"
-#include "runtime/exec/thread_pool.h"
 #include "runtime/kernels/element_access.h"
 #include "runtime/kernels/index_access.h"
 #include "runtime/kernels/kernel.h"
 #include "runtime/kernels/scalar_call.h"
 #include "runtime/kernels/strided_copy.h"
+#include "runtime/threads/thread_pool.h"
 
 //===----------------------------------------------------------------------===//
 // Index array walk

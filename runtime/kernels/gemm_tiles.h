@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #include "runtime/base/dtype.h"
-#include "runtime/exec/thread_pool.h"
+#include "runtime/threads/thread_pool.h"
 
 // C = op(A) op(B), row-major, element type ct (F32, F64, C64 or C128);
 // op(A) is [m, k] (stored [k, m] when trans_a), op(B) [k, n] (stored [n, k]

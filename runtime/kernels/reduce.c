@@ -28,11 +28,11 @@
 #include "runtime/base/alloc.h"
 #include "runtime/base/float_minmax.h"
 #include "runtime/base/simd_clones.h"
-#include "runtime/exec/thread_pool.h"
 #include "runtime/kernels/element_access.h"
 #include "runtime/kernels/kernel.h"
 #include "runtime/kernels/reduce_fast.h"
 #include "runtime/kernels/reducer_match.h"
+#include "runtime/threads/thread_pool.h"
 
 //===----------------------------------------------------------------------===//
 // Fast path: typed fold (a contiguous run into one accumulator) and combine

@@ -11,13 +11,13 @@
 #include <string.h>
 
 #include "runtime/base/alloc.h"
-#include "runtime/exec/thread_pool.h"
 #include "runtime/kernels/element_access.h"
 #include "runtime/kernels/kernel.h"
 #include "runtime/kernels/kernel_scratch.h"
 #include "runtime/kernels/scalar_call.h"
 #include "runtime/kernels/strided_copy.h"
 #include "runtime/kernels/total_order.h"
+#include "runtime/threads/thread_pool.h"
 
 typedef enum { kKeyCall, kKeyDouble, kKeySigned, kKeyUnsigned } key_kind_t;
 

@@ -13,10 +13,10 @@
 #include "runtime/base/alloc.h"
 #include "runtime/base/half_arrays.h"
 #include "runtime/exec/executor.h"
-#include "runtime/exec/thread_pool.h"
 #include "runtime/kernels/elementwise_arrays.h"
 #include "runtime/kernels/gemm_tiles.h"
 #include "runtime/text/hlo_parser.h"
+#include "runtime/threads/thread_pool.h"
 #include "tests/unit/test_util.h"
 
 typedef struct product {

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "runtime/exec/thread_pool.h"
+#include "runtime/threads/thread_pool.h"
 #include "tests/unit/hlo_run_util.h"
 
 static void test_spec_example(void) {

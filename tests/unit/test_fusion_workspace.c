@@ -10,9 +10,9 @@
 
 #include "runtime/base/literal.h"
 #include "runtime/exec/executor.h"
-#include "runtime/exec/thread_pool.h"
 #include "runtime/fusion/fusion_program.h"
 #include "runtime/text/hlo_parser.h"
+#include "runtime/threads/thread_pool.h"
 #include "runtime/verifier/verifier.h"
 #include "tests/unit/test_util.h"
 

@@ -12,9 +12,9 @@
 #include <string.h>
 
 #include "runtime/base/alloc.h"
-#include "runtime/exec/thread_pool.h"
 #include "runtime/kernels/blas_threads.h"
 #include "runtime/kernels/gemm_tiles.h"
+#include "runtime/threads/thread_pool.h"
 #include "tests/unit/test_util.h"
 
 static void test_tiling_covers_by_shape(void) {

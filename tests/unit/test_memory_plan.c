@@ -13,8 +13,8 @@
 #include "runtime/exec/memory_plan.h"
 #include "runtime/exec/plan.h"
 #include "runtime/exec/profile.h"
-#include "runtime/exec/thread_pool.h"
 #include "runtime/text/hlo_parser.h"
+#include "runtime/threads/thread_pool.h"
 #include "tests/unit/test_util.h"
 
 enum { kMiB = 1 << 20 };

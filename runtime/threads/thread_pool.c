@@ -6,7 +6,7 @@
 // instruction (fusion blocks, gemm tiles, conversions), microseconds apart,
 // and a condition-variable round trip costs 30-50 us on a VM (wake-up IPIs),
 // as much as a small fusion's whole work.
-#include "runtime/exec/thread_pool.h"
+#include "runtime/threads/thread_pool.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -13,8 +13,8 @@
 // single-threaded above it); a NULL pool runs every task on the caller.
 // Between runs the workers spin for up to 200 us before they sleep, so runs
 // posted instruction after instruction start without a wake-up.
-#ifndef HL_RUNTIME_EXEC_THREAD_POOL_H_
-#define HL_RUNTIME_EXEC_THREAD_POOL_H_
+#ifndef HL_RUNTIME_THREADS_THREAD_POOL_H_
+#define HL_RUNTIME_THREADS_THREAD_POOL_H_
 
 #include <stdint.h>
 
@@ -49,4 +49,4 @@ void hl_thread_pool_run_ranges(hl_thread_pool_t *pool, int64_t items, hl_task_fn
 typedef void (*hl_chunk_fn_t)(void *arg, int64_t lo, int64_t len, int worker);
 void hl_thread_pool_run_chunks(hl_thread_pool_t *pool, int64_t n, hl_chunk_fn_t fn, void *arg);
 
-#endif  // HL_RUNTIME_EXEC_THREAD_POOL_H_
+#endif  // HL_RUNTIME_THREADS_THREAD_POOL_H_
