@@ -32,7 +32,6 @@
 #include "runtime/base/alloc.h"
 #include "runtime/custom_calls/json.h"
 #include "runtime/custom_calls/registry.h"
-#include "runtime/exec/profile.h"
 #include "runtime/kernels/element_access.h"
 
 typedef enum epilogue {
@@ -280,7 +279,7 @@ static hl_status_t run_gemm(const hl_custom_call_t *call, const gemm_config_t *c
   hl_literal_t *acc = NULL, *d = NULL, *auxl = NULL;
   HL_RETURN_IF_ERROR_CTX(hl_kernel_dot(call->ctx, &tmp, call->operands, &acc),
                          "%s: custom-call \"%s\"", loc, call->name);
-  hl_kernel_count_flops(call->ctx, hl_profile_flops(&tmp, call->operands, 2, acc));
+  hl_kernel_count_flops(call->ctx, hl_kernel_flops(&tmp, call->operands, 2, acc));
   hl_status_t st = NULL;
   int64_t n = hl_literal_element_count(acc);
   double amax = 0;

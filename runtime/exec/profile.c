@@ -9,6 +9,7 @@
 
 #include "runtime/base/alloc.h"
 #include "runtime/kernels/gemm_tiles.h"
+#include "runtime/kernels/kernel.h"
 
 typedef struct entry {
   const hl_instruction_t *inst;
@@ -67,28 +68,6 @@ static double array_bytes(const hl_literal_t *v) {
   return (double)v->byte_size;
 }
 
-double hl_profile_flops(const hl_instruction_t *inst, hl_literal_t *const *operands, int n,
-                        const hl_literal_t *result) {
-  if (!result || !hl_shape_is_array(&result->shape) || n < 2) return 0;
-  double out = (double)hl_shape_element_count(&result->shape);
-  if (inst->opcode == HL_OP_DOT) {
-    const hl_i64_list_t *c = &inst->attrs.dot_dimension_numbers.lhs_contracting_dimensions;
-    double k = 1;
-    for (int i = 0; i < c->n; i++)
-      if (c->v[i] >= 0 && c->v[i] < operands[0]->shape.rank)
-        k *= (double)operands[0]->shape.dims[c->v[i]];
-    return 2 * out * k;
-  }
-  if (inst->opcode == HL_OP_CONVOLUTION) {
-    // Every output element sums kernel spatial size x input features per group.
-    const hl_shape_t *rhs = &operands[1]->shape;
-    int64_t of = inst->attrs.convolution_dimension_numbers.kernel_output_feature_dimension;
-    if (of < 0 || of >= rhs->rank || rhs->dims[of] == 0) return 0;
-    return 2 * out * ((double)hl_shape_element_count(rhs) / (double)rhs->dims[of]);
-  }
-  return 0;
-}
-
 void hl_profile_record(hl_profile_t *p, const hl_instruction_t *inst, double seconds,
                        hl_literal_t *const *operands, int n, const hl_literal_t *result) {
   if (!p) return;
@@ -104,7 +83,7 @@ void hl_profile_record(hl_profile_t *p, const hl_instruction_t *inst, double sec
   e->calls++;
   e->seconds += seconds;
   e->bytes += bytes;
-  e->flops += hl_profile_flops(inst, operands, n, result);
+  e->flops += hl_kernel_flops(inst, operands, n, result);
 }
 
 void hl_profile_add_flops(hl_profile_t *p, const hl_instruction_t *inst, double flops) {

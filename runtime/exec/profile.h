@@ -31,12 +31,9 @@ void hl_profile_record(hl_profile_t *profile, const hl_instruction_t *inst, doub
                        hl_literal_t *const *operands, int operand_count,
                        const hl_literal_t *result);
 
-// FLOPs of one dot / convolution call (0 for other instructions).
 // Adds FLOPs a library kernel counted (hl_kernel_count_flops) to `inst`'s
-// row, recorded just before.
+// row, recorded just before. A call's own FLOPs: hl_kernel_flops (kernel.h).
 void hl_profile_add_flops(hl_profile_t *profile, const hl_instruction_t *inst, double flops);
-double hl_profile_flops(const hl_instruction_t *inst, hl_literal_t *const *operands,
-                        int operand_count, const hl_literal_t *result);
 
 // This machine's rates, measured in this process on the pool's threads
 // (NULL: one): f32 GEMM FLOP/s (1024^3 as dots run it: gemm tiles over the

@@ -91,6 +91,11 @@ static inline hl_literal_t *hl_kernel_frame_argument(const hl_kernel_context_t *
 static inline void hl_kernel_count_flops(hl_kernel_context_t *ctx, double flops) {
   if (ctx) ctx->counted_flops += flops;
 }
+// FLOPs of one dot / convolution call (0 for other instructions): what the
+// profile counts per call, and what a target that runs a dot of its own
+// passes to hl_kernel_count_flops.
+double hl_kernel_flops(const hl_instruction_t *inst, hl_literal_t *const *operands,
+                       int operand_count, const hl_literal_t *result);
 // The running execution's table of started channel transfers (NULL without
 // a context).
 static inline struct hl_channel_pending **hl_kernel_channel_pending(hl_kernel_context_t *ctx) {
