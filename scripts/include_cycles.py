@@ -13,10 +13,18 @@ depends on those defining the functions it calls (nm): the implementers of
 a header a whole room shares (runtime/kernels/kernel.h) count too. ctest runs
 both forms (architecture.include_cycles, architecture.link_cycles).
 
+Some room edges are wrong even where they close no cycle (RULES below): the
+kernels, blocked fusions and custom-call targets reach the executor only
+through the kernel contract (kernel.h), so they call no function of
+runtime/exec and include none of its headers that has a source beside it
+(interfaces such as exec_options.h or comm.h are types, not calls); the
+thread pool (runtime/threads) stands on runtime/base alone. Either graph
+fails on such an edge.
+
 Usage: scripts/include_cycles.py [--rooms] [--link BUILD] [DIR...]
   (default: runtime runner launcher collectives channels api). Exit status 1 when
-  a cycle between rooms exists; each is printed with the include lines (or
-  calls) between rooms that close it.
+  a cycle between rooms exists or a rule is broken; each is printed with the
+  include lines (or calls) between rooms that close it or break it.
 """
 import os
 import re
@@ -25,9 +33,19 @@ import sys
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
+# room -> (rooms it must not use, rooms it may use only); docs/ARCHITECTURE.md,
+# "Kernels and the executor".
+RULES = {
+    "runtime/kernels": ({"runtime/exec"}, None),
+    "runtime/fusion": ({"runtime/exec"}, None),
+    "runtime/custom_calls": ({"runtime/exec"}, None),
+    "runtime/threads": (set(), {"runtime/base"}),
+}
+
 
 def scan(root, dirs):
     units = {}  # unit (path without extension) -> list of (file, included header)
+    sources = set()  # units with a .c file
     for d in dirs:
         for base, _, files in os.walk(os.path.join(root, d)):
             for f in files:
@@ -38,12 +56,32 @@ def scan(root, dirs):
                 with open(os.path.join(root, path), errors="replace") as fh:
                     incs = INCLUDE.findall(fh.read())
                 units.setdefault(unit, []).extend((path, i) for i in incs)
-    return units
+                if f.endswith(".c"):
+                    sources.add(unit)
+    return units, sources
 
 
 def room(unit):
     parts = unit.split("/")
     return "/".join(parts[:2]) if parts[0] == "runtime" and len(parts) > 2 else parts[0]
+
+
+def broken_rules(graph, why, interfaces=frozenset()):
+    """The edges between rooms that RULES forbid; an edge into a unit of
+    `interfaces` (a header without a source) is not a use."""
+    out = []
+    for u in sorted(graph):
+        rule = RULES.get(room(u))
+        if not rule:
+            continue
+        banned, only = rule
+        for t in sorted(graph[u]):
+            r = room(t)
+            if r == room(u) or t in interfaces:
+                continue
+            if r in banned or (only is not None and r not in only):
+                out.append("%s (%s must not use %s)" % (why[(u, t)], room(u), r))
+    return out
 
 
 def sccs(graph):
@@ -148,10 +186,12 @@ def main(argv):
     dirs = [a.rstrip("/") for a in argv if not a.startswith("--")] or \
         ["runtime", "runner", "launcher", "collectives", "channels", "api"]
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    interfaces = frozenset()
     if build:
         graph, why = link_graph(root, os.path.abspath(build), dirs)
     else:
-        units = scan(root, dirs)
+        units, sources = scan(root, dirs)
+        interfaces = frozenset(u for u in units if u not in sources)
         graph, why = {u: set() for u in units}, {}
         for u, incs in units.items():
             for path, inc in incs:
@@ -171,6 +211,12 @@ def main(argv):
             for t in sorted(graph[u] & members):
                 if room(u) != room(t):
                     print("  %s" % why[(u, t)])
+    broken = broken_rules(graph, why, interfaces)
+    if broken:
+        bad += 1
+        print("room rules broken:")
+        for line in broken:
+            print("  %s" % line)
     if show_rooms:
         edges = {}
         for (u, t), line in why.items():
@@ -179,8 +225,8 @@ def main(argv):
         for (a, b), lines in sorted(edges.items()):
             print("%s -> %s (%d)" % (a, b, len(lines)))
     if not bad:
-        print("no cycle between rooms (%s)" % ("calls between compiled sources" if build else
-                                               "units: header + source of one name"))
+        print("no cycle between rooms, room rules kept (%s)" % (
+            "calls between compiled sources" if build else "units: header + source of one name"))
     return 1 if bad else 0
 
 
