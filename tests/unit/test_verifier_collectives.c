@@ -1,5 +1,5 @@
-// The verifier's collective cases (runtime/verifier/verifier.c,
-// check_collective): result shapes against operand shapes, dimensions and
+// The verifier's collective cases (runtime/verifier/collective_rules.c,
+// hl_verify_collective): result shapes against operand shapes, dimensions and
 // the written group size. Expected shapes follow the StableHLO spec's
 // constraints (all_gather C6, reduce_scatter C8, all_to_all C9, ...).
 // hl-test-libs: hl_verifier hl_text hl_ir hl_base
