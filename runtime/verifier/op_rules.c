@@ -361,18 +361,7 @@ static void check_reduce(check_t *k) {
   }
   const hl_i64_list_t *d = &inst->attrs.dimensions;
   bool reduced[HL_MAX_RANK] = {false};
-  for (int i = 0; i < d->n; i++) {
-    if (d->v[i] < 0 || d->v[i] >= x0->rank) {
-      report(k, "attribute dimensions[%d] = %lld out of range for rank %d", i, (long long)d->v[i],
-             x0->rank);
-      return;
-    }
-    if (reduced[d->v[i]]) {
-      report(k, "attribute dimensions repeats %lld", (long long)d->v[i]);
-      return;
-    }
-    reduced[d->v[i]] = true;
-  }
+  if (!hl_verify_dim_set(k, "dimensions", d, x0->rank, reduced)) return;
   // Reducer: (acc_0..acc_{n-1}, x_0..x_{n-1}) scalars of the init types.
   hl_shape_t scalars[2 * 8];
   const hl_shape_t *ptrs[2 * 8];

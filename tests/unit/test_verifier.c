@@ -308,6 +308,13 @@ static void test_reduce_and_dot(void) {
   expect_problem(&f, "r", "reduce", "attribute dimensions[0] = 3 out of range for rank 2");
 
   f = fixture();
+  sum = scalar_add(f.m, "sum", HL_F32);
+  r = add(f.c, "r", HL_OP_REDUCE, S(HL_F32, 1, D(2)), 2, f.a, f.s);
+  ir_set_list(&r->attrs.dimensions, 2, D(1), D(1));
+  HL_ASSERT_OK(hl_instruction_set_called(r, &sum, 1));
+  expect_problem(&f, "r", "reduce", "attribute dimensions repeats dimension 1");
+
+  f = fixture();
   hl_computation_t *isum = scalar_add(f.m, "isum", HL_S32);
   r = add(f.c, "r", HL_OP_REDUCE, S(HL_F32, 1, D(2)), 2, f.a, f.s);
   ir_set_list(&r->attrs.dimensions, 1, D(1));
