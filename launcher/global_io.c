@@ -51,6 +51,14 @@ hl_status_t hl_global_output_sharding(const hl_launch_options_t *o, const hl_pro
     return parse_option("--output-sharding", o->output_sharding, storage, out);
   const hl_module_t *m = program->module;
   const hl_instruction_t *root = m->entry ? m->entry->root : NULL;
+  // A ROOT `call` returns its callee's ROOT: XLA inlines calls before
+  // sharding propagation, so that ROOT's sharding is the result's (JAX's
+  // older GSPMD exports return `call @wrapped` whose last op is a Sharding).
+  for (int depth = 0; root && !root->attrs.sharding && root->opcode == HL_OP_CALL && depth < 64;
+       depth++) {
+    const hl_computation_t *callee = hl_instruction_to_apply(root);
+    root = callee ? callee->root : NULL;
+  }
   if (root && root->attrs.sharding) *out = root->attrs.sharding;
   else if (m->spmd_output_sharding) *out = m->spmd_output_sharding;
   // One partition holds the whole result; with more, assembling from a
