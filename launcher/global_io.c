@@ -134,6 +134,22 @@ static hl_status_t read_global(const char *path, hl_dtype_t want, hl_literal_t *
   return hl_npy_read_file(path, &typed, "the global array", out);
 }
 
+// The shard of `global` at `tile` (of `tiles`) as a new literal of `shape`;
+// releases `global` either way.
+static hl_status_t take_shard(hl_literal_t *global, const hl_shape_t *shape,
+                              const int64_t *tiles, const int64_t *tile, hl_literal_t **out) {
+  hl_literal_t *shard = NULL;
+  hl_status_t st = hl_literal_create(shape, &shard);
+  if (!st) st = hl_sharding_extract(global, tiles, tile, shard);
+  hl_literal_release(global);
+  if (st) {
+    hl_literal_release(shard);
+    return st;
+  }
+  *out = shard;
+  return NULL;
+}
+
 static hl_status_t shard_of_file(const char *path, const hl_instruction_t *param, int index,
                                  const hl_sharding_t *s, const hl_grid_t *grid,
                                  int64_t partition, hl_literal_t **out) {
@@ -178,16 +194,11 @@ static hl_status_t shard_of_file(const char *path, const hl_instruction_t *param
                         hl_plural(dims[d]), d, index, hl_shape_debug_string(want));
       }
   }
-  hl_literal_t *shard = NULL;
-  if (!st) st = hl_literal_create(want, &shard);
-  if (!st) st = hl_sharding_extract(global, tiles, tile, shard);
-  hl_literal_release(global);
   if (st) {
-    hl_literal_release(shard);
+    hl_literal_release(global);
     return st;
   }
-  *out = shard;
-  return NULL;
+  return take_shard(global, want, tiles, tile, out);
 }
 
 static hl_status_t build(const hl_launch_options_t *o, const hl_program_t *program,
@@ -248,16 +259,7 @@ static hl_status_t random_shard(const hl_launch_options_t *o, const hl_instructi
   int64_t dims[HL_MAX_RANK];
   hl_sharding_shard_dims(global_shape->rank, global_shape->dims, tiles, dims);
   hl_shape_t shard_shape = hl_shape_array(global_shape->dtype, global_shape->rank, dims);
-  hl_literal_t *shard = NULL;
-  hl_status_t st = hl_literal_create(&shard_shape, &shard);
-  if (!st) st = hl_sharding_extract(global, tiles, tile, shard);
-  hl_literal_release(global);
-  if (st) {
-    hl_literal_release(shard);
-    return st;
-  }
-  *out = shard;
-  return NULL;
+  return take_shard(global, &shard_shape, tiles, tile, out);
 }
 
 hl_status_t hl_global_random_args(const hl_launch_options_t *o, const hl_program_t *program,
