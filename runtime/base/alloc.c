@@ -19,6 +19,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "runtime/base/page_runs.h"
+
 enum { kPage = 4096 };
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)
@@ -30,7 +32,7 @@ enum { kPage = 4096 };
 // checks cover large arrays too.
 static const size_t kBigBytes = SIZE_MAX;
 #else
-static const size_t kBigBytes = (size_t)1 << 20;
+static const size_t kBigBytes = (size_t)1 << 18;
 #endif
 
 static long g_fail_after = -1;
@@ -64,16 +66,18 @@ struct big_block {
   bool reserved;  // hl_alloc_resident's: made ahead for the cache, not an array yet
 };
 
-// Live blocks and freed (cached) ones, each an unordered array; a spin lock
-// guards both (large allocations are rare next to the work on them).
-static struct big_block *g_live, *g_cached;
-static size_t g_live_count, g_live_cap, g_cached_count, g_cached_cap;
-static size_t g_live_bytes, g_peak_live_bytes, g_cached_bytes;
+// Live blocks (an unordered array) and the cache of freed pages (runs in
+// address order, page_runs.h); a spin lock guards both (large allocations
+// are rare next to the work on them).
+static struct big_block *g_live;
+static size_t g_live_count, g_live_cap;
+static hl_page_runs_t g_cache;
+static size_t g_live_bytes, g_peak_live_bytes;
 // Live blocks that are hl_alloc_resident's reservations, and the most bytes
 // of the others (the program's arrays) live at once: what
 // hl_alloc_large_peak_bytes reports. The cache's limit counts both.
 static size_t g_reserved_bytes, g_peak_array_bytes;
-static size_t g_fresh_bytes;  // mapped fresh so far (new mappings, grown tails)
+static size_t g_fresh_bytes;  // mapped fresh so far (new mappings, grown runs)
 static atomic_size_t g_live_count_atomic;  // read without the lock by hl_free
 static atomic_flag g_lock = ATOMIC_FLAG_INIT;
 
@@ -83,60 +87,53 @@ static void lock(void) {
 }
 static void unlock(void) { atomic_flag_clear_explicit(&g_lock, memory_order_release); }
 
-static bool push(struct big_block **a, size_t *count, size_t *cap, struct big_block b) {
-  if (*count == *cap) {
-    size_t n = *cap ? 2 * *cap : 16;
-    struct big_block *p = realloc(*a, n * sizeof(*p));
+static bool push_live(struct big_block b) {
+  if (g_live_count == g_live_cap) {
+    size_t n = g_live_cap ? 2 * g_live_cap : 16;
+    struct big_block *p = realloc(g_live, n * sizeof(*p));
     if (!p) return false;
-    *a = p;
-    *cap = n;
+    g_live = p;
+    g_live_cap = n;
   }
-  (*a)[(*count)++] = b;
+  g_live[g_live_count++] = b;
   return true;
 }
 
 static size_t page_round(size_t bytes) { return (bytes + kPage - 1) & ~(size_t)(kPage - 1); }
 
-// A mapping of at least `bytes` (page-rounded; its length in *len): the
-// smallest cached one that fits -- whole when it is at most twice the
-// request, else cut to it -- else the largest cached one grown, else a fresh
-// one. *zeroed: its contents are zero (a fresh mapping). Cutting every fit
-// to the request made runs of one program page-fault in each time the tails
-// that the previous run's cuts had unmapped (the JAX transformer step mapped
-// 2.5 MB fresh in every run).
-static void *big_take(size_t bytes, size_t *len, bool *zeroed) {
+static void *mmap_fresh(size_t bytes) {
+  void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? NULL : p;
+}
+
+// `bytes` (page-rounded) of mapped memory: cut from the smallest cached run
+// that holds them, else the largest run grown (its pages kept, the rest
+// fresh), else a fresh mapping. *zeroed: its contents are zero (a fresh
+// mapping).
+static void *big_take(size_t bytes, bool *zeroed) {
   *zeroed = false;
-  *len = bytes;
-  int fit = -1, largest = -1;
-  for (size_t i = 0; i < g_cached_count; i++) {
-    size_t b = g_cached[i].bytes;
-    if (b >= bytes && (fit < 0 || b < g_cached[fit].bytes)) fit = (int)i;
-    if (largest < 0 || b > g_cached[largest].bytes) largest = (int)i;
-  }
-  int pick = fit >= 0 ? fit : largest;
-  if (pick >= 0) {
-    struct big_block b = g_cached[pick];
-    g_cached[pick] = g_cached[--g_cached_count];
-    g_cached_bytes -= b.bytes;
-    if (b.bytes >= bytes && b.bytes / 2 <= bytes) {
-      *len = b.bytes;
-      return b.ptr;
-    }
-    void *p = mremap(b.ptr, b.bytes, bytes, MREMAP_MAYMOVE);
+  uintptr_t at = hl_page_runs_take(&g_cache, bytes);
+  if (at) return (void *)at;
+  long largest = hl_page_runs_largest(&g_cache);
+  if (largest >= 0) {
+    hl_page_run_t r = hl_page_runs_remove(&g_cache, (size_t)largest);
+    void *p = mremap((void *)r.start, r.bytes, bytes, MREMAP_MAYMOVE);
     if (p != MAP_FAILED) {
-      if (bytes > b.bytes) g_fresh_bytes += bytes - b.bytes;
+      g_fresh_bytes += bytes - r.bytes;
       return p;
     }
-    munmap(b.ptr, b.bytes);
+    // A run over two mappings the kernel kept apart cannot be remapped as
+    // one: it stays (back where it was, so the list has room for it).
+    hl_page_runs_put(&g_cache, r.start, r.bytes);
   }
-  void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED && g_cached_count > 0) {  // give the cache back and try again
-    for (size_t i = 0; i < g_cached_count; i++) munmap(g_cached[i].ptr, g_cached[i].bytes);
-    g_cached_count = 0;
-    g_cached_bytes = 0;
-    p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void *p = mmap_fresh(bytes);
+  if (!p && g_cache.count > 0) {  // give the cache back and try again
+    for (size_t i = 0; i < g_cache.count; i++)
+      munmap((void *)g_cache.runs[i].start, g_cache.runs[i].bytes);
+    hl_page_runs_deinit(&g_cache);
+    p = mmap_fresh(bytes);
   }
-  if (p == MAP_FAILED) return NULL;
+  if (!p) return NULL;
   g_fresh_bytes += bytes;
   *zeroed = true;
   return p;
@@ -145,11 +142,9 @@ static void *big_take(size_t bytes, size_t *len, bool *zeroed) {
 // A mapping of `bytes` (page-rounded) entered in the live list.
 static void *big_take_live(size_t bytes, bool reserved, bool *zeroed) {
   lock();
-  size_t len = bytes;
-  void *p = big_take(bytes, &len, zeroed);
-  bytes = len;
-  if (p && !push(&g_live, &g_live_count, &g_live_cap, (struct big_block){p, bytes, reserved})) {
-    munmap(p, bytes);
+  void *p = big_take(bytes, zeroed);
+  if (p && !push_live((struct big_block){p, bytes, reserved})) {
+    if (!hl_page_runs_put(&g_cache, (uintptr_t)p, bytes)) munmap(p, bytes);
     p = NULL;
   }
   if (p) {
@@ -189,25 +184,14 @@ static struct big_block big_find_and_remove(void *ptr) {
   return found;
 }
 
-// Into the cache, evicting the largest cached blocks while it would hold more
-// than the peak of live bytes.
+// Into the cache, joined with the runs it touches; while the cache holds
+// more than the peak of live bytes, the excess is unmapped from the end of
+// its largest run.
 static void big_release(struct big_block b) {
   lock();
-  if (!push(&g_cached, &g_cached_count, &g_cached_cap, b)) {
-    unlock();
-    munmap(b.ptr, b.bytes);
-    return;
-  }
-  g_cached_bytes += b.bytes;
-  while (g_cached_bytes > g_peak_live_bytes && g_cached_count > 0) {
-    size_t largest = 0;
-    for (size_t i = 1; i < g_cached_count; i++)
-      if (g_cached[i].bytes > g_cached[largest].bytes) largest = i;
-    struct big_block out = g_cached[largest];
-    g_cached[largest] = g_cached[--g_cached_count];
-    g_cached_bytes -= out.bytes;
-    munmap(out.ptr, out.bytes);
-  }
+  if (!hl_page_runs_put(&g_cache, (uintptr_t)b.ptr, b.bytes)) munmap(b.ptr, b.bytes);
+  hl_page_run_t out;
+  while (hl_page_runs_trim(&g_cache, g_peak_live_bytes, &out)) munmap((void *)out.start, out.bytes);
   unlock();
 }
 
@@ -290,7 +274,7 @@ void *hl_realloc(void *ptr, size_t size) {
   void *p = size >= kBigBytes ? big_alloc(size, false) : malloc(size ? size : 1);
   if (!p) {  // still the caller's: back to the live list
     lock();
-    bool kept = push(&g_live, &g_live_count, &g_live_cap, b);
+    bool kept = push_live(b);
     if (kept) {
       g_live_bytes += b.bytes;
       if (b.reserved) g_reserved_bytes += b.bytes;

@@ -6,11 +6,13 @@
 #include <string.h>
 
 #include "runtime/base/alloc.h"
+#include "runtime/base/page_runs.h"
 #include "runtime/kernels/kernel_scratch.h"
 
 typedef struct storage {
   int64_t bytes;  // 0: not the run's (a parameter's, a constant's, never made)
   size_t block;   // its large block (alloc.h), 0 for malloc's
+  uintptr_t at;   // the block's address in the simulated cache's made-up space
   int refs;       // values (slots) holding it
   bool scratch;   // a kernel's scratch (kernel_scratch.h), not a value
 } storage_t;
@@ -21,8 +23,11 @@ typedef struct walk {
   int *leaves;  // storage ids; slot s holds leaves[leaf_start[s] .. + leaf_count[s])
   int leaf_count, leaf_cap;
   int *leaf_start, *slot_leaves;
-  size_t *cache;  // freed large blocks (the allocator's cache, simulated)
-  int cache_count, cache_cap;
+  // Freed large blocks: the allocator's cache simulated with its own code
+  // (page_runs.h) over made-up addresses; fresh blocks are placed a page
+  // apart, so only a cut and its tail join (real mappings may also touch).
+  hl_page_runs_t cache;
+  uintptr_t next_fresh;
   size_t *fresh;
   int fresh_count, fresh_cap;
   int64_t live;     // bytes of the run's own values alive now
@@ -69,27 +74,22 @@ static hl_status_t push_leaf(walk_t *w, int storage) {
   return NULL;
 }
 
-// A new storage of `bytes` (0: none of the run's), its block taken from the
-// simulated cache (smallest that fits, whole when at most twice the request,
-// as alloc.c does) or noted as fresh.
+// A new storage of `bytes` (0: none of the run's), its block cut from the
+// simulated cache (alloc.c's rule: the smallest run that holds it) or noted
+// as fresh.
 static hl_status_t new_storage(walk_t *w, int64_t bytes, bool scratch, int *out) {
   if (!grow((void **)&w->storages, &w->storage_cap, w->storage_count + 1, sizeof(storage_t)))
     return HL_OOM();
   size_t block = bytes > 0 ? hl_alloc_large_block_bytes((size_t)bytes) : 0;
-  if (block) {
-    int fit = -1;
-    for (int i = 0; i < w->cache_count; i++)
-      if (w->cache[i] >= block && (fit < 0 || w->cache[i] < w->cache[fit])) fit = i;
-    if (fit >= 0) {
-      if (w->cache[fit] / 2 <= block) block = w->cache[fit];  // taken whole (alloc.c)
-      w->cache[fit] = w->cache[--w->cache_count];
-    } else {
-      if (!grow((void **)&w->fresh, &w->fresh_cap, w->fresh_count + 1, sizeof(size_t)))
-        return HL_OOM();
-      w->fresh[w->fresh_count++] = block;
-    }
+  uintptr_t at = block ? hl_page_runs_take(&w->cache, block) : 0;
+  if (block && !at) {
+    if (!grow((void **)&w->fresh, &w->fresh_cap, w->fresh_count + 1, sizeof(size_t)))
+      return HL_OOM();
+    w->fresh[w->fresh_count++] = block;
+    at = w->next_fresh;
+    w->next_fresh += block + 4096;
   }
-  w->storages[w->storage_count] = (storage_t){bytes, block, 0, scratch};
+  w->storages[w->storage_count] = (storage_t){bytes, block, at, 0, scratch};
   if (scratch) w->scratch += bytes;
   else w->live += bytes;
   *out = w->storage_count++;
@@ -101,11 +101,7 @@ static hl_status_t drop(walk_t *w, int storage) {
   if (--s->refs > 0) return NULL;
   if (s->scratch) w->scratch -= s->bytes;
   else w->live -= s->bytes;
-  if (s->block) {
-    if (!grow((void **)&w->cache, &w->cache_cap, w->cache_count + 1, sizeof(size_t)))
-      return HL_OOM();
-    w->cache[w->cache_count++] = s->block;
-  }
+  if (s->block && !hl_page_runs_put(&w->cache, s->at, s->block)) return HL_OOM();
   return NULL;
 }
 
@@ -253,6 +249,7 @@ hl_status_t hl_memory_plan_build(const hl_plan_t *plan, int threads, hl_memory_p
   walk_t w;
   memset(&w, 0, sizeof(w));
   w.threads = threads;
+  w.next_fresh = 4096;
   hl_status_t st = walk_plan(&w, plan, out);
   if (!st) {
     out->fresh_blocks = w.fresh;
@@ -263,7 +260,7 @@ hl_status_t hl_memory_plan_build(const hl_plan_t *plan, int threads, hl_memory_p
   hl_free(w.leaves);
   hl_free(w.leaf_start);
   hl_free(w.slot_leaves);
-  hl_free(w.cache);
+  hl_page_runs_deinit(&w.cache);
   hl_free(w.fresh);
   if (st) memset(out, 0, sizeof(*out));
   return st;

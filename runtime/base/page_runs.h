@@ -1,0 +1,51 @@
+// Free page runs: address ranges kept in address order, each joined with
+// the runs it touches. The allocator's cache of freed large blocks
+// (alloc.c) is one, over real mappings; the memory plan's simulation of
+// that cache (exec/memory_plan.c) is another, over made-up addresses, so
+// the two take the same decisions. Nothing here maps or unmaps: the caller
+// does what the calls return.
+//
+// A request is served by the smallest run that holds it (the lowest address
+// among equals), cut from its front; the rest stays a run. A block cut off
+// and given back joins its tail again, so a program that frees everything
+// it took leaves whole runs behind, run after run (--repeat, issue 26).
+#ifndef HL_RUNTIME_BASE_PAGE_RUNS_H_
+#define HL_RUNTIME_BASE_PAGE_RUNS_H_
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct hl_page_run {
+  uintptr_t start;
+  size_t bytes;
+} hl_page_run_t;
+
+typedef struct hl_page_runs {
+  hl_page_run_t *runs;  // ascending start, none touching the next
+  size_t count, cap;
+  size_t bytes;  // the runs' total
+} hl_page_runs_t;
+
+// Adds [start, start + bytes) (which overlaps no run), joined with the runs
+// it touches. false: out of memory for the list (nothing changed).
+bool hl_page_runs_put(hl_page_runs_t *s, uintptr_t start, size_t bytes);
+
+// The start of `bytes` cut from the smallest run that holds them, 0 when
+// none does.
+uintptr_t hl_page_runs_take(hl_page_runs_t *s, size_t bytes);
+
+// The index of the largest run (the lowest address among equals), -1 when
+// there is none; hl_page_runs_remove takes run i out whole.
+long hl_page_runs_largest(const hl_page_runs_t *s);
+hl_page_run_t hl_page_runs_remove(hl_page_runs_t *s, size_t i);
+
+// While the runs hold more than `limit` bytes: the range to give back, cut
+// from the end of the largest run (the excess, or the whole run when it is
+// no larger), and true; false when they hold at most `limit`.
+bool hl_page_runs_trim(hl_page_runs_t *s, size_t limit, hl_page_run_t *out);
+
+// Empties the list (the caller has given the runs back); frees its memory.
+void hl_page_runs_deinit(hl_page_runs_t *s);
+
+#endif  // HL_RUNTIME_BASE_PAGE_RUNS_H_
