@@ -77,7 +77,7 @@ static size_t g_live_bytes, g_peak_live_bytes;
 // of the others (the program's arrays) live at once: what
 // hl_alloc_large_peak_bytes reports. The cache's limit counts both.
 static size_t g_reserved_bytes, g_peak_array_bytes;
-static size_t g_fresh_bytes;  // mapped fresh so far (new mappings, grown runs)
+static size_t g_fresh_bytes;  // mapped fresh so far (pages no cached run gave)
 static atomic_size_t g_live_count_atomic;  // read without the lock by hl_free
 static atomic_flag g_lock = ATOMIC_FLAG_INIT;
 
@@ -107,26 +107,27 @@ static void *mmap_fresh(size_t bytes) {
 }
 
 // `bytes` (page-rounded) of mapped memory: cut from the smallest cached run
-// that holds them, else the largest run grown (its pages kept, the rest
-// fresh), else a fresh mapping. *zeroed: its contents are zero (a fresh
-// mapping).
+// that holds them; else a new range whose pages are gathered from the
+// cached runs, largest first -- the largest grown in place or moved, the
+// others moved into the rest (mremap moves page tables: no copy, no page
+// fault), so freed pages serve a request however the cache is cut up --
+// and fresh where the cache runs out. *zeroed: its contents are zero (all
+// fresh).
 static void *big_take(size_t bytes, bool *zeroed) {
   *zeroed = false;
   uintptr_t at = hl_page_runs_take(&g_cache, bytes);
   if (at) return (void *)at;
-  long largest = hl_page_runs_largest(&g_cache);
-  if (largest >= 0) {
-    hl_page_run_t r = hl_page_runs_remove(&g_cache, (size_t)largest);
-    void *p = mremap((void *)r.start, r.bytes, bytes, MREMAP_MAYMOVE);
-    if (p != MAP_FAILED) {
-      g_fresh_bytes += bytes - r.bytes;
-      return p;
-    }
-    // A run over two mappings the kernel kept apart cannot be remapped as
-    // one: it stays (back where it was, so the list has room for it).
-    hl_page_runs_put(&g_cache, r.start, r.bytes);
+  char *p = NULL;
+  size_t have = 0;  // bytes at p that are cached pages moved there
+  hl_page_run_t r;
+  if (hl_page_runs_gather(&g_cache, bytes, &r)) {
+    void *q = mremap((void *)r.start, r.bytes, bytes, MREMAP_MAYMOVE);
+    // A run over mappings the kernel keeps apart cannot be remapped as one:
+    // it stays cached (put back where it was: the list has room for it).
+    if (q == MAP_FAILED) hl_page_runs_put(&g_cache, r.start, r.bytes);
+    else p = q, have = r.bytes;
   }
-  void *p = mmap_fresh(bytes);
+  if (!p) p = mmap_fresh(bytes);
   if (!p && g_cache.count > 0) {  // give the cache back and try again
     for (size_t i = 0; i < g_cache.count; i++)
       munmap((void *)g_cache.runs[i].start, g_cache.runs[i].bytes);
@@ -134,8 +135,16 @@ static void *big_take(size_t bytes, bool *zeroed) {
     p = mmap_fresh(bytes);
   }
   if (!p) return NULL;
-  g_fresh_bytes += bytes;
-  *zeroed = true;
+  while (have < bytes && hl_page_runs_gather(&g_cache, bytes - have, &r)) {
+    if (mremap((void *)r.start, r.bytes, r.bytes, MREMAP_MAYMOVE | MREMAP_FIXED, p + have) ==
+        MAP_FAILED) {
+      hl_page_runs_put(&g_cache, r.start, r.bytes);
+      break;
+    }
+    have += r.bytes;
+  }
+  g_fresh_bytes += bytes - have;
+  *zeroed = have == 0;
   return p;
 }
 

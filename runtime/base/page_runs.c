@@ -81,6 +81,21 @@ long hl_page_runs_largest(const hl_page_runs_t *s) {
   return largest;
 }
 
+bool hl_page_runs_gather(hl_page_runs_t *s, size_t bytes, hl_page_run_t *out) {
+  long i = hl_page_runs_largest(s);
+  if (i < 0 || bytes == 0) return false;
+  hl_page_run_t *r = &s->runs[i];
+  if (r->bytes <= bytes) {
+    *out = hl_page_runs_remove(s, (size_t)i);
+    return true;
+  }
+  *out = (hl_page_run_t){r->start, bytes};
+  r->start += bytes;
+  r->bytes -= bytes;
+  s->bytes -= bytes;
+  return true;
+}
+
 bool hl_page_runs_trim(hl_page_runs_t *s, size_t limit, hl_page_run_t *out) {
   if (s->bytes <= limit || s->count == 0) return false;
   size_t excess = s->bytes - limit, i = (size_t)hl_page_runs_largest(s);

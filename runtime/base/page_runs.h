@@ -35,6 +35,12 @@ bool hl_page_runs_put(hl_page_runs_t *s, uintptr_t start, size_t bytes);
 // none does.
 uintptr_t hl_page_runs_take(hl_page_runs_t *s, size_t bytes);
 
+// For a request that no run holds: the largest run (or its front, when it
+// holds more than `bytes`) taken out, its pages to be moved into the
+// request's range; false when there is no run. Called until the request is
+// covered or the runs run out, it gathers pages largest run first.
+bool hl_page_runs_gather(hl_page_runs_t *s, size_t bytes, hl_page_run_t *out);
+
 // The index of the largest run (the lowest address among equals), -1 when
 // there is none; hl_page_runs_remove takes run i out whole.
 long hl_page_runs_largest(const hl_page_runs_t *s);

@@ -75,17 +75,23 @@ static hl_status_t push_leaf(walk_t *w, int storage) {
 }
 
 // A new storage of `bytes` (0: none of the run's), its block cut from the
-// simulated cache (alloc.c's rule: the smallest run that holds it) or noted
-// as fresh.
+// simulated cache (alloc.c's rules: the smallest run that holds it, else
+// pages gathered from the runs) and what the cache cannot give noted as
+// fresh.
 static hl_status_t new_storage(walk_t *w, int64_t bytes, bool scratch, int *out) {
   if (!grow((void **)&w->storages, &w->storage_cap, w->storage_count + 1, sizeof(storage_t)))
     return HL_OOM();
   size_t block = bytes > 0 ? hl_alloc_large_block_bytes((size_t)bytes) : 0;
   uintptr_t at = block ? hl_page_runs_take(&w->cache, block) : 0;
-  if (block && !at) {
-    if (!grow((void **)&w->fresh, &w->fresh_cap, w->fresh_count + 1, sizeof(size_t)))
-      return HL_OOM();
-    w->fresh[w->fresh_count++] = block;
+  if (block && !at) {  // a new range, its pages gathered from the runs, the rest fresh
+    size_t have = 0;
+    hl_page_run_t r;
+    while (have < block && hl_page_runs_gather(&w->cache, block - have, &r)) have += r.bytes;
+    if (have < block) {
+      if (!grow((void **)&w->fresh, &w->fresh_cap, w->fresh_count + 1, sizeof(size_t)))
+        return HL_OOM();
+      w->fresh[w->fresh_count++] = block - have;
+    }
     at = w->next_fresh;
     w->next_fresh += block + 4096;
   }

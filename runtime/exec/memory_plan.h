@@ -35,8 +35,9 @@ typedef struct hl_memory_plan {
   int64_t scratch_peak_bytes;
   int64_t with_scratch_peak_bytes;
   // The large blocks (alloc.h: page-rounded mappings) a run of this plan
-  // asks for that the allocator's cache of freed blocks, fed by the run's
-  // own releases, cannot give: the fresh mappings of a first run.
+  // asks for that the allocator's cache of freed pages, fed by the run's
+  // own releases, cannot give -- a request's bytes beyond the cached pages
+  // gathered into it: the fresh pages of a first run.
   size_t *fresh_blocks;
   int fresh_block_count;
 } hl_memory_plan_t;
