@@ -11,6 +11,7 @@
 #define _GNU_SOURCE  // mremap
 #include "runtime/base/alloc.h"
 
+#include <errno.h>
 #include <malloc.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -106,28 +107,31 @@ static void *mmap_fresh(size_t bytes) {
   return p == MAP_FAILED ? NULL : p;
 }
 
+// Moves the pages of [from, from + len) to `to` (mremap moves page tables:
+// no copy, no page fault) and returns the bytes moved; what cannot be moved
+// is unmapped (`to` keeps the fresh pages there). Kernels before 6.17 move
+// no range that spans two mappings (cached runs join blocks of several),
+// so a range they refuse is moved in halves.
+static size_t move_pages(char *from, size_t len, char *to) {
+  if (mremap(from, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, to) != MAP_FAILED) return len;
+  if (errno == EFAULT && len > kPage) {
+    size_t half = len / 2 & ~(size_t)(kPage - 1);
+    return move_pages(from, half, to) + move_pages(from + half, len - half, to + half);
+  }
+  munmap(from, len);
+  return 0;
+}
+
 // `bytes` (page-rounded) of mapped memory: cut from the smallest cached run
-// that holds them; else a new range whose pages are gathered from the
-// cached runs, largest first -- the largest grown in place or moved, the
-// others moved into the rest (mremap moves page tables: no copy, no page
-// fault), so freed pages serve a request however the cache is cut up --
-// and fresh where the cache runs out. *zeroed: its contents are zero (all
-// fresh).
+// that holds them; else a fresh range into which the cached runs' pages
+// are moved, largest run first, so that freed pages serve a request however
+// the cache is cut up: only what the cache lacks is new. *zeroed: its
+// contents are zero (nothing moved in).
 static void *big_take(size_t bytes, bool *zeroed) {
   *zeroed = false;
   uintptr_t at = hl_page_runs_take(&g_cache, bytes);
   if (at) return (void *)at;
-  char *p = NULL;
-  size_t have = 0;  // bytes at p that are cached pages moved there
-  hl_page_run_t r;
-  if (hl_page_runs_gather(&g_cache, bytes, &r)) {
-    void *q = mremap((void *)r.start, r.bytes, bytes, MREMAP_MAYMOVE);
-    // A run over mappings the kernel keeps apart cannot be remapped as one:
-    // it stays cached (put back where it was: the list has room for it).
-    if (q == MAP_FAILED) hl_page_runs_put(&g_cache, r.start, r.bytes);
-    else p = q, have = r.bytes;
-  }
-  if (!p) p = mmap_fresh(bytes);
+  char *p = mmap_fresh(bytes);
   if (!p && g_cache.count > 0) {  // give the cache back and try again
     for (size_t i = 0; i < g_cache.count; i++)
       munmap((void *)g_cache.runs[i].start, g_cache.runs[i].bytes);
@@ -135,16 +139,14 @@ static void *big_take(size_t bytes, bool *zeroed) {
     p = mmap_fresh(bytes);
   }
   if (!p) return NULL;
+  size_t have = 0, moved = 0;  // bytes of p the runs covered, of which moved
+  hl_page_run_t r;
   while (have < bytes && hl_page_runs_gather(&g_cache, bytes - have, &r)) {
-    if (mremap((void *)r.start, r.bytes, r.bytes, MREMAP_MAYMOVE | MREMAP_FIXED, p + have) ==
-        MAP_FAILED) {
-      hl_page_runs_put(&g_cache, r.start, r.bytes);
-      break;
-    }
+    moved += move_pages((char *)r.start, r.bytes, p + have);
     have += r.bytes;
   }
-  g_fresh_bytes += bytes - have;
-  *zeroed = have == 0;
+  g_fresh_bytes += bytes - moved;
+  *zeroed = moved == 0;
   return p;
 }
 
