@@ -1,13 +1,19 @@
-// Small blocks come from malloc. Large arrays (>= kBigBytes) are mappings of
-// their own, recycled through a cache of freed mappings: the launcher keeps
-// freed heap memory mapped (launcher/worker.c's mallopt, so a program that
-// reuses a buffer size does not page-fault it in again), and in that heap a
-// large aligned block is rarely reused -- glibc (< 2.38) memalign asks for
-// size + alignment, which the chunk the previous array of the same size left
-// cannot give, and small allocations carve freed chunks -- so the heap grew
-// by an array per run under --repeat (issue 26). A cached mapping is
-// page-aligned, keeps its pages, and is handed back for the next request it
-// fits; the cache holds at most as many bytes as were ever live at once.
+// Small blocks come from malloc. Large arrays (>= kBigBytes, 64 KiB) are
+// pages of their own, recycled through a cache of freed pages: the launcher
+// keeps freed heap memory mapped (launcher/worker.c's mallopt, so a program
+// that reuses a buffer size does not page-fault it in again), and in that
+// heap a large aligned block is rarely reused -- glibc (< 2.38) memalign
+// asks for size + alignment, which the chunk the previous array of the same
+// size left cannot give, and small allocations carve freed chunks -- so the
+// heap grew by an array per run under --repeat (issue 26), and arrays of
+// 256 KiB - 1 MiB left it fragmented by 3-9 MB on the training steps
+// (issue 24). The cache is a set of page runs (page_runs.h): a request is
+// cut from the smallest run that holds it, a freed block joins the runs it
+// touches, and when no run holds a request it maps fresh pages within a
+// slack over the peak of live bytes, else it gathers the cached runs' pages
+// into its range (mremap moves page tables: no copy, no page fault). All
+// that is mapped -- blocks out and cached -- stays within that budget (the
+// peak and a quarter): later runs of a program map and move nothing.
 #define _GNU_SOURCE  // mremap
 #include "runtime/base/alloc.h"
 
@@ -33,7 +39,7 @@ enum { kPage = 4096 };
 // checks cover large arrays too.
 static const size_t kBigBytes = SIZE_MAX;
 #else
-static const size_t kBigBytes = (size_t)1 << 18;
+static const size_t kBigBytes = (size_t)1 << 16;
 #endif
 
 static long g_fail_after = -1;
@@ -123,14 +129,16 @@ static size_t move_pages(char *from, size_t len, char *to) {
 }
 
 // `bytes` (page-rounded) of mapped memory: cut from the smallest cached run
-// that holds them; else a fresh range into which the cached runs' pages
-// are moved, largest run first, so that freed pages serve a request however
-// the cache is cut up: only what the cache lacks is new. *zeroed: its
-// contents are zero (nothing moved in).
+// that holds them; else a fresh range -- into which, once the slack over the
+// peak is spent (hl_page_runs_map_fresh), the cached runs' pages are moved,
+// largest run first, so that freed pages serve a request however the cache
+// is cut up: only what the cache lacks is new. *zeroed: its contents are
+// zero (nothing moved in).
 static void *big_take(size_t bytes, bool *zeroed) {
   *zeroed = false;
   uintptr_t at = hl_page_runs_take(&g_cache, bytes);
   if (at) return (void *)at;
+  bool gather = !hl_page_runs_map_fresh(&g_cache, g_live_bytes, g_peak_live_bytes, bytes);
   char *p = mmap_fresh(bytes);
   if (!p && g_cache.count > 0) {  // give the cache back and try again
     for (size_t i = 0; i < g_cache.count; i++)
@@ -141,7 +149,7 @@ static void *big_take(size_t bytes, bool *zeroed) {
   if (!p) return NULL;
   size_t have = 0, moved = 0;  // bytes of p the runs covered, of which moved
   hl_page_run_t r;
-  while (have < bytes && hl_page_runs_gather(&g_cache, bytes - have, &r)) {
+  while (gather && have < bytes && hl_page_runs_gather(&g_cache, bytes - have, &r)) {
     moved += move_pages((char *)r.start, r.bytes, p + have);
     have += r.bytes;
   }
@@ -195,14 +203,17 @@ static struct big_block big_find_and_remove(void *ptr) {
   return found;
 }
 
-// Into the cache, joined with the runs it touches; while the cache holds
-// more than the peak of live bytes, the excess is unmapped from the end of
-// its largest run.
+// Into the cache, joined with the runs it touches; while all that is mapped
+// (live and cached) is more than the peak of live bytes and its slack
+// (hl_page_runs_map_fresh), the excess is unmapped from the end of the
+// cache's largest run.
 static void big_release(struct big_block b) {
   lock();
   if (!hl_page_runs_put(&g_cache, (uintptr_t)b.ptr, b.bytes)) munmap(b.ptr, b.bytes);
+  size_t budget = hl_page_runs_budget(g_peak_live_bytes);
+  size_t limit = budget > g_live_bytes ? budget - g_live_bytes : 0;
   hl_page_run_t out;
-  while (hl_page_runs_trim(&g_cache, g_peak_live_bytes, &out)) munmap((void *)out.start, out.bytes);
+  while (hl_page_runs_trim(&g_cache, limit, &out)) munmap((void *)out.start, out.bytes);
   unlock();
 }
 

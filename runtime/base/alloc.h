@@ -17,7 +17,7 @@ char *hl_strdup(const char *s);
 char *hl_strndup(const char *s, size_t n);
 
 // Bytes this process holds: malloc's blocks in use plus the large arrays
-// alive (alloc.c maps each array >= 1 MiB of its own; those are
+// alive (alloc.c maps each array >= 64 KiB of its own; those are
 // hl_alloc_large_live_bytes). For out-of-memory reports; not cheap
 // (mallinfo2 walks the heap's bins).
 size_t hl_alloc_live_bytes(void);

@@ -48,7 +48,7 @@ bool hl_page_runs_put(hl_page_runs_t *s, uintptr_t start, size_t bytes) {
   return true;
 }
 
-hl_page_run_t hl_page_runs_remove(hl_page_runs_t *s, size_t i) {
+static hl_page_run_t remove_at(hl_page_runs_t *s, size_t i) {
   hl_page_run_t r = s->runs[i];
   memmove(&s->runs[i], &s->runs[i + 1], (s->count - i - 1) * sizeof(s->runs[0]));
   s->count--;
@@ -65,7 +65,7 @@ uintptr_t hl_page_runs_take(hl_page_runs_t *s, size_t bytes) {
   hl_page_run_t *r = &s->runs[fit];
   uintptr_t p = r->start;
   if (r->bytes == bytes) {
-    hl_page_runs_remove(s, fit);
+    remove_at(s, fit);
   } else {
     r->start += bytes;
     r->bytes -= bytes;
@@ -74,19 +74,28 @@ uintptr_t hl_page_runs_take(hl_page_runs_t *s, size_t bytes) {
   return p;
 }
 
-long hl_page_runs_largest(const hl_page_runs_t *s) {
-  long largest = -1;
+size_t hl_page_runs_budget(size_t peak) { return peak + peak / 4; }
+
+bool hl_page_runs_map_fresh(const hl_page_runs_t *s, size_t live, size_t peak, size_t bytes) {
+  if (live + bytes > peak) peak = live + bytes;
+  return live + s->bytes + bytes <= hl_page_runs_budget(peak);
+}
+
+// The index of the largest run (the lowest address among equals), -1 when
+// there is none.
+static long largest(const hl_page_runs_t *s) {
+  long l = -1;
   for (size_t i = 0; i < s->count; i++)
-    if (largest < 0 || s->runs[i].bytes > s->runs[largest].bytes) largest = (long)i;
-  return largest;
+    if (l < 0 || s->runs[i].bytes > s->runs[l].bytes) l = (long)i;
+  return l;
 }
 
 bool hl_page_runs_gather(hl_page_runs_t *s, size_t bytes, hl_page_run_t *out) {
-  long i = hl_page_runs_largest(s);
+  long i = largest(s);
   if (i < 0 || bytes == 0) return false;
   hl_page_run_t *r = &s->runs[i];
   if (r->bytes <= bytes) {
-    *out = hl_page_runs_remove(s, (size_t)i);
+    *out = remove_at(s, (size_t)i);
     return true;
   }
   *out = (hl_page_run_t){r->start, bytes};
@@ -98,10 +107,10 @@ bool hl_page_runs_gather(hl_page_runs_t *s, size_t bytes, hl_page_run_t *out) {
 
 bool hl_page_runs_trim(hl_page_runs_t *s, size_t limit, hl_page_run_t *out) {
   if (s->bytes <= limit || s->count == 0) return false;
-  size_t excess = s->bytes - limit, i = (size_t)hl_page_runs_largest(s);
+  size_t excess = s->bytes - limit, i = (size_t)largest(s);
   hl_page_run_t *r = &s->runs[i];
   if (r->bytes <= excess) {
-    *out = hl_page_runs_remove(s, i);
+    *out = remove_at(s, i);
     return true;
   }
   r->bytes -= excess;

@@ -8,7 +8,14 @@
 // A request is served by the smallest run that holds it (the lowest address
 // among equals), cut from its front; the rest stays a run. A block cut off
 // and given back joins its tail again, so a program that frees everything
-// it took leaves whole runs behind, run after run (--repeat, issue 26).
+// it took leaves whole runs behind. A request that no run holds maps fresh
+// pages while all that is mapped stays within a slack over the peak of live
+// bytes, else it gathers the runs' pages (moved into its range): the first
+// runs of a program map a little more than its peak, and from then on each
+// run finds the runs as the one before left them, takes the same blocks and
+// neither maps nor moves a page (--repeat, issue 26). Moving instead costs
+// a system call and a TLB flush per run and request, and cuts the address
+// space into ever more mappings.
 #ifndef HL_RUNTIME_BASE_PAGE_RUNS_H_
 #define HL_RUNTIME_BASE_PAGE_RUNS_H_
 
@@ -41,10 +48,15 @@ uintptr_t hl_page_runs_take(hl_page_runs_t *s, size_t bytes);
 // covered or the runs run out, it gathers pages largest run first.
 bool hl_page_runs_gather(hl_page_runs_t *s, size_t bytes, hl_page_run_t *out);
 
-// The index of the largest run (the lowest address among equals), -1 when
-// there is none; hl_page_runs_remove takes run i out whole.
-long hl_page_runs_largest(const hl_page_runs_t *s);
-hl_page_run_t hl_page_runs_remove(hl_page_runs_t *s, size_t i);
+// Whether a request of `bytes` that no run holds maps fresh pages rather
+// than gathering the runs': whether `live` (bytes of blocks out), the
+// runs' bytes and `bytes` stay within hl_page_runs_budget of the peak of
+// live bytes (`peak`, this request counted).
+bool hl_page_runs_map_fresh(const hl_page_runs_t *s, size_t live, size_t peak, size_t bytes);
+// The most that is kept mapped for a peak of `peak` live bytes: the peak
+// and a quarter (on the training steps of bench/training the slack that
+// lets later runs map and move nothing; an eighth left 2-12 moves a run).
+size_t hl_page_runs_budget(size_t peak);
 
 // While the runs hold more than `limit` bytes: the range to give back, cut
 // from the end of the largest run (the excess, or the whole run when it is

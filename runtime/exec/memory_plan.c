@@ -28,6 +28,7 @@ typedef struct walk {
   // apart, so only a cut and its tail join (real mappings may also touch).
   hl_page_runs_t cache;
   uintptr_t next_fresh;
+  size_t blocks, peak_blocks;  // bytes of large blocks out now, at most
   size_t *fresh;
   int fresh_count, fresh_cap;
   int64_t live;     // bytes of the run's own values alive now
@@ -75,18 +76,20 @@ static hl_status_t push_leaf(walk_t *w, int storage) {
 }
 
 // A new storage of `bytes` (0: none of the run's), its block cut from the
-// simulated cache (alloc.c's rules: the smallest run that holds it, else
-// pages gathered from the runs) and what the cache cannot give noted as
-// fresh.
+// simulated cache (alloc.c's rules: the smallest run that holds it, else a
+// new range, its pages fresh within the slack, else gathered from the runs)
+// and what the cache cannot give noted as fresh.
 static hl_status_t new_storage(walk_t *w, int64_t bytes, bool scratch, int *out) {
   if (!grow((void **)&w->storages, &w->storage_cap, w->storage_count + 1, sizeof(storage_t)))
     return HL_OOM();
   size_t block = bytes > 0 ? hl_alloc_large_block_bytes((size_t)bytes) : 0;
   uintptr_t at = block ? hl_page_runs_take(&w->cache, block) : 0;
-  if (block && !at) {  // a new range, its pages gathered from the runs, the rest fresh
+  if (block && !at) {  // a new range, its pages fresh or gathered from the runs
     size_t have = 0;
+    bool gather = !hl_page_runs_map_fresh(&w->cache, w->blocks, w->peak_blocks, block);
     hl_page_run_t r;
-    while (have < block && hl_page_runs_gather(&w->cache, block - have, &r)) have += r.bytes;
+    while (gather && have < block && hl_page_runs_gather(&w->cache, block - have, &r))
+      have += r.bytes;
     if (have < block) {
       if (!grow((void **)&w->fresh, &w->fresh_cap, w->fresh_count + 1, sizeof(size_t)))
         return HL_OOM();
@@ -95,6 +98,8 @@ static hl_status_t new_storage(walk_t *w, int64_t bytes, bool scratch, int *out)
     at = w->next_fresh;
     w->next_fresh += block + 4096;
   }
+  w->blocks += block;
+  if (w->blocks > w->peak_blocks) w->peak_blocks = w->blocks;
   w->storages[w->storage_count] = (storage_t){bytes, block, at, 0, scratch};
   if (scratch) w->scratch += bytes;
   else w->live += bytes;
@@ -107,6 +112,7 @@ static hl_status_t drop(walk_t *w, int storage) {
   if (--s->refs > 0) return NULL;
   if (s->scratch) w->scratch -= s->bytes;
   else w->live -= s->bytes;
+  w->blocks -= s->block;
   if (s->block && !hl_page_runs_put(&w->cache, s->at, s->block)) return HL_OOM();
   return NULL;
 }
