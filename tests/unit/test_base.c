@@ -204,11 +204,11 @@ static void test_resident_blocks_are_not_arrays(void) {
   hl_free(a);
 }
 
-// A cached mapping that fits a smaller request (up to twice its size) is
-// handed out whole, so that the larger request after it finds it again
-// without faulting in a regrown tail (runs of one program map nothing
-// fresh after the first).
-static void test_fits_are_taken_whole(void) {
+// A smaller request is cut from the front of a cached run, the rest stays
+// cached, and given back the block joins it again, so that the larger
+// request after it finds the whole run without faulting in new pages (runs
+// of one program map nothing fresh after the first).
+static void test_cut_blocks_join_again(void) {
   size_t big = hl_alloc_large_peak_bytes() + ((size_t)6 << 20), small = big / 2 + 4096;
   unsigned char *a = hl_malloc(big);
   if (!a || hl_alloc_large_block_bytes(big) == 0) {  // sanitizer build
@@ -227,10 +227,80 @@ static void test_fits_are_taken_whole(void) {
   hl_free(c);
 }
 
+// Once the budget (the peak of live bytes and a quarter) is spent, a
+// request that no cached run holds takes the cached pages, moved into its
+// range, instead of mapping fresh ones; calloc zeroes them, and the block
+// between them keeps its contents. An injected failure maps and moves
+// nothing.
+static void test_cached_pages_are_gathered(void) {
+  size_t n = hl_alloc_large_peak_bytes() + ((size_t)8 << 20);
+  unsigned char *a = hl_malloc(n);
+  if (!a || hl_alloc_large_block_bytes(n) == 0) {  // sanitizer build
+    hl_free(a);
+    return;
+  }
+  unsigned char *b = hl_malloc(n), *c = hl_malloc(n);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+  memset(a, 1, n);
+  memset(b, 2, n);
+  memset(c, 3, n);
+  hl_free(a);
+  hl_free(c);
+  size_t fresh = hl_alloc_large_fresh_bytes(), live = hl_alloc_large_live_bytes();
+  hl_alloc_fail_after(0);
+  CU_ASSERT_PTR_NULL(hl_calloc(2 * n, 1));
+  CU_ASSERT_PTR_NULL(hl_alloc_resident(2 * n));
+  hl_alloc_fail_after(-1);
+  CU_ASSERT_EQUAL(hl_alloc_failed_bytes(), 2 * n);
+  hl_alloc_clear_failed_bytes();
+  CU_ASSERT_EQUAL(hl_alloc_large_live_bytes(), live);
+  unsigned char *d = hl_calloc(2 * n, 1);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+  CU_ASSERT_EQUAL(hl_alloc_large_fresh_bytes(), fresh);
+  bool zero = true;
+  for (size_t i = 0; i < 2 * n; i += 4093) zero = zero && d[i] == 0;
+  CU_ASSERT_TRUE(zero && d[2 * n - 1] == 0);
+  bool kept = true;
+  for (size_t i = 0; i < n; i += 4093) kept = kept && b[i] == 2;
+  CU_ASSERT_TRUE(kept && b[n - 1] == 2);
+  hl_free(b);
+  hl_free(d);
+}
+
+// Runs of a program (the same requests and releases, an output alive from
+// one run into the next) map fresh pages in the first runs only: the cache
+// keeps within its budget without giving back what the next run takes.
+static void test_later_runs_map_nothing(void) {
+  size_t u = (hl_alloc_large_peak_bytes() / 8 + 4096) & ~(size_t)4095;
+  if (hl_alloc_large_block_bytes(u) == 0) return;  // sanitizer build
+  size_t fresh[6];
+  void *out = NULL;
+  for (int run = 0; run < 6; run++) {
+    void *x1 = hl_malloc(5 * u), *x2 = hl_malloc(11 * u);
+    hl_free(x1);
+    void *x3 = hl_malloc(19 * u), *x4 = hl_malloc(4 * u + 4096);
+    hl_free(x2);
+    hl_free(out);  // the last run's output
+    out = hl_malloc(7 * u);
+    void *x5 = hl_malloc(14 * u);
+    CU_ASSERT_TRUE(x1 && x2 && x3 && x4 && x5 && out);
+    hl_free(x3);
+    hl_free(x4);
+    hl_free(x5);
+    fresh[run] = hl_alloc_large_fresh_bytes();
+  }
+  hl_free(out);
+  CU_ASSERT_TRUE(fresh[0] > 0);
+  CU_ASSERT_EQUAL(fresh[5], fresh[2]);
+}
+
 static CU_TestInfo tests[] = {
-    {"fits_are_taken_whole", test_fits_are_taken_whole},
+    {"cut_blocks_join_again", test_cut_blocks_join_again},
     {"resident_blocks_are_not_arrays", test_resident_blocks_are_not_arrays},
     {"large_blocks", test_large_blocks},
+    {"cached_pages_are_gathered", test_cached_pages_are_gathered},
+    {"later_runs_map_nothing", test_later_runs_map_nothing},
     {"status", test_status},
     {"strbuf", test_strbuf},
     {"shapes", test_shapes},
