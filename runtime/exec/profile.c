@@ -216,11 +216,12 @@ void hl_profile_format_memory(double arrays, double rss, int64_t bound_bytes,
                     "lower bound %.1f MiB (parameters %.1f MiB + values alive at once)",
                     arrays / mib, rss / mib, (double)bound_bytes / mib,
                     (double)parameter_bytes / mib);
-  // Arrays under 1 MiB come from malloc and are not in the figure.
-  if (bound_bytes >= (int64_t)1 << 20 && arrays > 0)
+  // Arrays under alloc.c's threshold (64 KiB) come from malloc and are not
+  // in the figure.
+  if (hl_alloc_large_block_bytes((size_t)(bound_bytes > 0 ? bound_bytes : 0)) && arrays > 0)
     hl_strbuf_appendf(out, "; arrays / bound = %.2f\n", arrays / (double)bound_bytes);
   else
-    hl_strbuf_append(out, "; arrays / bound: n/a (no array of 1 MiB or more)\n");
+    hl_strbuf_append(out, "; arrays / bound: n/a (no array of 64 KiB or more)\n");
 }
 
 void hl_profile_format_workspaces(int64_t bytes, hl_strbuf_t *out) {

@@ -48,7 +48,7 @@ void hl_profile_measure_machine(hl_thread_pool_t *pool, double *gemm_flops_per_s
 void hl_profile_format(const hl_profile_t *profile, int top, double run_seconds, int64_t runs,
                        double gemm_flops_per_s, double copy_bytes_per_s, hl_strbuf_t *out);
 
-// Memory (issue 24): the most bytes of large arrays (alloc.h, >= 1 MiB
+// Memory (issue 24): the most bytes of large arrays (alloc.h, >= 64 KiB
 // each) this process has held at once and its peak resident size (VmHWM:
 // code, MPI and small blocks too), taken right after the runs (before the
 // roofline's own measurements); and one line setting them against the

@@ -171,7 +171,7 @@ static void test_profile_first_run_apart(void) {
   CU_ASSERT_PTR_NOT_NULL(strstr(text, "first run (cold"));
   CU_ASSERT_PTR_NOT_NULL(strstr(text, "runs 2-3 (steady state)"));
   CU_ASSERT_PTR_NOT_NULL(strstr(text, "fusion"));
-  // f32[4] arrays: a bound of 48 bytes, no array of 1 MiB to set against it.
+  // f32[4] arrays: a bound of 48 bytes, no large array to set against it.
   CU_ASSERT_PTR_NOT_NULL(strstr(text, "peak memory: large arrays"));
   CU_ASSERT_PTR_NOT_NULL(strstr(text, "live-set lower bound 0.0 MiB"));
   CU_ASSERT_PTR_NOT_NULL(strstr(text, "arrays / bound: n/a"));
