@@ -25,10 +25,22 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "runtime/base/page_runs.h"
 
-enum { kPage = 4096 };
+// The system's page (4 KiB on x86-64, up to 64 KiB on aarch64 kernels):
+// blocks are cut, joined and unmapped at its multiples.
+static size_t page_size(void) {
+  static _Atomic size_t page;
+  size_t p = atomic_load_explicit(&page, memory_order_relaxed);
+  if (!p) {
+    long s = sysconf(_SC_PAGESIZE);
+    p = s > 0 ? (size_t)s : 4096;
+    atomic_store_explicit(&page, p, memory_order_relaxed);
+  }
+  return p;
+}
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)
 #define HL_ALLOC_ASAN 1
@@ -106,7 +118,10 @@ static bool push_live(struct big_block b) {
   return true;
 }
 
-static size_t page_round(size_t bytes) { return (bytes + kPage - 1) & ~(size_t)(kPage - 1); }
+static size_t page_round(size_t bytes) {
+  size_t page = page_size();
+  return (bytes + page - 1) & ~(page - 1);
+}
 
 static void *mmap_fresh(size_t bytes) {
   void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -120,8 +135,8 @@ static void *mmap_fresh(size_t bytes) {
 // so a range they refuse is moved in halves.
 static size_t move_pages(char *from, size_t len, char *to) {
   if (mremap(from, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, to) != MAP_FAILED) return len;
-  if (errno == EFAULT && len > kPage) {
-    size_t half = len / 2 & ~(size_t)(kPage - 1);
+  if (errno == EFAULT && len > page_size()) {
+    size_t half = len / 2 & ~(page_size() - 1);
     return move_pages(from, half, to) + move_pages(from + half, len - half, to + half);
   }
   munmap(from, len);
@@ -188,7 +203,8 @@ static void *big_alloc(size_t size, bool zero) {
 // The live block at `ptr` taken out of the live list (bytes 0: not one).
 static struct big_block big_find_and_remove(void *ptr) {
   struct big_block found = {NULL, 0, false};
-  if (((uintptr_t)ptr & (kPage - 1)) != 0 || atomic_load(&g_live_count_atomic) == 0) return found;
+  if (((uintptr_t)ptr & (page_size() - 1)) != 0 || atomic_load(&g_live_count_atomic) == 0)
+    return found;
   lock();
   for (size_t i = 0; i < g_live_count; i++)
     if (g_live[i].ptr == ptr) {
@@ -254,7 +270,7 @@ void *hl_alloc_resident(size_t size) {
 #ifdef MADV_POPULATE_WRITE
   if (p && madvise(p, bytes, MADV_POPULATE_WRITE) == 0) return p;
 #endif
-  for (size_t off = 0; p && off < bytes; off += kPage) ((volatile char *)p)[off] = 0;
+  for (size_t off = 0; p && off < bytes; off += page_size()) ((volatile char *)p)[off] = 0;
   return p;
 }
 
@@ -275,7 +291,8 @@ void *hl_malloc(size_t size) {
 
 void *hl_malloc_aligned(size_t size, size_t alignment) {
   if (should_fail()) return noted(NULL, size);
-  if (size >= kBigBytes && alignment <= kPage) return noted(big_alloc(size, false), size);
+  if (size >= kBigBytes && alignment <= page_size())
+    return noted(big_alloc(size, false), size);
   void *p = NULL;
   return noted(posix_memalign(&p, alignment, size ? size : 1) == 0 ? p : NULL, size);
 }

@@ -24,12 +24,12 @@ size_t hl_alloc_live_bytes(void);
 size_t hl_alloc_large_live_bytes(void);
 
 // Large blocks ahead of their use (the executor's warm start, issue 24): a
-// fresh mapping costs a page fault per 4 KiB page on first touch, which in
+// fresh page costs a page fault per 4 KiB on first touch, which in
 // a program's first run can take several times the run itself.
 // hl_alloc_large_block_bytes: the mapping a request of `size` bytes gets
 // (page-rounded), 0 when it is not a large block (malloc's).
 // hl_alloc_resident: a large block of `size` bytes whose pages are all
-// resident (a cached mapping, else a fresh one populated), freed with
+// resident (cached pages, else fresh ones populated), freed with
 // hl_free like any other; NULL when `size` is not large or out of memory.
 // hl_alloc_large_peak_bytes: the most large-array bytes alive at once
 // (hl_alloc_resident's blocks not counted until freed and taken again:
@@ -37,8 +37,8 @@ size_t hl_alloc_large_live_bytes(void);
 size_t hl_alloc_large_block_bytes(size_t size);
 void *hl_alloc_resident(size_t size);
 size_t hl_alloc_large_peak_bytes(void);
-// Bytes of large blocks mapped fresh so far (new mappings and the grown
-// tails of cached ones): what first touches will page-fault in.
+// Bytes of large blocks mapped fresh so far (the pages no cached run gave):
+// what first touches will page-fault in.
 size_t hl_alloc_large_fresh_bytes(void);
 
 // The size of the last request that failed (0: none since the last clear);
