@@ -1,6 +1,7 @@
 // The runner: one program on a communicator's processes (runner.h).
 #include "runner/runner.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +16,7 @@
 #include "runtime/exec/executor.h"
 #include "runtime/exec/profile.h"
 #include "runtime/fusion/fusion_pass.h"
+#include "runtime/fusion/jit/jit_kernel.h"
 #include "runtime/spmd/partitioner.h"
 
 struct hl_runner {
@@ -192,9 +194,29 @@ static hl_status_t create_steps(hl_runner_t *r) {
   return NULL;
 }
 
+// MPI_Finalize deletes MPI_COMM_SELF's attributes first (the MPI
+// standard's hook for libraries at process termination): a process that
+// ends without freeing its runner (whose executable's destroy does the
+// same) still waits there for the fusion JIT's first compile rather than
+// exiting under it (jit_kernel.h, hl_jit_settle).
+static int settle_at_finalize(MPI_Comm comm, int keyval, void *value, void *extra) {
+  (void)comm, (void)keyval, (void)value, (void)extra;
+  hl_jit_settle();
+  return MPI_SUCCESS;
+}
+
+static void hook_finalize(void) {
+  int key;
+  if (MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, settle_at_finalize, &key, NULL) ==
+      MPI_SUCCESS)
+    MPI_Comm_set_attr(MPI_COMM_SELF, key, NULL);
+}
+
 hl_status_t hl_runner_create(hl_module_t *module, bool take_module, MPI_Comm comm,
                              const hl_runner_options_t *options, hl_runner_t **out_runner) {
   *out_runner = NULL;
+  static pthread_once_t hooked = PTHREAD_ONCE_INIT;
+  pthread_once(&hooked, hook_finalize);
   hl_runner_t *r = hl_calloc(1, sizeof(*r));
   // A process without memory for its runner cannot take part in the
   // agreements, so the others would wait for it: this is the one error

@@ -16,6 +16,7 @@
 #include "runtime/exec/scalar_program.h"
 #include "runtime/exec/elementwise_chains.h"
 #include "runtime/fusion/fusion_program.h"
+#include "runtime/fusion/jit/jit_kernel.h"
 #include "runtime/kernels/kernel.h"
 
 //===----------------------------------------------------------------------===//
@@ -633,6 +634,7 @@ bool hl_executable_live_set_bound(hl_executable_t *exe, int64_t *bound_bytes,
 void hl_executable_destroy(hl_executable_t *exe) {
   if (!exe) return;
   warm_finish(exe);
+  hl_jit_settle();  // the caller may exit next: not while the fusion JIT loads libLLVM
   for (int i = 0; i < exe->scalar_count; i++) hl_scalar_program_destroy(exe->scalars[i].program);
   hl_free(exe->scalars);
   for (int i = 0; i < exe->fusion_count; i++) hl_fusion_program_destroy(exe->fusions[i].program);

@@ -13,7 +13,6 @@
 
 #include "runtime/base/alloc.h"
 #include "runtime/fusion/jit/codegen_api.h"
-#include "runtime/vmath/vmath.h"
 
 // Widest vector of any target: 64 bytes (AVX-512) of 8-bit lanes.
 #define MAX_VECTOR_BYTES 64
@@ -42,6 +41,7 @@ enum { PENDING, READY, FAILED };
 static int g_enabled = -1;
 static int g_vector_bytes = -1;
 static pthread_once_t g_load_once = PTHREAD_ONCE_INIT;
+static atomic_bool g_loaded;  // load_generator has run: g_api and g_target are final
 static const hl_jit_codegen_api_t *g_api;
 static const char *g_target = "not loaded";
 static pthread_mutex_t g_table_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -49,12 +49,17 @@ static hl_jit_kernel_t *g_table;
 static int g_compiled;
 static double g_compile_seconds;
 static bool g_log;
-// The background compiler: one thread, started on the first queued body;
-// at exit it finishes the body in hand and drops the rest (the generator's
-// static destructors must not run under a compile).
+// The background compiler: one thread, started on the first queued body,
+// which loads the generator before its first compile (so no run waits for
+// libLLVM); at exit it finishes the body in hand and drops the rest (the
+// generator's static destructors must not run under a compile: see
+// register_stop and hl_jit_settle).
 static pthread_cond_t g_queue_cv = PTHREAD_COND_INITIALIZER, g_idle_cv = PTHREAD_COND_INITIALIZER;
 static hl_jit_kernel_t *g_queue_head, *g_queue_tail;
 static bool g_worker_started, g_worker_busy, g_stopping;
+// The worker's first body is done (the generator loaded on the way), or the
+// worker left without one.
+static bool g_worker_settled;
 static int g_wait = -1;  // compile in the caller's thread (HL_FUSION_JIT_WAIT=1)
 
 static bool env_on(const char *name) {
@@ -155,35 +160,8 @@ static void load_generator(void) {
   if (g_log)
     fprintf(stderr, "fusion jit: generator %s (loaded in %.2f ms)\n", g_target,
             1e3 * (now_seconds() - t0));
+  atomic_store_explicit(&g_loaded, true, memory_order_release);
 }
-
-#if defined(HL_FUSION_JIT_HAVE_LLVM)
-// One compile in the loading thread, before any in the background: LLVM
-// registers the destructors of the function-local statics a compile first
-// uses with atexit, and exit runs those before handlers registered earlier,
-// so a short process leaving during its first background compile would
-// destroy them under it. After this compile, stop_worker (registered later)
-// runs before them.
-static void warm_up(void) {
-  hl_vmath_fn_t exp = HL_VM_EXP;
-  hl_jit_value_t v[8] = {{.op = HL_JIT_LOAD, .a = 0},
-                         {.op = HL_JIT_LOAD, .a = 1},
-                         {.op = HL_JIT_ADD, .a = 0, .b = 1},
-                         {.op = HL_JIT_DIV, .a = 2, .b = 1},
-                         {.op = HL_JIT_CALL, .a = 3},
-                         {.op = HL_JIT_CMP_LT, .a = 4, .b = 0},
-                         {.op = HL_JIT_SELECT, .a = 5, .b = 4, .c = 2},
-                         {.op = HL_JIT_MAX, .a = 6, .b = 1}};
-  v[4].fn = hl_vmath_unary_vector_f32(exp);
-  v[4].scalar_fn = v[4].fn ? NULL : hl_vmath_unary_scalar_f32(exp);
-  v[4].fn_name = v[4].fn ? "hl_vmath_warm_up_vector" : "hl_vmath_warm_up_scalar";
-  if (!v[4].fn && !v[4].scalar_fn) v[4] = (hl_jit_value_t){.op = HL_JIT_SQRT, .a = 3};
-  hl_jit_body_t b = {.type = HL_JIT_F32, .values = v, .count = 8, .input_count = 2};
-  hl_jit_loops_t loops;
-  bool cached;
-  g_api->compile(&b, "warm-up", 7, NULL, &loops, &cached);
-}
-#endif
 
 // Under AddressSanitizer the generator is not loaded unless
 // HL_FUSION_JIT_MODULE names it: libLLVM's allocations, unwound by the slow
@@ -200,6 +178,16 @@ static const bool kSanitized = true;
 #else
 static const bool kSanitized = false;
 #endif
+
+// Whether loading the generator is more than a verdict known at once (the
+// build has it and may load it here).
+static bool generator_may_load(void) {
+#if defined(HL_FUSION_JIT_HAVE_LLVM)
+  return !kSanitized || getenv("HL_FUSION_JIT_MODULE");
+#else
+  return false;
+#endif
+}
 
 static void load_generator_untimed(void) {
 #if defined(HL_FUSION_JIT_HAVE_LLVM)
@@ -223,7 +211,6 @@ static void load_generator_untimed(void) {
   }
   g_target = target;
   g_api = api;
-  warm_up();
 #else
   g_target = "none: built without LLVM";
 #endif
@@ -260,10 +247,16 @@ static double now_seconds(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-// Compiles k's body (under no lock: the generator is thread-safe) and
-// publishes the result.
+// Compiles k's body (under no lock: the generator is thread-safe), the
+// generator loaded first if it is not yet, and publishes the result.
 static void compile_kernel(hl_jit_kernel_t *k, const hl_jit_body_t *body) {
-  hl_jit_loops_t loops;
+  pthread_once(&g_load_once, load_generator);
+  if (!g_api) {  // loaded in the background, and failed: interpreted for good
+    k->why = g_target;
+    atomic_store_explicit(&k->state, FAILED, memory_order_release);
+    return;
+  }
+  hl_jit_loops_t loops = {0};
   bool cached = false;
   double t0 = now_seconds();
   const char *why = g_api->compile(body, k->key, k->key_len, cache_dir(), &loops, &cached);
@@ -286,11 +279,16 @@ static void compile_kernel(hl_jit_kernel_t *k, const hl_jit_body_t *body) {
 
 static void stop_worker(void);
 
-// LLVM registers the destructors of its function-local statics with
-// atexit when a compile first uses them, and exit runs those before
-// handlers registered earlier: stop_worker is registered again after each
-// of the first compiles (the ones that meet new statics), so it runs
-// first and no destructor runs under a compile.
+// libLLVM registers its globals' destructors with atexit as it loads, and
+// those of its function-local statics when a compile first uses them (the
+// pass registry, ...); exit runs them before handlers registered earlier.
+// So stop_worker is registered again after the load and after each of the
+// first compiles (the ones that meet new statics): it then runs first, and
+// no destructor runs under a compile. The windows before that -- the load
+// and the first compile, 20-40 ms from the first queued body -- are closed
+// by hl_jit_settle, which waits them out (a process exiting inside one ran
+// the pass registry's destructor under the compile, which then spun
+// forever: tests/unit/test_fusion_jit_exit.c).
 static void register_stop(void) {
   static int registrations;
   if (registrations < 64 && atexit(stop_worker) == 0) registrations++;
@@ -298,7 +296,9 @@ static void register_stop(void) {
 
 static void *worker(void *arg) {
   (void)arg;
+  pthread_once(&g_load_once, load_generator);
   pthread_mutex_lock(&g_table_mu);
+  if (!g_stopping) register_stop();
   for (;;) {
     while (!g_queue_head && !g_stopping) pthread_cond_wait(&g_queue_cv, &g_table_mu);
     if (g_stopping) break;
@@ -314,17 +314,29 @@ static void *worker(void *arg) {
     hl_free(k->values);
     k->values = NULL;
     g_worker_busy = false;
+    g_worker_settled = true;
     pthread_cond_broadcast(&g_idle_cv);
   }
+  g_worker_settled = true;
+  pthread_cond_broadcast(&g_idle_cv);
   pthread_mutex_unlock(&g_table_mu);
   return NULL;
 }
 
+// At exit: the body in hand is finished, the queued ones are dropped
+// (failed, so that nothing waits for them). Inside the first windows (see
+// register_stop: nobody settled), libLLVM's destructors have already run
+// and the compile in hand may never end: exit goes on without it.
 static void stop_worker(void) {
   pthread_mutex_lock(&g_table_mu);
   g_stopping = true;
   pthread_cond_broadcast(&g_queue_cv);
-  while (g_worker_busy) pthread_cond_wait(&g_idle_cv, &g_table_mu);
+  while (g_worker_busy && g_worker_settled) pthread_cond_wait(&g_idle_cv, &g_table_mu);
+  for (hl_jit_kernel_t *k = g_queue_head; k; k = k->queue_next) {
+    k->why = "not compiled: the process exited first";
+    atomic_store_explicit(&k->state, FAILED, memory_order_release);
+  }
+  g_queue_head = g_queue_tail = NULL;
   pthread_mutex_unlock(&g_table_mu);
 }
 
@@ -339,8 +351,7 @@ static bool enqueue(hl_jit_kernel_t *k, const hl_jit_body_t *body) {
     int rc = pthread_create(&t, &attr, worker, NULL);
     pthread_attr_destroy(&attr);
     if (rc != 0) return false;
-    // After the generator was loaded: runs before its destructors.
-    register_stop();
+    register_stop();  // and again after the worker's first bodies (see there)
     g_worker_started = true;
   }
   k->values = hl_malloc(sizeof(hl_jit_value_t) * (size_t)body->count);
@@ -391,8 +402,11 @@ static hl_status_t create(const hl_jit_body_t *body, bool background, hl_jit_ker
     return NULL;
   }
   if ((*why = hl_jit_body_check(body)) != NULL) return NULL;
-  pthread_once(&g_load_once, load_generator);
-  if (!g_api) {
+  // A body for the background is queued before the generator is loaded:
+  // the worker loads it (libLLVM: 10-30 ms) while the caller goes on.
+  if (!background || !generator_may_load())
+    pthread_once(&g_load_once, load_generator);
+  if (atomic_load_explicit(&g_loaded, memory_order_acquire) && !g_api) {
     *why = g_target;
     return NULL;
   }
@@ -424,7 +438,13 @@ static hl_status_t create(const hl_jit_body_t *body, bool background, hl_jit_ker
     atomic_init(&k->state, PENDING);
     k->next = g_table;
     g_table = k;
-    if (background && !enqueue(k, body)) background = false;
+    if (background && !enqueue(k, body)) {
+      background = false;
+      if (g_stopping) {  // exiting: no compile (nor load) under the exit handlers
+        k->why = "not compiled: the process is exiting";
+        atomic_store_explicit(&k->state, FAILED, memory_order_release);
+      }
+    }
   }
   pthread_mutex_unlock(&g_table_mu);
   if (fresh && !background) compile_kernel(k, body);
@@ -440,6 +460,12 @@ static hl_status_t create(const hl_jit_body_t *body, bool background, hl_jit_ker
 }
 
 void hl_jit_kernel_destroy(hl_jit_kernel_t *k) { (void)k; }
+
+void hl_jit_settle(void) {
+  pthread_mutex_lock(&g_table_mu);
+  while (g_worker_started && !g_worker_settled) pthread_cond_wait(&g_idle_cv, &g_table_mu);
+  pthread_mutex_unlock(&g_table_mu);
+}
 
 void hl_jit_compile_stats(int *bodies, double *seconds) {
   pthread_mutex_lock(&g_table_mu);

@@ -3,7 +3,9 @@
 // zero-padded copies of its inputs and output.
 //
 // The loops come from the LLVM code generator (codegen_api.h), a module
-// loaded on the first compile; builds without LLVM, hosts where the module
+// loaded on the first compile (for bodies compiled in the background, by
+// the background compiler's thread: no caller waits for libLLVM to load);
+// builds without LLVM, hosts where the module
 // or libLLVM does not load, HL_NO_FUSION_JIT=1 in the environment and
 // hl_jit_set_enabled(false) (hlo-launch --no-fusion-jit) compile nothing,
 // and the blocked executor interprets (the same bits).
@@ -55,6 +57,13 @@ void hl_jit_set_wait(bool wait);
 // replace an existing file.
 void hl_jit_set_cache_dir(const char *dir);
 void hl_jit_kernel_destroy(hl_jit_kernel_t *k);  // NULL-safe; the code stays (see above)
+// Waits until the background compiler's first body is done, if it is under
+// way: the generator's load and first compile, during which libLLVM
+// registers destructors with atexit that exit would run under them (later
+// compiles are safe: the compiler's own exit handler runs first, see
+// jit_kernel.c). Called on the way out (hl_executable_destroy); at once
+// otherwise.
+void hl_jit_settle(void);
 
 // out[0..n) from inputs (vector inputs n elements each, scalar inputs one).
 void hl_jit_kernel_run(const hl_jit_kernel_t *k, const void *const *inputs, void *out, int64_t n);

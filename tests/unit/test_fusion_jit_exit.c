@@ -1,0 +1,129 @@
+// A process that ends while the fusion JIT's background compiler is still
+// loading the code generator (libLLVM) or running its first compile exits
+// cleanly (runtime/fusion/jit/jit_kernel.c: libLLVM registers destructors
+// with atexit as it loads and first compiles; hl_executable_destroy waits
+// that out through hl_jit_settle, so exit never runs them under the
+// compiler). Each child process runs a small fused program once, as a short
+// hlo-launch rank does (the first run interpreted: its loop is queued for
+// the background compiler at the warm start), checks the result against
+// the same math in C, lets go of the executable after a delay spread over
+// the load and the first compile, and returns from exit. The parent expects
+// every child to exit with status 0: a crash in libLLVM's destructors is a
+// signal (SIGABRT or SIGSEGV in some children when nothing waited), a hang
+// at exit is killed after a minute, and status 7 says the first compile
+// was not done once the executable was destroyed. The children are forked
+// before this process touches the JIT, so each starts with nothing loaded.
+#include <CUnit/CUnit.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runtime/base/literal.h"
+#include "runtime/exec/executor.h"
+#include "runtime/fusion/jit/jit_kernel.h"
+#include "runtime/text/hlo_parser.h"
+#include "tests/unit/test_util.h"
+
+#define N 64
+#define CHILDREN 12
+
+static const char kText[] =
+    "HloModule short_process\n"
+    "fused {\n"
+    "  x = f32[64] parameter(0)\n"
+    "  y = f32[64] parameter(1)\n"
+    "  m = f32[64] multiply(x, y)\n"
+    "  a = f32[64] add(m, x)\n"
+    "  ROOT s = f32[64] subtract(a, y)\n"
+    "}\n"
+    "ENTRY main {\n"
+    "  x = f32[64] parameter(0)\n"
+    "  y = f32[64] parameter(1)\n"
+    "  ROOT f = f32[64] fusion(x, y), kind=kLoop, calls=fused\n"
+    "}\n";
+
+static hl_literal_t *vector(float scale) {
+  hl_shape_t s = {.dtype = HL_F32, .rank = 1, .dims = {N}};
+  hl_literal_t *l = NULL;
+  if (hl_literal_create_uninitialized(&s, &l)) return NULL;
+  for (int i = 0; i < N; i++) ((float *)l->data)[i] = scale * (float)(i - N / 2);
+  return l;
+}
+
+// The child's whole life; its exit status says where it failed (0: none).
+static int child(long delay_us) {
+  hl_module_t *m = NULL;
+  if (hl_parse_hlo_module(kText, strlen(kText), "short.hlo", &m)) return 2;
+  hl_executable_t *exe = NULL;
+  if (hl_executable_create(m, &exe)) return 3;
+  hl_executable_warm_start(exe);
+  hl_literal_t *args[2] = {vector(0.5f), vector(-0.25f)}, *out = NULL;
+  if (!args[0] || !args[1]) return 4;
+  if (hl_executable_run(exe, NULL, args, 2, &out) || !out) return 5;
+  for (int i = 0; i < N; i++) {
+    float x = ((float *)args[0]->data)[i], y = ((float *)args[1]->data)[i];
+    float want = (x * y + x) - y;  // exact in f32 for these inputs
+    if (((float *)out->data)[i] != want) return 6;
+  }
+  struct timespec d = {.tv_sec = delay_us / 1000000, .tv_nsec = delay_us % 1000000 * 1000};
+  nanosleep(&d, NULL);
+  hl_literal_release(out);
+  hl_literal_release(args[0]);
+  hl_literal_release(args[1]);
+  hl_executable_destroy(exe);
+  hl_module_destroy(m);
+  // Destroyed: the background compiler's first body is done (hl_jit_settle),
+  // so exit cannot run libLLVM's destructors under it.
+  int bodies = 0;
+  double seconds = 0;
+  hl_jit_compile_stats(&bodies, &seconds);
+  if (bodies < 1 && strncmp(hl_jit_describe(), "none", 4) != 0) return 7;
+  return 0;
+}
+
+static void test_exit_during_first_compile(void) {
+  hl_jit_set_wait(false);  // the default: the loops compile in the background
+  int clean = 0;
+  for (int k = 0; k < CHILDREN; k++) {
+    fflush(NULL);
+    pid_t pid = fork();
+    CU_ASSERT_FATAL(pid >= 0);
+    if (pid == 0) exit(child(k * 4000L));  // 0-44 ms: the load, then the first compile
+    // A child stuck at exit (the compile under destroyed LLVM state) is
+    // killed after 60 s and counts as a failure.
+    int status = 0, waited_ms = 0;
+    pid_t got;
+    while ((got = waitpid(pid, &status, WNOHANG)) == 0 && waited_ms < 60000) {
+      struct timespec ms = {0, 1000000};
+      nanosleep(&ms, NULL);
+      waited_ms++;
+    }
+    if (got == 0) {
+      fprintf(stderr, "\n  child %d (delay %d ms): still running after 60 s\n", k, 4 * k);
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      continue;
+    }
+    CU_ASSERT_FATAL(got == pid);
+    if (WIFSIGNALED(status))
+      fprintf(stderr, "\n  child %d (delay %d ms): signal %d\n", k, 4 * k, WTERMSIG(status));
+    else if (WEXITSTATUS(status) != 0)
+      fprintf(stderr, "\n  child %d (delay %d ms): exit status %d\n", k, 4 * k,
+              WEXITSTATUS(status));
+    clean += WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  }
+  CU_ASSERT_EQUAL(clean, CHILDREN);
+  // What the children loaded (after them: this process loads it now).
+  fprintf(stderr, "\n  generator: %s\n", hl_jit_describe());
+}
+
+static CU_TestInfo tests[] = {
+    {"exit_during_first_compile", test_exit_during_first_compile},
+    CU_TEST_INFO_NULL,
+};
+
+HL_TEST_MAIN("fusion_jit_exit", tests)
