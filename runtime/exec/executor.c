@@ -4,11 +4,13 @@
 #include "runtime/exec/executor.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "runtime/base/alloc.h"
+#include "runtime/base/code_pages.h"
 #include "runtime/exec/channels.h"
 #include "runtime/exec/memory_plan.h"
 #include "runtime/exec/plan.h"
@@ -18,6 +20,7 @@
 #include "runtime/fusion/fusion_program.h"
 #include "runtime/fusion/jit/jit_kernel.h"
 #include "runtime/kernels/kernel.h"
+#include "runtime/vmath/vmath.h"
 
 //===----------------------------------------------------------------------===//
 // Dispatch table: one entry per opcode, in enum order, from the op list
@@ -61,6 +64,7 @@ struct hl_executable {
   // run (handed to the allocator's cache when that run begins).
   pthread_t warm_thread;
   bool warming;
+  atomic_bool warm_stop;  // the run began: the code pages not touched yet are left to it
   void **reserved;
   int reserved_count;
   int threads;  // the runs' pool size, for kernels' per-thread scratch (>= 1)
@@ -545,8 +549,7 @@ hl_status_t hl_executable_create(const hl_module_t *module, hl_executable_t **ou
 // Warm start
 //===----------------------------------------------------------------------===//
 
-static void *warm_main(void *arg) {
-  hl_executable_t *exe = arg;
+static void warm_plans_and_blocks(hl_executable_t *exe) {
   const hl_module_t *m = exe->module;
   hl_plan_t *plan = NULL;
   hl_status_t st = hl_plan_cache_get(exe->plans, m->entry, &plan);
@@ -566,11 +569,11 @@ static void *warm_main(void *arg) {
   }
   hl_status_free(st);  // the run builds it again and reports the error
   hl_memory_plan_t mp;
-  if (!plan) return NULL;
+  if (!plan) return;
   st = hl_memory_plan_build(plan, exe->threads, &mp);
   if (st) {
     hl_status_free(st);
-    return NULL;
+    return;
   }
   exe->reserved = hl_calloc((size_t)(mp.fresh_block_count ? mp.fresh_block_count : 1),
                             sizeof(void *));
@@ -580,16 +583,29 @@ static void *warm_main(void *arg) {
     exe->reserved[exe->reserved_count++] = p;
   }
   hl_memory_plan_deinit(&mp);
+}
+
+static void *warm_main(void *arg) {
+  hl_executable_t *exe = arg;
+  warm_plans_and_blocks(exe);
+  // Then, until the first run begins, the code it runs: the runtime's own
+  // (executor, kernels, fusion interpreter) and SLEEF's routines, so that
+  // the run does not page-fault on each code page it first executes (a
+  // small program's first run: 35-40 us -> 15 us on the build VM).
+  const void *anchors[2] = {kDispatch, hl_vmath_library_code()};  // kDispatch: this object
+  hl_code_pages_touch(anchors, 2, &exe->warm_stop);
   return NULL;
 }
 
 void hl_executable_warm_start(hl_executable_t *exe) {
   if (!exe || exe->warming) return;
+  atomic_store(&exe->warm_stop, false);
   exe->warming = pthread_create(&exe->warm_thread, NULL, warm_main, exe) == 0;
 }
 
 // Waits for the warm start and gives its blocks to the allocator's cache.
 static void warm_finish(hl_executable_t *exe) {
+  atomic_store(&exe->warm_stop, true);
   if (exe->warming) pthread_join(exe->warm_thread, NULL);
   exe->warming = false;
   for (int i = 0; i < exe->reserved_count; i++) hl_free(exe->reserved[i]);

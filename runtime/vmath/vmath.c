@@ -4,6 +4,7 @@
 
 #include <math.h>
 #include <sleef.h>
+#include <string.h>
 
 #include "runtime/vmath/vmath_avx2.h"
 
@@ -18,6 +19,13 @@ static bool use_avx2(void) {
 }
 
 const char *hl_vmath_isa(void) { return use_avx2() ? "avx2" : "scalar"; }
+
+const void *hl_vmath_library_code(void) {
+  float (*routine)(float) = Sleef_logf_u10;
+  const void *p;
+  memcpy(&p, &routine, sizeof(p));  // function to object pointer
+  return p;
+}
 
 hl_vmath_vector_fn_t hl_vmath_unary_vector_f32(hl_vmath_fn_t fn) {
 #if defined(HL_VMATH_HAVE_AVX2)

@@ -51,5 +51,9 @@ hl_vmath_vector_fn_t hl_vmath_binary_scalar_f32(hl_vmath_fn_t fn);
 hl_vmath_vector_fn_t hl_vmath_binary_scalar_f64(hl_vmath_fn_t fn);
 // "avx2" or "scalar": which SLEEF routines run on this CPU.
 const char *hl_vmath_isa(void);
+// An address in the code of the library the routines come from (SLEEF's
+// shared object, or the binary it is linked into), so that its pages can
+// be made resident ahead (runtime/base/code_pages.h).
+const void *hl_vmath_library_code(void);
 
 #endif  // HL_RUNTIME_VMATH_VMATH_H_
