@@ -27,6 +27,17 @@ static void test_single_run(void) {
   expect_line(one, 1, 1, "1 run on 1 process: 0.500 ms");
 }
 
+// A small program's runs (about a microsecond): three significant digits
+// below 0.1 ms, so neither figure reads 0.000.
+static void test_microseconds(void) {
+  const double tiny[3] = {45.2e-6, 0.81e-6, 1.21e-6};
+  expect_line(tiny, 3, 1, "3 runs on 1 process: first 0.0452 ms; runs 2-3: min 0.000810 ms, "
+                          "median 0.00101 ms, max 0.00121 ms");
+  const double zero[2] = {0.2e-3, 0.0};
+  expect_line(zero, 2, 1, "2 runs on 1 process: first 0.200 ms; runs 2-2: min 0.000 ms, "
+                          "median 0.000 ms, max 0.000 ms");
+}
+
 static void test_no_runs(void) {
   hl_strbuf_t sb;
   hl_strbuf_init(&sb);
@@ -37,6 +48,7 @@ static void test_no_runs(void) {
 static CU_TestInfo tests[] = {
     {"first_run_kept_apart", test_first_run_kept_apart},
     {"single_run", test_single_run},
+    {"microseconds", test_microseconds},
     {"no_runs", test_no_runs},
     CU_TEST_INFO_NULL,
 };
