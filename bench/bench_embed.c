@@ -62,6 +62,7 @@ static void measure(const char *name, const char *text, const char *const *shape
                     const char *result_shape, int rounds, int reps, double target) {
   case_t c = {.name = name, .nargs = nargs, .nresults = 1};
   hl_program_t loaded;
+  hl_bench_dump(text, strncmp(text, "HloModule", 9) == 0 ? "hlo" : "mlir");  // bench/first_run.sh
   hl_bench_check(hl_program_load_bytes((const uint8_t *)text, strlen(text), name, &loaded),
                  "load");
   hl_module_t *m = loaded.module;
