@@ -47,14 +47,19 @@ hl_status_t hl_executable_run(hl_executable_t *executable, const hl_exec_options
                               hl_literal_t **out_result);
 
 // Warm start (issue 24): what a first run would otherwise do on its way --
-// the entry's plan, the blocked programs of every fusion (compiled loops
-// included), and the large buffers it would map fresh (memory_plan.h; a
-// page fault per 4 KiB on first touch, several times a memory-bound run
-// itself) made resident -- done on a thread of its own, so that what the
-// caller does next (reading or drawing the arguments, connecting ranks)
-// overlaps it. The next run waits for it and hands the buffers to the
-// allocator's cache, where its own requests find them. A failure on the way
-// only leaves the work to the run (which reports any error itself).
+// the entry's plan, the blocked programs of every fusion (their loops
+// queued for the fusion JIT's background compiler, which loads the code
+// generator itself: nothing here waits for it), and the large buffers it
+// would map fresh (memory_plan.h; a page fault per 4 KiB on first touch,
+// several times a memory-bound run itself) made resident, then, until the
+// run begins, the code pages it executes (base/code_pages.h) -- done on a
+// thread of its own, so that what the caller does next (reading or drawing
+// the arguments, connecting ranks) overlaps it. The next run waits for it
+// (but for the code pages) and hands the buffers to the allocator's cache,
+// where its own requests find them. A failure on the way only leaves the
+// work to the run (which reports any error itself). hl_executable_destroy
+// waits for the JIT's load and first compile if they are under way
+// (jit_kernel.h, hl_jit_settle): the caller may exit next.
 void hl_executable_warm_start(hl_executable_t *executable);
 
 // The thread count the runs' pool will have (default 1), set before the
