@@ -21,7 +21,7 @@ static bool use_avx2(void) {
 const char *hl_vmath_isa(void) { return use_avx2() ? "avx2" : "scalar"; }
 
 const void *hl_vmath_library_code(void) {
-  float (*routine)(float) = Sleef_logf_u10;
+  hl_vmath_vector_fn_t routine = (hl_vmath_vector_fn_t)Sleef_logf_u10;
   const void *p;
   memcpy(&p, &routine, sizeof(p));  // function to object pointer
   return p;
