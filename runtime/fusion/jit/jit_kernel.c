@@ -443,6 +443,7 @@ static hl_status_t create(const hl_jit_body_t *body, bool background, hl_jit_ker
       if (g_stopping) {  // exiting: no compile (nor load) under the exit handlers
         k->why = "not compiled: the process is exiting";
         atomic_store_explicit(&k->state, FAILED, memory_order_release);
+        fresh = false;
       }
     }
   }
