@@ -4,8 +4,8 @@
 #include <link.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <unistd.h>
 
-#define PAGE 4096
 #define STOP_CHECK_BYTES (64 * 1024)
 #define MAX_RANGES 8
 
@@ -33,20 +33,22 @@ static int find_object(struct dl_phdr_info *info, size_t size, void *data) {
   for (int i = 0; i < info->dlpi_phnum && o->count < MAX_RANGES; i++) {
     const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
     if (ph->p_type != PT_LOAD || (ph->p_flags & PF_W)) continue;
-    o->lo[o->count] = (info->dlpi_addr + ph->p_vaddr) & ~(uintptr_t)(PAGE - 1);
+    o->lo[o->count] = info->dlpi_addr + ph->p_vaddr;
     o->hi[o->count++] = info->dlpi_addr + ph->p_vaddr + ph->p_filesz;
   }
   return 1;  // found: stop the walk
 }
 
 void hl_code_pages_touch(const void *const *anchors, int count, const atomic_bool *stop) {
+  long size = sysconf(_SC_PAGESIZE);  // 4 KiB, or 16 / 64 KiB on some aarch64 kernels
+  uintptr_t page = size > 0 ? (uintptr_t)size : 4096;
   volatile unsigned char sink = 0;
   for (int i = 0; i < count; i++) {
     if (!anchors[i]) continue;
     object_t o = {.anchor = anchors[i]};
     dl_iterate_phdr(find_object, &o);
     for (int r = 0; r < o.count; r++)
-      for (uintptr_t p = o.lo[r], next = p; p < o.hi[r]; p += PAGE) {
+      for (uintptr_t p = o.lo[r] & ~(page - 1), next = p; p < o.hi[r]; p += page) {
         if (p >= next) {
           if (atomic_load_explicit(stop, memory_order_relaxed)) return;
           next = p + STOP_CHECK_BYTES;

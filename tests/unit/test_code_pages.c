@@ -17,8 +17,6 @@
 #include "runtime/base/code_pages.h"
 #include "tests/unit/test_util.h"
 
-#define PAGE 4096
-
 typedef struct {
   uintptr_t lo, hi;
 } range_t;
@@ -53,10 +51,11 @@ static int readonly_ranges_of(const void *anchor, range_t *out, int cap) {
 static long absent_pages(uintptr_t lo, uintptr_t hi) {
   int fd = open("/proc/self/pagemap", O_RDONLY);
   if (fd < 0) return -1;
+  uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
   long absent = 0;
-  for (uintptr_t p = lo; p < hi; p += PAGE) {
+  for (uintptr_t p = lo; p < hi; p += page) {
     uint64_t entry = 0;
-    if (pread(fd, &entry, sizeof entry, (off_t)(p / PAGE * sizeof entry)) != sizeof entry) {
+    if (pread(fd, &entry, sizeof entry, (off_t)(p / page * sizeof entry)) != sizeof entry) {
       absent = -1;
       break;
     }
