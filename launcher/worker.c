@@ -613,7 +613,22 @@ static int run_batch(worker_t *w) {
   return failed ? 1 : 0;
 }
 
+static int worker_main(const hl_launch_options_t *options);
+
 int hl_worker_main(const hl_launch_options_t *options) {
+  // The fusion JIT's generator (libLLVM) loads in the background while
+  // MPI_Init (a quarter of a second with Open MPI) and the program's
+  // parsing go on, so a short program's loops compile before its first run
+  // (bench/first_run.sh); the process waits for the load before it exits.
+  if (options->no_fusion_jit) hl_jit_set_enabled(false);  // before any fusion is compiled
+  if (options->cache_dir) hl_jit_set_cache_dir(options->cache_dir);
+  hl_jit_start_loading();
+  int code = worker_main(options);
+  hl_jit_settle();
+  return code;
+}
+
+static int worker_main(const hl_launch_options_t *options) {
   // Big buffers from the heap, and freed memory kept mapped: glibc would
   // mmap() every large literal fresh and page-fault all of it again on each
   // instruction (halving 64 MiB element-wise ops; bench/bench_elementwise).
@@ -641,8 +656,6 @@ int hl_worker_main(const hl_launch_options_t *options) {
   // Bound before the program is loaded, so its memory is first touched
   // from the rank's own cores (and NUMA node).
   hl_binding_apply(MPI_COMM_WORLD, (hl_bind_policy_t)options->bind_to, &w.binding);
-  if (options->no_fusion_jit) hl_jit_set_enabled(false);  // before any fusion is compiled
-  if (options->cache_dir) hl_jit_set_cache_dir(options->cache_dir);
   // Threads of this rank: --threads, else its cpuset's size; BLAS runs on
   // one (the gemm tiles use the pool). Started after binding, so they
   // inherit the rank's cpuset.

@@ -49,17 +49,18 @@ static hl_jit_kernel_t *g_table;
 static int g_compiled;
 static double g_compile_seconds;
 static bool g_log;
-// The background compiler: one thread, started on the first queued body,
-// which loads the generator before its first compile (so no run waits for
+// The background compiler: one thread, started by hl_jit_start_loading
+// (hlo-launch's ranks, at process start) or on the first queued body, which
+// loads the generator before its first compile (so no run waits for
 // libLLVM); at exit it finishes the body in hand and drops the rest (the
 // generator's static destructors must not run under a compile: see
 // register_stop and hl_jit_settle).
 static pthread_cond_t g_queue_cv = PTHREAD_COND_INITIALIZER, g_idle_cv = PTHREAD_COND_INITIALIZER;
 static hl_jit_kernel_t *g_queue_head, *g_queue_tail;
 static bool g_worker_started, g_worker_busy, g_stopping;
-// The worker's first body is done (the generator loaded on the way), or the
-// worker left without one.
-static bool g_worker_settled;
+// The worker has loaded the generator / done its first body (or left
+// without either).
+static bool g_worker_loaded, g_worker_settled;
 static int g_wait = -1;  // compile in the caller's thread (HL_FUSION_JIT_WAIT=1)
 
 static bool env_on(const char *name) {
@@ -153,13 +154,19 @@ static const hl_jit_codegen_api_t *open_module(void) {
 static double now_seconds(void);
 static void load_generator_untimed(void);
 
+// When this code was loaded (about when the process started): the log's
+// times are counted from it.
+static double g_start_seconds;
+__attribute__((constructor)) static void note_start(void) { g_start_seconds = now_seconds(); }
+
 static void load_generator(void) {
   g_log = env_on("HL_FUSION_JIT_LOG");
   double t0 = now_seconds();
   load_generator_untimed();
   if (g_log)
-    fprintf(stderr, "fusion jit: generator %s (loaded in %.2f ms)\n", g_target,
-            1e3 * (now_seconds() - t0));
+    fprintf(stderr, "fusion jit: generator %s (loaded in %.2f ms, %.1f-%.1f ms after start)\n",
+            g_target, 1e3 * (now_seconds() - t0), 1e3 * (t0 - g_start_seconds),
+            1e3 * (now_seconds() - g_start_seconds));
   atomic_store_explicit(&g_loaded, true, memory_order_release);
 }
 
@@ -266,12 +273,14 @@ static void compile_kernel(hl_jit_kernel_t *k, const hl_jit_body_t *body) {
   g_compile_seconds += dt;
   pthread_mutex_unlock(&g_table_mu);
   if (g_log)
-    fprintf(stderr, "fusion jit: %d values, %d inputs, %d lanes x %d: %s (%.2f ms)\n", body->count,
-            body->input_count, loops.lanes, loops.unroll,
+    fprintf(stderr,
+            "fusion jit: %d values, %d inputs, %d lanes x %d: %s (%.2f ms, ready %.1f ms after "
+            "start)\n",
+            body->count, body->input_count, loops.lanes, loops.unroll,
             why      ? why
             : cached ? "read from the cache"
                      : "compiled",
-            1e3 * dt);
+            1e3 * dt, 1e3 * (now_seconds() - g_start_seconds));
   k->loops = loops;
   k->why = why;
   atomic_store_explicit(&k->state, why ? FAILED : READY, memory_order_release);
@@ -299,6 +308,8 @@ static void *worker(void *arg) {
   pthread_once(&g_load_once, load_generator);
   pthread_mutex_lock(&g_table_mu);
   if (!g_stopping) register_stop();
+  g_worker_loaded = true;
+  pthread_cond_broadcast(&g_idle_cv);
   for (;;) {
     while (!g_queue_head && !g_stopping) pthread_cond_wait(&g_queue_cv, &g_table_mu);
     if (g_stopping) break;
@@ -317,7 +328,7 @@ static void *worker(void *arg) {
     g_worker_settled = true;
     pthread_cond_broadcast(&g_idle_cv);
   }
-  g_worker_settled = true;
+  g_worker_loaded = g_worker_settled = true;
   pthread_cond_broadcast(&g_idle_cv);
   pthread_mutex_unlock(&g_table_mu);
   return NULL;
@@ -340,20 +351,32 @@ static void stop_worker(void) {
   pthread_mutex_unlock(&g_table_mu);
 }
 
+// Starts the background compiler if it is not yet (table lock held); false
+// when no thread could be started.
+static bool start_worker(void) {
+  if (g_worker_started) return true;
+  pthread_t t;
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  int rc = pthread_create(&t, &attr, worker, NULL);
+  pthread_attr_destroy(&attr);
+  if (rc != 0) return false;
+  register_stop();  // and again after the worker's load and first bodies (see there)
+  g_worker_started = true;
+  return true;
+}
+
+void hl_jit_start_loading(void) {
+  if (!hl_jit_enabled() || !generator_may_load()) return;
+  pthread_mutex_lock(&g_table_mu);
+  if (!g_stopping) start_worker();
+  pthread_mutex_unlock(&g_table_mu);
+}
+
 // Queues k (table lock held); false when no thread could be started.
 static bool enqueue(hl_jit_kernel_t *k, const hl_jit_body_t *body) {
-  if (g_stopping) return false;
-  if (!g_worker_started) {
-    pthread_t t;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    int rc = pthread_create(&t, &attr, worker, NULL);
-    pthread_attr_destroy(&attr);
-    if (rc != 0) return false;
-    register_stop();  // and again after the worker's first bodies (see there)
-    g_worker_started = true;
-  }
+  if (g_stopping || !start_worker()) return false;
   k->values = hl_malloc(sizeof(hl_jit_value_t) * (size_t)body->count);
   if (!k->values) return false;
   memcpy(k->values, body->values, sizeof(hl_jit_value_t) * (size_t)body->count);
@@ -464,7 +487,11 @@ void hl_jit_kernel_destroy(hl_jit_kernel_t *k) { (void)k; }
 
 void hl_jit_settle(void) {
   pthread_mutex_lock(&g_table_mu);
-  while (g_worker_started && !g_worker_settled) pthread_cond_wait(&g_idle_cv, &g_table_mu);
+  // The load, and the first body if one was queued (a worker started
+  // ahead by hl_jit_start_loading may never get one).
+  while (g_worker_started &&
+         (!g_worker_loaded || (!g_worker_settled && (g_queue_head || g_worker_busy))))
+    pthread_cond_wait(&g_idle_cv, &g_table_mu);
   pthread_mutex_unlock(&g_table_mu);
 }
 

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "runtime/fusion/jit/codegen_api.h"
@@ -37,6 +38,12 @@ static char g_target[256];
 static char *g_symbols[MAX_SYMBOLS];
 static int g_symbol_count;
 static bool g_log;
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
+}
 static bool g_signaling_first;  // NaN operand priority (see nan_rule)
 // Emits objects (the JIT links them): the host's CPU and features, as the
 // JIT's own target machine. Object files are what the disk cache keeps.
@@ -1085,6 +1092,7 @@ static const char *compile(const hl_jit_body_t *body, const char *key, size_t ke
   }
   free(fkey);
   if (!obj) return why;
+  double t_link = now_ms();
   pthread_mutex_lock(&g_mu);
   LLVMErrorRef err = LLVMOrcLLJITAddObjectFile(g_jit, g_jd, obj);
   if (err) {
@@ -1097,6 +1105,7 @@ static const char *compile(const hl_jit_body_t *body, const char *key, size_t ke
     if (!out->main_fn || !out->single_fn || !out->stream_fn) why = "LLVM failed to link a loop";
   }
   pthread_mutex_unlock(&g_mu);
+  if (g_log) fprintf(stderr, "fusion jit: linked in %.2f ms\n", now_ms() - t_link);
   out->lanes = g.lanes;
   out->unroll = unroll;
   return why;
@@ -1106,6 +1115,7 @@ static const char *compile(const hl_jit_body_t *body, const char *key, size_t ke
 static LLVMMemoryBufferRef emit_object(gen_t *gp, const hl_jit_body_t *body, char names[3][48],
                                        int unroll, bool calls, const char **why) {
   gen_t g = *gp;
+  double t_ir = now_ms();
   g.c = LLVMContextCreate();
   g.m = LLVMModuleCreateWithNameInContext("hl_fusion_jit", g.c);
   LLVMSetDataLayout(g.m, g_data_layout);
@@ -1130,6 +1140,7 @@ static LLVMMemoryBufferRef emit_object(gen_t *gp, const hl_jit_body_t *body, cha
   LLVMDisposeBuilder(g.b);
   char *msg = NULL;
   LLVMMemoryBufferRef obj = NULL;
+  double t_verify = now_ms(), t_emit = t_verify;
   if (LLVMVerifyModule(g.m, LLVMReturnStatusAction, &msg)) {
     if (g_log) fprintf(stderr, "fusion jit: invalid IR: %s\n", msg);
     *why = "the JIT built invalid IR";
@@ -1138,6 +1149,7 @@ static LLVMMemoryBufferRef emit_object(gen_t *gp, const hl_jit_body_t *body, cha
     LLVMDisposeMessage(msg);
     msg = NULL;
     pthread_mutex_lock(&g_mu);  // one code generation at a time on g_tm
+    t_emit = now_ms();
     if (LLVMTargetMachineEmitToMemoryBuffer(g_tm, g.m, LLVMObjectFile, &msg, &obj)) {
       if (g_log) fprintf(stderr, "fusion jit: code generation: %s\n", msg);
       *why = "LLVM failed to compile a loop";
@@ -1145,6 +1157,9 @@ static LLVMMemoryBufferRef emit_object(gen_t *gp, const hl_jit_body_t *body, cha
     }
     pthread_mutex_unlock(&g_mu);
   }
+  if (g_log)
+    fprintf(stderr, "fusion jit: IR %.2f ms, verified in %.2f ms, machine code in %.2f ms\n",
+            t_verify - t_ir, t_emit - t_verify, now_ms() - t_emit);
   LLVMDisposeMessage(msg);
   LLVMDisposeModule(g.m);
   LLVMContextDispose(g.c);
