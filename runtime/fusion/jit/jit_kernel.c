@@ -48,7 +48,7 @@ static pthread_mutex_t g_table_mu = PTHREAD_MUTEX_INITIALIZER;
 static hl_jit_kernel_t *g_table;
 static int g_compiled;
 static double g_compile_seconds;
-static bool g_log;
+static atomic_bool g_log;  // HL_FUSION_JIT_LOG (set by the load, read by every thread)
 // The background compiler: one thread, started by hl_jit_start_loading
 // (hlo-launch's ranks, at process start) or on the first queued body, which
 // loads the generator before its first compile (so no run waits for
@@ -396,6 +396,9 @@ static bool enqueue(hl_jit_kernel_t *k, const hl_jit_body_t *body) {
     g_queue_head = k;
   g_queue_tail = k;
   pthread_cond_signal(&g_queue_cv);
+  if (g_log)
+    fprintf(stderr, "fusion jit: %d values queued %.1f ms after start\n", body->count,
+            1e3 * (now_seconds() - g_start_seconds));
   return true;
 }
 
