@@ -121,7 +121,57 @@ static void test_exit_during_first_compile(void) {
   fprintf(stderr, "\n  generator: %s\n", hl_jit_describe());
 }
 
+// hlo-launch's ranks start the load ahead (hl_jit_start_loading, before
+// MPI_Init) and settle before they exit: a process that ends during that
+// load with no body ever queued exits cleanly and at once after the load
+// (settle does not wait for a first body that never comes), and one that
+// then runs the program still gets its first body compiled by the time it
+// lets go of the executable. A hang (settle waiting for a body that never
+// comes) is killed after 60 s and fails.
+static int child_ahead(long delay_us, bool run) {
+  hl_jit_start_loading();
+  struct timespec d = {.tv_sec = delay_us / 1000000, .tv_nsec = delay_us % 1000000 * 1000};
+  nanosleep(&d, NULL);
+  int rc = run ? child(0) : 0;
+  hl_jit_settle();
+  return rc;
+}
+
+static void test_exit_during_load_ahead(void) {
+  hl_jit_set_wait(false);
+  int clean = 0;
+  for (int k = 0; k < CHILDREN; k++) {
+    fflush(NULL);
+    pid_t pid = fork();
+    CU_ASSERT_FATAL(pid >= 0);
+    if (pid == 0) exit(child_ahead((k / 2) * 4000L, k % 2));  // 0-20 ms into the load
+    int status = 0, waited_ms = 0;
+    pid_t got;
+    while ((got = waitpid(pid, &status, WNOHANG)) == 0 && waited_ms < 60000) {
+      struct timespec ms = {0, 1000000};
+      nanosleep(&ms, NULL);
+      waited_ms++;
+    }
+    if (got == 0) {
+      fprintf(stderr, "\n  child %d (ahead): still running after 60 s\n", k);
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      continue;
+    }
+    CU_ASSERT_FATAL(got == pid);
+    if (WIFSIGNALED(status))
+      fprintf(stderr, "\n  child %d (ahead): signal %d\n", k, WTERMSIG(status));
+    else if (WEXITSTATUS(status) != 0)
+      fprintf(stderr, "\n  child %d (ahead): exit status %d\n", k, WEXITSTATUS(status));
+    clean += WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  }
+  CU_ASSERT_EQUAL(clean, CHILDREN);
+}
+
 static CU_TestInfo tests[] = {
+    // First: its children must start with nothing loaded, as must those
+    // of the next (this process loads the generator at its end).
+    {"exit_during_load_ahead", test_exit_during_load_ahead},
     {"exit_during_first_compile", test_exit_during_first_compile},
     CU_TEST_INFO_NULL,
 };
