@@ -22,6 +22,7 @@
 #include "runtime/base/status.h"
 #include "runtime/base/strbuf.h"
 #include "runtime/fusion/fusion_pass.h"
+#include "runtime/fusion/jit/jit_kernel.h"
 #include "runtime/loader/program_loader.h"
 #include "runtime/proto/proto_io.h"
 #include "runtime/spmd/partitioner.h"
@@ -464,6 +465,11 @@ int main(int argc, char **argv) {
   int rc = hl_parse_args(argc, argv, &opts);
   if (rc == 1) return 0;
   if (rc == 2) return 2;
+  // hlo-convert runs no program: the fusion pass's checks would only queue
+  // loops whose compile loads libLLVM in the background, and an exit during
+  // that load runs libLLVM's exit-time destructors under it (a crash; see
+  // jit_kernel.h, hl_jit_settle).
+  hl_jit_set_enabled(false);
   hl_status_t st = hl_convert(&opts);
   if (st) {
     hl_status_report(st, stderr, "hlo-convert: error");
