@@ -85,6 +85,32 @@ static int child(long delay_us) {
   return 0;
 }
 
+// Waits for child `pid` (`what` names it in messages): true when it exited
+// with status 0. A child stuck at exit (a compile under destroyed LLVM
+// state, or a settle waiting for a body that never comes) is killed after
+// 60 s and counts as a failure.
+static bool exited_cleanly(pid_t pid, const char *what) {
+  int status = 0, waited_ms = 0;
+  pid_t got;
+  while ((got = waitpid(pid, &status, WNOHANG)) == 0 && waited_ms < 60000) {
+    struct timespec ms = {0, 1000000};
+    nanosleep(&ms, NULL);
+    waited_ms++;
+  }
+  if (got == 0) {
+    fprintf(stderr, "\n  %s: still running after 60 s\n", what);
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    return false;
+  }
+  CU_ASSERT_FATAL(got == pid);
+  if (WIFSIGNALED(status))
+    fprintf(stderr, "\n  %s: signal %d\n", what, WTERMSIG(status));
+  else if (WEXITSTATUS(status) != 0)
+    fprintf(stderr, "\n  %s: exit status %d\n", what, WEXITSTATUS(status));
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
 static void test_exit_during_first_compile(void) {
   hl_jit_set_wait(false);  // the default: the loops compile in the background
   int clean = 0;
@@ -93,36 +119,17 @@ static void test_exit_during_first_compile(void) {
     pid_t pid = fork();
     CU_ASSERT_FATAL(pid >= 0);
     if (pid == 0) exit(child(k * 4000L));  // 0-44 ms: the load, then the first compile
-    // A child stuck at exit (the compile under destroyed LLVM state) is
-    // killed after 60 s and counts as a failure.
-    int status = 0, waited_ms = 0;
-    pid_t got;
-    while ((got = waitpid(pid, &status, WNOHANG)) == 0 && waited_ms < 60000) {
-      struct timespec ms = {0, 1000000};
-      nanosleep(&ms, NULL);
-      waited_ms++;
-    }
-    if (got == 0) {
-      fprintf(stderr, "\n  child %d (delay %d ms): still running after 60 s\n", k, 4 * k);
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      continue;
-    }
-    CU_ASSERT_FATAL(got == pid);
-    if (WIFSIGNALED(status))
-      fprintf(stderr, "\n  child %d (delay %d ms): signal %d\n", k, 4 * k, WTERMSIG(status));
-    else if (WEXITSTATUS(status) != 0)
-      fprintf(stderr, "\n  child %d (delay %d ms): exit status %d\n", k, 4 * k,
-              WEXITSTATUS(status));
-    clean += WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    char what[64];
+    snprintf(what, sizeof what, "child %d (delay %d ms)", k, 4 * k);
+    clean += exited_cleanly(pid, what);
   }
   CU_ASSERT_EQUAL(clean, CHILDREN);
   // What the children loaded (after them: this process loads it now).
   fprintf(stderr, "\n  generator: %s\n", hl_jit_describe());
 }
 
-// hlo-launch's ranks start the load ahead (hl_jit_start_loading, before
-// MPI_Init) and settle before they exit: a process that ends during that
+// A process that starts the load ahead (hl_jit_start_loading; no caller in
+// the tree today) and settles before it exits: one that ends during that
 // load with no body ever queued exits cleanly and at once after the load
 // (settle does not wait for a first body that never comes), and one that
 // then runs the program still gets its first body compiled by the time it
@@ -145,25 +152,9 @@ static void test_exit_during_load_ahead(void) {
     pid_t pid = fork();
     CU_ASSERT_FATAL(pid >= 0);
     if (pid == 0) exit(child_ahead((k / 2) * 4000L, k % 2));  // 0-20 ms into the load
-    int status = 0, waited_ms = 0;
-    pid_t got;
-    while ((got = waitpid(pid, &status, WNOHANG)) == 0 && waited_ms < 60000) {
-      struct timespec ms = {0, 1000000};
-      nanosleep(&ms, NULL);
-      waited_ms++;
-    }
-    if (got == 0) {
-      fprintf(stderr, "\n  child %d (ahead): still running after 60 s\n", k);
-      kill(pid, SIGKILL);
-      waitpid(pid, &status, 0);
-      continue;
-    }
-    CU_ASSERT_FATAL(got == pid);
-    if (WIFSIGNALED(status))
-      fprintf(stderr, "\n  child %d (ahead): signal %d\n", k, WTERMSIG(status));
-    else if (WEXITSTATUS(status) != 0)
-      fprintf(stderr, "\n  child %d (ahead): exit status %d\n", k, WEXITSTATUS(status));
-    clean += WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    char what[64];
+    snprintf(what, sizeof what, "child %d (ahead)", k);
+    clean += exited_cleanly(pid, what);
   }
   CU_ASSERT_EQUAL(clean, CHILDREN);
 }
