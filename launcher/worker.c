@@ -619,9 +619,9 @@ int hl_worker_main(const hl_launch_options_t *options) {
   // The fusion JIT's generator (libLLVM) loads on the background compiler's
   // thread when the first loop is queued (the fusion pass), and the process
   // waits for that load and first compile before it exits, on every path.
-  // Not loaded ahead at process start (hl_jit_start_loading, overlapping
-  // MPI_Init): that cost every rank of a program that compiles nothing
-  // ~15 ms and ~50 MB resident, for loops ready ~20 ms sooner.
+  // Not loaded ahead at process start (overlapping MPI_Init; tried): that
+  // cost every rank of a program that compiles nothing ~15 ms and ~50 MB
+  // resident, for loops ready ~20 ms sooner.
   if (options->no_fusion_jit) hl_jit_set_enabled(false);  // before any fusion is compiled
   if (options->cache_dir) hl_jit_set_cache_dir(options->cache_dir);
   int code = worker_main(options);

@@ -128,41 +128,9 @@ static void test_exit_during_first_compile(void) {
   fprintf(stderr, "\n  generator: %s\n", hl_jit_describe());
 }
 
-// A process that starts the load ahead (hl_jit_start_loading; no caller in
-// the tree today) and settles before it exits: one that ends during that
-// load with no body ever queued exits cleanly and at once after the load
-// (settle does not wait for a first body that never comes), and one that
-// then runs the program still gets its first body compiled by the time it
-// lets go of the executable. A hang (settle waiting for a body that never
-// comes) is killed after 60 s and fails.
-static int child_ahead(long delay_us, bool run) {
-  hl_jit_start_loading();
-  struct timespec d = {.tv_sec = delay_us / 1000000, .tv_nsec = delay_us % 1000000 * 1000};
-  nanosleep(&d, NULL);
-  int rc = run ? child(0) : 0;
-  hl_jit_settle();
-  return rc;
-}
-
-static void test_exit_during_load_ahead(void) {
-  hl_jit_set_wait(false);
-  int clean = 0;
-  for (int k = 0; k < CHILDREN; k++) {
-    fflush(NULL);
-    pid_t pid = fork();
-    CU_ASSERT_FATAL(pid >= 0);
-    if (pid == 0) exit(child_ahead((k / 2) * 4000L, k % 2));  // 0-20 ms into the load
-    char what[64];
-    snprintf(what, sizeof what, "child %d (ahead)", k);
-    clean += exited_cleanly(pid, what);
-  }
-  CU_ASSERT_EQUAL(clean, CHILDREN);
-}
-
 static CU_TestInfo tests[] = {
-    // First: its children must start with nothing loaded, as must those
-    // of the next (this process loads the generator at its end).
-    {"exit_during_load_ahead", test_exit_during_load_ahead},
+    // Its children must start with nothing loaded (this process loads the
+    // generator at its end).
     {"exit_during_first_compile", test_exit_during_first_compile},
     CU_TEST_INFO_NULL,
 };

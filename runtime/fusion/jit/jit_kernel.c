@@ -49,18 +49,17 @@ static hl_jit_kernel_t *g_table;
 static int g_compiled;
 static double g_compile_seconds;
 static atomic_bool g_log;  // HL_FUSION_JIT_LOG (set by the load, read by every thread)
-// The background compiler: one thread, started by hl_jit_start_loading
-// (hlo-launch's ranks, at process start) or on the first queued body, which
-// loads the generator before its first compile (so no run waits for
+// The background compiler: one thread, started on the first queued body,
+// which loads the generator before its first compile (so no run waits for
 // libLLVM); at exit it finishes the body in hand and drops the rest (the
 // generator's static destructors must not run under a compile: see
 // register_stop and hl_jit_settle).
 static pthread_cond_t g_queue_cv = PTHREAD_COND_INITIALIZER, g_idle_cv = PTHREAD_COND_INITIALIZER;
 static hl_jit_kernel_t *g_queue_head, *g_queue_tail;
 static bool g_worker_started, g_worker_busy, g_stopping;
-// The worker has loaded the generator / done its first body (or left
-// without either).
-static bool g_worker_loaded, g_worker_settled;
+// The worker's first body is done (the generator loaded on the way), or the
+// worker left without one.
+static bool g_worker_settled;
 static int g_wait = -1;  // compile in the caller's thread (HL_FUSION_JIT_WAIT=1)
 
 static bool env_on(const char *name) {
@@ -308,8 +307,6 @@ static void *worker(void *arg) {
   pthread_once(&g_load_once, load_generator);
   pthread_mutex_lock(&g_table_mu);
   if (!g_stopping) register_stop();
-  g_worker_loaded = true;
-  pthread_cond_broadcast(&g_idle_cv);
   for (;;) {
     while (!g_queue_head && !g_stopping) pthread_cond_wait(&g_queue_cv, &g_table_mu);
     if (g_stopping) break;
@@ -328,7 +325,7 @@ static void *worker(void *arg) {
     g_worker_settled = true;
     pthread_cond_broadcast(&g_idle_cv);
   }
-  g_worker_loaded = g_worker_settled = true;
+  g_worker_settled = true;
   pthread_cond_broadcast(&g_idle_cv);
   pthread_mutex_unlock(&g_table_mu);
   return NULL;
@@ -362,16 +359,9 @@ static bool start_worker(void) {
   int rc = pthread_create(&t, &attr, worker, NULL);
   pthread_attr_destroy(&attr);
   if (rc != 0) return false;
-  register_stop();  // and again after the worker's load and first bodies (see there)
+  register_stop();  // and again after the worker's first bodies (see there)
   g_worker_started = true;
   return true;
-}
-
-void hl_jit_start_loading(void) {
-  if (!hl_jit_enabled() || !generator_may_load()) return;
-  pthread_mutex_lock(&g_table_mu);
-  if (!g_stopping) start_worker();
-  pthread_mutex_unlock(&g_table_mu);
 }
 
 // Queues k (table lock held); false when no thread could be started.
@@ -490,11 +480,7 @@ void hl_jit_kernel_destroy(hl_jit_kernel_t *k) { (void)k; }
 
 void hl_jit_settle(void) {
   pthread_mutex_lock(&g_table_mu);
-  // The load, and the first body if one was queued (a worker started
-  // ahead by hl_jit_start_loading may never get one).
-  while (g_worker_started &&
-         (!g_worker_loaded || (!g_worker_settled && (g_queue_head || g_worker_busy))))
-    pthread_cond_wait(&g_idle_cv, &g_table_mu);
+  while (g_worker_started && !g_worker_settled) pthread_cond_wait(&g_idle_cv, &g_table_mu);
   pthread_mutex_unlock(&g_table_mu);
 }
 

@@ -57,21 +57,13 @@ void hl_jit_set_wait(bool wait);
 // replace an existing file.
 void hl_jit_set_cache_dir(const char *dir);
 void hl_jit_kernel_destroy(hl_jit_kernel_t *k);  // NULL-safe; the code stays (see above)
-// Waits until the background compiler has loaded the generator and done its
-// first body (if one was queued), where it is under way: the load and the
-// first compile, during which libLLVM
+// Waits until the background compiler's first body is done, if it is under
+// way: the generator's load and first compile, during which libLLVM
 // registers destructors with atexit that exit would run under them (later
 // compiles are safe: the compiler's own exit handler runs first, see
-// jit_kernel.c). Called on the way out (hl_executable_destroy); at once
-// otherwise.
+// jit_kernel.c). Called on the way out (hl_executable_destroy, MPI_Finalize,
+// hlo-launch's ranks); at once otherwise.
 void hl_jit_settle(void);
-// Starts the background compiler now, which loads the generator (libLLVM:
-// 20-40 ms) while the caller goes on (hlo-launch's ranks: before MPI_Init),
-// so that the first queued body compiles at once. Nothing where the JIT is
-// off (call after hl_jit_set_enabled) or the generator may not load (an
-// AddressSanitizer build without HL_FUSION_JIT_MODULE). A process that
-// calls it must call hl_jit_settle before it exits.
-void hl_jit_start_loading(void);
 
 // out[0..n) from inputs (vector inputs n elements each, scalar inputs one).
 void hl_jit_kernel_run(const hl_jit_kernel_t *k, const void *const *inputs, void *out, int64_t n);
