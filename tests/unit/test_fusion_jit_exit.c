@@ -15,6 +15,7 @@
 // before this process touches the JIT, so each starts with nothing loaded.
 #include <CUnit/CUnit.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,7 +56,9 @@ static hl_literal_t *vector(float scale) {
 }
 
 // The child's whole life; its exit status says where it failed (0: none).
-static int child(long delay_us) {
+// check_compiled: the first compile must be done once the executable is
+// destroyed (not in a child forked from a process whose compile it lost).
+static int child(long delay_us, bool check_compiled) {
   hl_module_t *m = NULL;
   if (hl_parse_hlo_module(kText, strlen(kText), "short.hlo", &m)) return 2;
   hl_executable_t *exe = NULL;
@@ -81,7 +84,7 @@ static int child(long delay_us) {
   int bodies = 0;
   double seconds = 0;
   hl_jit_compile_stats(&bodies, &seconds);
-  if (bodies < 1 && strncmp(hl_jit_describe(), "none", 4) != 0) return 7;
+  if (check_compiled && bodies < 1 && strncmp(hl_jit_describe(), "none", 4) != 0) return 7;
   return 0;
 }
 
@@ -118,7 +121,7 @@ static void test_exit_during_first_compile(void) {
     fflush(NULL);
     pid_t pid = fork();
     CU_ASSERT_FATAL(pid >= 0);
-    if (pid == 0) exit(child(k * 4000L));  // 0-44 ms: the load, then the first compile
+    if (pid == 0) exit(child(k * 4000L, true));  // 0-44 ms: the load, then the first compile
     char what[64];
     snprintf(what, sizeof what, "child %d (delay %d ms)", k, 4 * k);
     clean += exited_cleanly(pid, what);
@@ -128,9 +131,56 @@ static void test_exit_during_first_compile(void) {
   fprintf(stderr, "\n  generator: %s\n", hl_jit_describe());
 }
 
+// A process forked while its parent's background compiler loads libLLVM or
+// runs its first compile: the child has no compiler thread, so its runs stay
+// interpreted and hl_executable_destroy must not wait for that compile
+// (it hung before jit_kernel.c's fork handlers). Each parent P is forked
+// fresh (nothing loaded), queues the loop at the warm start, forks G after
+// a delay spread over the load and the first compile, and both run the
+// program, check it and let go of it; P's status says whether G exited
+// cleanly (8 when not) or where P failed.
+static int forking_parent(long delay_us) {
+  hl_module_t *m = NULL;
+  if (hl_parse_hlo_module(kText, strlen(kText), "short.hlo", &m)) return 2;
+  hl_executable_t *exe = NULL;
+  if (hl_executable_create(m, &exe)) return 3;
+  hl_executable_warm_start(exe);
+  struct timespec d = {.tv_sec = delay_us / 1000000, .tv_nsec = delay_us % 1000000 * 1000};
+  nanosleep(&d, NULL);
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid < 0) return 9;
+  int status = 0;
+  if (pid == 0) {
+    hl_executable_destroy(exe);  // the parent's program, as a child that execs next would
+    hl_module_destroy(m);
+    _exit(child(0, false));  // a program of its own, run and let go of
+  }
+  if (!exited_cleanly(pid, "forked child")) status = 8;
+  hl_executable_destroy(exe);
+  hl_module_destroy(m);
+  return status;
+}
+
+static void test_fork_during_first_compile(void) {
+  hl_jit_set_wait(false);
+  int clean = 0;
+  for (int k = 0; k < CHILDREN; k++) {
+    fflush(NULL);
+    pid_t pid = fork();
+    CU_ASSERT_FATAL(pid >= 0);
+    if (pid == 0) _exit(forking_parent(k * 4000L));
+    char what[64];
+    snprintf(what, sizeof what, "forking parent %d (delay %d ms)", k, 4 * k);
+    clean += exited_cleanly(pid, what);
+  }
+  CU_ASSERT_EQUAL(clean, CHILDREN);
+}
+
 static CU_TestInfo tests[] = {
-    // Its children must start with nothing loaded (this process loads the
-    // generator at its end).
+    // Their children must start with nothing loaded (the last test loads the
+    // generator in this process at its end).
+    {"fork_during_first_compile", test_fork_during_first_compile},
     {"exit_during_first_compile", test_exit_during_first_compile},
     CU_TEST_INFO_NULL,
 };

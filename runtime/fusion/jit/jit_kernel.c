@@ -61,6 +61,10 @@ static bool g_worker_started, g_worker_busy, g_stopping;
 // worker left without one.
 static bool g_worker_settled;
 static int g_wait = -1;  // compile in the caller's thread (HL_FUSION_JIT_WAIT=1)
+// Threads inside libLLVM (loading it or compiling), counted under the table
+// lock; what a forked child is told when one was (see fork_child).
+static int g_in_llvm;
+static const char *g_forked_why;
 
 static bool env_on(const char *name) {
   const char *v = getenv(name);
@@ -69,7 +73,7 @@ static bool env_on(const char *name) {
 
 bool hl_jit_enabled(void) {
   if (g_enabled < 0) g_enabled = !env_on("HL_NO_FUSION_JIT");
-  return g_enabled == 1;
+  return g_enabled == 1 && !g_forked_why;
 }
 
 void hl_jit_set_enabled(bool on) { g_enabled = on; }
@@ -153,15 +157,56 @@ static const hl_jit_codegen_api_t *open_module(void) {
 static double now_seconds(void);
 static void load_generator_untimed(void);
 
+// fork() from a process whose background compiler (or another thread) is
+// loading libLLVM or compiling leaves the child without those threads: the
+// table is consistent (its lock is held across fork), but the bodies they
+// had in hand or queued would stay pending for good, and hl_jit_settle
+// would wait for a first body that never ends (a forked child hung in
+// hl_executable_destroy). In the child (the forking thread alone) those
+// bodies fail, so they run interpreted (the same bits), and the child starts
+// a compiler of its own for what it queues later, unless libLLVM was mid-load
+// or mid-compile: its locks and state may belong to a thread that is gone,
+// so that child compiles nothing more.
+static void fork_prepare(void) { pthread_mutex_lock(&g_table_mu); }
+
+static void fork_parent(void) { pthread_mutex_unlock(&g_table_mu); }
+
+static void fork_child(void) {
+  if (g_in_llvm > 0)
+    g_forked_why = "none: the process was forked while the fusion JIT was loading or compiling";
+  for (hl_jit_kernel_t *k = g_table; k; k = k->next)
+    if (atomic_load_explicit(&k->state, memory_order_acquire) == PENDING) {
+      k->why = "not compiled: the process was forked before its compile ended";
+      atomic_store_explicit(&k->state, FAILED, memory_order_release);
+    }
+  g_queue_head = g_queue_tail = NULL;
+  g_worker_started = g_worker_busy = g_worker_settled = false;
+  g_in_llvm = 0;
+  pthread_mutex_init(&g_table_mu, NULL);
+  pthread_cond_init(&g_queue_cv, NULL);
+  pthread_cond_init(&g_idle_cv, NULL);
+}
+
 // When this code was loaded (about when the process started): the log's
 // times are counted from it.
 static double g_start_seconds;
-__attribute__((constructor)) static void note_start(void) { g_start_seconds = now_seconds(); }
+__attribute__((constructor)) static void note_start(void) {
+  g_start_seconds = now_seconds();
+  pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
+static void llvm_enter(int step) {
+  pthread_mutex_lock(&g_table_mu);
+  g_in_llvm += step;
+  pthread_mutex_unlock(&g_table_mu);
+}
 
 static void load_generator(void) {
   g_log = env_on("HL_FUSION_JIT_LOG");
   double t0 = now_seconds();
+  llvm_enter(1);
   load_generator_untimed();
+  llvm_enter(-1);
   if (g_log)
     fprintf(stderr, "fusion jit: generator %s (loaded in %.2f ms, %.1f-%.1f ms after start)\n",
             g_target, 1e3 * (now_seconds() - t0), 1e3 * (t0 - g_start_seconds),
@@ -223,6 +268,7 @@ static void load_generator_untimed(void) {
 }
 
 const char *hl_jit_describe(void) {
+  if (g_forked_why) return g_forked_why;
   pthread_once(&g_load_once, load_generator);
   return g_target;
 }
@@ -265,9 +311,11 @@ static void compile_kernel(hl_jit_kernel_t *k, const hl_jit_body_t *body) {
   hl_jit_loops_t loops = {0};
   bool cached = false;
   double t0 = now_seconds();
+  llvm_enter(1);
   const char *why = g_api->compile(body, k->key, k->key_len, cache_dir(), &loops, &cached);
   double dt = now_seconds() - t0;
   pthread_mutex_lock(&g_table_mu);
+  g_in_llvm--;
   g_compiled++;
   g_compile_seconds += dt;
   pthread_mutex_unlock(&g_table_mu);
@@ -414,7 +462,7 @@ static hl_status_t create(const hl_jit_body_t *body, bool background, hl_jit_ker
   *out = NULL;
   *why = NULL;
   if (!hl_jit_enabled()) {
-    *why = "the fusion JIT is off";
+    *why = g_forked_why ? g_forked_why : "the fusion JIT is off";
     return NULL;
   }
   if ((*why = hl_jit_body_check(body)) != NULL) return NULL;

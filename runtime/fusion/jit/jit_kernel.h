@@ -62,7 +62,8 @@ void hl_jit_kernel_destroy(hl_jit_kernel_t *k);  // NULL-safe; the code stays (s
 // registers destructors with atexit that exit would run under them (later
 // compiles are safe: the compiler's own exit handler runs first, see
 // jit_kernel.c). Called on the way out (hl_executable_destroy, MPI_Finalize,
-// hlo-launch's ranks); at once otherwise.
+// hlo-launch's ranks); at once otherwise, and in a process forked during them
+// (jit_kernel.c's fork handlers).
 void hl_jit_settle(void);
 
 // out[0..n) from inputs (vector inputs n elements each, scalar inputs one).
