@@ -29,7 +29,8 @@
 // only it reads, whose leaves (any other node) the interpreter evaluates as
 // before, except a broadcast scalar (read as its one element) and index
 // maps that repeat long rows (jit_row_leaf: read in place per row). Where a
-// region does not compile, its nodes run interpreted.
+// region does not compile, or is one vector routine alone (lone_routine),
+// its nodes run interpreted.
 //===----------------------------------------------------------------------===//
 
 // How the loop reads a leaf: its values over the block; one element (the
@@ -299,6 +300,18 @@ static int jit_build(jit_builder_t *b, int k) {
   return v;
 }
 
+// A region that is one vector routine over one input read over the block,
+// in its own float type (exp(x) before a row sum): the interpreter's array
+// loop is already that loop, with vmath's wrapper around the routine
+// inlined, where the compiled loop calls the wrapper and, at 16 or 64
+// bytes, splits and joins lanes around it: 1.14-1.2x slower (the row sums
+// of exp(x) in bench/README.md). Left interpreted, with the same bits.
+static bool lone_routine(const hl_jit_body_t *body) {
+  return body->count == 2 && body->input_count == 1 && !body->input_scalar[0] &&
+         body->values[0].op == HL_JIT_LOAD && body->values[1].op == HL_JIT_CALL &&
+         body->values[1].fn && (body->type == HL_JIT_F32 || body->type == HL_JIT_F64);
+}
+
 hl_status_t hl_fp_plan_jit_regions(hl_fusion_program_t *p) {
   if (!hl_jit_enabled() || p->count == 0) return NULL;
   int c = p->count;
@@ -370,7 +383,8 @@ hl_status_t hl_fp_plan_jit_regions(hl_fusion_program_t *p) {
     }
     hl_jit_op_t last = b.body.count ? values[b.body.count - 1].op : HL_JIT_LOAD;
     const char *why = NULL;
-    if (!b.full && last != HL_JIT_LOAD && last != HL_JIT_BROADCAST)
+    if (!b.full && last != HL_JIT_LOAD && last != HL_JIT_BROADCAST &&
+        !lone_routine(&b.body))
       st = hl_jit_kernel_create_background(&b.body, &r->kernel, &why);
     if (r->kernel)
       p->nodes[k].jit = r;
