@@ -182,9 +182,10 @@ static void fork_child(void) {
   g_queue_head = g_queue_tail = NULL;
   g_worker_started = g_worker_busy = g_worker_settled = false;
   g_in_llvm = 0;
-  pthread_mutex_init(&g_table_mu, NULL);
+  // Nobody waits on the conditions here (the waiters were other threads).
   pthread_cond_init(&g_queue_cv, NULL);
   pthread_cond_init(&g_idle_cv, NULL);
+  pthread_mutex_unlock(&g_table_mu);  // held by this thread since fork_prepare
 }
 
 // When this code was loaded (about when the process started): the log's
