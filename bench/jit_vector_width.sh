@@ -55,7 +55,7 @@ for w in 16 32 64; do [ "$w" -le "$widest" ] && widths+=("$w"); done
 echo "# host: $(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -1); generator: $target"
 echo "# hlo-launch -np 1 --threads $threads --repeat $repeat, fastest of runs 2-$repeat over $rounds interleaved rounds (ms)"
 export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}
-header=$(printf '%-34s | %10s' program interpreted)
+header=$(printf '%-44s | %10s' 'program (module)' interpreted)
 for w in "${widths[@]}"; do header+=$(printf ' | %8s' "$w B"); done
 if [ ${#widths[@]} -ge 2 ]; then
   header+=$(printf ' | %s' "${widths[-1]} B vs ${widths[-2]} B")
@@ -85,7 +85,9 @@ for p in "${progs[@]}"; do
     done
   done
   [ -n "$failed" ] && { unset best; continue; }
-  line=$(printf '%-34s | %10s' "$(basename "$p")" "${best[interp]}")
+  # The file and its module's name (the harnesses' files are named by hash).
+  name=$(sed -n -e 's/^HloModule \([^ ,]*\).*/\1/p' -e 's/^module @\([^ {]*\).*/\1/p' "$p" | head -1)
+  line=$(printf '%-44s | %10s' "$(basename "$p") ${name:+($name)}" "${best[interp]}")
   for w in "${widths[@]}"; do line+=$(printf ' | %8s' "${best[$w]}"); done
   if [ ${#widths[@]} -ge 2 ]; then
     line+=$(awk -v n="${best[${widths[-2]}]}" -v w="${best[${widths[-1]}]}" \
