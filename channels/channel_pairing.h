@@ -24,7 +24,7 @@
 
 #include "runtime/base/shape.h"
 #include "runtime/base/status.h"
-#include "runtime/exec/channels.h"
+#include "runtime/comm/channels.h"
 #include "runtime/ir/module.h"
 
 // A fixed-size record of int64 fields, so the table travels as MPI_INT64_T.

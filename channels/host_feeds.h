@@ -1,5 +1,5 @@
 // Host transfers of one process: the infeed queue and the outfeed directory
-// (runtime/exec/channels.h says how the kernels use them).
+// (runtime/comm/channels.h says how the kernels use them).
 //
 //  --infeed A.npy,B.npy   the same files for every process, in order;
 //  --infeed-dir DIR       per process: DIR/replica<r>_partition<p>/infeed<i>.npy
@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "runtime/base/status.h"
-#include "runtime/exec/channels.h"
+#include "runtime/comm/channels.h"
 
 // Fills env's infeed queue and outfeed_dir (creating the directory). Release
 // with hl_host_feeds_close. Any of the sources may be NULL / empty.

@@ -7,8 +7,8 @@
 
 #include "channels/channel_pairing.h"
 #include "runtime/base/status.h"
-#include "runtime/exec/channels.h"
-#include "runtime/exec/comm.h"
+#include "runtime/comm/channels.h"
+#include "runtime/comm/comm.h"
 
 // Collective over `world` (every process calls it, with its own endpoints
 // from hl_channel_collect, possibly none): gathers every process's

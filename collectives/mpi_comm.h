@@ -1,4 +1,4 @@
-// The MPI backend of the communicator interface (runtime/exec/comm.h).
+// The MPI backend of the communicator interface (runtime/comm/comm.h).
 //
 // One hl_comm_t per job: it duplicates the given communicator, so the
 // executor's traffic never matches messages the launcher exchanges on the
@@ -11,7 +11,7 @@
 #include <mpi.h>
 
 #include "runtime/base/status.h"
-#include "runtime/exec/comm.h"
+#include "runtime/comm/comm.h"
 
 // Creates the communicator for the processes of `world` (normally
 // MPI_COMM_WORLD; MPI must be initialized). Collective over `world`: every

@@ -12,7 +12,7 @@
 #include <sys/types.h>
 
 #include "runtime/base/status.h"
-#include "runtime/exec/comm.h"
+#include "runtime/comm/comm.h"
 
 // The three progress counters every (group set, node rank) owns, each on its
 // own cache line: COPIED (its operand chunk of a round is in its slot),

@@ -8,7 +8,7 @@
 #include <stdbool.h>
 
 #include "runtime/base/status.h"
-#include "runtime/exec/comm.h"
+#include "runtime/comm/comm.h"
 
 // hlo-launch --collectives=mpi|shm|auto.
 typedef enum hl_collectives_mode {

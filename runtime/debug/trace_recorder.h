@@ -15,7 +15,7 @@
 #include "runtime/base/status.h"
 #include "runtime/base/strbuf.h"
 #include "runtime/debug/trace_clock.h"
-#include "runtime/exec/channels.h"
+#include "runtime/comm/channels.h"
 #include "runtime/exec/observer.h"
 #include "runtime/ir/module.h"
 

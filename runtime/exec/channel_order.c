@@ -12,7 +12,7 @@
 #include <stdbool.h>
 
 #include "runtime/base/alloc.h"
-#include "runtime/exec/channels.h"
+#include "runtime/exec/channel_order.h"
 #include "runtime/ir/module.h"
 
 enum { kStart = 0, kPlain = 1, kWait = 2 };

@@ -11,7 +11,6 @@
 
 #include "runtime/base/alloc.h"
 #include "runtime/base/code_pages.h"
-#include "runtime/exec/channels.h"
 #include "runtime/exec/memory_plan.h"
 #include "runtime/exec/plan.h"
 #include "runtime/exec/profile.h"
@@ -19,6 +18,7 @@
 #include "runtime/exec/elementwise_chains.h"
 #include "runtime/fusion/fusion_program.h"
 #include "runtime/fusion/jit/jit_kernel.h"
+#include "runtime/kernels/channels.h"
 #include "runtime/kernels/kernel.h"
 #include "runtime/vmath/vmath.h"
 

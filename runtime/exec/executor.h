@@ -24,8 +24,9 @@
 
 #include "runtime/base/literal.h"
 #include "runtime/base/status.h"
-#include "runtime/exec/exec_options.h"
+#include "runtime/exec/observer.h"
 #include "runtime/ir/module.h"
+#include "runtime/kernels/exec_options.h"
 
 
 // Runs module->entry on `args` (one literal per entry parameter, shapes

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "runtime/base/alloc.h"
-#include "runtime/exec/channels.h"
+#include "runtime/exec/channel_order.h"
 #include "runtime/exec/elementwise_chains.h"
 
 hl_exec_stats_t hl_exec_stats_counters_;

@@ -1,6 +1,6 @@
 // Channel kernels: send / recv start a transfer, send-done / recv-done wait
 // for it; infeed / outfeed and host transfers (is_host_transfer=true) read
-// and write the files the launcher named (runtime/exec/channels.h).
+// and write the files the launcher named (runtime/comm/channels.h).
 //
 // Results follow the facts sheet: send -> (data, u32 context, token),
 // recv -> (data, u32 context, token), send-done -> token,
@@ -17,7 +17,8 @@
 
 #include "runtime/base/alloc.h"
 #include "runtime/base/npy.h"
-#include "runtime/exec/channels.h"
+#include "runtime/comm/channels.h"
+#include "runtime/kernels/channels.h"
 #include "runtime/kernels/kernel.h"
 
 typedef struct pending_entry {

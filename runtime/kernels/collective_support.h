@@ -6,7 +6,7 @@
 #define HL_RUNTIME_KERNELS_COLLECTIVE_SUPPORT_H_
 
 #include "runtime/base/status.h"
-#include "runtime/exec/comm.h"
+#include "runtime/comm/comm.h"
 #include "runtime/ir/module.h"
 #include "runtime/kernels/kernel.h"
 

@@ -5,7 +5,7 @@
 //
 // Kernels only shape the data: they lay the operand out as the
 // communicator's contiguous per-member blocks, call the communicator
-// (runtime/exec/comm.h; never MPI), and lay the received blocks out as the
+// (runtime/comm/comm.h; never MPI), and lay the received blocks out as the
 // result. When the split / concat dimension is the outermost non-trivial
 // one the blocks already are the operand's / result's memory and nothing is
 // copied; all-reduce of an operand that dies here runs in place in its

@@ -1,11 +1,11 @@
 // interpreter.infeed_enqueue: the custom-call runtime/stablehlo/ lowers
 // interpreter.run_parallel's infeed = [@f, ...] to (lower_channels.c). Its
 // operands, the infeed functions' results in order, are appended to this
-// process's infeed queue (runtime/exec/channels.h), which the infeed ops of
+// process's infeed queue (runtime/comm/channels.h), which the infeed ops of
 // the programs then consume; the queue's owner (channels/host_feeds.c)
 // releases them. Result: a token.
 #include "runtime/base/alloc.h"
-#include "runtime/exec/channels.h"
+#include "runtime/comm/channels.h"
 #include "runtime/kernels/check.h"
 
 hl_status_t hl_kernel_infeed_enqueue(hl_kernel_context_t *ctx, const hl_instruction_t *inst,

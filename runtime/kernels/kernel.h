@@ -10,7 +10,7 @@
 
 #include "runtime/base/literal.h"
 #include "runtime/base/status.h"
-#include "runtime/exec/exec_options.h"
+#include "runtime/kernels/exec_options.h"
 #include "runtime/ir/module.h"
 
 // What a kernel may ask of the executor running it. The executor (exec/)

@@ -9,7 +9,7 @@
 
 #include "runtime/base/alloc.h"
 #include "runtime/base/npy.h"
-#include "runtime/exec/channels.h"
+#include "runtime/comm/channels.h"
 #include "runtime/exec/executor.h"
 #include "runtime/text/hlo_parser.h"
 #include "runtime/verifier/verifier.h"

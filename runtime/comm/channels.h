@@ -7,15 +7,16 @@
 // communicator of their own (channels/mpi_channels.c duplicates the world
 // for them), so several channels between one pair of processes never mix and
 // channel traffic never matches a collective's message.
-#ifndef HL_RUNTIME_EXEC_CHANNELS_H_
-#define HL_RUNTIME_EXEC_CHANNELS_H_
+//
+// The channel kernels' table of started transfers is theirs
+// (runtime/kernels/channels.h); the executor's ordering of channel
+// instructions is its own (runtime/exec/channel_order.h).
+#ifndef HL_RUNTIME_COMM_CHANNELS_H_
+#define HL_RUNTIME_COMM_CHANNELS_H_
 
-#include <stdbool.h>
 #include <stdint.h>
 
 #include "runtime/base/literal.h"
-#include "runtime/base/status.h"
-#include "runtime/exec/comm.h"
 
 typedef enum hl_channel_dir {
   HL_CHANNEL_SEND = 0,
@@ -56,26 +57,4 @@ static inline const hl_channel_route_t *hl_channel_env_route(const hl_channel_en
   return NULL;
 }
 
-// Per-execution table of started transfers waiting for their send-done /
-// recv-done. Lives in the kernel context (hl_kernel_channel_pending,
-// runtime/kernels/kernel.h), is filled and drained by the channel kernels,
-// and is finished by hl_execute.
-typedef struct hl_channel_pending hl_channel_pending_t;
-
-// At the end of an execution: waits for transfers nobody waited for (when
-// `st` is NULL; a send whose send-done was never run still has to complete),
-// frees the table, and returns `st` or the first wait error.
-hl_status_t hl_channel_pending_finish(hl_comm_t *comm, hl_channel_pending_t *pending,
-                                      hl_status_t st);
-
-// Reorders a valid evaluation order of `c` (defined in exec/channel_order.c)
-// so that no process blocks in a channel wait while it still has transfers to
-// start: among the instructions whose dependencies have run, send/recv run
-// first and send-done / recv-done (and calls of computations that contain
-// them) last. Leaves computations without channel instructions untouched.
-struct hl_computation;
-struct hl_instruction;
-hl_status_t hl_channel_order(const struct hl_computation *c,
-                             const struct hl_instruction **order);
-
-#endif  // HL_RUNTIME_EXEC_CHANNELS_H_
+#endif  // HL_RUNTIME_COMM_CHANNELS_H_
