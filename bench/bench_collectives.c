@@ -11,7 +11,7 @@
 //         MPI_Allgather, MPI_Reduce_scatter_block, MPI_Alltoall, MPI_Sendrecv
 //         around a ring) between the argument's buffer and a preallocated
 //         result buffer;
-//   comm  the communicator interface (runtime/exec/comm.h) on the same buffers;
+//   comm  the communicator interface (runtime/comm/comm.h) on the same buffers;
 //   exec  a one-instruction module (parameter -> collective) run through
 //         hl_executable_run, i.e. what a program run repeatedly pays per
 //         call: executor, kernel, result allocation (the check before timing
@@ -58,7 +58,7 @@
 #include "runtime/base/literal.h"
 #include "runtime/base/status.h"
 #include "runtime/base/strbuf.h"
-#include "runtime/exec/comm.h"
+#include "runtime/comm/comm.h"
 #include "runtime/exec/executor.h"
 #include "runtime/ir/module.h"
 #include "runtime/text/hlo_parser.h"
