@@ -144,6 +144,11 @@ def test_unchecked_run_matches_oracle():
 def test_clean_run_leaves_nothing():
     # The watchdog is on by default; a clean run removes its directory, and
     # a stale hang file in a reused --debug-dir does not end the next job.
+    # A watchdog sees the hang file within its 50 ms poll whatever its
+    # timeout, so the timeout here is long: with a short one (it was 0.5 s)
+    # the rank that ends first and waits for the other at the end of the run
+    # is itself a hang when a loaded machine holds the other off the CPU
+    # that long.
     with hl.tempdir("tmp") as tmp, hl.tempdir("dbg") as d:
         open(os.path.join(d, "hang"), "w").write("rank 0\n")
         env = dict(os.environ, TMPDIR=tmp)
@@ -153,7 +158,7 @@ def test_clean_run_leaves_nothing():
             return res.describe()
         if os.listdir(tmp):
             return "left in TMPDIR: %r" % os.listdir(tmp)
-        res = hl.launch_np(2, prog, "--zeros", "-q", "--debug-dir", d, "--hang-timeout", "0.5",
+        res = hl.launch_np(2, prog, "--zeros", "-q", "--debug-dir", d, "--hang-timeout", "30",
                            env=env)
         if res.returncode != 0:
             return "stale hang file: " + res.describe()
