@@ -317,9 +317,13 @@ def test_unsupported_op_names_the_instruction():
 def test_failure_while_others_block_ends_the_job():
     """A rank fails during execution while the others wait for it in a
     collective (simulated by a test hook: they block in a barrier). The
-    failed rank names itself and aborts the job; nothing hangs."""
+    failed rank names itself and aborts the job; nothing hangs. (No
+    --timeout: only the abort can end the job, and the bound here only
+    catches a hang. It was also a 20 s limit on the job's time, which the
+    abort's grace (3 s) plus MPICH's start and end of 3 ranks on a loaded
+    2-core machine come near.)"""
     env = dict(os.environ, HL_TEST_EXEC_FAIL_RANK="1")
-    res = launch("-np", 3, "--zeros", SCALE, env=env, timeout=30)
+    res = launch("-np", 3, "--zeros", SCALE, env=env, timeout=90)
     if res.timed_out:
         return "hung\n" + res.describe()
     if res.returncode == 0:
@@ -328,8 +332,6 @@ def test_failure_while_others_block_ends_the_job():
     want = "hlo-launch: rank 1 (replica 1, partition 0): injected execution failure"
     if len(lines) != 1 or not lines[0].startswith(want):
         return "expected one line starting %r\n%s" % (want, res.describe())
-    if res.seconds > 20:
-        return "took %.1f s" % res.seconds
     return None
 
 
@@ -468,17 +470,18 @@ def test_started_by_mpiexec_directly():
 
 
 def test_timeout_and_missing_mpiexec():
+    # The fake starter outlives the test's own bound (60 s), so a launcher
+    # that waited for it instead of stopping it fails as a hang; no
+    # wall-clock limit on the stop itself (it was 10 s).
     with tempfile.TemporaryDirectory(prefix="hl-launcher-") as d:
         fake = os.path.join(d, "slow-mpiexec")
         with open(fake, "w") as f:
-            f.write("#!/bin/sh\nexec sleep 30\n")
+            f.write("#!/bin/sh\nexec sleep 600\n")
         os.chmod(fake, 0o755)
         res = launch("-np", 1, "--mpiexec", fake, "--timeout", "1", SCALE)
         msg = expect_one_error(res, r"did not finish within --timeout 1 s", code=124)
         if msg:
             return msg
-        if res.seconds > 10:
-            return "the timeout took %.1f s" % res.seconds
         res = launch("-np", 1, "--mpiexec", os.path.join(d, "nope"), SCALE)
         return expect_one_error(res, r"cannot run '.*nope': No such file")
 
