@@ -323,7 +323,9 @@ def test_kill_one_rank():
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=f,
                                 stderr=subprocess.STDOUT, start_new_session=True, env=ENV)
     try:
-        deadline = time.monotonic() + 20
+        # Only a bound for a start that never comes: 8 ranks under MPICH on a
+        # loaded 2-core machine take many seconds to start.
+        deadline = time.monotonic() + 60
         victim = None
         while time.monotonic() < deadline:
             ranks = worker_pids()
@@ -339,15 +341,18 @@ def test_kill_one_rank():
         time.sleep(2.0)  # inside the loop by now
         os.kill(victim[0], signal.SIGKILL)
         killed = time.monotonic()
+        # The kill must end the job, not --timeout 60 (exit 124). No tighter
+        # bound on its time: the launcher alone gives ranks orphaned by the
+        # starter 10 s to die before it kills them (it was a 15 s limit).
         try:
-            proc.wait(timeout=20)
+            proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
-            return "the job did not end within 20 s of the kill; still running:\n%s" % (
+            return "the job did not end within 60 s of the kill; still running:\n%s" % (
                 "\n".join("%d %s" % p for p in cl.processes_matching(WORK)))
         took = time.monotonic() - killed
         with open(log, errors="replace") as f:
             err = f.read()
-        if proc.returncode == 0 or took > 15:
+        if proc.returncode in (0, 124) or "did not finish within --timeout" in err:
             return "kill -9 of rank 5: exit %s after %.1f s\n%s" % (proc.returncode, took, err)
         if not re.search(r"rank 5\b", err):
             return "the message should name rank 5:\n" + err
