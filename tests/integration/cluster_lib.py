@@ -95,10 +95,34 @@ def skip_reason(tools):
     return None
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def free_ports(count):
+    """`count` distinct TCP ports that are free now, for daemons that bind them
+    later. Taken below the kernel's ephemeral range: a port from that range
+    (what bind to port 0 returns) can be handed to any outgoing connection
+    of the tests beside this one before the daemon binds it."""
+    import random
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    ports, held = [], []
+    try:
+        while len(ports) < count:
+            port = random.randrange(10000, max(low, 10001 + count))
+            s = socket.socket()
+            try:
+                s.bind(("", port))
+            except OSError:
+                s.close()
+                continue
+            held.append(s)  # held until all are chosen: no port twice
+            if port not in ports:
+                ports.append(port)
+    finally:
+        for s in held:
+            s.close()
+    return ports
 
 
 # --- munge + Slurm on localhost ---------------------------------------------------
@@ -132,12 +156,13 @@ class Slurm:
             os.makedirs(os.path.join(self.dir, d), exist_ok=True)
         conf = os.path.join(self.dir, "slurm.conf")
         d = self.dir
+        ctld_port, slurmd_port = free_ports(2)
         with open(conf, "w") as f:
             f.write("\n".join([
                 "ClusterName=hlci",
                 "SlurmctldHost=%s(127.0.0.1)" % self.host,
-                "SlurmctldPort=%d" % free_port(),
-                "SlurmdPort=%d" % free_port(),
+                "SlurmctldPort=%d" % ctld_port,
+                "SlurmdPort=%d" % slurmd_port,
                 "SlurmUser=root", "SlurmdUser=root",
                 "AuthType=auth/munge", "CredType=cred/munge",
                 "AuthInfo=socket=" + sock,
