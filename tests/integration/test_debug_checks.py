@@ -55,8 +55,9 @@ def test_loop_trip_counts_static():
         return "expected the channel check's error\n" + res.describe()
     # Run anyway, the job does hang where the check said: rank 1 in its third trip.
     with hl.tempdir("dbg") as d:
+        # 3 s, not 1: rank 0 must have ended its run by then (test_debug_hangs.py).
         res = hl.launch_np(2, program("hang_loop_trips.hlo"), "--zeros", "--no-collective-check",
-                           "--hang-timeout", "1", "--debug-dir", d)
+                           "--hang-timeout", "3", "--debug-dir", d)
         want = "rank 1 waits in recv-done.1 (channel 1, iteration 2 of loop)"
         if res.returncode != 3 or want not in res.stderr:
             return "expected the hang the check predicted\n" + res.describe()

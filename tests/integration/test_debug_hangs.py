@@ -22,6 +22,12 @@ import hl_testlib as hl
 DEBUG_DIR = os.path.join(hl.PROGRAMS_DIR, "debug")
 STATE_HEADER = struct.Struct("<Iiiiii")  # magic, rank, pid, phase, depth, signal
 PHASE_RUNNING = 1
+# The watchdog reports every rank as it is when the first one has waited
+# this long; a rank the machine held off the CPU as long is reported where
+# it was held, not where the program leaves it. 1 s was within reach of a
+# loaded 2-core machine (--hang-timeout 0.5 with one rank stopped for 1.5 s
+# reports the stopped rank mid-loop); 3 s costs 2 s a case.
+HANG_TIMEOUT = "3"
 
 
 def program(name):
@@ -47,7 +53,7 @@ def test_other_branch():
     # Rank 3 skips iteration 2's all-reduce, so its iterations 0, 1, 3 pair
     # with the others' 0, 1, 2 and it finishes; ranks 0-2 wait in iteration 3.
     with hl.tempdir("dbg") as d:
-        res = hl.launch_np(4, program("hang_other_branch.hlo"), "--hang-timeout", "1",
+        res = hl.launch_np(4, program("hang_other_branch.hlo"), "--hang-timeout", HANG_TIMEOUT,
                            "--debug-dir", d)
         msg = expect_hang(res, [
             "ranks 0-2 wait in sum (all-reduce, group {0..3}, iteration 3 of loop); "
@@ -75,8 +81,9 @@ def test_other_branch():
 
 def test_mismatched_collectives():
     with hl.tempdir("dbg") as d:
-        res = hl.launch_np(4, program("hang_mismatched_collectives.hlo"), "--hang-timeout", "1",
-                           "--debug-dir", d, "--no-collective-check")
+        res = hl.launch_np(4, program("hang_mismatched_collectives.hlo"),
+                           "--hang-timeout", HANG_TIMEOUT, "--debug-dir", d,
+                           "--no-collective-check")
         return expect_hang(res, [
             "ranks 0-2 wait in all-reduce.5 (group {0..3}); never arrived: rank 3",
             "rank 3 waits in g (all-gather, group {0..3}); never arrived: ranks 0-2",
@@ -87,7 +94,7 @@ def test_missing_send():
     # Rank 0 takes the branch without the send; rank 1 waits for it.
     with hl.tempdir("dbg") as d:
         # The static channel check would stop it first (test_debug_checks.py).
-        res = hl.launch_np(2, program("hang_missing_send.hlo"), "--hang-timeout", "1",
+        res = hl.launch_np(2, program("hang_missing_send.hlo"), "--hang-timeout", HANG_TIMEOUT,
                            "--debug-dir", d, "--no-collective-check")
         return expect_hang(res, [
             "rank 0 finished the run and waits for the other ranks; never arrived: rank 1",
