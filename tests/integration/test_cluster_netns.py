@@ -68,7 +68,9 @@ def test_three_hosts():
 
 def start_long_job(log, debug_dir):
     count = cl.write_count(WORK, 50000000)
-    argv = launch_argv(count, "--timeout", "45", "--debug-dir", debug_dir)
+    # --timeout far beyond the wait for the fault's end below: a job that only
+    # --timeout would end fails as a hang there, not as a slow pass.
+    argv = launch_argv(count, "--timeout", "120", "--debug-dir", debug_dir)
     # Output to a file, not a pipe: a daemon on a cut-off host keeps its
     # copy of the pipe open, so reading to EOF would wait for it.
     with open(log, "wb") as f:
@@ -131,7 +133,7 @@ def fault(name, inject, expect_re, repair=None):
     os.makedirs(dbg, exist_ok=True)
     proc = start_long_job(log, dbg)
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60  # a bound for a start that never comes
         counts = []
         while time.monotonic() < deadline:
             counts = [len(workers_on(h)) for h in NET.hosts]
@@ -146,17 +148,20 @@ def fault(name, inject, expect_re, repair=None):
         time.sleep(2.0)  # every daemon and rank is up and in the loop by now
         inject()
         t0 = time.monotonic()
+        # The fault must end the job (a cut link: the TCP keepalive, about
+        # 6 s, then the stop); the bound only catches a job that goes on. It
+        # was 15 s, and 7.1 s were measured under MPICH on a loaded machine.
         try:
-            proc.wait(timeout=25)
+            proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
             cl.kill_group(proc)
             with open(log, errors="replace") as f:
-                return "the job did not end within 25 s of the fault\n" + f.read()[-3000:]
+                return "the job did not end within 60 s of the fault\n" + f.read()[-3000:]
         took = time.monotonic() - t0
         with open(log, errors="replace") as f:
             err = f.read()
-        if proc.returncode == 0 or took > 15:
-            return "exit %s after %.1f s (limit 15 s)\n%s" % (proc.returncode, took, err[-3000:])
+        if proc.returncode in (0, 124):
+            return "exit %s after %.1f s\n%s" % (proc.returncode, took, err[-3000:])
         if not re.search(expect_re, err):
             return "the message should match %r:\n%s" % (expect_re, err[-3000:])
         print("    fault ended the job: exit %d after %.1f s" % (proc.returncode, took), flush=True)
