@@ -142,7 +142,9 @@ def kill_rank_mid_run(sig, expected):
                 return "ranks never reached the loop: %r" % (states,)
             time.sleep(0.5)
             os.kill(states[2][2], sig)
-            out, err = proc.communicate(timeout=30)
+            # A hang bound: past it, --timeout 50 would have ended the job
+            # (exit 124, failed below).
+            out, err = proc.communicate(timeout=60)
         finally:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)

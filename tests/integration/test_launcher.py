@@ -366,7 +366,7 @@ def test_repeat_times_runs_and_keeps_last_result():
 def test_repeat_failure_ends_the_job():
     """A rank failing in a repeated run ends the job like a single run does."""
     env = dict(os.environ, HL_TEST_EXEC_FAIL_RANK="1")
-    res = launch("-np", 2, "--repeat", 5, "--zeros", SCALE, env=env, timeout=30)
+    res = launch("-np", 2, "--repeat", 5, "--zeros", SCALE, env=env, timeout=90)  # a hang bound
     if res.timed_out or res.returncode == 0:
         return "no failure or hung\n" + res.describe()
     return expect_one_error(res, r"^hlo-launch: rank 1 \(replica 1, partition 0\): injected")
