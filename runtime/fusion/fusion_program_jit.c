@@ -302,10 +302,10 @@ static int jit_build(jit_builder_t *b, int k) {
 
 // A region that is one vector routine over one input read over the block,
 // in its own float type (exp(x) before a row sum): the interpreter's array
-// loop is already that loop, with vmath's wrapper around the routine
-// inlined, where the compiled loop calls the wrapper and, at 16 or 64
-// bytes, splits and joins lanes around it: 1.14-1.2x slower (the row sums
-// of exp(x) in bench/README.md). Left interpreted, with the same bits.
+// loop is already that loop, so compiling gains nothing, and the compiled
+// one ran 1.14-1.2x slower (it calls vmath's wrapper and, at 16 or 64
+// bytes, splits lanes around it: the row sums of exp(x) in
+// bench/README.md). Left interpreted, with the same bits.
 static bool lone_routine(const hl_jit_body_t *body) {
   return body->count == 2 && body->input_count == 1 && !body->input_scalar[0] &&
          body->values[0].op == HL_JIT_LOAD && body->values[1].op == HL_JIT_CALL &&
