@@ -19,6 +19,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${HL_BENCH_BUILD_DIR:-$root/build-bench-release}
+source "$root/bench/lib.sh"
 threads=1
 repeat=5
 rounds=2
@@ -43,13 +44,7 @@ if [ ${#progs[@]} -eq 0 ]; then
     trap 'rm -rf "$dir"' EXIT
   fi
   mkdir -p "$dir"
-  for h in "${harnesses[@]}"; do
-    echo "# writing the programs of $h" >&2
-    # A harness's exit status is its own targets' verdict (bench_fusion_pass's
-    # peak memory ones fail today); its programs are written either way.
-    HL_BENCH_DUMP_DIR=$dir "$build/bench/$h" >/dev/null ||
-      echo "# ($h exited $?: a target of its own failed)" >&2
-  done
+  hl_bench_write_programs "$dir" "$build" "${harnesses[@]}"
   progs=("$dir"/*.hlo "$dir"/*.mlir "$root"/bench/training/*.hlo)
 else
   cmake --build "$build" --target hlo-launch -j"${HL_BENCH_JOBS:-2}" >/dev/null
@@ -58,7 +53,6 @@ export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy
 printf '%-32s | %9s | %9s | %9s | %6s | %6s | %s\n' program "cold 1st" "warm 1st" "later" \
   "cold x" "warm x" "peak memory (warm start)"
 fail=0
-min() { awk -v a="$1" -v b="$2" 'BEGIN { print (a == "" || (b != "" && b + 0 < a + 0)) ? b : a }'; }
 for p in "${progs[@]}"; do
   cold= warm= later= peak= failed=
   for ((r = 0; r < rounds; r++)); do
@@ -72,11 +66,10 @@ for p in "${progs[@]}"; do
         failed=1
         break 2
       fi
-      first=$(sed -n 's/.*: first \([0-9.]*\) ms;.*/\1/p' <<<"$out" | head -1)
-      l=$(sed -n 's/.*: min \([0-9.]*\) ms,.*/\1/p' <<<"$out" | head -1)
-      later=$(min "$later" "$l")
-      if [ $mode = cold ]; then cold=$(min "$cold" "$first"); else
-        warm=$(min "$warm" "$first")
+      first=$(hl_bench_first_ms "$out")
+      later=$(hl_bench_min "$later" "$(hl_bench_later_ms "$out")")
+      if [ $mode = cold ]; then cold=$(hl_bench_min "$cold" "$first"); else
+        warm=$(hl_bench_min "$warm" "$first")
         peak=$(sed -n 's/^ *peak memory: large arrays \(.*\)/\1/p' <<<"$out" | head -1)
       fi
     done

@@ -17,6 +17,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${HL_BENCH_BUILD_DIR:-$root/build-bench-release}
+source "$root/bench/lib.sh"
 threads=1
 repeat=5
 rounds=3
@@ -36,11 +37,7 @@ launch=$build/launcher/hlo-launch
 if [ ${#progs[@]} -eq 0 ]; then
   dir=$(mktemp -d)
   trap 'rm -rf "$dir"' EXIT
-  for h in "${harnesses[@]}"; do
-    echo "# writing the programs of $h (it runs its own benchmarks meanwhile)" >&2
-    HL_BENCH_DUMP_DIR=$dir "$build/bench/$h" >/dev/null ||
-      echo "# ($h exited $?: a target of its own failed)" >&2
-  done
+  hl_bench_write_programs "$dir" "$build" "${harnesses[@]}"
   progs=("$dir"/*.hlo "$dir"/*.mlir "$root"/bench/training/*.hlo "$root"/bench/training/*.mlir)
 fi
 # The generator's target line: "... N-byte vectors", N the host's widest.
@@ -61,7 +58,6 @@ if [ ${#widths[@]} -ge 2 ]; then
   header+=$(printf ' | %s' "${widths[-1]} B vs ${widths[-2]} B")
 fi
 echo "$header"
-min() { awk -v a="$1" -v b="$2" 'BEGIN { print (a == "" || (b != "" && b + 0 < a + 0)) ? b : a }'; }
 fail=0
 for p in "${progs[@]}"; do
   declare -A best=()
@@ -80,8 +76,7 @@ for p in "${progs[@]}"; do
         fail=1
         break
       fi
-      t=$(sed -n 's/.*: min \([0-9.]*\) ms,.*/\1/p' <<<"$out" | head -1)
-      best[$mode]=$(min "${best[$mode]:-}" "$t")
+      best[$mode]=$(hl_bench_min "${best[$mode]:-}" "$(hl_bench_later_ms "$out")")
     done
   done
   [ -n "$failed" ] && { unset best; continue; }

@@ -18,6 +18,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${HL_BENCH_BUILD_DIR:-$root/build-bench-release}
+source "$root/bench/lib.sh"
 rounds=3
 repeat=8
 threads_list="1 2"
@@ -47,20 +48,13 @@ tiny=$tmp/tiny.hlo
 printf 'HloModule tiny\nENTRY main {\n  a = f32[64] parameter(0)\n  b = f32[64] multiply(a, a)\n  c = f32[64] add(b, a)\n  ROOT d = f32[64] subtract(c, a)\n}\n' >"$tiny"
 declare -A best first rss
 
-keep_min() {  # key value
-  local k=$1 v=$2
-  if [ -z "${best[$k]:-}" ] || awk -v a="$v" -v b="${best[$k]}" 'BEGIN { exit !(a < b) }'; then
-    best[$k]=$v
-  fi
-}
-
 ours() {  # key program threads extra...
   local k=$1 p=$2 t=$3
   shift 3
   local out
   out=$(/usr/bin/time -f 'maxrss %M' "$launch" -np 1 --threads "$t" --repeat "$repeat" --seed 0 -q "$@" "$p" 2>&1)
-  keep_min "$k" "$(sed -n 's/.*runs 2-[0-9]*: min \([0-9.]*\) ms.*/\1/p' <<<"$out")"
-  first[$k]=$(sed -n 's/.* first \([0-9.]*\) ms;.*/\1/p' <<<"$out")
+  best[$k]=$(hl_bench_min "${best[$k]:-}" "$(hl_bench_later_ms "$out")")
+  first[$k]=$(hl_bench_first_ms "$out")
   rss[$k]=$(sed -n 's/^maxrss \([0-9]*\)/\1/p' <<<"$out")
 }
 
@@ -72,7 +66,8 @@ for r in $(seq "$rounds"); do
       ours "$prog.xla.$t" "$root/bench/training/${prog}_f32.hlo" "$t"
       ours "$prog.unfused.$t" "$root/bench/training/${prog}_f32.mlir" "$t" --no-fusion-pass
       out=$("$py" "$root/bench/training/torch_steps.py" "$prog" "$t" "$repeat")
-      keep_min "$prog.torch.$t" "$(sed -n 's/.*min \([0-9.]*\) ms.*/\1/p' <<<"$out")"
+      best[$prog.torch.$t]=$(hl_bench_min "${best[$prog.torch.$t]:-}" \
+        "$(sed -n 's/.*min \([0-9.]*\) ms.*/\1/p' <<<"$out")")
       first[$prog.torch.$t]=$(sed -n 's/^first \([0-9.]*\) ms.*/\1/p' <<<"$out")
     done
   done
